@@ -1,0 +1,83 @@
+"""The ``tablectl`` command.
+
+Every failure a user can cause (a bad script, a bad config, an illegal action) ends with exit
+status 2 and one line on stderr naming the rule or the key; tracebacks are for bugs only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from controller.errors import TablectlError
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # the command ran and found a fault (e.g. a journal that does not verify)
+EXIT_USAGE = 2  # the input was refused
+
+
+def _cmd_round(args: argparse.Namespace) -> int:
+    from controller.script import run_script
+
+    path = Path(args.script)
+    try:
+        text = sys.stdin.read() if args.script == "-" else path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise TablectlError(f"{path}: cannot read: {e.strerror}") from None
+    print(json.dumps(run_script(text), indent=2 if args.pretty else None))
+    return EXIT_OK
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from controller.simulate import main as simulate_main
+
+    return simulate_main(args)
+
+
+def _cmd_sim(args: argparse.Namespace) -> int:
+    from sim.cli import main as sim_main
+
+    return sim_main(list(args.rest))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tablectl", description="Table-side controller for Pennsylvania table games."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("round", help="play one scripted round and print its settlement as JSON")
+    p.add_argument("--script", required=True, help="the round script (JSON), or - for stdin")
+    p.add_argument("--pretty", action="store_true", help="indent the JSON")
+    p.set_defaults(func=_cmd_round)
+
+    p = sub.add_parser("simulate", help="play many rounds headless and report edges")
+    from controller.simulate import add_arguments
+
+    add_arguments(p)
+    p.set_defaults(func=_cmd_simulate)
+
+    p = sub.add_parser("sim", help="start the simulated devices of a table", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=_cmd_sim)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except TablectlError as e:
+        print(e, file=sys.stderr)  # one line, starting with the section
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

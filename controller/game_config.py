@@ -1,0 +1,224 @@
+"""A game's table options: what the certificate holder's Rules Submission chooses.
+
+One TOML file per game in ``config/games/``. Loading validates every key and refuses a bad file
+with one line naming the file, the key and the rule, e.g.::
+
+    config/games/down-under.toml: wagers.match_the_dealer: 685a.6(e): Match-the-Dealer is
+    offered only with six- or eight-deck batches, not 4
+
+Keys under ``[rulings]`` are the readings of ambiguous text listed in docs/rulings.md.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from controller.errors import ConfigError, RuleViolation
+from controller.games import GameId, GameSpec, game_spec
+
+MAX_BOXES = 6  # 673a.2(a), 665a.2(a), 685a.2(a): no more than six players
+
+
+@dataclass(frozen=True)
+class Rulings:
+    """Choices where the text can be read two ways (docs/rulings.md)."""
+
+    min_chip: int = 1  # G3
+    settlement_procedure: int = 1  # G5: 673a.7(t) / 685a.7(r) procedure (1) or (2)
+    busted_hand_pushes_on_dealer_22: bool = False  # D1
+    second_chance_stake: str = "current"  # D3: current | original
+    insurance_after_paid_blackjack: bool = False  # D4
+    surrender_double_down: str = "half"  # A2: half | lost
+    reader_reveals_hole_card: bool = False  # 665a.13(h)(1),(2): does this reader show players?
+    match_both_cards: str = "best"  # U1: best | each
+    dealer_ace_ace: int = 22  # U3: 22 | 12
+    large_pair_rule: str = "two_card_hand"  # U4: two_card_hand | first_two_cards
+    dealer_22_returns_busted: bool = False  # U5
+
+
+_CHOICES: dict[str, tuple[object, ...]] = {
+    "settlement_procedure": (1, 2),
+    "second_chance_stake": ("current", "original"),
+    "surrender_double_down": ("half", "lost"),
+    "match_both_cards": ("best", "each"),
+    "dealer_ace_ace": (22, 12),
+    "large_pair_rule": ("two_card_hand", "first_two_cards"),
+}
+
+# Which rulings mean something in which chapter; a key for another game is a mistake worth
+# refusing (someone copied the wrong file).
+_RULING_GAMES: dict[str, tuple[GameId, ...]] = {
+    "busted_hand_pushes_on_dealer_22": (GameId.DOUBLE_BACK_JACK,),
+    "second_chance_stake": (GameId.DOUBLE_BACK_JACK,),
+    "insurance_after_paid_blackjack": (GameId.DOUBLE_BACK_JACK,),
+    "surrender_double_down": (GameId.DOUBLE_ATTACK,),
+    "reader_reveals_hole_card": (GameId.DOUBLE_ATTACK,),
+    "match_both_cards": (GameId.DOWN_UNDER,),
+    "dealer_ace_ace": (GameId.DOWN_UNDER,),
+    "large_pair_rule": (GameId.DOWN_UNDER,),
+    "dealer_22_returns_busted": (GameId.DOWN_UNDER,),
+}
+
+_WAGER_GAMES: dict[str, tuple[GameId, str]] = {
+    "bust_it": (GameId.DOUBLE_ATTACK, "665a.6(f)"),
+    "match_the_dealer": (GameId.DOWN_UNDER, "685a.6(e)"),
+    "progressive": (GameId.DJ_WILD, "687a.9(b)"),
+}
+
+
+@dataclass(frozen=True)
+class GameOptions:
+    game: GameId
+    decks: int  # per batch
+    boxes: int = MAX_BOXES
+    automated_shuffler: bool = True  # two batches of different back colours (…3(b))
+    bust_it: bool = False
+    match_the_dealer: bool = False
+    progressive: bool = False
+    rulings: Rulings = field(default_factory=Rulings)
+
+    @property
+    def spec(self) -> GameSpec:
+        return game_spec(self.game)
+
+    def validate(self) -> None:
+        """Raise RuleViolation naming the section when the options break the chapter."""
+        spec = self.spec
+        spec.check_decks(self.decks, automated_shuffler=self.automated_shuffler)
+        if not 1 <= self.boxes <= MAX_BOXES:
+            raise RuleViolation(
+                f"{spec.chapter}.2(a)", f"a table has 1 to {MAX_BOXES} betting positions, not {self.boxes}"
+            )
+        if self.match_the_dealer and self.decks not in (6, 8):
+            raise RuleViolation(
+                "685a.6(e)",
+                f"Match-the-Dealer is offered only with six- or eight-deck batches, not {self.decks}",
+            )
+        for name, (game, section) in _WAGER_GAMES.items():
+            if getattr(self, name) and self.game != game:
+                raise RuleViolation(section, f"the {name} wager belongs to {game_spec(game).title}")
+        if self.rulings.min_chip < 1:
+            raise RuleViolation("G3", "min_chip must be a positive chip unit")
+
+    def with_decks(self, decks: int) -> GameOptions:
+        return replace(self, decks=decks)
+
+
+def default_options(game: GameId | str) -> GameOptions:
+    """The game as a table would commonly run it, every optional wager offered."""
+    gid = GameId(game)
+    spec = game_spec(gid)
+    return GameOptions(
+        game=gid,
+        decks=spec.default_decks,
+        boxes=MAX_BOXES,
+        bust_it=gid == GameId.DOUBLE_ATTACK,
+        match_the_dealer=gid == GameId.DOWN_UNDER,
+        progressive=gid == GameId.DJ_WILD,
+    )
+
+
+def _expect(where: str, key: str, value: Any, kind: type | tuple[type, ...]) -> Any:
+    # bool is an int in Python; a deck count of `true` is a typo, not 1.
+    if isinstance(value, bool) and kind is not bool:
+        raise ConfigError(f"{where}: {key}: expected {_kind_name(kind)}, got {value!r}")
+    if not isinstance(value, kind):
+        raise ConfigError(f"{where}: {key}: expected {_kind_name(kind)}, got {value!r}")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    if isinstance(kind, tuple):
+        return " or ".join(k.__name__ for k in kind)
+    return {"int": "an integer", "bool": "true or false", "str": "text"}.get(kind.__name__, kind.__name__)
+
+
+def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
+    """Build and validate options from a parsed TOML document; errors name ``where`` and the key."""
+    known_top = {"game", "decks_per_batch", "boxes", "automated_shuffler", "wagers", "rulings"}
+    for key in doc:
+        if key not in known_top:
+            raise ConfigError(f"{where}: {key}: unknown key (expected one of {', '.join(sorted(known_top))})")
+    if "game" not in doc:
+        raise ConfigError(f"{where}: game: missing (one of {', '.join(g.value for g in GameId)})")
+    try:
+        gid = GameId(_expect(where, "game", doc["game"], str))
+    except ValueError:
+        raise ConfigError(
+            f"{where}: game: unknown game {doc['game']!r} (one of {', '.join(g.value for g in GameId)})"
+        ) from None
+    opts = default_options(gid)
+    kwargs: dict[str, Any] = {
+        "bust_it": False,
+        "match_the_dealer": False,
+        "progressive": False,
+    }
+    if "decks_per_batch" in doc:
+        kwargs["decks"] = _expect(where, "decks_per_batch", doc["decks_per_batch"], int)
+    if "boxes" in doc:
+        kwargs["boxes"] = _expect(where, "boxes", doc["boxes"], int)
+    if "automated_shuffler" in doc:
+        kwargs["automated_shuffler"] = _expect(where, "automated_shuffler", doc["automated_shuffler"], bool)
+
+    wagers = _expect(where, "wagers", doc.get("wagers", {}), dict)
+    for key, value in wagers.items():
+        if key not in _WAGER_GAMES:
+            raise ConfigError(
+                f"{where}: wagers.{key}: unknown optional wager (one of {', '.join(_WAGER_GAMES)})"
+            )
+        kwargs[key] = _expect(where, f"wagers.{key}", value, bool)
+
+    rulings_doc = _expect(where, "rulings", doc.get("rulings", {}), dict)
+    defaults = Rulings()
+    ruling_kwargs: dict[str, Any] = {}
+    names = {f.name for f in fields(Rulings)}
+    for key, value in rulings_doc.items():
+        if key not in names:
+            raise ConfigError(f"{where}: rulings.{key}: unknown ruling (see docs/rulings.md)")
+        default = getattr(defaults, key)
+        _expect(where, f"rulings.{key}", value, type(default))
+        if key in _CHOICES and value not in _CHOICES[key]:
+            allowed = " | ".join(repr(c) for c in _CHOICES[key])
+            raise ConfigError(f"{where}: rulings.{key}: {value!r} is not one of {allowed}")
+        games = _RULING_GAMES.get(key)
+        if games is not None and gid not in games:
+            raise ConfigError(
+                f"{where}: rulings.{key}: applies to {game_spec(games[0]).title}, not {game_spec(gid).title}"
+            )
+        ruling_kwargs[key] = value
+
+    opts = replace(opts, rulings=Rulings(**ruling_kwargs), **kwargs)
+    try:
+        opts.validate()
+    except RuleViolation as e:
+        key = _key_for(e.section)
+        raise ConfigError(f"{where}: {key}: {e}") from None
+    return opts
+
+
+def _key_for(section: str) -> str:
+    if section == "685a.6(e)":
+        return "wagers.match_the_dealer"
+    if section.endswith(".2(a)"):
+        return "boxes"
+    if section == "G3":
+        return "rulings.min_chip"
+    if section in ("665a.6(f)", "687a.9(b)"):
+        return "wagers"
+    return "decks_per_batch"
+
+
+def load_game_options(path: Path | str) -> GameOptions:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read: {e.strerror}") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: not valid TOML: {e}") from None
+    return options_from_dict(doc, str(p))

@@ -1,0 +1,215 @@
+"""Double Attack Blackjack, 58 Pa. Code Chapter 665a.
+
+What sets it apart: no 10s in the decks (665a.3(a)); the dealer's up card comes first and the
+Double Attack Wager is made after seeing it (665a.7(e)); Blackjack pays even money (665a.12(a));
+insurance pays 5 to 2 and wins only on a K, Q or J (665a.8); surrender after drawing, doubling or
+splitting (665a.9); double on any number of cards (665a.10); up to four hands (665a.11); the Bust
+It wager on the dealer's third card (665a.7(m), 665a.12(c)).
+"""
+
+from __future__ import annotations
+
+from controller.cards import Card
+from controller.errors import RuleViolation
+from controller.rules.hand import Hand, total
+from controller.rules.procedure import BlackjackProcedure, Procedure
+from controller.rules.requests import Action, DoubleAttackOffer, ReaderUse
+from controller.rules.state import Box
+from controller.rules.wagers import EVEN, HALF_LOST, LOSE, PUSH, Wager, odds
+
+INSURANCE_PAYS = odds(5, 2)  # 665a.12(b)
+MAX_HANDS = 4  # 665a.11(c)
+
+# 665a.12(c): the Bust It paytable.
+BUST_IT_THREE_EIGHTS_SUITED = odds(200)
+BUST_IT_THREE_EIGHTS_COLOUR = odds(50)
+BUST_IT_THIRD_CARD = {"6": odds(15), "7": odds(10), "8": odds(8), "9": odds(6),
+                      "J": odds(3), "Q": odds(3), "K": odds(3)}  # fmt: skip
+
+
+def bust_it_pays(first_three: list[Card]) -> tuple[int, str]:
+    """Net half-stakes of a winning Bust It wager and the paytable line (665a.12(c))."""
+    a, b, c = first_three
+    if a.rank == b.rank == c.rank == "8":
+        if a.suit == b.suit == c.suit:
+            return BUST_IT_THREE_EIGHTS_SUITED, "665a.12(c) 8-8-8 of the same suit"
+        if a.colour == b.colour == c.colour:
+            return BUST_IT_THREE_EIGHTS_COLOUR, "665a.12(c) 8-8-8 of the same color"
+    return BUST_IT_THIRD_CARD[c.rank], f"665a.12(c) third card {c.rank}"
+
+
+class DoubleAttack(BlackjackProcedure):
+    chapter = "665a"
+    insurance_section = "665a.8"
+    double_section = "665a.10(a)"
+
+    def run(self) -> Procedure:
+        rs = self.rs
+        # 665a.7(e): the dealer's up card first; then each box may add a Double Attack Wager.
+        yield from self.deal_to_dealer(face_up=True)
+        up = rs.dealer[0]
+        for box in rs.boxes:
+            amount = int((yield DoubleAttackOffer(box.seat, box.bet)) or 0)
+            if not 0 <= amount <= box.bet:
+                raise RuleViolation(
+                    "665a.6(e)",
+                    f"seat {box.seat}: a Double Attack Wager of {amount} is more than the Bet of {box.bet}",
+                )
+            box.double_attack = box.first.double_attack = amount
+        # 665a.7(f): two cards to each box, then the hole card face down.
+        yield from self.deal_to_boxes()
+        yield from self.deal_to_boxes()
+        yield from self.deal_to_dealer(face_up=False)
+
+        # 665a.7(g): insurance on an ace; the reader on an ace, K, Q or J.
+        if up.is_ace:
+            yield from self.offer_insurance(rs.boxes)
+        if up.is_ace or up.is_face:
+            report = yield ReaderUse(masque=False)
+            rs.reader_report = bool(report)
+            rs.reader_agrees = bool(report) == self.dealer_blackjack()
+            if up.is_ace:
+                self.settle_insurance(bool(report), INSURANCE_PAYS, "665a.8(a), 665a.12(b)")
+            if report:
+                rs.hole_turned = True
+                self.settle_bust_it()
+                self.settle_remaining()
+                return
+
+        # 665a.7(h)(1): a player Blackjack is paid at once, even money on Bet and Double Attack.
+        for box in rs.boxes:
+            hand = box.first
+            if hand.blackjack:
+                rs.settle_hand(hand, EVEN, "blackjack", "665a.7(h)(1), 665a.12(a)")
+                rs.settle(box.seat, 0, Wager.DOUBLE_ATTACK, box.double_attack, EVEN,
+                          "665a.7(h)(1), 665a.12(a)")  # fmt: skip
+        # 665a.7(h)(2)-(k): the players' decisions.
+        yield from self.play_boxes()
+
+        # 665a.7(l)-(n): the hole card, the Bust It third card, then draw to 17 (ruling A7).
+        rs.hole_turned = True
+        rs.dealer_played = True
+        if total(rs.dealer)[0] < 17:
+            yield from self.deal_to_dealer(face_up=True)
+        self.settle_bust_it()
+        yield from self.dealer_draws()
+        self.settle_remaining()
+
+    # -- decisions -------------------------------------------------------------------------
+    def refusal(self, action: Action, hand: Hand, box: Box) -> RuleViolation | None:
+        t = hand.total
+        if action is Action.STAND:
+            return None
+        if action is Action.HIT:
+            if hand.doubled:
+                return RuleViolation("665a.7(j)(2)", "after a Double Down Wager only one card is drawn")
+            if hand.split_aces:
+                return RuleViolation("665a.11(e)", "each split ace receives only one card")
+            if t >= 21:
+                return RuleViolation("665a.7(j)(1)", f"a hand totalling {t} may not draw")
+            return None
+        if action is Action.DOUBLE:
+            if hand.doubled:
+                return RuleViolation("665a.10(a)", "only one Double Down Wager is made on a hand")
+            if hand.split_aces:
+                return RuleViolation("665a.11(e)", "each split ace receives only one card")
+            if t >= 21:
+                return RuleViolation("665a.7(j)(1)", f"a hand totalling {t} may not draw")
+            return None
+        if action is Action.SPLIT:
+            if hand.acted or len(hand.cards) != 2 or hand.cards[0].points != hand.cards[1].points:
+                return RuleViolation("665a.11(a)", "only two cards identical in value may be split")
+            if hand.split_aces:
+                return RuleViolation("665a.11(e)", "aces may not be split more than once")
+            if len(box.hands) >= MAX_HANDS:
+                return RuleViolation("665a.11(c)", "pairs may be split at most three times, four hands")
+            return None
+        # Surrender: any time before standing while the hand is under 21 (665a.9(a), 665a.7(k)).
+        if t >= 21:
+            return RuleViolation("665a.7(k)", f"a hand totalling {t} may not surrender")
+        return None
+
+    def double_maximum(self, box: Box) -> int:
+        return box.bet + box.double_attack  # 665a.10(a)
+
+    def split_wager(self, box: Box) -> int:
+        return box.bet + box.double_attack  # 665a.11(a), ruling A3
+
+    def after_split_card(self, hand: Hand) -> None:
+        if hand.total >= 21:
+            hand.done = True
+
+    def after_draw(self, hand: Hand, box: Box) -> Procedure:
+        # After a double the hand may still surrender (665a.9(a)), so it is not closed here.
+        if hand.total >= 21:
+            hand.done = True
+        return
+        yield
+
+    def surrender(self, hand: Hand, box: Box) -> None:
+        # 665a.9(b)(1),(2)(ii): half of the Bet and Double Attack wagers; ruling A2 for a double.
+        # 665a.9(b)(2)(i) cannot arise: the reader is used before any decision (ruling A4).
+        rs = self.rs
+        section = "665a.9(b)"
+        rs.settle(hand.seat, hand.index, Wager.BET, hand.bet, HALF_LOST, section)
+        dd_outcome = HALF_LOST if self.rulings.surrender_double_down == "half" else LOSE
+        rs.settle(hand.seat, hand.index, Wager.BET, hand.double_down, dd_outcome, f"{section} (ruling A2)")
+        rs.settle(hand.seat, hand.index, Wager.DOUBLE_ATTACK, hand.double_attack, HALF_LOST, section)
+        hand.result = "surrender"
+        hand.settled = hand.done = True
+
+    # -- the end of the round --------------------------------------------------------------
+    def settle_bust_it(self) -> None:
+        """665a.7(m): paid on a dealer bust in exactly three cards, else collected."""
+        rs = self.rs
+        first_two = total(rs.dealer[:2])[0]
+        busted_in_three = (
+            first_two < 17 and len(rs.dealer) >= 3 and total(rs.dealer[:3])[0] > 21
+        )
+        for box in reversed(rs.boxes):
+            if not box.bust_it:
+                continue
+            if busted_in_three:
+                halves, line = bust_it_pays(rs.dealer[:3])
+                rs.settle(box.seat, None, Wager.BUST_IT, box.bust_it, halves, f"665a.7(m)(2)(i), {line}")
+            elif first_two >= 17:
+                rs.settle(box.seat, None, Wager.BUST_IT, box.bust_it, LOSE, "665a.7(m)(1)")
+            else:
+                rs.settle(box.seat, None, Wager.BUST_IT, box.bust_it, LOSE, "665a.7(m)(2)(ii)")
+
+    def settle_remaining(self) -> None:
+        """665a.7(o), dealer's right first."""
+        rs = self.rs
+        dealer_bj = self.dealer_blackjack()
+        d = self.dealer_total()
+        for box in reversed(rs.boxes):
+            for hand in reversed(box.hands):
+                if hand.settled:
+                    continue
+                da = hand.double_attack
+                if dealer_bj:
+                    # 665a.7(o)(1)(ii)(A),(iii), (o)(2); 665a.10(b); 665a.11(d): only the original
+                    # Bet is collected; Double Attack, Double Down and split wagers come back.
+                    if hand.blackjack:
+                        rs.settle_hand(hand, PUSH, "push", "665a.7(o)(1)(iii)")
+                        rs.settle(box.seat, hand.index, Wager.DOUBLE_ATTACK, da, PUSH, "665a.7(o)(1)(iii)")
+                        continue
+                    bet_outcome = PUSH if hand.from_split and hand.index > 0 else LOSE
+                    rs.settle(box.seat, hand.index, Wager.BET, hand.bet, bet_outcome,
+                              "665a.11(d)" if bet_outcome == PUSH else "665a.7(o)(1)(ii)(A)")  # fmt: skip
+                    rs.settle(box.seat, hand.index, Wager.BET, hand.double_down, PUSH, "665a.10(b)")
+                    rs.settle(box.seat, hand.index, Wager.DOUBLE_ATTACK, da, PUSH, "665a.7(o)(2)")
+                    hand.result = "lose" if bet_outcome == LOSE else "push"
+                    hand.settled = True
+                    continue
+                p = hand.total
+                if p > 21:
+                    outcome, result, section = LOSE, "lose", "665a.7(o)(1)(ii)(B) (ruling A1)"
+                elif d > 21 or p > d:
+                    outcome, result, section = EVEN, "win", "665a.7(o)(1)(i), 665a.12(a)"
+                elif p == d:
+                    outcome, result, section = PUSH, "push", "665a.7(o)(1)(iii)"
+                else:
+                    outcome, result, section = LOSE, "lose", "665a.7(o)(1)(ii)(C)"
+                rs.settle_hand(hand, outcome, result, section)
+                rs.settle(box.seat, hand.index, Wager.DOUBLE_ATTACK, da, outcome, f"665a.7(o)(2), {section}")

@@ -1,0 +1,195 @@
+"""Double Back Jack, 58 Pa. Code Chapter 673a.
+
+What sets it apart: a player Blackjack is paid 2 to 1 at once, before the reader (673a.7(f)); any
+player 21 is paid 1 to 1 at once (673a.7(m)); a hand over 21 may buy a Second Chance card whose
+value is subtracted (673a.7(l)); a dealer 22 returns the remaining wagers (673a.7(q)(1)); the
+dealer draws nothing when every hand is decided (673a.7(p)).
+"""
+
+from __future__ import annotations
+
+from controller.errors import RuleViolation
+from controller.rules.hand import Hand
+from controller.rules.procedure import BlackjackProcedure, Procedure
+from controller.rules.requests import Action, CardFor, ReaderUse, SecondChanceOffer, SurrenderOffer
+from controller.rules.state import Box
+from controller.rules.wagers import EVEN, HALF_LOST, LOSE, PUSH, Wager, odds
+
+BLACKJACK_PAYS = odds(2)  # 673a.12(a)
+SECOND_CHANCE_PAYS = odds(1)  # 673a.12(b)
+INSURANCE_PAYS = odds(2)  # 673a.12(c)
+
+
+class DoubleBackJack(BlackjackProcedure):
+    chapter = "673a"
+    insurance_section = "673a.8"
+    double_section = "673a.10(a)"
+
+    def run(self) -> Procedure:
+        rs = self.rs
+        # 673a.7(e): a card to each box, the up card, a second card to each box, the hole card.
+        yield from self.deal_to_boxes()
+        yield from self.deal_to_dealer(face_up=True)
+        yield from self.deal_to_boxes()
+        yield from self.deal_to_dealer(face_up=False)
+        up = rs.dealer[0]
+
+        # 673a.7(f): Blackjacks are paid 2 to 1 before anything else, dealer to the right first.
+        for box in reversed(rs.boxes):
+            if box.first.blackjack:
+                rs.settle_hand(box.first, BLACKJACK_PAYS, "blackjack", "673a.7(f), 673a.12(a)")
+
+        # 673a.7(g), 673a.8: Insurance when the up card is an ace (D4: not to a paid Blackjack).
+        if up.is_ace:
+            insurable = [
+                b for b in rs.boxes
+                if not b.first.settled or self.rulings.insurance_after_paid_blackjack
+            ]  # fmt: skip
+            yield from self.offer_insurance(insurable)
+
+        peek = up.is_ace or up.is_ten_value  # 673a.7(h)
+        if peek:
+            # Ruling D5: with an ace or 10 up, surrender is asked before the reader (673a.9(a)(2)).
+            for box in rs.boxes:
+                if not box.first.settled and (yield SurrenderOffer(box.seat)):
+                    box.early_surrender = True
+                    box.first.done = True
+            report = yield ReaderUse(masque=False)
+            rs.reader_report = bool(report)
+            rs.reader_agrees = bool(report) == self.dealer_blackjack()
+            if up.is_ace:
+                self.settle_insurance(bool(report), INSURANCE_PAYS, "673a.8(a), 673a.12(c)")
+            if report:
+                # 673a.7(h): no more cards; each Blackjack Wager is collected.
+                rs.hole_turned = True
+                for box in rs.boxes:
+                    hand = box.first
+                    if hand.settled:
+                        continue
+                    section = "673a.9(a)(2)" if box.early_surrender else "673a.7(h)"
+                    rs.settle_hand(hand, LOSE, "lose", section)
+                return
+            for box in rs.boxes:
+                if box.early_surrender:
+                    rs.settle_hand(box.first, HALF_LOST, "surrender", "673a.9(a)(2)")
+
+        # 673a.7(i)-(m): each player's decisions, farthest to the dealer's left first.
+        yield from self.play_boxes()
+
+        # 673a.7(n): the hole card is turned; (o),(p): the dealer draws unless all is decided.
+        rs.hole_turned = True
+        if rs.live_hands():
+            yield from self.dealer_draws()
+        self.settle_remaining()
+
+    # -- decisions -------------------------------------------------------------------------
+    def refusal(self, action: Action, hand: Hand, box: Box) -> RuleViolation | None:
+        t = hand.total
+        first_decision = not hand.acted and len(hand.cards) == 2
+        if action is Action.STAND:
+            return None
+        if action is Action.HIT:
+            if hand.doubled:
+                return RuleViolation("673a.7(k)(2)", "after a double down only one card is drawn")
+            if t >= 21:
+                return RuleViolation("673a.7(k)(1)", f"a hand totalling {t} may not draw")
+            return None
+        if action is Action.DOUBLE:
+            if hand.doubled or not first_decision:
+                return RuleViolation("673a.10(a)", "a double down is made on the first two cards only")
+            if t >= 21:
+                return RuleViolation("673a.7(k)(1)", f"a hand totalling {t} may not draw")
+            return None
+        if action is Action.SPLIT:
+            if len(box.hands) > 1:
+                return RuleViolation("673a.11(a)", "pairs may be split once, into two hands at most")
+            if not first_decision or hand.cards[0].points != hand.cards[1].points:
+                return RuleViolation("673a.11(a)", "only initial two cards identical in value may be split")
+            return None
+        # Surrender: before any other decision and never after a split (673a.9(a), ruling D5).
+        if len(box.hands) > 1 or hand.from_split:
+            return RuleViolation("673a.9(a)", "surrender is decided before splitting, not after")
+        if not first_decision:
+            return RuleViolation("673a.9(a)", "surrender is the first decision on the first two cards")
+        return None
+
+    def surrender(self, hand: Hand, box: Box) -> None:
+        # Settled at once: with an ace or 10 up the reader has already said "no Blackjack".
+        up = self.rs.dealer[0]
+        section = "673a.9(a)(2)" if up.is_ace or up.is_ten_value else "673a.9(a)(1)"
+        self.rs.settle_hand(hand, HALF_LOST, "surrender", section)
+
+    def after_split_card(self, hand: Hand) -> None:
+        # 673a.11(b): an ace and a 10 after a split is paid as 21, not Blackjack (673a.7(m)).
+        if hand.total == 21:
+            self.rs.settle_hand(hand, EVEN, "win", "673a.11(b), 673a.7(m)")
+
+    def after_draw(self, hand: Hand, box: Box) -> Procedure:
+        t = hand.total
+        if t == 21:
+            self.rs.settle_hand(hand, EVEN, "win", "673a.7(m), 673a.12(a)")  # 21 pays at once
+            return
+        if t > 21:
+            stake = hand.bet + hand.double_down
+            if self.rulings.second_chance_stake == "original":
+                stake = hand.bet
+            if (yield SecondChanceOffer(box.seat, hand.index, stake)):
+                yield from self.second_chance(hand, box, stake)
+            elif not self.rulings.busted_hand_pushes_on_dealer_22:
+                self.rs.settle_hand(hand, LOSE, "lose", "673a.7(r)(3)(i) (ruling D1)")
+            hand.done = True
+            return
+        if hand.doubled:
+            hand.done = True
+
+    def second_chance(self, hand: Hand, box: Box, stake: int) -> Procedure:
+        """673a.7(l): one more card, its value (an ace 1) subtracted from the hand."""
+        hand.second_chance = stake
+        card = yield CardFor(box.seat, hand.index, purpose="second_chance")
+        hand.cards.append(card)
+        hand.second_chance_card = card
+        hand.done = True
+        t = hand.total
+        rs = self.rs
+        if t > 21:
+            rs.settle_hand(hand, LOSE, "lose", "673a.7(l)(1)")
+            rs.settle(box.seat, hand.index, Wager.SECOND_CHANCE, stake, LOSE, "673a.7(l)(1)")
+        elif t == 21:
+            rs.settle_hand(hand, PUSH, "push", "673a.7(l)(2)")
+            rs.settle(
+                box.seat, hand.index, Wager.SECOND_CHANCE, stake, SECOND_CHANCE_PAYS,
+                "673a.7(l)(2), 673a.12(b)",
+            )  # fmt: skip
+        # under 21: the hand waits for the dealer, 673a.7(l)(3)
+
+    # -- the end of the round --------------------------------------------------------------
+    def settle_remaining(self) -> None:
+        """673a.7(q)-(s), dealer's right first."""
+        rs = self.rs
+        d = self.dealer_total()
+        for box in reversed(rs.boxes):
+            for hand in reversed(box.hands):
+                if hand.settled:
+                    continue
+                sc = hand.second_chance
+                if d == 22:
+                    outcome, result, section = PUSH, "push", "673a.7(q)(1)"
+                elif hand.busted:  # only with busted_hand_pushes_on_dealer_22 (ruling D1)
+                    outcome, result, section = LOSE, "lose", "673a.7(r)(3)(i) (ruling D1)"
+                else:
+                    p = hand.total
+                    if d > 21 or p > d:
+                        outcome, result = EVEN, "win"
+                        section = "673a.7(r)(1), 673a.7(s)(1)"
+                    elif p == d:
+                        outcome, result, section = PUSH, "push", "673a.7(r)(2), 673a.7(s)(2)"
+                    else:
+                        outcome, result, section = LOSE, "lose", "673a.7(r)(3), 673a.7(s)(3)"
+                if sc and outcome == EVEN:
+                    # 673a.7(s)(1)(i): the Blackjack Wager is returned, Second Chance paid 1 to 1.
+                    rs.settle_hand(hand, PUSH, "push", "673a.7(s)(1)(i)")
+                    rs.settle(box.seat, hand.index, Wager.SECOND_CHANCE, sc, SECOND_CHANCE_PAYS,
+                              "673a.7(s)(1)(i), 673a.12(b)")  # fmt: skip
+                else:
+                    rs.settle_hand(hand, outcome, result, section)
+                    rs.settle(box.seat, hand.index, Wager.SECOND_CHANCE, sc, outcome, section)

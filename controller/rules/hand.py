@@ -1,0 +1,84 @@
+"""Hands, totals and the wagers that ride on them.
+
+Totals follow the chapters' card values: 2-10 at face value, J/Q/K 10, an ace 11 unless that
+takes the hand over the limit (21 for players; 21 for the dealer in 673a and 665a, 22 for the
+dealer in Down Under, 685a.3(d)(3)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from controller.cards import Card
+
+PLAYER_LIMIT = 21
+
+
+def hard_total(cards: Sequence[Card]) -> int:
+    """Every ace counted 1 (the 'hard total' of 673a.1)."""
+    return sum(c.points for c in cards)
+
+
+def total(cards: Sequence[Card], limit: int = PLAYER_LIMIT) -> tuple[int, bool]:
+    """The hand's total and whether it is soft (an ace counted 11), 673a.3(d)(3), 685a.3(d)(3)."""
+    hard = 0
+    has_ace = False
+    for c in cards:
+        hard += c.points
+        if c.is_ace:
+            has_ace = True
+    if has_ace and hard + 10 <= limit:
+        return hard + 10, True
+    return hard, False
+
+
+def is_blackjack(cards: Sequence[Card]) -> bool:
+    """An ace and a 10-value card as the initial two cards (673a.1, 665a.1, 685a.1)."""
+    return len(cards) == 2 and (
+        (cards[0].is_ace and cards[1].is_ten_value) or (cards[1].is_ace and cards[0].is_ten_value)
+    )
+
+
+@dataclass(slots=True, eq=False)
+class Hand:
+    """One player hand. A box starts with one; splitting adds more (673a.11, 665a.11, 685a.10).
+
+    Stakes are the chips on the layout for this hand. ``bet`` is the Bet (Blackjack) Wager, or on
+    a hand formed by a split, the split wager (which in Double Attack equals the original Bet plus
+    Double Attack, 665a.11(a); ruling A3).
+    """
+
+    seat: int
+    index: int
+    cards: list[Card] = field(default_factory=list)
+    bet: int = 0
+    double_attack: int = 0
+    double_down: int = 0
+    second_chance: int = 0
+    from_split: bool = False
+    split_aces: bool = False
+    doubled: bool = False
+    acted: bool = False  # a decision other than the first has been taken on this hand
+    done: bool = False
+    settled: bool = False  # the Bet (and its companions) are settled; nothing more to do
+    result: str = ""  # blackjack | win | lose | push | surrender, of the Bet wager
+    second_chance_card: Card | None = None
+
+    @property
+    def total(self) -> int:
+        if self.second_chance_card is not None:
+            return hard_total(self.cards[:-1]) - self.second_chance_card.points
+        return total(self.cards)[0]
+
+    @property
+    def soft(self) -> bool:
+        return self.second_chance_card is None and total(self.cards)[1]
+
+    @property
+    def blackjack(self) -> bool:
+        return not self.from_split and is_blackjack(self.cards)
+
+    @property
+    def busted(self) -> bool:
+        return self.total > PLAYER_LIMIT

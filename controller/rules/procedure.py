@@ -1,0 +1,198 @@
+"""What the three blackjack procedures share: dealing, offers, the players' turns, the dealer's draw.
+
+Each game module writes its procedure in the order of its chapter's dealing section and calls
+these steps. A step is a generator (``yield from step(...)``) because it may need cards or
+decisions from outside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+from controller.errors import RuleViolation
+from controller.rules.hand import Hand, is_blackjack, total
+from controller.rules.requests import (
+    DEALER,
+    Action,
+    CardFor,
+    Decision,
+    DoubleFor,
+    InsuranceOffer,
+    Request,
+)
+from controller.rules.state import Box, RoundState
+from controller.rules.wagers import Wager
+
+Procedure = Generator[Request, Any, None]
+
+ALL_ACTIONS = tuple(Action)
+
+
+class BlackjackProcedure:
+    """Base of the per-game procedures. Subclasses name their sections and differences."""
+
+    chapter: str = ""
+    dealer_limit: int = 21  # 685a.3(d)(3) raises it to 22 for the Down Under dealer
+    insurance_section: str = ""  # the chapter's Insurance section, e.g. "673a.8"
+
+    def __init__(self, state: RoundState) -> None:
+        self.rs = state
+        self.rulings = state.options.rulings
+
+    # -- the whole round -------------------------------------------------------------------
+    def run(self) -> Procedure:
+        raise NotImplementedError
+
+    # -- dealing ---------------------------------------------------------------------------
+    def deal_to_boxes(self) -> Procedure:
+        """One card face up to each box, farthest to the dealer's left first (…7(e)(1))."""
+        for box in self.rs.boxes:
+            box.first.cards.append((yield CardFor(box.seat, 0)))
+
+    def deal_to_dealer(self, *, face_up: bool) -> Procedure:
+        self.rs.dealer.append((yield CardFor(DEALER, 0, face_up=face_up)))
+
+    # -- insurance -------------------------------------------------------------------------
+    def insurance_maximum(self, bet: int) -> int:
+        """Half the initial wager, or up to the next chip unit when half cannot be bet (…8(b))."""
+        unit = self.rulings.min_chip
+        half_units = -(-bet // (2 * unit)) if bet % (2 * unit) else bet // (2 * unit)
+        return half_units * unit
+
+    def offer_insurance(self, boxes: list[Box]) -> Procedure:
+        for box in boxes:
+            amount = yield InsuranceOffer(box.seat, self.insurance_maximum(box.bet))
+            amount = int(amount or 0)
+            if amount < 0:
+                raise RuleViolation(f"{self.insurance_section}(b)", "an Insurance Wager cannot be negative")
+            if amount > self.insurance_maximum(box.bet):
+                raise RuleViolation(
+                    f"{self.insurance_section}(b)",
+                    f"seat {box.seat}: insurance of {amount} is more than half the bet of {box.bet}",
+                )
+            box.insurance = amount
+
+    def settle_insurance(self, dealer_blackjack: bool, win_halves: int, payout_section: str) -> None:
+        for box in self.rs.boxes:
+            if dealer_blackjack:
+                self.rs.settle(box.seat, None, Wager.INSURANCE, box.insurance, win_halves, payout_section)
+            else:
+                self.rs.settle(
+                    box.seat, None, Wager.INSURANCE, box.insurance, -2, f"{self.insurance_section}(d)"
+                )
+
+    # -- the players' turns ----------------------------------------------------------------
+    def refusal(self, action: Action, hand: Hand, box: Box) -> RuleViolation | None:
+        """Why ``action`` is not allowed on ``hand`` now, or None when it is."""
+        raise NotImplementedError
+
+    def legal_actions(self, hand: Hand, box: Box) -> frozenset[Action]:
+        return frozenset(a for a in ALL_ACTIONS if self.refusal(a, hand, box) is None)
+
+    def double_maximum(self, box: Box) -> int:
+        return box.bet
+
+    def play_boxes(self) -> Procedure:
+        """Each box in turn, farthest to the dealer's left first (…7(i))."""
+        for box in self.rs.boxes:
+            yield from self.play_box(box)
+
+    def play_box(self, box: Box) -> Procedure:
+        i = 0
+        while i < len(box.hands):
+            hand = box.hands[i]
+            if len(hand.cards) == 1:  # a hand formed by a split gets its second card now
+                hand.cards.append((yield CardFor(box.seat, hand.index, purpose="split")))
+                self.after_split_card(hand)
+            while not hand.done:
+                legal = self.legal_actions(hand, box)
+                if legal == {Action.STAND}:
+                    hand.done = True  # nothing to decide (21, split aces, after a double)
+                    break
+                answer = yield Decision(box.seat, hand.index, legal)
+                yield from self.apply(answer, hand, box)
+            i += 1
+
+    def apply(self, answer: Action | DoubleFor, hand: Hand, box: Box) -> Procedure:
+        amount: int | None = None
+        if isinstance(answer, DoubleFor):
+            action, amount = Action.DOUBLE, answer.amount
+        else:
+            action = Action(answer)
+        why = self.refusal(action, hand, box)
+        if why is not None:
+            raise why
+        if action is Action.STAND:
+            hand.done = True
+        elif action is Action.HIT:
+            hand.acted = True
+            hand.cards.append((yield CardFor(box.seat, hand.index)))
+            yield from self.after_draw(hand, box)
+        elif action is Action.DOUBLE:
+            maximum = self.double_maximum(box)
+            stake = maximum if amount is None else amount
+            if not 0 < stake <= maximum:
+                raise RuleViolation(
+                    self.double_section, f"seat {box.seat}: a double of {stake} exceeds {maximum}"
+                )
+            hand.acted = True
+            hand.doubled = True
+            hand.double_down = stake
+            hand.cards.append((yield CardFor(box.seat, hand.index, purpose="double")))
+            yield from self.after_draw(hand, box)
+        elif action is Action.SPLIT:
+            self.split(hand, box)
+            hand.cards.append((yield CardFor(box.seat, hand.index, purpose="split")))
+            self.after_split_card(hand)
+        elif action is Action.SURRENDER:
+            hand.acted = True
+            self.surrender(hand, box)
+
+    double_section = ""
+
+    def split(self, hand: Hand, box: Box) -> None:
+        moved = hand.cards.pop()
+        new = Hand(
+            seat=box.seat,
+            index=hand.index + 1,
+            cards=[moved],
+            bet=self.split_wager(box),
+            from_split=True,
+            split_aces=moved.is_ace,
+        )
+        hand.from_split = True
+        hand.split_aces = moved.is_ace
+        hand.acted = False
+        box.hands.insert(hand.index + 1, new)
+        for index, h in enumerate(box.hands):
+            h.index = index
+
+    def split_wager(self, box: Box) -> int:
+        return box.bet
+
+    def after_split_card(self, hand: Hand) -> None:
+        """A split hand has its second card; subclasses settle or close it as the rules say."""
+
+    def after_draw(self, hand: Hand, box: Box) -> Procedure:
+        """A card was drawn to the hand (hit or double)."""
+        if hand.total >= 21 or hand.doubled:
+            hand.done = True
+        return
+        yield  # a generator, so games that need more cards (Second Chance) can draw
+
+    def surrender(self, hand: Hand, box: Box) -> None:
+        raise NotImplementedError
+
+    # -- the dealer ------------------------------------------------------------------------
+    def dealer_total(self) -> int:
+        return total(self.rs.dealer, self.dealer_limit)[0]
+
+    def dealer_draws(self, stand_on: int = 17) -> Procedure:
+        """Draw until a hard or soft total of 17 or more: stands on all 17s (…7(o)/(n)/(m))."""
+        self.rs.dealer_played = True
+        while self.dealer_total() < stand_on:
+            yield from self.deal_to_dealer(face_up=True)
+
+    def dealer_blackjack(self) -> bool:
+        return is_blackjack(self.rs.dealer[:2])

@@ -1,0 +1,107 @@
+"""What a round procedure asks of the world, one request at a time.
+
+A procedure is a generator: it yields a request and is resumed with the answer. Whoever drives
+it (a scripted round, the simulator, the table core fed by devices) answers the same requests,
+so the rules are written once. Answers:
+
+- ``CardFor``          -> the next Card out of the shoe
+- ``DoubleAttackOffer``, ``InsuranceOffer`` -> an amount (0 = declined)
+- ``EvenMoneyOffer``, ``SurrenderOffer``, ``SecondChanceOffer`` -> bool
+- ``ReaderUse``        -> the reader's report: bool (dealer Blackjack?) or a MasqueRange
+- ``Decision``         -> an Action (or a DoubleFor to double for less)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+DEALER = 0  # the dealer's seat number in CardFor
+
+
+class Action(StrEnum):
+    HIT = "hit"
+    STAND = "stand"
+    DOUBLE = "double"
+    SPLIT = "split"
+    SURRENDER = "surrender"
+
+
+class MasqueRange(StrEnum):
+    """The Masque reader's lights, 685a.3(e)."""
+
+    SMALL = "small"  # blue, 2-5
+    MEDIUM = "medium"  # red, 6-9
+    LARGE = "large"  # yellow, 10-A
+
+
+@dataclass(frozen=True, slots=True)
+class DoubleFor:
+    """A double for less than the most the rules allow (673a.10(a): 'may not exceed')."""
+
+    amount: int
+
+
+@dataclass(frozen=True, slots=True)
+class CardFor:
+    seat: int  # DEALER or a seat number
+    hand: int  # hand index within the seat; 0 for the dealer
+    face_up: bool = True
+    purpose: str = ""  # "second_chance", "double", "split", "bust_it" ...
+
+
+@dataclass(frozen=True, slots=True)
+class DoubleAttackOffer:
+    seat: int
+    maximum: int
+
+
+@dataclass(frozen=True, slots=True)
+class InsuranceOffer:
+    seat: int
+    maximum: int
+
+
+@dataclass(frozen=True, slots=True)
+class EvenMoneyOffer:
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class SurrenderOffer:
+    """Double Back Jack: surrender asked before the reader when the up card is an ace or 10 (D5)."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class SecondChanceOffer:
+    seat: int
+    hand: int
+    stake: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderUse:
+    """The hole card goes into the reader: peek device (673a/665a) or Masque reader (685a)."""
+
+    masque: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    seat: int
+    hand: int
+    legal: frozenset[Action]
+
+
+Request = (
+    CardFor
+    | DoubleAttackOffer
+    | InsuranceOffer
+    | EvenMoneyOffer
+    | SurrenderOffer
+    | SecondChanceOffer
+    | ReaderUse
+    | Decision
+)

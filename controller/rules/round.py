@@ -1,0 +1,95 @@
+"""One round of a blackjack game as a sans-I/O object.
+
+``Round`` opens with the wagers on the layout and then asks, one request at a time, for what the
+procedure needs (:mod:`controller.rules.requests`). ``answer()`` resumes it. When ``request`` is
+None the round is over and ``state.settlements`` holds every wager's settlement, each with the
+section that decided it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.errors import RuleViolation
+from controller.game_config import GameOptions
+from controller.games import GameId
+from controller.rules.double_attack import DoubleAttack
+from controller.rules.double_back_jack import DoubleBackJack
+from controller.rules.down_under import DownUnder
+from controller.rules.hand import Hand
+from controller.rules.procedure import BlackjackProcedure
+from controller.rules.requests import Request
+from controller.rules.state import Box, RoundState, SeatWagers
+
+PROCEDURES: dict[GameId, type[BlackjackProcedure]] = {
+    GameId.DOUBLE_BACK_JACK: DoubleBackJack,
+    GameId.DOUBLE_ATTACK: DoubleAttack,
+    GameId.DOWN_UNDER: DownUnder,
+}
+
+
+def check_wagers(options: GameOptions, wagers: list[SeatWagers]) -> None:
+    """Refuse wagers the chapter does not allow, naming the section."""
+    chapter = options.spec.chapter
+    seen: set[int] = set()
+    for w in wagers:
+        if not 1 <= w.seat <= options.boxes:
+            raise RuleViolation(
+                f"{chapter}.2(a)", f"seat {w.seat} does not exist; this table has boxes 1 to {options.boxes}"
+            )
+        if w.seat in seen:
+            raise RuleViolation(f"{chapter}.6", f"seat {w.seat} is listed twice")
+        seen.add(w.seat)
+        if w.bet <= 0:
+            raise RuleViolation(f"{chapter}.6(d)", f"seat {w.seat}: a Bet Wager is needed to play the round")
+        if w.bust_it:
+            if not options.bust_it:
+                raise RuleViolation("665a.6(f)", "this table does not offer the Bust It wager")
+            if not 0 < w.bust_it <= w.bet:
+                raise RuleViolation(
+                    "665a.6(f)", f"seat {w.seat}: a Bust It wager of {w.bust_it} is more than the Bet of {w.bet}"
+                )
+        if w.match_the_dealer:
+            if not options.match_the_dealer:
+                if options.game is GameId.DOWN_UNDER and options.decks not in (6, 8):
+                    raise RuleViolation(
+                        "685a.6(e)",
+                        f"Match-the-Dealer is offered only with six- or eight-deck batches, not {options.decks}",
+                    )
+                raise RuleViolation("685a.6(e)", "this table does not offer the Match-the-Dealer wager")
+            if w.match_the_dealer < 0:
+                raise RuleViolation("685a.6(e)", "a wager cannot be negative")
+
+
+class Round:
+    def __init__(self, options: GameOptions, wagers: list[SeatWagers]) -> None:
+        if options.game not in PROCEDURES:
+            raise RuleViolation(options.spec.chapter, f"{options.spec.title} is not a blackjack round")
+        check_wagers(options, wagers)
+        boxes = [
+            Box(seat=w.seat, bet=w.bet, bust_it=w.bust_it, match_the_dealer=w.match_the_dealer,
+                hands=[Hand(seat=w.seat, index=0, bet=w.bet)])
+            for w in sorted(wagers, key=lambda w: w.seat)
+        ]  # fmt: skip
+        self.state = RoundState(options=options, boxes=boxes)
+        self.procedure = PROCEDURES[options.game](self.state)
+        self._steps = self.procedure.run()
+        self.request: Request | None = None
+        self._advance(None, first=True)
+
+    @property
+    def finished(self) -> bool:
+        return self.request is None
+
+    def answer(self, value: Any) -> Request | None:
+        """Resume the procedure with the answer to the current request; return the next one."""
+        if self.request is None:
+            raise RuleViolation("round", "the round is over; nothing is asked")
+        self._advance(value)
+        return self.request
+
+    def _advance(self, value: Any, first: bool = False) -> None:
+        try:
+            self.request = next(self._steps) if first else self._steps.send(value)
+        except StopIteration:
+            self.request = None

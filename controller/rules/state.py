@@ -1,0 +1,67 @@
+"""The state of one round: boxes, hands, the dealer's cards and every settlement so far."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller.cards import Card
+from controller.game_config import GameOptions
+from controller.rules.hand import Hand
+from controller.rules.wagers import Settled, Wager
+
+
+@dataclass(frozen=True, slots=True)
+class SeatWagers:
+    """What a box puts on the layout before the first card (673a.6(c), 665a.6, 685a.6(c))."""
+
+    seat: int
+    bet: int
+    bust_it: int = 0
+    match_the_dealer: int = 0
+
+
+@dataclass(slots=True, eq=False)
+class Box:
+    seat: int
+    bet: int
+    bust_it: int = 0
+    match_the_dealer: int = 0
+    double_attack: int = 0
+    insurance: int = 0
+    early_surrender: bool = False  # D5: surrendered before the reader, settled after it
+    hands: list[Hand] = field(default_factory=list)
+
+    @property
+    def first(self) -> Hand:
+        return self.hands[0]
+
+
+@dataclass(slots=True, eq=False)
+class RoundState:
+    options: GameOptions
+    boxes: list[Box]
+    dealer: list[Card] = field(default_factory=list)
+    settlements: list[Settled] = field(default_factory=list)
+    reader_report: object = None  # what the reader said: bool (peek) or MasqueRange
+    reader_agrees: bool = True  # False: the report contradicts the hole card (an irregularity)
+    hole_exposed: bool = False  # 685a.7(h): both dealer cards Large
+    hole_turned: bool = False
+    dealer_played: bool = False  # the dealer's hand was played out by the drawing rule
+    irregularities: list[str] = field(default_factory=list)
+
+    def settle(
+        self, seat: int, hand: int | None, wager: Wager, stake: int, halves: int, section: str
+    ) -> None:
+        if stake:
+            self.settlements.append(Settled(seat, hand, wager, stake, halves, section))
+
+    def settle_hand(self, hand: Hand, halves: int, result: str, section: str) -> None:
+        """Settle a hand's Bet and any Double Down on it alike; record the Bet's result."""
+        self.settle(hand.seat, hand.index, Wager.BET, hand.bet, halves, section)
+        self.settle(hand.seat, hand.index, Wager.BET, hand.double_down, halves, section)
+        hand.result = result
+        hand.settled = True
+        hand.done = True
+
+    def live_hands(self) -> list[Hand]:
+        return [h for b in self.boxes for h in b.hands if not h.settled]

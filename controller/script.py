@@ -1,0 +1,295 @@
+"""``tablectl round --script FILE.json``: one round from a fully specified shoe.
+
+The script names the game, the shoe in the order cards leave it, and each seat's wagers and
+decisions. The round is played by the same rules engine the table uses; the settlement comes out
+as JSON. Anything the rules forbid raises RuleViolation naming the section; anything malformed
+raises ScriptError. See tests/scripts/README.md for the format and docs/rulings.md (G4) for how
+decisions are read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from controller.cards import Card, CardError, parse_card
+from controller.errors import RuleViolation, ScriptError
+from controller.game_config import GameOptions, default_options
+from controller.games import GameId, game_spec
+from controller.rules.down_under import masque_range
+from controller.rules.requests import (
+    Action,
+    CardFor,
+    Decision,
+    DoubleAttackOffer,
+    EvenMoneyOffer,
+    InsuranceOffer,
+    ReaderUse,
+    Request,
+    SecondChanceOffer,
+    SurrenderOffer,
+)
+from controller.rules.round import Round
+from controller.rules.state import SeatWagers
+from controller.rules.wagers import WAGER_KINDS, Wager
+
+SHOE_RAN_OUT = {  # the chapter's "insufficient cards" irregularity
+    GameId.DOUBLE_BACK_JACK: "673a.13(f)",
+    GameId.DOUBLE_ATTACK: "665a.13(e)",
+    GameId.DOWN_UNDER: "685a.12(e)",
+}
+DEALER_BLACKJACK_ENDS = {
+    GameId.DOUBLE_BACK_JACK: "673a.7(h)",
+    GameId.DOUBLE_ATTACK: "665a.7(g)",
+    GameId.DOWN_UNDER: "685a.7(h)",
+}
+SEAT_KEYS = {"seat", "wagers", "double_attack", "insurance", "even_money", "actions"}
+WAGER_KEYS = {"bet", "bust_it", "match_the_dealer"}
+SCRIPT_ACTIONS = {"hit", "stand", "double", "split", "surrender", "second_chance"}
+
+
+@dataclass
+class ScriptSeat:
+    seat: int
+    wagers: SeatWagers
+    double_attack: int = 0
+    insurance: int = 0
+    even_money: bool = False
+    actions: deque[str] = field(default_factory=deque)
+    insurance_taken: bool = False
+    even_money_taken: bool = False
+
+
+def _amount(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ScriptError(f"{where}: a wager is a whole number of chips, not {value!r}")
+    return value
+
+
+def parse_script(doc: Any) -> tuple[GameOptions, list[Card], list[ScriptSeat]]:
+    if not isinstance(doc, dict):
+        raise ScriptError("script: expected a JSON object with game, shoe and seats")
+    unknown = set(doc) - {"game", "decks", "shoe", "seats"}
+    if unknown:
+        raise ScriptError(f"script: unknown key {sorted(unknown)[0]!r}")
+    if not isinstance(doc.get("game"), str):
+        raise ScriptError("script: game: missing (double-back-jack, double-attack or down-under)")
+    spec = game_spec(doc["game"])
+    if spec.id not in SHOE_RAN_OUT:
+        raise ScriptError(f"script: game: {spec.title} is not a blackjack game")
+    decks = doc.get("decks", spec.default_decks)
+    if isinstance(decks, bool) or not isinstance(decks, int):
+        raise ScriptError(f"script: decks: expected a whole number, got {decks!r}")
+    # The shoe is given in full, so no shuffler is involved: check decks as for a hand shuffle.
+    spec.check_decks(decks, automated_shuffler=False)
+    options = default_options(spec.id).with_decks(decks)
+    if options.match_the_dealer and decks not in (6, 8):
+        options = GameOptions(
+            game=options.game, decks=decks, boxes=options.boxes, match_the_dealer=False
+        )
+
+    raw_shoe = doc.get("shoe")
+    if not isinstance(raw_shoe, list) or not raw_shoe:
+        raise ScriptError("script: shoe: expected a list of cards like [\"KS\", \"10H\"]")
+    try:
+        shoe = [parse_card(c) for c in raw_shoe]
+    except CardError as e:
+        raise ScriptError(f"script: shoe: {e}") from None
+    check_shoe(spec.id, decks, shoe)
+
+    raw_seats = doc.get("seats")
+    if not isinstance(raw_seats, list) or not raw_seats:
+        raise ScriptError("script: seats: expected a list of seats")
+    seats = [parse_seat(s, i) for i, s in enumerate(raw_seats)]
+    return options, shoe, seats
+
+
+def check_shoe(game: GameId, decks: int, shoe: list[Card]) -> None:
+    """Every card must be one the game's batch holds, no more often than the decks allow."""
+    spec = game_spec(game)
+    available = Counter(str(c) for c in spec.batch(decks))
+    for text, n in Counter(str(c) for c in shoe).items():
+        if text not in available:
+            raise RuleViolation(spec.decks_section, f"{text} is not in a {spec.title} deck")
+        if n > available[text]:
+            raise RuleViolation(
+                spec.decks_section,
+                f"{decks} decks hold {available[text]} of each card; the shoe lists {n} of {text}",
+            )
+
+
+def parse_seat(raw: Any, i: int) -> ScriptSeat:
+    where = f"script: seats[{i}]"
+    if not isinstance(raw, dict):
+        raise ScriptError(f"{where}: expected an object")
+    unknown = set(raw) - SEAT_KEYS
+    if unknown:
+        raise ScriptError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+    seat = raw.get("seat")
+    if isinstance(seat, bool) or not isinstance(seat, int):
+        raise ScriptError(f"{where}: seat: expected a box number, got {seat!r}")
+    wagers = raw.get("wagers", {})
+    if not isinstance(wagers, dict):
+        raise ScriptError(f"{where}: wagers: expected an object")
+    unknown = set(wagers) - WAGER_KEYS
+    if unknown:
+        raise ScriptError(f"{where}: wagers: unknown wager {sorted(unknown)[0]!r}")
+    actions = raw.get("actions", [])
+    if not isinstance(actions, list) or any(a not in SCRIPT_ACTIONS for a in actions):
+        raise ScriptError(f"{where}: actions: each is one of {', '.join(sorted(SCRIPT_ACTIONS))}")
+    even_money = raw.get("even_money", False)
+    if not isinstance(even_money, bool):
+        raise ScriptError(f"{where}: even_money: expected true or false")
+    return ScriptSeat(
+        seat=seat,
+        wagers=SeatWagers(
+            seat=seat,
+            bet=_amount(wagers.get("bet", 0), f"{where}: wagers.bet"),
+            bust_it=_amount(wagers.get("bust_it", 0), f"{where}: wagers.bust_it"),
+            match_the_dealer=_amount(wagers.get("match_the_dealer", 0), f"{where}: wagers.match_the_dealer"),
+        ),
+        double_attack=_amount(raw.get("double_attack", 0), f"{where}: double_attack"),
+        insurance=_amount(raw.get("insurance", 0), f"{where}: insurance"),
+        even_money=even_money,
+        actions=deque(actions),
+    )
+
+
+class ScriptedRound:
+    """Answers a Round's requests from the script: cards from the shoe, decisions in order."""
+
+    def __init__(self, options: GameOptions, shoe: list[Card], seats: list[ScriptSeat]) -> None:
+        self.options = options
+        self.game = options.game
+        self.shoe = deque(shoe)
+        self.seats = {s.seat: s for s in seats}
+        chapter = options.spec.chapter
+        for s in seats:
+            if s.double_attack and self.game is not GameId.DOUBLE_ATTACK:
+                raise RuleViolation(f"{chapter}.6", f"there is no Double Attack Wager in {options.spec.title}")
+            if s.even_money and self.game is not GameId.DOWN_UNDER:
+                raise RuleViolation(f"{chapter}.8", "even money is offered only in Down Under (685a.7(g))")
+            if "second_chance" in s.actions and self.game is not GameId.DOUBLE_BACK_JACK:
+                raise RuleViolation(f"{chapter}.6", f"there is no Second Chance Wager in {options.spec.title}")
+        self.round = Round(options, [s.wagers for s in seats])
+
+    def play(self) -> dict[str, Any]:
+        rnd = self.round
+        while rnd.request is not None:
+            rnd.answer(self.respond(rnd.request))
+        self.check_leftovers()
+        return self.settlement()
+
+    def respond(self, req: Request) -> Any:
+        if isinstance(req, CardFor):
+            if not self.shoe:
+                raise RuleViolation(
+                    SHOE_RAN_OUT[self.game],
+                    "the shoe ran out of cards before the round was complete",
+                )
+            return self.shoe.popleft()
+        if isinstance(req, Decision):
+            actions = self.seats[req.seat].actions
+            if not actions:
+                return Action.STAND
+            if actions[0] == "second_chance":
+                raise RuleViolation("673a.7(l)", "a Second Chance Wager is placed only on a hand over 21")
+            return Action(actions.popleft())
+        if isinstance(req, SecondChanceOffer | SurrenderOffer):
+            actions = self.seats[req.seat].actions
+            wanted = "second_chance" if isinstance(req, SecondChanceOffer) else "surrender"
+            if actions and actions[0] == wanted:
+                actions.popleft()
+                return True
+            return False
+        if isinstance(req, DoubleAttackOffer):
+            return self.seats[req.seat].double_attack
+        if isinstance(req, InsuranceOffer):
+            seat = self.seats[req.seat]
+            seat.insurance_taken = True
+            return seat.insurance
+        if isinstance(req, EvenMoneyOffer):
+            seat = self.seats[req.seat]
+            seat.even_money_taken = True
+            return seat.even_money
+        if isinstance(req, ReaderUse):
+            hole = self.round.state.dealer[1]
+            return masque_range(hole) if req.masque else self.round.procedure.dealer_blackjack()
+        raise AssertionError(f"unanswered request {req!r}")  # pragma: no cover
+
+    def check_leftovers(self) -> None:
+        state = self.round.state
+        chapter = self.options.spec.chapter
+        up = state.dealer[0] if state.dealer else None
+        for box in state.boxes:
+            seat = self.seats[box.seat]
+            if seat.insurance and not seat.insurance_taken:
+                why = (
+                    "insurance is offered only when the dealer's up card is an ace"
+                    if up is None or not up.is_ace
+                    else "insurance is not offered to a hand already settled (ruling D4)"
+                )
+                raise RuleViolation(f"{chapter}.8(a)", f"seat {box.seat}: {why}")
+            if seat.even_money and not seat.even_money_taken:
+                raise RuleViolation("685a.7(g)", f"seat {box.seat}: even money is offered only on a Blackjack facing an ace")
+            if not seat.actions:
+                continue
+            left = seat.actions[0]
+            if left == "second_chance":
+                raise RuleViolation("673a.7(l)", f"seat {box.seat}: a Second Chance Wager is placed only on a hand over 21")
+            last = box.hands[-1]
+            why_not = self.round.procedure.refusal(Action(left), last, box)
+            if why_not is not None:
+                raise why_not
+            if state.hole_turned and not state.dealer_played and self.round.procedure.dealer_blackjack():
+                raise RuleViolation(
+                    DEALER_BLACKJACK_ENDS[self.game],
+                    f"seat {box.seat}: the dealer has Blackjack; no decision {left!r} is taken",
+                )
+            raise RuleViolation(
+                "G4", f"seat {box.seat}: decision {left!r} left over after the seat's hands were complete"
+            )
+
+    def settlement(self) -> dict[str, Any]:
+        state = self.round.state
+        procedure = self.round.procedure
+        nets: dict[int, dict[Wager, Fraction]] = {
+            b.seat: {k: Fraction(0) for k in WAGER_KINDS} for b in state.boxes
+        }
+        for s in state.settlements:
+            nets[s.seat][s.wager] += s.net
+        return {
+            "dealer": {
+                "cards": [str(c) for c in state.dealer],
+                "total": procedure.dealer_total(),
+                "blackjack": procedure.dealer_blackjack(),
+            },
+            "seats": [
+                {
+                    "seat": box.seat,
+                    "hands": [
+                        {"cards": [str(c) for c in h.cards], "total": h.total, "result": h.result}
+                        for h in box.hands
+                    ],
+                    "net": {k.value: _number(v) for k, v in nets[box.seat].items()},
+                    "total": _number(sum(nets[box.seat].values(), Fraction(0))),
+                }
+                for box in state.boxes
+            ],
+        }
+
+
+def _number(x: Fraction) -> int | float:
+    return int(x) if x.denominator == 1 else float(x)
+
+
+def run_script(text: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ScriptError(f"script: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    options, shoe, seats = parse_script(doc)
+    return ScriptedRound(options, shoe, seats).play()

@@ -1,0 +1,327 @@
+"""``tablectl simulate``: many rounds from shuffled shoes, headless, for edges and bust rates.
+
+Shoes are real: two batches alternate (673a.3(b)(4)), each is shuffled, cut and dealt to a cover
+card placed 25-30% from the bottom (673a.5(d)), the first card is burned (673a.7(c)), the round
+in which the cover card appears is finished and then the batch is reshuffled (673a.7(d)), and a
+shoe that runs dry mid-round is made good from the discard rack (673a.13(f)). Every box places
+every optional wager (see controller.strategy). Same seed, same figures (except speed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.cards import Card
+from controller.errors import TablectlError
+from controller.game_config import GameOptions, default_options, load_game_options
+from controller.games import BLACKJACK_GAMES, GameId
+from controller.rules.requests import (
+    CardFor,
+    Decision,
+    DoubleAttackOffer,
+    EvenMoneyOffer,
+    InsuranceOffer,
+    ReaderUse,
+    SecondChanceOffer,
+    SurrenderOffer,
+)
+from controller.rules.down_under import masque_range
+from controller.rules.round import Round
+from controller.rules.state import RoundState, SeatWagers
+from controller.rules.wagers import WAGER_KINDS, Wager
+from controller.shoe import MIN_CUT_FROM_END, Shoe, cut, shuffled_shoe
+from controller.strategy import SECOND_CHANCE_UP_TO, choose
+
+BET = 10  # chips per box; side wagers equal the bet, insurance half of it
+BACK_COLOURS = ("blue", "red")
+
+
+def up_key(c: Card) -> str:
+    return "A" if c.is_ace else ("10" if c.is_ten_value else c.rank)
+
+
+UP_KEYS = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10")
+
+
+@dataclass
+class WagerStats:
+    """Per-round sums for one wager kind; the edge's standard error is a ratio estimate."""
+
+    rounds: int = 0  # rounds in which this wager was made
+    wagered: int = 0
+    net_halves: int = 0
+    sum_x2: int = 0  # of per-round net (halves)
+    sum_xw: int = 0
+    sum_w2: int = 0
+
+    def add(self, stake: int, x: int) -> None:
+        """One round's stake and net (in half-chips) on this wager kind."""
+        self.rounds += 1
+        self.wagered += stake
+        self.net_halves += x
+        self.sum_x2 += x * x
+        self.sum_xw += x * stake
+        self.sum_w2 += stake * stake
+
+    @property
+    def net(self) -> float:
+        return self.net_halves / 2
+
+    @property
+    def edge(self) -> float:
+        return -self.net / self.wagered if self.wagered else 0.0
+
+    @property
+    def edge_stderr(self) -> float:
+        if self.rounds < 2 or not self.wagered:
+            return 0.0
+        r = self.net_halves / self.wagered  # per chip, in halves
+        resid = self.sum_x2 - 2 * r * self.sum_xw + r * r * self.sum_w2
+        return math.sqrt(max(resid, 0.0) * self.rounds / (self.rounds - 1)) / self.wagered / 2
+
+
+@dataclass
+class Report:
+    game: str
+    decks: int
+    seats: int
+    rounds: int
+    seed: int
+    wagers: dict[Wager, WagerStats] = field(default_factory=lambda: {k: WagerStats() for k in WAGER_KINDS})
+    up_rounds: dict[str, int] = field(default_factory=lambda: dict.fromkeys(UP_KEYS, 0))
+    up_busts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(UP_KEYS, 0))
+    shoes: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "game": self.game,
+            "decks": self.decks,
+            "seats": self.seats,
+            "rounds": self.rounds,
+            "seed": self.seed,
+            "shoes": self.shoes,
+            "strategy": "basic strategy S17/DAS/LS for all games; every optional wager (docs/simulate.md)",
+            "wagers": {
+                k.value: {
+                    "wagered": s.wagered,
+                    "net": s.net,
+                    "edge": round(s.edge, 6),
+                    "edge_stderr": round(s.edge_stderr, 6),
+                }
+                for k, s in self.wagers.items()
+                if s.wagered
+            },
+            "dealer_bust_by_up_card": {
+                k: {
+                    "rounds": self.up_rounds[k],
+                    "busts": self.up_busts[k],
+                    "rate": round(self.up_busts[k] / self.up_rounds[k], 6) if self.up_rounds[k] else None,
+                }
+                for k in UP_KEYS
+            },
+            "rounds_per_second": round(self.rounds / self.seconds) if self.seconds else None,
+        }
+
+
+class TableSimulator:
+    """Deals rounds from real shoes and answers the rules engine as the strategy says."""
+
+    def __init__(
+        self,
+        options: GameOptions,
+        seats: int,
+        rng: random.Random,
+        on_round: Callable[[RoundState, Round], None] | None = None,
+    ) -> None:
+        self.options = options
+        self.rng = rng
+        spec = options.spec
+        self.batches = [spec.batch(options.decks, colour) for colour in BACK_COLOURS]
+        self.next_batch = 0
+        self.shoe: Shoe = self._new_shoe()
+        self.discards: list[Card] = []
+        self.shoes = 1
+        side = {"bust_it": BET if options.bust_it else 0,
+                "match_the_dealer": BET if options.match_the_dealer else 0}  # fmt: skip
+        self.wagers = [SeatWagers(seat=s, bet=BET, **side) for s in range(1, seats + 1)]
+        self.on_round = on_round
+        self.limit = 22 if options.game is GameId.DOWN_UNDER else 21
+
+    def _new_shoe(self) -> Shoe:
+        batch = self.batches[self.next_batch]
+        self.next_batch ^= 1  # 673a.3(b)(4): the batches alternate, shoe by shoe
+        shoe = shuffled_shoe(batch, self.rng)
+        shoe.draw()  # 673a.7(c): burn the first card
+        return shoe
+
+    def _draw(self) -> Card:
+        if not self.shoe.cards:
+            # 673a.13(f): shuffle and cut the discards, burn one, finish the round.
+            stack = self.discards
+            self.discards = []
+            self.rng.shuffle(stack)
+            if len(stack) > 2 * MIN_CUT_FROM_END:
+                stack = cut(stack, self.rng.randint(MIN_CUT_FROM_END, len(stack) - MIN_CUT_FROM_END))
+            self.shoe = Shoe(cards=stack[::-1], behind_cover=0)
+            self.shoe.draw()
+        return self.shoe.draw()
+
+    def play_round(self, report: Report) -> None:
+        rnd = Round(self.options, self.wagers)
+        state = rnd.state
+        draw = self._draw
+        req = rnd.request
+        while req is not None:
+            kind = type(req)
+            if kind is CardFor:
+                answer: Any = draw()
+            elif kind is Decision:
+                assert isinstance(req, Decision)
+                hand = state.boxes[req.seat - 1].hands[req.hand]
+                answer = choose(hand, state.dealer[0], req.legal)
+            elif kind is ReaderUse:
+                assert isinstance(req, ReaderUse)
+                answer = masque_range(state.dealer[1]) if req.masque else rnd.procedure.dealer_blackjack()
+            elif kind is InsuranceOffer:
+                assert isinstance(req, InsuranceOffer)
+                answer = BET // 2
+            elif kind is DoubleAttackOffer:
+                answer = BET
+            elif kind is SecondChanceOffer:
+                assert isinstance(req, SecondChanceOffer)
+                hand = state.boxes[req.seat - 1].hands[req.hand]
+                answer = hand.total <= SECOND_CHANCE_UP_TO
+            elif kind is SurrenderOffer or kind is EvenMoneyOffer:
+                answer = False
+            else:  # pragma: no cover
+                raise AssertionError(req)
+            req = rnd.answer(answer)
+
+        per_kind: dict[Wager, list[int]] = {}
+        for s in state.settlements:
+            acc = per_kind.get(s.wager)
+            if acc is None:
+                per_kind[s.wager] = [int(s.stake), int(s.stake) * s.halves]
+            else:
+                acc[0] += int(s.stake)
+                acc[1] += int(s.stake) * s.halves
+        for kind, (stake, x) in per_kind.items():
+            report.wagers[kind].add(stake, x)
+        if state.dealer_played:
+            key = up_key(state.dealer[0])
+            report.up_rounds[key] += 1
+            if rnd.procedure.dealer_total() > self.limit:
+                report.up_busts[key] += 1
+        if self.on_round is not None:
+            self.on_round(state, rnd)
+
+        self.discards.extend(state.dealer)
+        for box in state.boxes:
+            for h in box.hands:
+                self.discards.extend(h.cards)
+        if self.shoe.cover_reached:  # 673a.7(d): finish the round, then reshuffle
+            self.shoe = self._new_shoe()
+            self.discards = []
+            self.shoes += 1
+
+
+def simulate(
+    options: GameOptions,
+    seats: int,
+    rounds: int,
+    seed: int,
+    progress: Callable[[int], None] | None = None,
+) -> Report:
+    report = Report(game=options.game.value, decks=options.decks, seats=seats, rounds=rounds, seed=seed)
+    table = TableSimulator(options, seats, random.Random(seed))
+    step = max(1, rounds // 200)
+    start = time.perf_counter()
+    for i in range(rounds):
+        table.play_round(report)
+        if progress is not None and i % step == 0:
+            progress(i)
+    report.seconds = time.perf_counter() - start
+    report.shoes = table.shoes
+    return report
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--game", required=True, choices=[g.value for g in BLACKJACK_GAMES])
+    p.add_argument("--config", help="a game TOML file (config/games/); overrides --game's defaults")
+    p.add_argument("--decks", type=int, help="decks per batch (default: the game's usual)")
+    p.add_argument("--seats", type=int, default=1, help="boxes in play, 1-6 (default 1)")
+    p.add_argument("--rounds", type=int, required=True)
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+
+
+@contextmanager
+def _progress_bar(total: int, enabled: bool) -> Iterator[Callable[[int], None] | None]:
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), "{task.percentage:>3.0f}%",
+        TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("simulating", total=total)
+        yield lambda done: bar.update(task, completed=done)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.config:
+        options = load_game_options(args.config)
+        if options.game.value != args.game:
+            raise TablectlError(f"{args.config}: game is {options.game.value}, not {args.game}")
+    else:
+        options = default_options(args.game)
+    if args.decks is not None:
+        options = options.with_decks(args.decks)
+        if options.match_the_dealer and args.decks not in (6, 8):
+            options = GameOptions(game=options.game, decks=args.decks, boxes=options.boxes)
+    options.validate()
+    if not 1 <= args.seats <= options.boxes:
+        raise TablectlError(f"--seats: 1 to {options.boxes} boxes, not {args.seats}")
+    if args.rounds < 1:
+        raise TablectlError("--rounds: at least one round")
+    long_run = args.rounds >= 50_000 and sys.stderr.isatty()
+    with _progress_bar(args.rounds, long_run) as progress:
+        report = simulate(options, args.seats, args.rounds, args.seed, progress)
+    data = report.as_dict()
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(format_report(data))
+    return 0
+
+
+def format_report(data: dict[str, Any]) -> str:
+    lines = [
+        f"{data['game']}: {data['rounds']} rounds, {data['seats']} box(es), {data['decks']} decks "
+        f"per batch, {data['shoes']} shoes, seed {data['seed']}",
+        "",
+        f"{'wager':<18}{'wagered':>14}{'net':>14}{'edge':>10}{'± s.e.':>10}",
+    ]
+    for kind, w in data["wagers"].items():
+        lines.append(
+            f"{kind:<18}{w['wagered']:>14}{w['net']:>14.1f}{w['edge']:>10.4%}{w['edge_stderr']:>10.4%}"
+        )
+    lines += ["", "dealer bust rate by up card:"]
+    for key, b in data["dealer_bust_by_up_card"].items():
+        rate = "-" if b["rate"] is None else f"{b['rate']:.2%}"
+        lines.append(f"  {key:>2}: {rate:>7} of {b['rounds']}")
+    lines += ["", f"{data['rounds_per_second']} rounds per second"]
+    return "\n".join(lines)

@@ -1,0 +1,86 @@
+"""The player strategy the simulator uses, documented so its figures can be reproduced.
+
+One table for all three games: the common six-deck basic strategy for a dealer who stands on
+soft 17, double after split allowed, late surrender (Wizard of Odds' chart for 4-8 decks, S17,
+DAS, LS). It is not the optimal strategy for these variants (Double Attack has no 10s, Down Under
+dealers draw to 22, Double Back Jack pays 21 at once); it is a fixed, well-known player so the
+house edge figures are comparable run to run. Wager choices ("every optional wager placed"):
+Bust It, Match-the-Dealer and Double Attack equal to the bet, insurance at half the bet whenever
+offered, even money never, Second Chance when the hand's total is 26 or less.
+"""
+
+from __future__ import annotations
+
+from controller.cards import Card
+from controller.rules.hand import Hand, total
+from controller.rules.requests import Action
+
+UP_COLUMNS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)  # 11 = ace
+
+# Codes: H hit, S stand, D double else hit, T double else stand, R surrender else hit.
+_HARD = {
+    9: "HDDDDHHHHH",
+    10: "DDDDDDDDHH",
+    11: "DDDDDDDDDH",
+    12: "HHSSSHHHHH",
+    13: "SSSSSHHHHH",
+    14: "SSSSSHHHHH",
+    15: "SSSSSHHHRH",
+    16: "SSSSSHHRRR",
+}
+_SOFT = {
+    13: "HHHDDHHHHH",
+    14: "HHHDDHHHHH",
+    15: "HHDDDHHHHH",
+    16: "HHDDDHHHHH",
+    17: "HDDDDHHHHH",
+    18: "STTTTSSHHH",
+}
+_PAIRS = {  # P split, - do not
+    1: "PPPPPPPPPP",
+    2: "PPPPPP----",
+    3: "PPPPPP----",
+    4: "---PP-----",
+    6: "PPPPP-----",
+    7: "PPPPPP----",
+    8: "PPPPPPPPPP",
+    9: "PPPPP-PP--",
+}
+SECOND_CHANCE_UP_TO = 26
+
+
+def up_value(up: Card) -> int:
+    return 11 if up.is_ace else up.points
+
+
+def _code(hand_total: int, soft: bool, up: int) -> str:
+    col = up - 2
+    if soft:
+        if hand_total >= 19:
+            return "S"
+        return _SOFT[hand_total][col] if hand_total in _SOFT else "H"
+    if hand_total <= 8:
+        return "H"
+    if hand_total >= 17:
+        return "S"
+    return _HARD[hand_total][col]
+
+
+def choose(hand: Hand, up: Card, legal: frozenset[Action]) -> Action:
+    upv = up_value(up)
+    cards = hand.cards
+    if Action.SPLIT in legal and cards[0].points != 10:
+        row = _PAIRS.get(cards[0].points)
+        if row is not None and row[upv - 2] == "P":
+            return Action.SPLIT
+    t, soft = total(cards)
+    code = _code(t, soft, upv)
+    if code == "S":
+        return Action.STAND
+    if code in "DT" and Action.DOUBLE in legal:
+        return Action.DOUBLE
+    if code == "T":
+        return Action.STAND
+    if code == "R" and Action.SURRENDER in legal:
+        return Action.SURRENDER
+    return Action.HIT if Action.HIT in legal else Action.STAND
