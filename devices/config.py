@@ -1,0 +1,269 @@
+"""The ``[devices.<name>]`` sections of a table config.
+
+``load_devices(devices_table, base_dir)`` turns them into :class:`DeviceConfig` objects, loading
+each device's profile (paths are relative to the table file's folder). Every problem raises
+``controller.errors.ConfigError`` with one line: file, key, rule.
+"""
+
+from __future__ import annotations
+
+import math
+import pathlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Final
+
+from controller.cards import RANKS
+from controller.errors import ConfigError
+from devices.errors import ProfileError
+from devices.profiles import DeviceKind, Profile, Protocol, load_profile
+
+
+class TransportKind(StrEnum):
+    MODBUS_TCP = "modbus-tcp"
+    MODBUS_RTU = "modbus-rtu"
+    SERIAL_LINE = "serial-line"
+    MQTT = "mqtt"
+
+
+_PROTOCOL_OF: Final = {
+    TransportKind.MODBUS_TCP: Protocol.MODBUS,
+    TransportKind.MODBUS_RTU: Protocol.MODBUS,
+    TransportKind.SERIAL_LINE: Protocol.FRAMES,
+    TransportKind.MQTT: Protocol.FRAMES,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often *our* code repeats a failed request (pymodbus itself is told not to)."""
+
+    read_attempts: int = 2  # reads are idempotent
+    write_attempts: int = 1  # a command is not repeated unless the profile says it is safe
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffPolicy:
+    initial_s: float = 0.2
+    max_s: float = 10.0
+    jitter: float = 0.25  # +- fraction of the delay, so a room of tables does not reconnect at once
+
+    def delay(self, failures: int, unit_random: float) -> float:
+        """Delay before attempt ``failures + 1``; ``unit_random`` is uniform in [0, 1)."""
+        base = min(self.max_s, self.initial_s * (2 ** max(0, failures - 1)))
+        return max(0.0, base * (1 + self.jitter * (2 * unit_random - 1)))
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    transport: TransportKind
+    host: str = ""  # TCP / MQTT host
+    port: int = 0  # TCP / MQTT port; 0 lets the simulator choose
+    path: str = ""  # serial device path (RTU, line); empty lets the simulator make a pty
+    baudrate: int = 19200
+    gap_s: float = 0.0  # quiet time between requests on this bus
+    topic: str = ""  # MQTT base topic of the device
+
+    @property
+    def bus_key(self) -> tuple[str, str, int]:
+        """Devices with the same bus key share one connection, one lock and one gap."""
+        return (self.transport.value, self.path or self.host, self.port)
+
+    def describe(self) -> str:
+        if self.transport in (TransportKind.MODBUS_RTU, TransportKind.SERIAL_LINE):
+            return self.path
+        if self.transport is TransportKind.MQTT:
+            return f"{self.host}:{self.port} {self.topic}"
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class DeviceConfig:
+    name: str
+    kind: DeviceKind
+    profile: Profile
+    endpoint: Endpoint
+    device_id: int = 1
+    timeout_s: float = 0.5
+    poll_interval_s: float = 0.1
+    offline_after: int = 3  # consecutive failed polls before the device counts as offline
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
+    options: Mapping[str, Any] = field(default_factory=dict)  # kind-specific, checked below
+    sim: Mapping[str, Any] = field(default_factory=dict)  # simulator settings, for sim/ only
+    source: str = ""  # "file: devices.name" for messages
+
+    def with_endpoint(self, **changes: Any) -> DeviceConfig:
+        from dataclasses import replace
+
+        return replace(self, endpoint=replace(self.endpoint, **changes))
+
+
+_COMMON_KEYS: Final = {
+    "kind", "profile", "transport", "host", "port", "path", "baudrate", "gap_ms", "topic",
+    "device_id", "timeout_s", "poll_interval_s", "offline_after", "read_attempts",
+    "write_attempts", "backoff_initial_s", "backoff_max_s", "backoff_jitter", "sim",
+}  # fmt: skip
+_OPTION_KEYS: Final[dict[DeviceKind, dict[str, str]]] = {
+    DeviceKind.SHUFFLER: {"max_cycle_s": "number", "backs": "backs"},
+    DeviceKind.SHOE: {},
+    DeviceKind.READER: {"peek_up_ranks": "ranks"},
+    DeviceKind.STUB_COUNTER: {"expected": "count", "heartbeat_timeout_s": "number"},
+    DeviceKind.KEYPAD: {"boxes": "count", "spots": "count"},
+}
+
+
+class _Where:
+    def __init__(self, source: str, name: str) -> None:
+        self.source = source
+        self.prefix = f"devices.{name}"
+
+    def fail(self, key: str, rule: str) -> ConfigError:
+        return ConfigError(f"{self.source}: {self.prefix}.{key}: {rule}")
+
+
+def load_devices(
+    devices_table: dict[str, Any], base_dir: pathlib.Path, *, source: str | None = None
+) -> list[DeviceConfig]:
+    """Every ``[devices.<name>]`` section as a DeviceConfig, in file order."""
+    src = source or str(base_dir)
+    if not isinstance(devices_table, dict):
+        raise ConfigError(f"{src}: devices: must be a table of [devices.<name>] sections")
+    out = [_one(name, t, base_dir, src) for name, t in devices_table.items()]
+    seen: dict[tuple[tuple[str, str, int], int], str] = {}
+    gaps: dict[tuple[str, str, int], float] = {}
+    for d in out:
+        key = (d.endpoint.bus_key, d.device_id)
+        if d.endpoint.transport is not TransportKind.MQTT and (d.endpoint.port or d.endpoint.path):
+            if key in seen:
+                raise ConfigError(
+                    f"{src}: devices.{d.name}.device_id: {d.device_id} is already used by "
+                    f"devices.{seen[key]} on the same bus"
+                )
+            seen[key] = d.name
+        gap = gaps.setdefault(d.endpoint.bus_key, d.endpoint.gap_s)
+        if gap != d.endpoint.gap_s and d.endpoint.transport is TransportKind.MODBUS_RTU:
+            raise ConfigError(
+                f"{src}: devices.{d.name}.gap_ms: devices on one bus must agree on the gap"
+            )
+    return out
+
+
+def _one(name: str, t: Any, base_dir: pathlib.Path, src: str) -> DeviceConfig:
+    w = _Where(src, name)
+    if not isinstance(t, dict):
+        raise ConfigError(f"{src}: devices.{name}: must be a table")
+    kind_raw = t.get("kind")
+    if kind_raw not in tuple(DeviceKind):
+        raise w.fail("kind", f"must be one of {', '.join(DeviceKind)}")
+    kind = DeviceKind(kind_raw)
+    allowed = _COMMON_KEYS | set(_OPTION_KEYS[kind])
+    for key in t:
+        if key not in allowed:
+            raise w.fail(key, f"unknown key for a {kind} device")
+    prof_raw = t.get("profile")
+    if not isinstance(prof_raw, str) or not prof_raw:
+        raise w.fail("profile", "must be the path of a device profile (config/devices/*.toml)")
+    try:
+        profile = load_profile((base_dir / prof_raw).resolve())
+    except ProfileError as exc:
+        raise w.fail("profile", str(exc)) from None
+    if profile.kind is not kind:
+        raise w.fail("profile", f"{prof_raw} is a {profile.kind} profile, not {kind}")
+    tr_raw = t.get("transport")
+    if tr_raw not in tuple(TransportKind):
+        raise w.fail("transport", f"must be one of {', '.join(TransportKind)}")
+    transport = TransportKind(tr_raw)
+    if _PROTOCOL_OF[transport] is not profile.protocol:
+        raise w.fail("transport", f"{transport} cannot carry a {profile.protocol} profile")
+
+    def num(key: str, lo: float, hi: float, default: float) -> float:
+        v = t.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise w.fail(key, f"must be a number {lo}-{hi}")
+        if not lo <= v <= hi:
+            raise w.fail(key, f"must be a number {lo}-{hi}")
+        return float(v)
+
+    def integer(key: str, lo: int, hi: int, default: int) -> int:
+        v = t.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise w.fail(key, f"must be an integer {lo}-{hi}")
+        return v
+
+    def text(key: str, default: str = "") -> str:
+        v = t.get(key, default)
+        if not isinstance(v, str):
+            raise w.fail(key, "must be a string")
+        return v
+
+    if transport in (TransportKind.MODBUS_TCP, TransportKind.MQTT):
+        host = text("host", "127.0.0.1")
+        if not host:
+            raise w.fail("host", "must not be empty")
+        endpoint = Endpoint(transport, host=host, port=integer("port", 0, 65535, 0))
+    else:
+        endpoint = Endpoint(
+            transport,
+            path=text("path"),
+            baudrate=integer("baudrate", 1200, 921600, 19200),
+        )
+    if transport is TransportKind.MQTT:
+        topic = text("topic", f"tablectl/devices/{name}")
+        if not topic or any(ch in topic for ch in "+#"):
+            raise w.fail("topic", "must be a plain topic without wildcards")
+        endpoint = Endpoint(transport, host=endpoint.host, port=endpoint.port, topic=topic)
+    gap_default = 5.0 if transport is TransportKind.MODBUS_RTU else 0.0
+    endpoint = Endpoint(
+        endpoint.transport, endpoint.host, endpoint.port, endpoint.path, endpoint.baudrate,
+        num("gap_ms", 0, 1000, gap_default) / 1000, endpoint.topic,
+    )  # fmt: skip
+
+    sim = t.get("sim", {})
+    if not isinstance(sim, dict):
+        raise w.fail("sim", "must be a table")
+    return DeviceConfig(
+        name=name,
+        kind=kind,
+        profile=profile,
+        endpoint=endpoint,
+        device_id=integer("device_id", 1, 247, 1),
+        timeout_s=num("timeout_s", 0.01, 30, 0.5),
+        poll_interval_s=num("poll_interval_s", 0.005, 60, 0.1),
+        offline_after=integer("offline_after", 1, 100, 3),
+        retry=RetryPolicy(integer("read_attempts", 1, 10, 2), integer("write_attempts", 1, 10, 1)),
+        backoff=BackoffPolicy(
+            num("backoff_initial_s", 0.001, 60, 0.2),
+            num("backoff_max_s", 0.001, 3600, 10),
+            num("backoff_jitter", 0, 1, 0.25),
+        ),
+        options=_options(w, kind, t),
+        sim=sim,
+        source=f"{src}: devices.{name}",
+    )
+
+
+def _options(w: _Where, kind: DeviceKind, t: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, rule in _OPTION_KEYS[kind].items():
+        if key not in t:
+            continue
+        v = t[key]
+        if rule == "number":
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e6:
+                raise w.fail(key, "must be a positive number")
+        elif rule == "count":
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1000:
+                raise w.fail(key, "must be an integer 1-1000")
+        elif rule == "backs":
+            if (not isinstance(v, list) or len(v) != 2 or len(set(v)) != 2
+                    or not all(isinstance(x, str) and x for x in v)):  # fmt: skip
+                raise w.fail(key, "must name the two batches' back colours, e.g. ['red', 'blue']")
+            v = tuple(v)
+        elif rule == "ranks":
+            if not isinstance(v, list) or not all(x in RANKS for x in v):
+                raise w.fail(key, f"must be a list of ranks from {' '.join(RANKS)}")
+            v = frozenset(v)
+        out[key] = v
+    return out

@@ -1,0 +1,1 @@
+"""One driver per device kind: registers or frames in, typed events out; typed commands in."""

@@ -1,0 +1,130 @@
+"""What every driver shares: health tracking, the event queue, the run loop."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from typing import ClassVar
+
+import structlog
+
+from devices.clock import REAL_CLOCK, Clock
+from devices.commands import Command
+from devices.config import DeviceConfig
+from devices.errors import (
+    BadResponse,
+    CommandRejected,
+    DeviceError,
+    FrameDecodeError,
+    TransportError,
+)
+from devices.events import (
+    DeviceDegraded,
+    DeviceEvent,
+    DeviceOffline,
+    DeviceOnline,
+    FrameError,
+    Health,
+)
+from devices.profiles import DeviceKind
+
+
+class Driver(ABC):
+    """A device driver.
+
+    ``run()`` polls or listens until cancelled and never raises for a device problem: wire
+    failures become health events (DeviceDegraded / DeviceOffline / DeviceOnline) and broken
+    frames become FrameError events. Events go to ``self.events`` (an asyncio.Queue, which the
+    supervisor may pass in to merge several drivers); ``stream()`` iterates over it.
+    ``send(command)`` raises CommandRejected with one line when a command cannot be carried out.
+    """
+
+    kind: ClassVar[DeviceKind]
+    commands: ClassVar[tuple[type[Command], ...]] = ()
+
+    def __init__(
+        self,
+        config: DeviceConfig,
+        *,
+        clock: Clock = REAL_CLOCK,
+        events: asyncio.Queue[DeviceEvent] | None = None,
+    ) -> None:
+        if config.kind is not self.kind:
+            raise ValueError(f"{config.name}: a {config.kind} device needs a {config.kind} driver")
+        self.config = config
+        self.name = config.name
+        self.clock = clock
+        self.events: asyncio.Queue[DeviceEvent] = events if events is not None else asyncio.Queue()
+        self.health = Health.STARTING
+        self.last_error = ""
+        self._failures_in_row = 0
+        self.log = structlog.get_logger("devices").bind(device=config.name, kind=config.kind.value)
+
+    # -- events and health ----------------------------------------------------------------------
+
+    def emit(self, event: DeviceEvent) -> None:
+        # Log the kind of event only: its fields may hold a card or a reader answer.
+        self.log.debug("device_event", kind_of_event=type(event).__name__)
+        self.events.put_nowait(event)
+
+    async def stream(self) -> AsyncIterator[DeviceEvent]:
+        while True:
+            yield await self.events.get()
+
+    def _ok(self) -> None:
+        self._failures_in_row = 0
+        if self.health is not Health.ONLINE:
+            self.health = Health.ONLINE
+            self.log.info("online")
+            self.emit(DeviceOnline(self.name))
+
+    def _failed(self, exc: DeviceError) -> None:
+        self._failures_in_row += 1
+        self.last_error = str(exc)
+        if isinstance(exc, FrameDecodeError | BadResponse):
+            self.emit(FrameError(self.name, str(exc)))
+        if self._failures_in_row >= self.config.offline_after:
+            if self.health is not Health.OFFLINE:
+                self.health = Health.OFFLINE
+                self.log.warning("offline", error=str(exc))
+                self.emit(DeviceOffline(self.name, str(exc)))
+        elif self.health in (Health.ONLINE, Health.STARTING):
+            self.health = Health.DEGRADED
+            self.log.warning("degraded", error=str(exc))
+            self.emit(DeviceDegraded(self.name, str(exc)))
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    async def poll_once(self) -> bool:
+        """One poll (or one read of the link). True when it succeeded."""
+        try:
+            await self._poll()
+        except (TransportError, FrameDecodeError) as exc:
+            self._failed(exc)
+            return False
+        self._ok()
+        return True
+
+    @abstractmethod
+    async def _poll(self) -> None: ...
+
+    async def run(self) -> None:
+        try:
+            while True:
+                await self.poll_once()
+                await self.clock.sleep(self.config.poll_interval_s)
+        finally:
+            await self.close()
+
+    async def close(self) -> None:  # noqa: B027 - most drivers hold nothing of their own
+        """Release the link (a shared Modbus bus is closed by its registry, not here)."""
+
+    async def send(self, command: Command) -> None:
+        if not isinstance(command, self.commands):
+            what = type(command).__name__
+            raise CommandRejected(f"{self.name}: a {self.kind} does not take {what}")
+        await self._send(command)
+
+    @abstractmethod
+    async def _send(self, command: Command) -> None: ...

@@ -1,0 +1,55 @@
+"""Build the right driver for a DeviceConfig, sharing one Modbus bus per physical line."""
+
+from __future__ import annotations
+
+import asyncio
+
+from devices.clock import REAL_CLOCK, Clock
+from devices.config import DeviceConfig, TransportKind
+from devices.drivers.base import Driver
+from devices.drivers.keypad import KeypadDriver
+from devices.drivers.reader import ReaderDriver
+from devices.drivers.shoe import ShoeDriver
+from devices.drivers.shuffler import ShufflerDriver
+from devices.drivers.stub import StubCounterDriver
+from devices.events import DeviceEvent
+from devices.profiles import DeviceKind
+from devices.transport.links import ByteLink, MqttLink, SerialLink
+from devices.transport.modbus import BusRegistry
+
+_REGISTER_DRIVERS = {
+    DeviceKind.SHUFFLER: ShufflerDriver,
+    DeviceKind.SHOE: ShoeDriver,
+    DeviceKind.READER: ReaderDriver,
+    DeviceKind.KEYPAD: KeypadDriver,
+}
+
+
+def build_driver(
+    config: DeviceConfig,
+    *,
+    buses: BusRegistry,
+    clock: Clock = REAL_CLOCK,
+    events: asyncio.Queue[DeviceEvent] | None = None,
+) -> Driver:
+    ep = config.endpoint
+    if ep.transport in (TransportKind.MODBUS_TCP, TransportKind.MODBUS_RTU):
+        cls = _REGISTER_DRIVERS[config.kind]
+        return cls(config, buses.bus(ep, config.backoff), clock=clock, events=events)
+    link: ByteLink
+    if ep.transport is TransportKind.SERIAL_LINE:
+        link = SerialLink(ep, backoff=config.backoff, clock=clock)
+    else:
+        link = MqttLink(ep, backoff=config.backoff, clock=clock)
+    return StubCounterDriver(config, link, clock=clock, events=events)
+
+
+def build_drivers(
+    configs: list[DeviceConfig],
+    *,
+    clock: Clock = REAL_CLOCK,
+    events: asyncio.Queue[DeviceEvent] | None = None,
+) -> tuple[list[Driver], BusRegistry]:
+    """Drivers for every device of a table, all feeding one event queue when one is given."""
+    buses = BusRegistry(clock)
+    return [build_driver(c, buses=buses, clock=clock, events=events) for c in configs], buses

@@ -1,0 +1,100 @@
+"""53-card stub counter (687a.9(f)-(h)), speaking checksummed text frames over a serial line or
+MQTT. It sends a heartbeat frame every second or so and a count frame after each count."""
+
+from __future__ import annotations
+
+import asyncio
+
+from devices.clock import REAL_CLOCK, Clock
+from devices.commands import Command, RequestStubCount
+from devices.config import DeviceConfig
+from devices.drivers.base import Driver
+from devices.errors import CommandRejected, DeviceError, FrameDecodeError, TransportError
+from devices.events import DeviceDegraded, DeviceEvent, FrameError, StubCounted
+from devices.framing import Frame, LineDecoder, encode_frame
+from devices.profiles import DeviceKind
+from devices.transport.links import ByteLink
+
+
+class StubCounterDriver(Driver):
+    kind = DeviceKind.STUB_COUNTER
+    commands = (RequestStubCount,)
+
+    def __init__(
+        self,
+        config: DeviceConfig,
+        link: ByteLink,
+        *,
+        clock: Clock = REAL_CLOCK,
+        events: asyncio.Queue[DeviceEvent] | None = None,
+    ) -> None:
+        super().__init__(config, clock=clock, events=events)
+        self.link = link
+        self.profile = config.profile
+        self.expected = int(config.options.get("expected", 53))
+        self.heartbeat_timeout_s = float(config.options.get("heartbeat_timeout_s", 3.0))
+        self._decoder = LineDecoder(self.profile)
+        self._last_seq: int | None = None
+        self._device_health = 0
+
+    async def _poll(self) -> None:  # pragma: no cover - poll_once is overridden
+        raise NotImplementedError
+
+    async def poll_once(self) -> bool:
+        """Read what the line has (waiting at most one heartbeat period) and act on it."""
+        try:
+            data = await self.link.read(self.heartbeat_timeout_s)
+        except TransportError as exc:
+            self._failed(exc)
+            return False
+        bad: FrameDecodeError | None = None
+        good = 0
+        for item in self._decoder.feed(data):
+            if isinstance(item, FrameDecodeError):
+                self.emit(FrameError(self.name, str(item)))
+                bad = item
+            else:
+                good += 1
+                self._frame(item)
+        if bad is not None and not good:
+            # Counted against health; DeviceError (not FrameDecodeError) so no second FrameError.
+            self._failed(DeviceError(str(bad)))
+            return False
+        if good:
+            self._ok()
+        return True
+
+    def _frame(self, frame: Frame) -> None:
+        v = frame.values
+        if frame.name == "count":
+            if v["seq"] == self._last_seq:
+                return  # a repeat (answer to a request, or a resend): already reported
+            self._last_seq = v["seq"]
+            ok = bool(v["verified"]) and v["count"] == self.expected
+            self.emit(StubCounted(self.name, v["count"], ok, v["seq"]))
+        elif frame.name == "heartbeat":
+            health = v["health"]
+            if health and health != self._device_health:
+                self.emit(DeviceDegraded(self.name, f"stub counter reports fault code {health}"))
+            self._device_health = health
+
+    async def run(self) -> None:
+        try:
+            while True:
+                if not await self.poll_once():
+                    # Do not spin on a dead link: its own backoff decides when to try again.
+                    await self.clock.sleep(self.config.poll_interval_s)
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        await self.link.close()
+
+    async def _send(self, command: Command) -> None:
+        if isinstance(command, RequestStubCount):
+            if "request" not in self.profile.frames:
+                raise CommandRejected(f"{self.name}: profile has no request frame")
+            try:
+                await self.link.write(encode_frame(self.profile, "request", {}))
+            except TransportError as exc:
+                raise CommandRejected(f"{self.name}: request not sent: {exc}") from None

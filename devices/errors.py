@@ -1,0 +1,48 @@
+"""Device-layer errors: one line each, naming the device and what went wrong.
+
+None of these messages may carry a card, a reader result, stub contents or a shuffle order.
+"""
+
+from __future__ import annotations
+
+from controller.errors import TablectlError
+
+
+class DeviceError(TablectlError):
+    """Base for every device-layer failure."""
+
+
+class TransportError(DeviceError):
+    """The wire failed: no link, no answer, or an answer that is not a valid frame."""
+
+
+class LinkDown(TransportError):
+    """Not connected (and not yet time to try again)."""
+
+
+class DeviceTimeout(TransportError):
+    """The device did not answer within its timeout."""
+
+
+class BadResponse(TransportError):
+    """An answer arrived but is malformed, for another request, or an exception response."""
+
+
+class DeviceRefused(BadResponse):
+    """The device answered with a Modbus exception response."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class FrameDecodeError(DeviceError):
+    """A frame or register block that does not decode per the device profile."""
+
+
+class CommandRejected(DeviceError):
+    """A command the driver or device refuses (wrong kind, bad argument, device refused)."""
+
+
+class ProfileError(DeviceError):
+    """A device profile file that cannot be used."""

@@ -1,0 +1,283 @@
+"""Typed device events: what a driver tells the supervisor.
+
+Each event class carries a ``secrecy`` class attribute so telemetry can filter by kind:
+
+- ``public``: may leave the process (health, counts, keys pressed, bets sensed);
+- ``until_revealed``: table-only until the card is public at the table (a drawn card's identity,
+  the reader's answer);
+- ``secret``: never leaves the process.
+
+Fields that carry a card or a reader answer are left out of ``repr`` so an event logged by
+mistake does not leak what it holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import ClassVar
+
+from controller.cards import Card
+
+
+class Secrecy(StrEnum):
+    PUBLIC = "public"
+    UNTIL_REVEALED = "until_revealed"
+    SECRET = "secret"
+
+
+class Health(StrEnum):
+    STARTING = "starting"
+    ONLINE = "online"
+    DEGRADED = "degraded"  # answering, but with errors or missed data
+    OFFLINE = "offline"
+
+
+class Slot(StrEnum):
+    A = "A"
+    B = "B"
+
+
+class ShufflerState(StrEnum):
+    IDLE = "idle"
+    SHUFFLING = "shuffling"
+    READY = "ready"
+    JAMMED = "jammed"
+    FAULT = "fault"
+    OUT_OF_ORDER = "out_of_order"
+    EMPTY = "empty"
+
+
+class MasqueLight(StrEnum):
+    """685a.7(h): blue small 2-5, red medium 6-9, yellow large 10-A."""
+
+    BLUE = "blue"
+    RED = "red"
+    YELLOW = "yellow"
+
+
+class Key(StrEnum):
+    START_GAME = "start_game"
+    HIT = "hit"
+    STAND = "stand"
+    DOUBLE = "double"
+    SPLIT = "split"
+    SURRENDER = "surrender"
+    SECOND_CHANCE = "second_chance"
+    INSURANCE_CLOSED = "insurance_closed"
+    NEXT = "next"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceEvent:
+    device: str
+    secrecy: ClassVar[Secrecy] = Secrecy.PUBLIC
+
+
+# -- health -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceOnline(DeviceEvent):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceDegraded(DeviceEvent):
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceOffline(DeviceEvent):
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class FrameError(DeviceEvent):
+    """A frame or register block was rejected; the driver carries on with the next one."""
+
+    reason: str
+
+
+# -- shuffler -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSlotChanged(DeviceEvent):
+    slot: Slot
+    state: ShufflerState
+    back: str | None
+    decks: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShuffleStarted(DeviceEvent):
+    slot: Slot
+
+
+@dataclass(frozen=True, slots=True)
+class ShuffleDone(DeviceEvent):
+    slot: Slot
+    cards_counted: int
+    cycle: int  # the device's shuffle cycle counter after this shuffle
+
+
+@dataclass(frozen=True, slots=True)
+class ShuffleIncomplete(DeviceEvent):
+    """673a.13(k), 685a.13(j): the cycle stopped or overran; the cards must be reshuffled."""
+
+    slot: Slot
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShufflerJammed(DeviceEvent):
+    slot: Slot
+    code: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShufflerFault(DeviceEvent):
+    code: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShufflerOutOfOrder(DeviceEvent):
+    """673a.13(l): the device is marked out of order; manual shuffling may now be used."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShufflerCleared(DeviceEvent):
+    """The jam or fault is cleared and the device reports idle or ready again."""
+
+
+@dataclass(frozen=True, slots=True)
+class EjectedToShoe(DeviceEvent):
+    slot: Slot
+
+
+# -- shoe ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLoaded(DeviceEvent):
+    back: str | None
+    cards: int
+
+
+@dataclass(frozen=True, slots=True)
+class CardDrawn(DeviceEvent):
+    secrecy: ClassVar[Secrecy] = Secrecy.UNTIL_REVEALED
+    card: Card = field(repr=False)  # rank, suit and back colour
+    face_up: bool = field(repr=False)
+    sequence: int = 0  # the shoe's draw counter
+    remaining: int = 0
+
+    @property
+    def back(self) -> str | None:
+        return self.card.back
+
+
+@dataclass(frozen=True, slots=True)
+class DrawsMissed(DeviceEvent):
+    """More cards were drawn than the shoe's history holds since the last poll."""
+
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class CoverCardReached(DeviceEvent):
+    remaining: int
+
+
+# -- hole-card reader ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderResult(DeviceEvent):
+    """The peek device's answer (673a.7(h), 665a.7(g)): does the hole card give Blackjack."""
+
+    secrecy: ClassVar[Secrecy] = Secrecy.UNTIL_REVEALED
+    blackjack: bool = field(default=False, repr=False)
+    sequence: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MasqueRange(DeviceEvent):
+    """685a.7(h): the Masque reader's light for the hole card's value range."""
+
+    secrecy: ClassVar[Secrecy] = Secrecy.UNTIL_REVEALED
+    light: MasqueLight = field(default=MasqueLight.BLUE, repr=False)
+    sequence: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderMisuse(DeviceEvent):
+    """673a.13(i): a hole card was inserted when the up card does not allow a peek."""
+
+    up_rank: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderFailed(DeviceEvent):
+    """673a.13(j), 665a.13(i), 685a.12(i): dealing must stop until the reader is repaired."""
+
+    code: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderRestored(DeviceEvent):
+    pass
+
+
+# -- stub counter -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StubCounted(DeviceEvent):
+    """687a.9(f)-(h): the stub count and whether the deck holds its 53 cards."""
+
+    secrecy: ClassVar[Secrecy] = Secrecy.PUBLIC
+    count: int
+    ok: bool
+    sequence: int = 0
+
+
+# -- keypad -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BetSensed(DeviceEvent):
+    box: int  # 1-based betting position
+    spot: int  # 1-based sensor within the box
+    present: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ButtonPressed(DeviceEvent):
+    key: Key
+    sequence: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SensorsLocked(DeviceEvent):
+    locked: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SensorFault(DeviceEvent):
+    """The keypad reports a bet sensor stuck or failed."""
+
+    box: int
+    spot: int
+    faulty: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MeterShown(DeviceEvent):
+    amount_cents: int
+
+
+@dataclass(frozen=True, slots=True)
+class KeysMissed(DeviceEvent):
+    count: int

@@ -1,0 +1,1 @@
+"""Transports move registers or bytes; they know nothing of cards."""

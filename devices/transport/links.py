@@ -1,0 +1,213 @@
+"""Byte links for frame-based devices: a serial line (pyserial) or an MQTT topic pair (aiomqtt).
+
+Both reconnect with exponential backoff and jitter, and both report failure as LinkDown or
+DeviceTimeout with one line. Neither knows what a frame is; the driver's decoder does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import secrets
+from typing import Protocol
+
+import aiomqtt
+import serial
+import structlog
+
+from devices.clock import REAL_CLOCK, Clock
+from devices.config import BackoffPolicy, Endpoint, TransportKind
+from devices.errors import DeviceTimeout, LinkDown
+
+_log = structlog.get_logger("devices.link")
+
+
+class ByteLink(Protocol):
+    async def read(self, timeout_s: float) -> bytes: ...
+    async def write(self, data: bytes) -> None: ...
+    async def close(self) -> None: ...
+
+
+class _Backoff:
+    def __init__(self, policy: BackoffPolicy, clock: Clock, what: str) -> None:
+        self.policy, self.clock, self.what = policy, clock, what
+        self.failures = 0
+        self.next_attempt = float("-inf")
+        self._rng = random.Random()  # jitter only
+
+    def check(self) -> None:
+        now = self.clock.now()
+        if now < self.next_attempt:
+            wait = self.next_attempt - now
+            raise LinkDown(f"{self.what}: link down, next attempt in {wait:.2f}s")
+
+    def failed(self, reason: str) -> LinkDown:
+        self.failures += 1
+        delay = self.policy.delay(self.failures, self._rng.random())
+        self.next_attempt = self.clock.now() + delay
+        _log.warning("link_failed", link=self.what, reason=reason, retry_in_s=round(delay, 3))
+        return LinkDown(f"{self.what}: {reason}")
+
+    def succeeded(self) -> None:
+        self.failures = 0
+        self.next_attempt = float("-inf")
+
+
+class SerialLink:
+    """A serial line read through the event loop (no thread), reopened after any error.
+
+    pyserial has no asyncio reads of its own, so the port is opened non-blocking and read from a
+    loop reader callback; unplugging an adapter surfaces as an odd SerialException or OSError,
+    which all mean the same thing here: the link is lost.
+    """
+
+    def __init__(self, endpoint: Endpoint, *, backoff: BackoffPolicy | None = None,
+                 clock: Clock = REAL_CLOCK) -> None:  # fmt: skip
+        if endpoint.transport is not TransportKind.SERIAL_LINE:
+            raise ValueError(f"not a serial line: {endpoint.transport}")
+        self.endpoint = endpoint
+        self._backoff = _Backoff(backoff or BackoffPolicy(), clock, endpoint.path)
+        self._port: serial.Serial | None = None
+        self._chunks: asyncio.Queue[bytes | Exception] = asyncio.Queue()
+
+    def _open(self) -> serial.Serial:
+        if self._port is not None:
+            return self._port
+        self._backoff.check()
+        try:
+            port = serial.serial_for_url(
+                self.endpoint.path, baudrate=self.endpoint.baudrate, timeout=0, write_timeout=1
+            )
+        except (serial.SerialException, OSError, ValueError) as exc:
+            raise self._backoff.failed(f"cannot open ({type(exc).__name__})") from None
+        self._backoff.succeeded()
+        self._chunks = asyncio.Queue()
+        asyncio.get_running_loop().add_reader(port.fileno(), self._readable, port)
+        self._port = port
+        return port
+
+    def _readable(self, port: serial.Serial) -> None:
+        try:
+            data = port.read(max(1, port.in_waiting))
+            if not data:
+                raise serial.SerialException("readable but no data")
+        except (serial.SerialException, OSError) as exc:
+            self._drop()
+            lost = LinkDown(f"{self.endpoint.path}: link lost ({type(exc).__name__})")
+            self._chunks.put_nowait(lost)
+            return
+        self._chunks.put_nowait(data)
+
+    def _drop(self) -> None:
+        port, self._port = self._port, None
+        if port is not None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(port.fileno())
+            with contextlib.suppress(Exception):
+                port.close()
+
+    async def read(self, timeout_s: float) -> bytes:
+        self._open()
+        try:
+            async with asyncio.timeout(timeout_s):
+                item = await self._chunks.get()
+        except TimeoutError:
+            raise DeviceTimeout(f"{self.endpoint.path}: nothing received in {timeout_s}s") from None
+        if isinstance(item, Exception):
+            self._backoff.failed("link lost")
+            raise item
+        return item
+
+    async def write(self, data: bytes) -> None:
+        port = self._open()
+        try:
+            port.write(data)
+        except (serial.SerialException, OSError) as exc:
+            self._drop()
+            raise self._backoff.failed(f"write failed ({type(exc).__name__})") from None
+
+    async def close(self) -> None:
+        self._drop()
+
+
+class MqttLink:
+    """A device that publishes its frames on ``<topic>/out`` and takes commands on ``<topic>/in``.
+
+    aiomqtt leaves reconnection to us: a lost broker surfaces as MqttError (sometimes late, at the
+    next publish or inside message iteration); the next read or write builds a new client after
+    the backoff delay and subscribes again.
+    """
+
+    def __init__(self, endpoint: Endpoint, *, backoff: BackoffPolicy | None = None,
+                 clock: Clock = REAL_CLOCK, username: str | None = None,
+                 password: str | None = None) -> None:  # fmt: skip
+        if endpoint.transport is not TransportKind.MQTT:
+            raise ValueError(f"not an MQTT endpoint: {endpoint.transport}")
+        self.endpoint = endpoint
+        self._backoff = _Backoff(backoff or BackoffPolicy(), clock, endpoint.describe())
+        self._username, self._password = username, password
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._client: aiomqtt.Client | None = None
+
+    async def _open(self) -> aiomqtt.Client:
+        if self._client is not None:
+            return self._client
+        self._backoff.check()
+        client = aiomqtt.Client(
+            self.endpoint.host, self.endpoint.port,
+            identifier=f"tablectl-dev-{secrets.token_hex(4)}",
+            username=self._username, password=self._password, timeout=5, keepalive=10,
+        )  # fmt: skip
+        stack = contextlib.AsyncExitStack()
+        try:
+            await stack.enter_async_context(client)
+            await client.subscribe(f"{self.endpoint.topic}/out", qos=1)
+        except (aiomqtt.MqttError, OSError) as exc:
+            await _close_quietly(stack)
+            raise self._backoff.failed(f"cannot connect ({_short(exc)})") from None
+        self._backoff.succeeded()
+        self._stack, self._client = stack, client
+        return client
+
+    async def _drop(self) -> None:
+        stack, self._stack, self._client = self._stack, None, None
+        if stack is not None:
+            await _close_quietly(stack)
+
+    async def read(self, timeout_s: float) -> bytes:
+        client = await self._open()
+        try:
+            async with asyncio.timeout(timeout_s):
+                msg = await anext(client.messages)
+        except TimeoutError:
+            where = self.endpoint.describe()
+            raise DeviceTimeout(f"{where}: nothing received in {timeout_s}s") from None
+        except aiomqtt.MqttError as exc:
+            await self._drop()
+            raise self._backoff.failed(f"broker lost ({_short(exc)})") from None
+        payload = msg.payload
+        if isinstance(payload, bytes | bytearray):
+            return bytes(payload)
+        return str(payload).encode("utf-8", "replace") if payload is not None else b""
+
+    async def write(self, data: bytes) -> None:
+        client = await self._open()
+        try:
+            await client.publish(f"{self.endpoint.topic}/in", data, qos=1)
+        except aiomqtt.MqttError as exc:
+            await self._drop()
+            raise self._backoff.failed(f"publish failed ({_short(exc)})") from None
+
+    async def close(self) -> None:
+        await self._drop()
+
+
+async def _close_quietly(stack: contextlib.AsyncExitStack) -> None:
+    with contextlib.suppress(Exception):
+        await stack.aclose()
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).splitlines()
+    return (text[0] if text and text[0] else type(exc).__name__)[:120]

@@ -1,0 +1,240 @@
+"""One Modbus bus (a TCP connection or an RTU serial line) shared by the devices on it.
+
+pymodbus allows one request at a time per client, so every request on a bus goes through one
+lock, and serial lines get a quiet gap between requests. Each request carries its own device's
+timeout, so a silent device on a shared RTU line holds the line for at most that long. pymodbus
+is told not to retry or reconnect by itself: a failed request raises, our retry policy decides
+whether to repeat it, and reconnection happens here with exponential backoff and jitter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient
+from pymodbus.exceptions import ConnectionException, ModbusException, ModbusIOException
+from pymodbus.pdu import ModbusPDU
+
+from devices.clock import REAL_CLOCK, Clock
+from devices.config import BackoffPolicy, Endpoint, TransportKind
+from devices.errors import BadResponse, DeviceRefused, DeviceTimeout, LinkDown, TransportError
+
+# Modbus exception 6 (device busy) is worth asking again; the others will not change.
+_RETRYABLE_EXCEPTION_CODES = frozenset({6})
+# After this many failed requests in a row on a TCP stream, drop the connection and reconnect:
+# a garbled or half-read response can leave the stream out of step.
+_RESYNC_AFTER = 2
+
+_log = structlog.get_logger("devices.modbus")
+
+
+class ModbusBus:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        backoff: BackoffPolicy | None = None,
+        clock: Clock = REAL_CLOCK,
+        rng: random.Random | None = None,
+    ) -> None:
+        if endpoint.transport not in (TransportKind.MODBUS_TCP, TransportKind.MODBUS_RTU):
+            raise ValueError(f"not a Modbus endpoint: {endpoint.transport}")
+        self.endpoint = endpoint
+        self.backoff = backoff or BackoffPolicy()
+        self.clock = clock
+        self._rng = rng or random.Random()  # jitter only; nothing secret depends on it
+        self._lock = asyncio.Lock()
+        self._client: AsyncModbusTcpClient | AsyncModbusSerialClient | None = None
+        self._last_done = float("-inf")
+        self._connect_failures = 0
+        self._next_attempt = float("-inf")
+        self._failures_in_row = 0
+        self._log = _log.bind(bus=endpoint.describe())
+        self.requests = 0
+        self.failures = 0
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None and self._client.connected
+
+    def _new_client(self) -> AsyncModbusTcpClient | AsyncModbusSerialClient:
+        ep = self.endpoint
+        # Long client-side timeout: each request is bounded by its own device's timeout below.
+        common: dict[str, Any] = {"timeout": 30.0, "retries": 0, "reconnect_delay": 0}
+        if ep.transport is TransportKind.MODBUS_TCP:
+            return AsyncModbusTcpClient(ep.host, port=ep.port, **common)
+        return AsyncModbusSerialClient(ep.path, baudrate=ep.baudrate, **common)
+
+    async def _ensure_connected(
+        self, timeout_s: float
+    ) -> AsyncModbusTcpClient | AsyncModbusSerialClient:
+        if self._client is not None and self._client.connected:
+            return self._client
+        now = self.clock.now()
+        if now < self._next_attempt:
+            raise LinkDown(
+                f"{self.endpoint.describe()}: link down, next attempt in "
+                f"{self._next_attempt - now:.2f}s"
+            )
+        self._drop_client()
+        client = self._new_client()
+        reason = "refused"
+        try:
+            async with asyncio.timeout(max(timeout_s, 1.0)):
+                ok = await client.connect()
+        except TimeoutError:
+            ok, reason = False, "connect timed out"
+        except (OSError, ModbusException) as exc:
+            ok, reason = False, type(exc).__name__
+        if not ok:
+            client.close()
+            self._connect_failures += 1
+            delay = self.backoff.delay(self._connect_failures, self._rng.random())
+            self._next_attempt = self.clock.now() + delay
+            self._log.warning("connect_failed", reason=reason, retry_in_s=round(delay, 3))
+            raise LinkDown(f"{self.endpoint.describe()}: cannot connect ({reason})")
+        if self._connect_failures:
+            self._log.info("reconnected", after_failures=self._connect_failures)
+        self._connect_failures = 0
+        self._failures_in_row = 0
+        self._client = client
+        return client
+
+    def _drop_client(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def close(self) -> None:
+        self._drop_client()
+
+    async def _once(
+        self,
+        what: str,
+        device_id: int,
+        timeout_s: float,
+        call: Callable[[Any], Awaitable[ModbusPDU]],
+    ) -> ModbusPDU:
+        async with self._lock:
+            if self.endpoint.gap_s > 0:
+                # The gap is a property of the wire, so it runs on real time, not the clock.
+                wait = self._last_done + self.endpoint.gap_s - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+            self.requests += 1
+            where = f"{self.endpoint.describe()} id {device_id}"
+            try:
+                client = await self._ensure_connected(timeout_s)
+                async with asyncio.timeout(timeout_s):
+                    rr = await call(client)
+            except TimeoutError:
+                raise self._failed(DeviceTimeout(f"{where}: no answer to {what} in {timeout_s}s")) from None
+            except ConnectionException:
+                self._drop_client()
+                raise self._failed(LinkDown(f"{where}: connection lost during {what}")) from None
+            except ModbusIOException as exc:
+                raise self._failed(BadResponse(f"{where}: {what}: {_first_line(exc)}")) from None
+            except ModbusException as exc:
+                raise self._failed(BadResponse(f"{where}: {what}: {type(exc).__name__}")) from None
+            except (OSError, ValueError, IndexError, KeyError) as exc:
+                # pymodbus can trip over a mangled frame; the next request starts clean.
+                self._drop_client()
+                raise self._failed(BadResponse(f"{where}: {what}: {type(exc).__name__}")) from None
+            finally:
+                self._last_done = time.monotonic()
+            if rr.isError():
+                code = int(getattr(rr, "exception_code", 0) or 0)
+                raise self._failed(
+                    DeviceRefused(f"{where}: {what} refused with exception code {code}", code),
+                    resync=False,
+                )
+            self._failures_in_row = 0
+            return rr
+
+    def _failed(self, exc: TransportError, *, resync: bool = True) -> TransportError:
+        self.failures += 1
+        self._failures_in_row += 1
+        if (
+            resync
+            and self.endpoint.transport is TransportKind.MODBUS_TCP
+            and self._failures_in_row >= _RESYNC_AFTER
+        ):
+            self._drop_client()
+        self._log.debug("request_failed", error=type(exc).__name__)
+        return exc
+
+    async def _with_retry(
+        self,
+        what: str,
+        device_id: int,
+        timeout_s: float,
+        attempts: int,
+        call: Callable[[Any], Awaitable[ModbusPDU]],
+    ) -> ModbusPDU:
+        for attempt in range(1, attempts + 1):
+            try:
+                return await self._once(what, device_id, timeout_s, call)
+            except LinkDown:
+                raise
+            except DeviceRefused as exc:
+                if exc.code not in _RETRYABLE_EXCEPTION_CODES or attempt == attempts:
+                    raise
+            except TransportError:
+                if attempt == attempts:
+                    raise
+            self._log.debug("retrying", what=what, device_id=device_id, attempt=attempt + 1)
+        raise AssertionError("unreachable")
+
+    async def read_holding(
+        self, device_id: int, address: int, count: int, *, timeout_s: float, attempts: int = 1
+    ) -> list[int]:
+        what = f"read {count} at {address}"
+        rr = await self._with_retry(
+            what, device_id, timeout_s, attempts,
+            lambda c: c.read_holding_registers(address, count=count, device_id=device_id),
+        )  # fmt: skip
+        regs = list(getattr(rr, "registers", []) or [])
+        if len(regs) != count:
+            self._failed(BadResponse(""), resync=True)
+            raise BadResponse(
+                f"{self.endpoint.describe()} id {device_id}: {what}: got {len(regs)} registers"
+            )
+        return regs
+
+    async def write_registers(
+        self, device_id: int, address: int, values: list[int], *, timeout_s: float,
+        attempts: int = 1,
+    ) -> None:  # fmt: skip
+        await self._with_retry(
+            f"write {len(values)} at {address}", device_id, timeout_s, attempts,
+            lambda c: c.write_registers(address, values, device_id=device_id),
+        )  # fmt: skip
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:160] if text else type(exc).__name__
+
+
+class BusRegistry:
+    """One ModbusBus per physical bus, so devices that share an RTU line share its lock."""
+
+    def __init__(self, clock: Clock = REAL_CLOCK) -> None:
+        self.clock = clock
+        self._buses: dict[tuple[str, str, int], ModbusBus] = {}
+
+    def bus(self, endpoint: Endpoint, backoff: BackoffPolicy | None = None) -> ModbusBus:
+        key = endpoint.bus_key
+        if key not in self._buses:
+            self._buses[key] = ModbusBus(endpoint, backoff=backoff, clock=self.clock)
+        return self._buses[key]
+
+    def close(self) -> None:
+        for b in self._buses.values():
+            b.close()
+        self._buses.clear()

@@ -1,0 +1,72 @@
+"""Serial lines on one machine: pty pairs.
+
+``PtyBridge`` joins two ptys back to back, so two programs that both want a *path* (pymodbus's
+serial server and our RTU client) can talk as over a null-modem cable. Cutting the bridge makes
+the line go silent without either side's port going away, as when a cable is pulled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import tty
+
+
+class Pty:
+    """One pty: ``fd`` is the master end we hold, ``path`` is the line another program opens."""
+
+    def __init__(self) -> None:
+        self.fd, self._slave = os.openpty()
+        tty.setraw(self._slave)  # no echo or line editing: bytes pass as they are
+        os.set_blocking(self.fd, False)
+        self.path = os.ttyname(self._slave)
+
+    def close(self) -> None:
+        for fd in (self.fd, self._slave):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+class PtyBridge:
+    def __init__(self) -> None:
+        self._host: Pty | None = None
+        self._device: Pty | None = None
+        self.cut = False
+
+    @property
+    def host_path(self) -> str:
+        assert self._host is not None, "bridge not open"
+        return self._host.path
+
+    @property
+    def device_path(self) -> str:
+        assert self._device is not None, "bridge not open"
+        return self._device.path
+
+    def open(self) -> None:
+        if self._host is not None:
+            return
+        self._host, self._device = Pty(), Pty()
+        loop = asyncio.get_running_loop()
+        loop.add_reader(self._host.fd, self._pump, self._host.fd, self._device.fd)
+        loop.add_reader(self._device.fd, self._pump, self._device.fd, self._host.fd)
+
+    def _pump(self, src: int, dst: int) -> None:
+        try:
+            data = os.read(src, 4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""  # the other program closed its end; keep the bridge up for it to reopen
+        if data and not self.cut:
+            with contextlib.suppress(BlockingIOError, OSError):
+                os.write(dst, data)
+
+    def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        for p in (self._host, self._device):
+            if p is not None:
+                loop.remove_reader(p.fd)
+                p.close()
+        self._host = self._device = None

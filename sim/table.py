@@ -1,0 +1,253 @@
+"""The simulated devices of one table, built from its config file and wired together.
+
+The shuffler's eject puts its shuffled batch into the shoe, and the batch that was in the shoe
+goes back into the emptied shuffler slot, as a dealer would carry it from the discard rack.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import tomllib
+from dataclasses import dataclass
+from typing import Any
+
+from controller.errors import ConfigError
+from controller.games import GAMES, GameId, GameSpec
+from devices.clock import REAL_CLOCK, Clock
+from devices.config import DeviceConfig, TransportKind, load_devices
+from devices.events import Slot
+from devices.profiles import DeviceKind
+from sim.frame_server import MqttSink, PtySink, StubCounterSim
+from sim.modbus_server import ModbusRtuSim, ModbusTcpSim, RegisterSim
+from sim.models import (
+    DealtCard,
+    KeypadModel,
+    ReaderModel,
+    ShoeModel,
+    ShufflerModel,
+    StubCounterModel,
+    make_rng,
+)
+
+
+@dataclass
+class SimDeviceInfo:
+    config: DeviceConfig
+    model: Any
+    register_sim: RegisterSim | None = None
+    frame_sim: StubCounterSim | None = None
+    server: ModbusTcpSim | ModbusRtuSim | None = None
+
+    @property
+    def where(self) -> str:
+        if isinstance(self.server, ModbusTcpSim):
+            return f"{self.server.host}:{self.server.port}"
+        if isinstance(self.server, ModbusRtuSim):
+            return self.server.path
+        return self.frame_sim.where if self.frame_sim is not None else "?"
+
+    def line(self) -> str:
+        ep = self.config.endpoint
+        dev_id = str(self.config.device_id) if self.register_sim is not None else "-"
+        return (
+            f"{self.config.name}  kind={self.config.kind.value}  transport={ep.transport.value}"
+            f"  at={self.where}  device_id={dev_id}"
+        )
+
+
+def read_table(path: pathlib.Path) -> tuple[dict[str, Any], GameSpec, list[DeviceConfig]]:
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    table = doc.get("table")
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: table: missing [table] section")
+    game = game_of(path, table)
+    devices = load_devices(doc.get("devices", {}), path.parent, source=str(path))
+    return table, game, devices
+
+
+def game_of(path: pathlib.Path, table: dict[str, Any]) -> GameSpec:
+    """The game from ``[table].game``: the game file's ``[game].id`` if it has one, else its name."""
+    ref = table.get("game")
+    if not isinstance(ref, str) or not ref:
+        raise ConfigError(f"{path}: table.game: must be the path of the game file")
+    game_path = path.parent / ref
+    name = game_path.stem
+    if game_path.is_file():
+        try:
+            gdoc = tomllib.loads(game_path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError):
+            gdoc = {}
+        gid = gdoc.get("game", {}).get("id") if isinstance(gdoc.get("game"), dict) else None
+        if isinstance(gid, str):
+            name = gid
+    try:
+        return GAMES[GameId(name)]
+    except ValueError:
+        known = ", ".join(g.value for g in GameId)
+        raise ConfigError(f"{path}: table.game: {ref} names no known game ({known})") from None
+
+
+class SimTable:
+    def __init__(
+        self,
+        devices: list[DeviceConfig],
+        game: GameSpec,
+        *,
+        seed: int | None = None,
+        clock: Clock = REAL_CLOCK,
+    ) -> None:
+        self.game = game
+        self.clock = clock
+        self.seed = seed
+        self.devices: dict[str, SimDeviceInfo] = {}
+        self._tcp: list[ModbusTcpSim] = []
+        self._rtu: dict[str, ModbusRtuSim] = {}
+        self._frame_sims: list[StubCounterSim] = []
+        self._shoe_batch: list[DealtCard] = []
+        for cfg in devices:
+            self.devices[cfg.name] = SimDeviceInfo(cfg, self._model(cfg))
+        self._wire()
+
+    @classmethod
+    def from_file(
+        cls, path: pathlib.Path, *, seed: int | None = None, clock: Clock = REAL_CLOCK
+    ) -> SimTable:
+        _, game, devices = read_table(path)
+        return cls(devices, game, seed=seed, clock=clock)
+
+    def _model(self, cfg: DeviceConfig) -> Any:
+        sim, prof = cfg.sim, cfg.profile
+        match cfg.kind:
+            case DeviceKind.SHUFFLER:
+                decks = int(sim.get("decks", self.game.default_decks))
+                backs = tuple(cfg.options.get("backs", ("red", "blue")))
+                return ShufflerModel(
+                    self.clock, self.game, decks, (backs[0], backs[1]),
+                    cycle_s=float(sim.get("cycle_s", 30.0)), rng=make_rng(self.seed),
+                )  # fmt: skip
+            case DeviceKind.SHOE:
+                ring = prof.reg("draw_ring").count
+                return ShoeModel(ring=ring, cover_fraction=float(sim.get("cover_fraction", 0.25)))
+            case DeviceKind.READER:
+                return ReaderModel(str(prof.options.get("mode", "peek")))
+            case DeviceKind.KEYPAD:
+                spots = int(cfg.options.get("spots", prof.options.get("spots", 1)))
+                boxes = prof.reg("sensors").count
+                return KeypadModel(boxes, spots, ring=prof.reg("key_ring").count)
+            case DeviceKind.STUB_COUNTER:
+                return StubCounterModel(int(cfg.options.get("expected", 53)))
+        raise AssertionError(cfg.kind)
+
+    def by_kind(self, kind: DeviceKind) -> SimDeviceInfo | None:
+        return next((d for d in self.devices.values() if d.config.kind is kind), None)
+
+    def _wire(self) -> None:
+        shoe = self.by_kind(DeviceKind.SHOE)
+        for info in self.devices.values():
+            cfg = info.config
+            if cfg.profile.registers:
+                info.register_sim = RegisterSim(cfg.kind, info.model, cfg.profile, cfg.device_id)
+            if cfg.kind is DeviceKind.SHUFFLER and shoe is not None:
+                assert info.register_sim is not None
+                info.register_sim.on_command = self._eject_hook(info.model, shoe.model)
+
+    def _eject_hook(self, shuffler: ShufflerModel, shoe: ShoeModel) -> Any:
+        def on_command(name: str, result: Any) -> None:
+            if name != "eject_to_shoe" or not isinstance(result, list):
+                return
+            slot = next(s for s, b in shuffler.slots.items() if b.state.value == "empty")
+            back = shuffler.slots[slot].back
+            old_batch, self._shoe_batch = self._shoe_batch, list(result)
+            shoe.load(result, back)
+            if old_batch:
+                # Cards from the discard rack and the shoe go back in as a batch, face down.
+                shuffler.load(slot, [dc.card for dc in old_batch])
+
+        return on_command
+
+    def eject_direct(self, slot: Slot) -> None:
+        """Eject without a Modbus master (for a virtual dealer or a test)."""
+        sh, shoe = self.by_kind(DeviceKind.SHUFFLER), self.by_kind(DeviceKind.SHOE)
+        assert sh is not None and shoe is not None
+        cards = sh.model.eject(slot)
+        self._eject_hook(sh.model, shoe.model)("eject_to_shoe", cards)
+
+    async def start(self) -> None:
+        tcp_groups: dict[tuple[str, int], list[RegisterSim]] = {}
+        rtu_groups: dict[str, list[RegisterSim]] = {}
+        for info in self.devices.values():
+            ep = info.config.endpoint
+            if info.register_sim is not None:
+                if ep.transport is TransportKind.MODBUS_TCP:
+                    key = (ep.host, ep.port or -len(tcp_groups) - 1)  # port 0: a server each
+                    tcp_groups.setdefault(key, []).append(info.register_sim)
+                else:
+                    rtu_groups.setdefault(ep.path, []).append(info.register_sim)
+            else:
+                sink: PtySink | MqttSink
+                if ep.transport is TransportKind.MQTT:
+                    sink = MqttSink(ep.host, ep.port, ep.topic)
+                else:
+                    sink = PtySink()
+                fs = StubCounterSim(
+                    info.model, info.config.profile, sink, clock=self.clock,
+                    heartbeat_s=float(info.config.sim.get("heartbeat_s", 1.0)),
+                )  # fmt: skip
+                info.frame_sim = fs
+                self._frame_sims.append(fs)
+        try:
+            for (host, port), sims in tcp_groups.items():
+                srv = ModbusTcpSim(sims, host=host, port=max(port, 0))
+                await srv.start()
+                self._tcp.append(srv)
+                for info in self.devices.values():
+                    if info.register_sim in sims:
+                        info.server = srv
+            for path, sims in rtu_groups.items():
+                baud = next(
+                    i.config.endpoint.baudrate
+                    for i in self.devices.values()
+                    if i.register_sim in sims
+                )
+                rtu = ModbusRtuSim(sims, baudrate=baud)
+                await rtu.start()
+                self._rtu[path] = rtu
+                for info in self.devices.values():
+                    if info.register_sim in sims:
+                        info.server = rtu
+            for fs in self._frame_sims:
+                await fs.start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        for fs in self._frame_sims:
+            await fs.stop()
+        for srv in self._tcp:
+            await srv.stop()
+        for rtu in self._rtu.values():
+            await rtu.stop()
+        self._frame_sims, self._tcp, self._rtu = [], [], {}
+
+    def listing(self) -> list[str]:
+        return [d.line() for d in self.devices.values()]
+
+    def driver_configs(self) -> list[DeviceConfig]:
+        """The table's device configs pointed at where the simulators actually listen."""
+        out: list[DeviceConfig] = []
+        for info in self.devices.values():
+            cfg = info.config
+            if isinstance(info.server, ModbusTcpSim):
+                cfg = cfg.with_endpoint(port=info.server.port)
+            elif isinstance(info.server, ModbusRtuSim):
+                cfg = cfg.with_endpoint(path=info.server.path)
+            elif info.frame_sim is not None and isinstance(info.frame_sim.sink, PtySink):
+                cfg = cfg.with_endpoint(path=info.frame_sim.where)
+            out.append(cfg)
+        return out

@@ -1,0 +1,240 @@
+"""Fixtures for the device tests: real simulators on real sockets and ptys, a virtual clock.
+
+Nothing here sleeps to synchronise: tests call ``driver.poll_once()`` or wait for an event,
+and ``asyncio.timeout`` is only a guard against a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import pathlib
+import random
+import select
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+import structlog
+
+from controller.games import GAMES, GameId
+from devices.config import DeviceConfig, load_devices
+from devices.drivers.base import Driver
+from devices.drivers.factory import build_driver
+from devices.events import DeviceEvent
+from devices.transport.modbus import BusRegistry
+from sim.clock import VirtualClock
+from sim.table import SimTable, read_table
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TABLES = ROOT / "config" / "tables"
+DEVICES = ROOT / "config" / "devices"
+GUARD_S = 10.0  # failure guard only: a passing test never gets near it
+
+E = TypeVar("E", bound=DeviceEvent)
+
+structlog.configure(cache_logger_on_first_use=False)
+
+
+def device_config(name: str, **section: Any) -> DeviceConfig:
+    """One DeviceConfig from a table-style section (profile paths relative to config/tables)."""
+    section.setdefault("backoff_initial_s", 0.01)
+    section.setdefault("backoff_max_s", 0.05)
+    return load_devices({name: section}, TABLES, source="test.toml")[0]
+
+
+def fast(cfg: DeviceConfig, **changes: Any) -> DeviceConfig:
+    """Short timeouts and backoff, so fault tests run quickly."""
+    from dataclasses import replace
+
+    from devices.config import BackoffPolicy
+
+    defaults: dict[str, Any] = {
+        "timeout_s": 0.15,
+        "backoff": BackoffPolicy(0.01, 0.05, 0.25),
+        "offline_after": 3,
+    }
+    defaults.update(changes)
+    return replace(cfg, **defaults)
+
+
+def drain(driver: Driver) -> list[DeviceEvent]:
+    out: list[DeviceEvent] = []
+    while not driver.events.empty():
+        out.append(driver.events.get_nowait())
+    return out
+
+
+def of_type(events: list[DeviceEvent], kind: type[E]) -> list[E]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+async def poll_until(
+    driver: Driver,
+    kind: type[E],
+    *,
+    max_polls: int = 200,
+    before_poll: Callable[[], None] | None = None,
+) -> tuple[E, list[DeviceEvent]]:
+    """Poll until an event of ``kind`` comes out; returns it and everything seen on the way."""
+    seen: list[DeviceEvent] = []
+    async with asyncio.timeout(GUARD_S):
+        for _ in range(max_polls):
+            if before_poll is not None:
+                before_poll()
+            await driver.poll_once()
+            for ev in drain(driver):
+                seen.append(ev)
+                if isinstance(ev, kind):
+                    return ev, seen
+    raise AssertionError(f"no {kind.__name__} after {max_polls} polls; saw {seen!r}")
+
+
+async def next_event(driver: Driver, kind: type[E]) -> tuple[E, list[DeviceEvent]]:
+    """Wait (for a driver running as a task) until an event of ``kind`` arrives."""
+    seen: list[DeviceEvent] = []
+    async with asyncio.timeout(GUARD_S):
+        while True:
+            ev = await driver.events.get()
+            seen.append(ev)
+            if isinstance(ev, kind):
+                return ev, seen
+
+
+@pytest.fixture
+def clock() -> VirtualClock:
+    return VirtualClock()
+
+
+@pytest.fixture
+async def leak_check() -> AsyncIterator[None]:
+    """Fails a test that leaves tasks of its own running."""
+    before = set(asyncio.all_tasks())
+    yield
+    for _ in range(5):
+        await asyncio.sleep(0)
+    left = [
+        t for t in asyncio.all_tasks() - before
+        if t is not asyncio.current_task() and not t.done()
+    ]  # fmt: skip
+    names = [t.get_coro().__qualname__ for t in left]  # type: ignore[union-attr]
+    ours = [n for n in names if "pymodbus" not in n and "ModbusProtocol" not in n]
+    assert not ours, f"tasks left running: {ours}"
+
+
+class Rig:
+    """A simulated table (from an example config) plus drivers pointed at it."""
+
+    def __init__(self, table: SimTable, clock: VirtualClock) -> None:
+        self.table = table
+        self.clock = clock
+        self.buses = BusRegistry(clock)
+        self.drivers: dict[str, Driver] = {}
+
+    def model(self, name: str) -> Any:
+        return self.table.devices[name].model
+
+    def sim(self, name: str) -> Any:
+        info = self.table.devices[name]
+        return info.register_sim or info.frame_sim
+
+    def server(self, name: str) -> Any:
+        return self.table.devices[name].server
+
+    def driver(self, name: str, **changes: Any) -> Driver:
+        if name not in self.drivers:
+            cfg = next(c for c in self.table.driver_configs() if c.name == name)
+            self.drivers[name] = build_driver(fast(cfg, **changes), buses=self.buses, clock=self.clock)
+        return self.drivers[name]
+
+    async def close(self) -> None:
+        for d in self.drivers.values():
+            await d.close()
+        self.buses.close()
+        await self.table.stop()
+
+
+@pytest.fixture
+async def rig_factory(clock: VirtualClock) -> AsyncIterator[Callable[..., Awaitable[Rig]]]:
+    rigs: list[Rig] = []
+
+    async def make(table: str = "double-back-jack", seed: int = 1234) -> Rig:
+        _, game_spec, devices = read_table(TABLES / f"{table}.toml")
+        st = SimTable(devices, game_spec, seed=seed, clock=clock)
+        await st.start()
+        rig = Rig(st, clock)
+        rigs.append(rig)
+        return rig
+
+    yield make
+    for r in rigs:
+        await r.close()
+
+
+@pytest.fixture
+async def rig(rig_factory: Callable[..., Awaitable[Rig]]) -> Rig:
+    return await rig_factory()
+
+
+def game(name: str) -> Any:
+    return GAMES[GameId(name)]
+
+
+def seeded(seed: int = 1) -> random.Random:
+    return random.Random(seed)
+
+
+# -- mosquitto ------------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def mosquitto(tmp_path: pathlib.Path) -> Iterator[int]:
+    """Our own broker on a free port with its own config file; never the system one."""
+    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    if not pathlib.Path(binary).exists():
+        pytest.skip("mosquitto is not installed")
+    port = _free_port()
+    conf = tmp_path / "mosquitto.conf"
+    conf.write_text(
+        f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stdout\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.Popen(
+        [binary, "-c", str(conf)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    try:
+        _wait_running(proc)
+        yield port
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_running(proc: subprocess.Popen[bytes]) -> None:
+    """Read the broker's log until it says it is running (its own event, no polling)."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + GUARD_S
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], deadline - time.monotonic())
+        if not ready:
+            break
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"mosquitto exited with {proc.wait()}")
+        if b" running" in line:
+            return
+    raise RuntimeError("mosquitto did not report running")

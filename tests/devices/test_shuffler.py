@@ -1,0 +1,135 @@
+"""Shuffler driver against the simulated shuffler over Modbus TCP."""
+
+from __future__ import annotations
+
+import pytest
+
+from devices.commands import AbortShuffle, ClearFault, EjectToShoe, MarkOutOfOrder, StartShuffle
+from devices.errors import CommandRejected
+from devices.events import (
+    BatchLoaded,
+    BatchSlotChanged,
+    DeviceOnline,
+    EjectedToShoe,
+    ShuffleDone,
+    ShuffleIncomplete,
+    ShufflerCleared,
+    ShufflerFault,
+    ShufflerJammed,
+    ShufflerOutOfOrder,
+    ShufflerState,
+    ShuffleStarted,
+    Slot,
+)
+from sim.models import JAM_CODE
+from tests.devices.conftest import Rig, drain, of_type, poll_until
+
+
+async def _start(rig: Rig, slot: Slot = Slot.A) -> None:
+    d = rig.driver("shuffler")
+    await d.send(StartShuffle(slot))
+    await poll_until(d, ShuffleStarted)
+
+
+async def test_first_poll_reports_both_slots_and_online(rig: Rig) -> None:
+    d = rig.driver("shuffler")
+    assert await d.poll_once()
+    events = drain(d)
+    slots = of_type(events, BatchSlotChanged)
+    assert [(s.slot, s.state, s.back, s.decks) for s in slots] == [
+        (Slot.A, ShufflerState.IDLE, "red", 6),
+        (Slot.B, ShufflerState.IDLE, "blue", 6),
+    ]
+    assert of_type(events, DeviceOnline)
+
+
+async def test_full_cycle_counts_every_card(rig: Rig) -> None:
+    await _start(rig)
+    rig.clock.advance(30)
+    done, _ = await poll_until(rig.driver("shuffler"), ShuffleDone)
+    assert (done.slot, done.cards_counted, done.cycle) == (Slot.A, 312, 1)
+
+
+async def test_eject_moves_the_batch_into_the_shoe(rig: Rig) -> None:
+    await _start(rig)
+    rig.clock.advance(30)
+    shuffler, shoe = rig.driver("shuffler"), rig.driver("shoe")
+    await poll_until(shuffler, ShuffleDone)
+    await shoe.poll_once()
+    await shuffler.send(EjectToShoe(Slot.A))
+    await poll_until(shuffler, EjectedToShoe)
+    loaded, _ = await poll_until(shoe, BatchLoaded)
+    assert (loaded.back, loaded.cards) == ("red", 312)
+
+
+async def test_jam_at_card_n_then_clear_and_recover(rig: Rig) -> None:
+    rig.model("shuffler").faults.jam_at_card = 100
+    await _start(rig)
+    rig.clock.advance(15)  # past card 100 of 312 in a 30 s cycle
+    jam, _ = await poll_until(rig.driver("shuffler"), ShufflerJammed)
+    assert (jam.slot, jam.code) == (Slot.A, JAM_CODE)
+    with pytest.raises(CommandRejected, match="start_shuffle not carried out.*exception code 3"):
+        await rig.driver("shuffler").send(StartShuffle(Slot.B))
+    await rig.driver("shuffler").send(ClearFault())
+    await poll_until(rig.driver("shuffler"), ShufflerCleared)
+    # 673a.13(k): the jammed batch is reshuffled from the start.
+    await _start(rig)
+    rig.clock.advance(30)
+    done, _ = await poll_until(rig.driver("shuffler"), ShuffleDone)
+    assert done.cards_counted == 312
+
+
+async def test_stalled_cycle_is_reported_incomplete(rig: Rig) -> None:
+    rig.model("shuffler").faults.stall = True
+    await _start(rig)
+    d = rig.driver("shuffler")
+    rig.clock.advance(121)  # max_cycle_s = 120 in the example table
+    inc, _ = await poll_until(d, ShuffleIncomplete)
+    assert inc.slot is Slot.A and "120" in inc.reason
+    await d.send(AbortShuffle(Slot.A))
+    stopped, _ = await poll_until(d, BatchSlotChanged)
+    assert stopped.state is ShufflerState.IDLE
+    rig.model("shuffler").faults.stall = False
+    await _start(rig)
+    rig.clock.advance(30)
+    await poll_until(d, ShuffleDone)
+
+
+async def test_slow_cycle_finishes_late_but_finishes(rig: Rig) -> None:
+    rig.model("shuffler").faults.slow_factor = 2.0
+    await _start(rig)
+    d = rig.driver("shuffler")
+    rig.clock.advance(30)
+    await d.poll_once()
+    assert not of_type(drain(d), ShuffleDone)
+    rig.clock.advance(30)
+    await poll_until(d, ShuffleDone)
+
+
+async def test_miscount_is_reported_as_counted(rig: Rig) -> None:
+    rig.model("shuffler").faults.miscount = -1
+    await _start(rig)
+    rig.clock.advance(30)
+    done, _ = await poll_until(rig.driver("shuffler"), ShuffleDone)
+    assert done.cards_counted == 311
+
+
+async def test_device_fault_and_out_of_order(rig: Rig) -> None:
+    d = rig.driver("shuffler")
+    await d.poll_once()
+    rig.model("shuffler").faults.device_fault = 42
+    fault, _ = await poll_until(d, ShufflerFault)
+    assert fault.code == 42
+    await d.send(ClearFault())
+    await poll_until(d, ShufflerCleared)
+    await d.send(MarkOutOfOrder())
+    await poll_until(d, ShufflerOutOfOrder)
+    with pytest.raises(CommandRejected):
+        await d.send(StartShuffle(Slot.A))
+
+
+async def test_driver_refuses_commands_of_other_devices(rig: Rig) -> None:
+    from devices.commands import LockSensors
+
+    with pytest.raises(CommandRejected, match="a shuffler does not take LockSensors"):
+        await rig.driver("shuffler").send(LockSensors())
