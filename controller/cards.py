@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache
+from functools import cache
 from typing import Final
 
 RANKS: Final = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
@@ -67,7 +67,7 @@ class Card:
         return card(self.rank, self.suit, back)
 
 
-@lru_cache(maxsize=None)
+@cache
 def card(rank: str, suit: str, back: str | None = None) -> Card:
     """The one Card object for this rank, suit and back colour."""
     if rank == JOKER_RANK:
@@ -88,7 +88,7 @@ def card(rank: str, suit: str, back: str | None = None) -> Card:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def parse_card(text: str, back: str | None = None) -> Card:
     """Parse ``"10H"``, ``"as"``, ``"JK"`` (joker). Raises CardError with a one-line reason."""
     if not isinstance(text, str):

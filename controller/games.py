@@ -90,9 +90,7 @@ GAMES: dict[GameId, GameSpec] = {
     GameId.DOWN_UNDER: GameSpec(
         GameId.DOWN_UNDER, "Down Under Blackjack", "685a", _deck_52, 52, 6, "685a.3(a)"
     ),
-    GameId.DJ_WILD: GameSpec(
-        GameId.DJ_WILD, "DJ Wild Stud Poker", "687a", _deck_53, 53, 1, "687a.9(f)"
-    ),
+    GameId.DJ_WILD: GameSpec(GameId.DJ_WILD, "DJ Wild Stud Poker", "687a", _deck_53, 53, 1, "687a.9(f)"),
 }
 
 BLACKJACK_GAMES = (GameId.DOUBLE_BACK_JACK, GameId.DOUBLE_ATTACK, GameId.DOWN_UNDER)

@@ -48,6 +48,7 @@ DEALER_BLACKJACK_ENDS = {
 }
 SEAT_KEYS = {"seat", "wagers", "double_attack", "insurance", "even_money", "actions"}
 WAGER_KEYS = {"bet", "bust_it", "match_the_dealer"}
+ONLY_STAND_OR_SURRENDER = frozenset({Action.STAND, Action.SURRENDER})
 SCRIPT_ACTIONS = {"hit", "stand", "double", "split", "surrender", "second_chance"}
 
 
@@ -87,13 +88,11 @@ def parse_script(doc: Any) -> tuple[GameOptions, list[Card], list[ScriptSeat]]:
     spec.check_decks(decks, automated_shuffler=False)
     options = default_options(spec.id).with_decks(decks)
     if options.match_the_dealer and decks not in (6, 8):
-        options = GameOptions(
-            game=options.game, decks=decks, boxes=options.boxes, match_the_dealer=False
-        )
+        options = GameOptions(game=options.game, decks=decks, boxes=options.boxes, match_the_dealer=False)
 
     raw_shoe = doc.get("shoe")
     if not isinstance(raw_shoe, list) or not raw_shoe:
-        raise ScriptError("script: shoe: expected a list of cards like [\"KS\", \"10H\"]")
+        raise ScriptError('script: shoe: expected a list of cards like ["KS", "10H"]')
     try:
         shoe = [parse_card(c) for c in raw_shoe]
     except CardError as e:
@@ -169,11 +168,15 @@ class ScriptedRound:
         chapter = options.spec.chapter
         for s in seats:
             if s.double_attack and self.game is not GameId.DOUBLE_ATTACK:
-                raise RuleViolation(f"{chapter}.6", f"there is no Double Attack Wager in {options.spec.title}")
+                raise RuleViolation(
+                    f"{chapter}.6", f"there is no Double Attack Wager in {options.spec.title}"
+                )
             if s.even_money and self.game is not GameId.DOWN_UNDER:
                 raise RuleViolation(f"{chapter}.8", "even money is offered only in Down Under (685a.7(g))")
             if "second_chance" in s.actions and self.game is not GameId.DOUBLE_BACK_JACK:
-                raise RuleViolation(f"{chapter}.6", f"there is no Second Chance Wager in {options.spec.title}")
+                raise RuleViolation(
+                    f"{chapter}.6", f"there is no Second Chance Wager in {options.spec.title}"
+                )
         self.round = Round(options, [s.wagers for s in seats])
 
     def play(self) -> dict[str, Any]:
@@ -194,6 +197,10 @@ class ScriptedRound:
         if isinstance(req, Decision):
             actions = self.seats[req.seat].actions
             if not actions:
+                return Action.STAND
+            if req.legal <= ONLY_STAND_OR_SURRENDER and actions[0] != "surrender":
+                # Ruling G4: a hand that can no longer draw (after a Double Attack double, or a
+                # split ace) but may still surrender leaves the next decision to the next hand.
                 return Action.STAND
             if actions[0] == "second_chance":
                 raise RuleViolation("673a.7(l)", "a Second Chance Wager is placed only on a hand over 21")
@@ -234,12 +241,16 @@ class ScriptedRound:
                 )
                 raise RuleViolation(f"{chapter}.8(a)", f"seat {box.seat}: {why}")
             if seat.even_money and not seat.even_money_taken:
-                raise RuleViolation("685a.7(g)", f"seat {box.seat}: even money is offered only on a Blackjack facing an ace")
+                raise RuleViolation(
+                    "685a.7(g)", f"seat {box.seat}: even money is offered only on a Blackjack facing an ace"
+                )
             if not seat.actions:
                 continue
             left = seat.actions[0]
             if left == "second_chance":
-                raise RuleViolation("673a.7(l)", f"seat {box.seat}: a Second Chance Wager is placed only on a hand over 21")
+                raise RuleViolation(
+                    "673a.7(l)", f"seat {box.seat}: a Second Chance Wager is placed only on a hand over 21"
+                )
             last = box.hands[-1]
             why_not = self.round.procedure.refusal(Action(left), last, box)
             if why_not is not None:

@@ -24,7 +24,9 @@ from controller.cards import Card
 from controller.errors import TablectlError
 from controller.game_config import GameOptions, default_options, load_game_options
 from controller.games import BLACKJACK_GAMES, GameId
+from controller.rules.down_under import masque_range
 from controller.rules.requests import (
+    Action,
     CardFor,
     Decision,
     DoubleAttackOffer,
@@ -34,7 +36,6 @@ from controller.rules.requests import (
     SecondChanceOffer,
     SurrenderOffer,
 )
-from controller.rules.down_under import masque_range
 from controller.rules.round import Round
 from controller.rules.state import RoundState, SeatWagers
 from controller.rules.wagers import WAGER_KINDS, Wager
@@ -155,6 +156,17 @@ class TableSimulator:
                 "match_the_dealer": BET if options.match_the_dealer else 0}  # fmt: skip
         self.wagers = [SeatWagers(seat=s, bet=BET, **side) for s in range(1, seats + 1)]
         self.on_round = on_round
+        self.round: Round
+        self._answers: dict[type, Callable[[Any], Any]] = {
+            CardFor: lambda req: self._draw(),
+            Decision: self._decide,
+            ReaderUse: self._read,
+            InsuranceOffer: lambda req: BET // 2,
+            DoubleAttackOffer: lambda req: BET,
+            SecondChanceOffer: self._second_chance,
+            SurrenderOffer: lambda req: False,
+            EvenMoneyOffer: lambda req: False,
+        }
         self.limit = 22 if options.game is GameId.DOWN_UNDER else 21
 
     def _new_shoe(self) -> Shoe:
@@ -176,36 +188,26 @@ class TableSimulator:
             self.shoe.draw()
         return self.shoe.draw()
 
+    # -- answers to the rules engine, by request type ------------------------------------
+    def _decide(self, req: Decision) -> Action:
+        state = self.round.state
+        return choose(state.boxes[req.seat - 1].hands[req.hand], state.dealer[0], req.legal)
+
+    def _read(self, req: ReaderUse) -> object:
+        hole = self.round.state.dealer[1]
+        return masque_range(hole) if req.masque else self.round.procedure.dealer_blackjack()
+
+    def _second_chance(self, req: SecondChanceOffer) -> bool:
+        return self.round.state.boxes[req.seat - 1].hands[req.hand].total <= SECOND_CHANCE_UP_TO
+
     def play_round(self, report: Report) -> None:
-        rnd = Round(self.options, self.wagers)
-        state = rnd.state
-        draw = self._draw
+        rnd = Round(self.options, self.wagers, checked=True)
+        self.round = rnd
+        answers = self._answers
         req = rnd.request
         while req is not None:
-            kind = type(req)
-            if kind is CardFor:
-                answer: Any = draw()
-            elif kind is Decision:
-                assert isinstance(req, Decision)
-                hand = state.boxes[req.seat - 1].hands[req.hand]
-                answer = choose(hand, state.dealer[0], req.legal)
-            elif kind is ReaderUse:
-                assert isinstance(req, ReaderUse)
-                answer = masque_range(state.dealer[1]) if req.masque else rnd.procedure.dealer_blackjack()
-            elif kind is InsuranceOffer:
-                assert isinstance(req, InsuranceOffer)
-                answer = BET // 2
-            elif kind is DoubleAttackOffer:
-                answer = BET
-            elif kind is SecondChanceOffer:
-                assert isinstance(req, SecondChanceOffer)
-                hand = state.boxes[req.seat - 1].hands[req.hand]
-                answer = hand.total <= SECOND_CHANCE_UP_TO
-            elif kind is SurrenderOffer or kind is EvenMoneyOffer:
-                answer = False
-            else:  # pragma: no cover
-                raise AssertionError(req)
-            req = rnd.answer(answer)
+            req = rnd.answer(answers[type(req)](req))
+        state = rnd.state
 
         per_kind: dict[Wager, list[int]] = {}
         for s in state.settlements:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from controller.cards import Card
 from controller.errors import RuleViolation
 from controller.rules.hand import Hand, total
-from controller.rules.procedure import BlackjackProcedure, Procedure
+from controller.rules.procedure import BlackjackProcedure, Procedure, Refusal
 from controller.rules.requests import Action, DoubleAttackOffer, ReaderUse
 from controller.rules.state import Box
 from controller.rules.wagers import EVEN, HALF_LOST, LOSE, PUSH, Wager, odds
@@ -96,37 +96,37 @@ class DoubleAttack(BlackjackProcedure):
         self.settle_remaining()
 
     # -- decisions -------------------------------------------------------------------------
-    def refusal(self, action: Action, hand: Hand, box: Box) -> RuleViolation | None:
+    def check(self, action: Action, hand: Hand, box: Box) -> Refusal | None:
         t = hand.total
         if action is Action.STAND:
             return None
         if action is Action.HIT:
             if hand.doubled:
-                return RuleViolation("665a.7(j)(2)", "after a Double Down Wager only one card is drawn")
+                return ("665a.7(j)(2)", "after a Double Down Wager only one card is drawn")
             if hand.split_aces:
-                return RuleViolation("665a.11(e)", "each split ace receives only one card")
+                return ("665a.11(e)", "each split ace receives only one card")
             if t >= 21:
-                return RuleViolation("665a.7(j)(1)", f"a hand totalling {t} may not draw")
+                return ("665a.7(j)(1)", "a hand totalling 21 or more may not draw")
             return None
         if action is Action.DOUBLE:
             if hand.doubled:
-                return RuleViolation("665a.10(a)", "only one Double Down Wager is made on a hand")
+                return ("665a.10(a)", "only one Double Down Wager is made on a hand")
             if hand.split_aces:
-                return RuleViolation("665a.11(e)", "each split ace receives only one card")
+                return ("665a.11(e)", "each split ace receives only one card")
             if t >= 21:
-                return RuleViolation("665a.7(j)(1)", f"a hand totalling {t} may not draw")
+                return ("665a.7(j)(1)", "a hand totalling 21 or more may not draw")
             return None
         if action is Action.SPLIT:
             if hand.acted or len(hand.cards) != 2 or hand.cards[0].points != hand.cards[1].points:
-                return RuleViolation("665a.11(a)", "only two cards identical in value may be split")
+                return ("665a.11(a)", "only two cards identical in value may be split")
             if hand.split_aces:
-                return RuleViolation("665a.11(e)", "aces may not be split more than once")
+                return ("665a.11(e)", "aces may not be split more than once")
             if len(box.hands) >= MAX_HANDS:
-                return RuleViolation("665a.11(c)", "pairs may be split at most three times, four hands")
+                return ("665a.11(c)", "pairs may be split at most three times, four hands")
             return None
         # Surrender: any time before standing while the hand is under 21 (665a.9(a), 665a.7(k)).
         if t >= 21:
-            return RuleViolation("665a.7(k)", f"a hand totalling {t} may not surrender")
+            return ("665a.7(k)", "a hand totalling 21 or more may not surrender")
         return None
 
     def double_maximum(self, box: Box) -> int:
@@ -163,9 +163,7 @@ class DoubleAttack(BlackjackProcedure):
         """665a.7(m): paid on a dealer bust in exactly three cards, else collected."""
         rs = self.rs
         first_two = total(rs.dealer[:2])[0]
-        busted_in_three = (
-            first_two < 17 and len(rs.dealer) >= 3 and total(rs.dealer[:3])[0] > 21
-        )
+        busted_in_three = first_two < 17 and len(rs.dealer) >= 3 and total(rs.dealer[:3])[0] > 21
         for box in reversed(rs.boxes):
             if not box.bust_it:
                 continue

@@ -8,9 +8,8 @@ dealer draws nothing when every hand is decided (673a.7(p)).
 
 from __future__ import annotations
 
-from controller.errors import RuleViolation
 from controller.rules.hand import Hand
-from controller.rules.procedure import BlackjackProcedure, Procedure
+from controller.rules.procedure import BlackjackProcedure, Procedure, Refusal
 from controller.rules.requests import Action, CardFor, ReaderUse, SecondChanceOffer, SurrenderOffer
 from controller.rules.state import Box
 from controller.rules.wagers import EVEN, HALF_LOST, LOSE, PUSH, Wager, odds
@@ -66,8 +65,10 @@ class DoubleBackJack(BlackjackProcedure):
                     hand = box.first
                     if hand.settled:
                         continue
-                    section = "673a.9(a)(2)" if box.early_surrender else "673a.7(h)"
-                    rs.settle_hand(hand, LOSE, "lose", section)
+                    if box.early_surrender:  # the whole surrendered wager is collected
+                        rs.settle_hand(hand, LOSE, "surrender", "673a.9(a)(2)")
+                    else:
+                        rs.settle_hand(hand, LOSE, "lose", "673a.7(h)")
                 return
             for box in rs.boxes:
                 if box.early_surrender:
@@ -83,34 +84,34 @@ class DoubleBackJack(BlackjackProcedure):
         self.settle_remaining()
 
     # -- decisions -------------------------------------------------------------------------
-    def refusal(self, action: Action, hand: Hand, box: Box) -> RuleViolation | None:
+    def check(self, action: Action, hand: Hand, box: Box) -> Refusal | None:
         t = hand.total
         first_decision = not hand.acted and len(hand.cards) == 2
         if action is Action.STAND:
             return None
         if action is Action.HIT:
             if hand.doubled:
-                return RuleViolation("673a.7(k)(2)", "after a double down only one card is drawn")
+                return ("673a.7(k)(2)", "after a double down only one card is drawn")
             if t >= 21:
-                return RuleViolation("673a.7(k)(1)", f"a hand totalling {t} may not draw")
+                return ("673a.7(k)(1)", "a hand totalling 21 or more may not draw")
             return None
         if action is Action.DOUBLE:
             if hand.doubled or not first_decision:
-                return RuleViolation("673a.10(a)", "a double down is made on the first two cards only")
+                return ("673a.10(a)", "a double down is made on the first two cards only")
             if t >= 21:
-                return RuleViolation("673a.7(k)(1)", f"a hand totalling {t} may not draw")
+                return ("673a.7(k)(1)", "a hand totalling 21 or more may not draw")
             return None
         if action is Action.SPLIT:
             if len(box.hands) > 1:
-                return RuleViolation("673a.11(a)", "pairs may be split once, into two hands at most")
+                return ("673a.11(a)", "pairs may be split once, into two hands at most")
             if not first_decision or hand.cards[0].points != hand.cards[1].points:
-                return RuleViolation("673a.11(a)", "only initial two cards identical in value may be split")
+                return ("673a.11(a)", "only initial two cards identical in value may be split")
             return None
         # Surrender: before any other decision and never after a split (673a.9(a), ruling D5).
         if len(box.hands) > 1 or hand.from_split:
-            return RuleViolation("673a.9(a)", "surrender is decided before splitting, not after")
+            return ("673a.9(a)", "surrender is decided before splitting, not after")
         if not first_decision:
-            return RuleViolation("673a.9(a)", "surrender is the first decision on the first two cards")
+            return ("673a.9(a)", "surrender is the first decision on the first two cards")
         return None
 
     def surrender(self, hand: Hand, box: Box) -> None:
@@ -146,8 +147,7 @@ class DoubleBackJack(BlackjackProcedure):
         """673a.7(l): one more card, its value (an ace 1) subtracted from the hand."""
         hand.second_chance = stake
         card = yield CardFor(box.seat, hand.index, purpose="second_chance")
-        hand.cards.append(card)
-        hand.second_chance_card = card
+        hand.add_second_chance(card)
         hand.done = True
         t = hand.total
         rs = self.rs

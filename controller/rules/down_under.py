@@ -12,7 +12,7 @@ from __future__ import annotations
 from controller.cards import Card
 from controller.errors import RuleViolation
 from controller.rules.hand import Hand, total
-from controller.rules.procedure import BlackjackProcedure, Procedure
+from controller.rules.procedure import BlackjackProcedure, Procedure, Refusal
 from controller.rules.requests import Action, EvenMoneyOffer, MasqueRange, ReaderUse
 from controller.rules.state import Box
 from controller.rules.wagers import EVEN, LOSE, PUSH, Wager, odds
@@ -73,9 +73,7 @@ class DownUnder(BlackjackProcedure):
         # 685a.7(f): Match-the-Dealer, settled before the reader, dealer's right first.
         for box in reversed(rs.boxes):
             if box.match_the_dealer:
-                win = match_the_dealer(
-                    up, box.first.cards, rs.options.decks, self.rulings.match_both_cards
-                )
+                win = match_the_dealer(up, box.first.cards, rs.options.decks, self.rulings.match_both_cards)
                 if win is None:
                     rs.settle(box.seat, None, Wager.MATCH_THE_DEALER, box.match_the_dealer, LOSE, "685a.7(f)")
                 else:
@@ -123,44 +121,39 @@ class DownUnder(BlackjackProcedure):
 
     def dealer_total(self) -> int:
         cards = self.rs.dealer
-        if (
-            self.rulings.dealer_ace_ace == 22
-            and len(cards) == 2
-            and cards[0].is_ace
-            and cards[1].is_ace
-        ):
+        if self.rulings.dealer_ace_ace == 22 and len(cards) == 2 and cards[0].is_ace and cards[1].is_ace:
             return 22  # 685a.3(d)(3), ruling U3: 11 + 11 does not exceed 22
         return total(cards, 22)[0]
 
     # -- decisions -------------------------------------------------------------------------
-    def refusal(self, action: Action, hand: Hand, box: Box) -> RuleViolation | None:
+    def check(self, action: Action, hand: Hand, box: Box) -> Refusal | None:
         t = hand.total
         first_two = not hand.acted and len(hand.cards) == 2
         if action is Action.STAND:
             return None
         if action is Action.SURRENDER:
-            return RuleViolation("685a.7(i)(2)", "players may not surrender in Down Under Blackjack")
+            return ("685a.7(i)(2)", "players may not surrender in Down Under Blackjack")
         if action is Action.HIT:
             if hand.doubled:
-                return RuleViolation("685a.7(k)(2)", "after a Double Down Wager only one card is drawn")
+                return ("685a.7(k)(2)", "after a Double Down Wager only one card is drawn")
             if hand.split_aces:
-                return RuleViolation("685a.10(e)", "each split ace receives only one card")
+                return ("685a.10(e)", "each split ace receives only one card")
             if t >= 21:
-                return RuleViolation("685a.7(k)(1)", f"a hand totalling {t} may not draw")
+                return ("685a.7(k)(1)", "a hand totalling 21 or more may not draw")
             return None
         if action is Action.DOUBLE:
             if hand.split_aces:
-                return RuleViolation("685a.10(e)", "each split ace receives only one card")
+                return ("685a.10(e)", "each split ace receives only one card")
             if not first_two or hand.doubled:
-                return RuleViolation("685a.9(a)", "a Double Down Wager is made on the first two cards only")
+                return ("685a.9(a)", "a Double Down Wager is made on the first two cards only")
             if t >= 21:
-                return RuleViolation("685a.7(k)(1)", f"a hand totalling {t} may not draw")
+                return ("685a.7(k)(1)", "a hand totalling 21 or more may not draw")
             return None
         # Split.
         if len(box.hands) > 1:
-            return RuleViolation("685a.10(c)", "pairs may be split only once, for two hands")
+            return ("685a.10(c)", "pairs may be split only once, for two hands")
         if not first_two or hand.cards[0].points != hand.cards[1].points:
-            return RuleViolation("685a.10(a)", "only first two cards identical in value may be split")
+            return ("685a.10(a)", "only first two cards identical in value may be split")
         return None
 
     def after_split_card(self, hand: Hand) -> None:

@@ -47,6 +47,9 @@ class Hand:
     Stakes are the chips on the layout for this hand. ``bet`` is the Bet (Blackjack) Wager, or on
     a hand formed by a split, the split wager (which in Double Attack equals the original Bet plus
     Double Attack, 665a.11(a); ruling A3).
+
+    Cards enter only through :meth:`add` and leave only through :meth:`take_last` (a split), so the
+    hard total and the ace count are kept as the hand changes instead of recounted per question.
     """
 
     seat: int
@@ -64,16 +67,43 @@ class Hand:
     settled: bool = False  # the Bet (and its companions) are settled; nothing more to do
     result: str = ""  # blackjack | win | lose | push | surrender, of the Bet wager
     second_chance_card: Card | None = None
+    hard: int = 0
+    aces: int = 0
+
+    def __post_init__(self) -> None:
+        if self.cards:
+            self.hard = hard_total(self.cards)
+            self.aces = sum(1 for c in self.cards if c.is_ace)
+
+    def add(self, card: Card) -> None:
+        self.cards.append(card)
+        self.hard += card.points
+        if card.is_ace:
+            self.aces += 1
+
+    def add_second_chance(self, card: Card) -> None:
+        """673a.7(l): the card's value (an ace 1) is subtracted from the hand's hard total."""
+        self.cards.append(card)
+        self.second_chance_card = card
+        self.hard -= card.points
+
+    def take_last(self) -> Card:
+        card = self.cards.pop()
+        self.hard -= card.points
+        if card.is_ace:
+            self.aces -= 1
+        return card
 
     @property
     def total(self) -> int:
-        if self.second_chance_card is not None:
-            return hard_total(self.cards[:-1]) - self.second_chance_card.points
-        return total(self.cards)[0]
+        hard = self.hard
+        if self.aces and hard <= 11 and self.second_chance_card is None:
+            return hard + 10
+        return hard
 
     @property
     def soft(self) -> bool:
-        return self.second_chance_card is None and total(self.cards)[1]
+        return bool(self.aces) and self.hard <= 11 and self.second_chance_card is None
 
     @property
     def blackjack(self) -> bool:

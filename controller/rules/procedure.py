@@ -25,6 +25,7 @@ from controller.rules.state import Box, RoundState
 from controller.rules.wagers import Wager
 
 Procedure = Generator[Request, Any, None]
+Refusal = tuple[str, str]  # (section, reason)
 
 ALL_ACTIONS = tuple(Action)
 
@@ -48,7 +49,7 @@ class BlackjackProcedure:
     def deal_to_boxes(self) -> Procedure:
         """One card face up to each box, farthest to the dealer's left first (…7(e)(1))."""
         for box in self.rs.boxes:
-            box.first.cards.append((yield CardFor(box.seat, 0)))
+            box.hands[0].add((yield CardFor(box.seat, 0)))
 
     def deal_to_dealer(self, *, face_up: bool) -> Procedure:
         self.rs.dealer.append((yield CardFor(DEALER, 0, face_up=face_up)))
@@ -83,12 +84,21 @@ class BlackjackProcedure:
                 )
 
     # -- the players' turns ----------------------------------------------------------------
-    def refusal(self, action: Action, hand: Hand, box: Box) -> RuleViolation | None:
-        """Why ``action`` is not allowed on ``hand`` now, or None when it is."""
+    def check(self, action: Action, hand: Hand, box: Box) -> Refusal | None:
+        """The (section, reason) refusing ``action`` on ``hand`` now, or None when it is allowed.
+
+        Returns constants rather than raising: the legal set is computed for every decision and
+        building exceptions for the refused actions would cost more than the round itself.
+        """
         raise NotImplementedError
 
+    def refusal(self, action: Action, hand: Hand, box: Box) -> RuleViolation | None:
+        why = self.check(action, hand, box)
+        return None if why is None else RuleViolation(*why)
+
     def legal_actions(self, hand: Hand, box: Box) -> frozenset[Action]:
-        return frozenset(a for a in ALL_ACTIONS if self.refusal(a, hand, box) is None)
+        check = self.check
+        return frozenset([a for a in ALL_ACTIONS if check(a, hand, box) is None])
 
     def double_maximum(self, box: Box) -> int:
         return box.bet
@@ -103,11 +113,11 @@ class BlackjackProcedure:
         while i < len(box.hands):
             hand = box.hands[i]
             if len(hand.cards) == 1:  # a hand formed by a split gets its second card now
-                hand.cards.append((yield CardFor(box.seat, hand.index, purpose="split")))
+                hand.add((yield CardFor(box.seat, hand.index, purpose="split")))
                 self.after_split_card(hand)
             while not hand.done:
                 legal = self.legal_actions(hand, box)
-                if legal == {Action.STAND}:
+                if len(legal) == 1:  # only STAND is ever always allowed
                     hand.done = True  # nothing to decide (21, split aces, after a double)
                     break
                 answer = yield Decision(box.seat, hand.index, legal)
@@ -119,7 +129,7 @@ class BlackjackProcedure:
         if isinstance(answer, DoubleFor):
             action, amount = Action.DOUBLE, answer.amount
         else:
-            action = Action(answer)
+            action = answer if type(answer) is Action else Action(answer)
         why = self.refusal(action, hand, box)
         if why is not None:
             raise why
@@ -127,7 +137,7 @@ class BlackjackProcedure:
             hand.done = True
         elif action is Action.HIT:
             hand.acted = True
-            hand.cards.append((yield CardFor(box.seat, hand.index)))
+            hand.add((yield CardFor(box.seat, hand.index)))
             yield from self.after_draw(hand, box)
         elif action is Action.DOUBLE:
             maximum = self.double_maximum(box)
@@ -139,11 +149,11 @@ class BlackjackProcedure:
             hand.acted = True
             hand.doubled = True
             hand.double_down = stake
-            hand.cards.append((yield CardFor(box.seat, hand.index, purpose="double")))
+            hand.add((yield CardFor(box.seat, hand.index, purpose="double")))
             yield from self.after_draw(hand, box)
         elif action is Action.SPLIT:
             self.split(hand, box)
-            hand.cards.append((yield CardFor(box.seat, hand.index, purpose="split")))
+            hand.add((yield CardFor(box.seat, hand.index, purpose="split")))
             self.after_split_card(hand)
         elif action is Action.SURRENDER:
             hand.acted = True
@@ -152,7 +162,7 @@ class BlackjackProcedure:
     double_section = ""
 
     def split(self, hand: Hand, box: Box) -> None:
-        moved = hand.cards.pop()
+        moved = hand.take_last()
         new = Hand(
             seat=box.seat,
             index=hand.index + 1,

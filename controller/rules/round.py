@@ -47,7 +47,8 @@ def check_wagers(options: GameOptions, wagers: list[SeatWagers]) -> None:
                 raise RuleViolation("665a.6(f)", "this table does not offer the Bust It wager")
             if not 0 < w.bust_it <= w.bet:
                 raise RuleViolation(
-                    "665a.6(f)", f"seat {w.seat}: a Bust It wager of {w.bust_it} is more than the Bet of {w.bet}"
+                    "665a.6(f)",
+                    f"seat {w.seat}: a Bust It wager of {w.bust_it} is more than the Bet of {w.bet}",
                 )
         if w.match_the_dealer:
             if not options.match_the_dealer:
@@ -62,10 +63,13 @@ def check_wagers(options: GameOptions, wagers: list[SeatWagers]) -> None:
 
 
 class Round:
-    def __init__(self, options: GameOptions, wagers: list[SeatWagers]) -> None:
+    def __init__(self, options: GameOptions, wagers: list[SeatWagers], *, checked: bool = False) -> None:
+        """Open a round. ``checked=True`` skips :func:`check_wagers` for wagers already checked
+        (the simulator places the same wagers every round)."""
         if options.game not in PROCEDURES:
             raise RuleViolation(options.spec.chapter, f"{options.spec.title} is not a blackjack round")
-        check_wagers(options, wagers)
+        if not checked:
+            check_wagers(options, wagers)
         boxes = [
             Box(seat=w.seat, bet=w.bet, bust_it=w.bust_it, match_the_dealer=w.match_the_dealer,
                 hands=[Hand(seat=w.seat, index=0, bet=w.bet)])
@@ -74,8 +78,7 @@ class Round:
         self.state = RoundState(options=options, boxes=boxes)
         self.procedure = PROCEDURES[options.game](self.state)
         self._steps = self.procedure.run()
-        self.request: Request | None = None
-        self._advance(None, first=True)
+        self.request: Request | None = next(self._steps)
 
     @property
     def finished(self) -> bool:
@@ -85,11 +88,8 @@ class Round:
         """Resume the procedure with the answer to the current request; return the next one."""
         if self.request is None:
             raise RuleViolation("round", "the round is over; nothing is asked")
-        self._advance(value)
-        return self.request
-
-    def _advance(self, value: Any, first: bool = False) -> None:
         try:
-            self.request = next(self._steps) if first else self._steps.send(value)
+            self.request = self._steps.send(value)
         except StopIteration:
             self.request = None
+        return self.request

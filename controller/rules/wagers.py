@@ -9,9 +9,9 @@ billions of rounds in plain integers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
+from typing import NamedTuple
 
 
 class Wager(StrEnum):
@@ -40,8 +40,7 @@ HALF_LOST = -1  # surrender: half collected, half returned
 EVEN = odds(1)
 
 
-@dataclass(frozen=True, slots=True)
-class Settled:
+class Settled(NamedTuple):
     """One wager's settlement: who, which wager, the stake, the net in half-stakes, and why."""
 
     seat: int
