@@ -85,6 +85,7 @@ class ShufflerModel:
         self.cards_counted = 0
         self.fault_code = 0
         self.out_of_order = False
+        self.last_ejected: Slot | None = None
 
     def _duration(self) -> float:
         return self.cycle_s * self.faults.slow_factor
@@ -157,6 +158,7 @@ class ShufflerModel:
             raise SimRefused(f"slot {slot} holds no shuffled batch")
         cards, s.cards = s.cards, []
         s.state = ShufflerState.EMPTY
+        self.last_ejected = slot
         return cards
 
     def load(self, slot: Slot, cards: list[Card]) -> None:

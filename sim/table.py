@@ -160,13 +160,19 @@ class SimTable:
         def on_command(name: str, result: Any) -> None:
             if name != "eject_to_shoe" or not isinstance(result, list):
                 return
-            slot = next(s for s, b in shuffler.slots.items() if b.state.value == "empty")
+            slot = shuffler.last_ejected
+            assert slot is not None
             back = shuffler.slots[slot].back
             old_batch, self._shoe_batch = self._shoe_batch, list(result)
+            old_back = shoe.batch_back
             shoe.load(result, back)
-            if old_batch:
-                # Cards from the discard rack and the shoe go back in as a batch, face down.
-                shuffler.load(slot, [dc.card for dc in old_batch])
+            home = next(
+                (s for s, b in shuffler.slots.items() if b.back == old_back and not b.cards),
+                None,
+            )
+            if old_batch and home is not None:
+                # Cards from the discard rack and the shoe go back to their own slot, face down.
+                shuffler.load(home, [dc.card for dc in old_batch])
 
         return on_command
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import pathlib
 import random
 import select
@@ -206,11 +207,11 @@ def mosquitto(tmp_path: pathlib.Path) -> Iterator[int]:
     port = _free_port()
     conf = tmp_path / "mosquitto.conf"
     conf.write_text(
-        f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stdout\n",
+        f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\n",
         encoding="utf-8",
     )
     proc = subprocess.Popen(
-        [binary, "-c", str(conf)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        [binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     try:
         _wait_running(proc)
@@ -226,15 +227,16 @@ def mosquitto(tmp_path: pathlib.Path) -> Iterator[int]:
 
 def _wait_running(proc: subprocess.Popen[bytes]) -> None:
     """Read the broker's log until it says it is running (its own event, no polling)."""
-    assert proc.stdout is not None
+    assert proc.stderr is not None
+    fd = proc.stderr.fileno()
+    log = b""
     deadline = time.monotonic() + GUARD_S
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], deadline - time.monotonic())
+    while b" running" not in log:
+        left = deadline - time.monotonic()
+        ready, _, _ = select.select([fd], [], [], max(0.0, left))
         if not ready:
-            break
-        line = proc.stdout.readline()
-        if not line:
+            raise RuntimeError("mosquitto did not report running")
+        chunk = os.read(fd, 4096)
+        if not chunk:
             raise RuntimeError(f"mosquitto exited with {proc.wait()}")
-        if b" running" in line:
-            return
-    raise RuntimeError("mosquitto did not report running")
+        log += chunk

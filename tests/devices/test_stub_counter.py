@@ -1,0 +1,147 @@
+"""53-card stub counter: checksummed frames over a pty serial line and over MQTT (mosquitto)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from devices.commands import RequestStubCount
+from devices.drivers.base import Driver
+from devices.drivers.factory import build_driver
+from devices.events import DeviceDegraded, DeviceOffline, DeviceOnline, FrameError, StubCounted
+from devices.transport.modbus import BusRegistry
+from sim.clock import VirtualClock
+from sim.frame_server import MqttSink, StubCounterSim
+from sim.models import STUB_FAULT_CODE, StubCounterModel
+from tests.devices.conftest import Rig, device_config, drain, fast, of_type, poll_until
+
+OPTIONS = {"expected": 53, "heartbeat_timeout_s": 0.2}
+
+
+async def _stub(rig_factory) -> tuple[Rig, StubCounterSim, Driver]:  # type: ignore[no-untyped-def]
+    rig: Rig = await rig_factory("dj-wild")
+    d = rig.driver("stub", options=OPTIONS)
+    await poll_until(d, DeviceOnline, before_poll=lambda: rig.clock.advance(1.0))
+    drain(d)
+    return rig, rig.sim("stub"), d
+
+
+async def test_count_of_53_is_verified_and_a_miscount_is_not(rig_factory) -> None:  # type: ignore[no-untyped-def]
+    _rig, sim, d = await _stub(rig_factory)
+    await sim.count(53)
+    ok, _ = await poll_until(d, StubCounted)
+    assert (ok.count, ok.ok) == (53, True)
+    sim.model.faults.miscount = -1
+    await sim.count(53)
+    bad, _ = await poll_until(d, StubCounted)
+    assert (bad.count, bad.ok) == (52, False)
+
+
+@pytest.mark.parametrize("fault", ["garble", "truncate", "noise"])
+async def test_broken_frame_is_an_error_and_the_next_frame_is_read(rig_factory, fault: str) -> None:  # type: ignore[no-untyped-def]
+    _rig, sim, d = await _stub(rig_factory)
+    setattr(sim.faults, fault, 1)
+    await sim.count(53)
+    await sim.count(53)
+    got, seen = await poll_until(d, StubCounted)
+    assert got.sequence == 2 or fault == "noise"
+    if fault != "noise":
+        err = of_type(seen, FrameError)[0]
+        assert "\n" not in err.reason
+
+
+async def test_a_lost_count_is_asked_for_again(rig_factory) -> None:  # type: ignore[no-untyped-def]
+    _rig, sim, d = await _stub(rig_factory)
+    sim.faults.garble = 1
+    await sim.count(53)
+    await poll_until(d, FrameError)
+    await d.send(RequestStubCount())
+    got, _ = await poll_until(d, StubCounted)
+    assert (got.count, got.sequence) == (53, 1)
+
+
+async def test_silent_line_goes_offline_then_recovers(rig_factory) -> None:  # type: ignore[no-untyped-def]
+    rig, sim, d = await _stub(rig_factory)
+    sim.faults.silent = True
+    await poll_until(d, DeviceOffline, before_poll=lambda: rig.clock.advance(1.0))
+    sim.faults.clear()
+    await poll_until(d, DeviceOnline, before_poll=lambda: rig.clock.advance(1.0))
+
+
+async def test_device_fault_in_heartbeat_degrades(rig_factory) -> None:  # type: ignore[no-untyped-def]
+    rig, sim, d = await _stub(rig_factory)
+    sim.model.faults.sensor_fault = True
+    ev, _ = await poll_until(d, DeviceDegraded, before_poll=lambda: rig.clock.advance(1.0))
+    assert str(STUB_FAULT_CODE) in ev.reason
+
+
+# -- MQTT ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def mqtt_stub(
+    mosquitto: int, clock: VirtualClock
+) -> AsyncIterator[tuple[StubCounterSim, Driver]]:
+    cfg = fast(
+        device_config(
+            "stub", kind="stub_counter", profile="../devices/ref-stub-counter.toml",
+            transport="mqtt", host="127.0.0.1", port=mosquitto, topic="test/table1/stub",
+            expected=53, heartbeat_timeout_s=0.3,
+        )
+    )  # fmt: skip
+    sim = StubCounterSim(
+        StubCounterModel(53), cfg.profile, MqttSink("127.0.0.1", mosquitto, cfg.endpoint.topic),
+        clock=clock,
+    )  # fmt: skip
+    await sim.start()
+    d = build_driver(cfg, buses=BusRegistry(clock), clock=clock)
+    try:
+        yield sim, d
+    finally:
+        await d.close()
+        await sim.stop()
+
+
+async def test_mqtt_stub_counter_counts_and_survives_bad_frames(
+    mqtt_stub: tuple[StubCounterSim, Driver], clock: VirtualClock
+) -> None:
+    sim, d = mqtt_stub
+    await poll_until(d, DeviceOnline, before_poll=lambda: clock.advance(1.0))
+    await sim.send_raw(b"$SC,1,53,1*00\r\n")  # bad checksum
+    await sim.send_raw(b"\xff\xfe garbage")
+    await sim.count(53)
+    got, seen = await poll_until(d, StubCounted)
+    assert (got.count, got.ok) == (53, True)
+    assert len(of_type(seen, FrameError)) == 2
+
+
+async def test_mqtt_device_drops_off_and_comes_back(
+    mqtt_stub: tuple[StubCounterSim, Driver], clock: VirtualClock
+) -> None:
+    sim, d = mqtt_stub
+    await poll_until(d, DeviceOnline, before_poll=lambda: clock.advance(1.0))
+    await sim.sink.close()  # the device's link to the broker drops
+    await poll_until(d, DeviceOffline)
+    await sim.sink.open(lambda data: None)
+    await poll_until(d, DeviceOnline, before_poll=lambda: clock.advance(1.0))
+    await sim.count(53)
+    got, _ = await poll_until(d, StubCounted)
+    assert got.ok
+
+
+async def test_mqtt_driver_reports_an_unreachable_broker(clock: VirtualClock) -> None:
+    cfg = fast(
+        device_config(
+            "stub", kind="stub_counter", profile="../devices/ref-stub-counter.toml",
+            transport="mqtt", host="127.0.0.1", port=1, topic="t/x",
+        )
+    )  # fmt: skip
+    d = build_driver(cfg, buses=BusRegistry(clock), clock=clock)
+    try:
+        async with asyncio.timeout(10):
+            ev, _ = await poll_until(d, DeviceOffline, before_poll=lambda: clock.advance(1.0))
+        assert "cannot connect" in ev.reason
+    finally:
+        await d.close()
