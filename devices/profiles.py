@@ -141,6 +141,11 @@ class Profile:
         Raises FrameDecodeError naming the register (never its value's meaning) when a value
         is out of range, so the caller drops this poll as a whole rather than act on half of it.
         """
+        span_start, span_count = self.poll_span()
+        if start != span_start or len(words) != span_count:
+            raise FrameDecodeError(
+                f"{self.name}: block too short or long ({len(words)} words, expected {span_count})"
+            )
         out: dict[str, list[int]] = {}
         for spec in self.registers.values():
             if "r" not in spec.access:

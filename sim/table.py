@@ -56,6 +56,7 @@ class SimDeviceInfo:
 
 
 def read_table(path: pathlib.Path) -> tuple[dict[str, Any], GameSpec, list[DeviceConfig]]:
+    """The ``[table]`` section, the game and the device configs of one table file."""
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -65,28 +66,38 @@ def read_table(path: pathlib.Path) -> tuple[dict[str, Any], GameSpec, list[Devic
     table = doc.get("table")
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: table: missing [table] section")
-    game = game_of(path, table)
+    game, decks = game_of(path, table)
     devices = load_devices(doc.get("devices", {}), path.parent, source=str(path))
+    if decks is not None:
+        table = {**table, "decks_per_batch": decks}
     return table, game, devices
 
 
-def game_of(path: pathlib.Path, table: dict[str, Any]) -> GameSpec:
-    """The game from ``[table].game``: the game file's ``[game].id`` if it has one, else its name."""
+def game_of(path: pathlib.Path, table: dict[str, Any]) -> tuple[GameSpec, int | None]:
+    """The game named by ``[table].game`` and the game file's ``decks_per_batch`` if it has one.
+
+    The game file's own ``game = "<id>"`` wins; without the file, its name is the game id.
+    """
     ref = table.get("game")
     if not isinstance(ref, str) or not ref:
         raise ConfigError(f"{path}: table.game: must be the path of the game file")
     game_path = path.parent / ref
-    name = game_path.stem
+    name, decks = game_path.stem, None
     if game_path.is_file():
         try:
             gdoc = tomllib.loads(game_path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError):
-            gdoc = {}
-        gid = gdoc.get("game", {}).get("id") if isinstance(gdoc.get("game"), dict) else None
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{path}: table.game: cannot read {ref} ({exc})") from None
+        gid = gdoc.get("game")
+        if isinstance(gid, dict):
+            gid = gid.get("id")
         if isinstance(gid, str):
             name = gid
+        d = gdoc.get("decks_per_batch")
+        if isinstance(d, int) and not isinstance(d, bool) and d > 0:
+            decks = d
     try:
-        return GAMES[GameId(name)]
+        return GAMES[GameId(name)], decks
     except ValueError:
         known = ", ".join(g.value for g in GameId)
         raise ConfigError(f"{path}: table.game: {ref} names no known game ({known})") from None
@@ -100,8 +111,10 @@ class SimTable:
         *,
         seed: int | None = None,
         clock: Clock = REAL_CLOCK,
+        decks: int | None = None,
     ) -> None:
         self.game = game
+        self.decks = decks or game.default_decks
         self.clock = clock
         self.seed = seed
         self.devices: dict[str, SimDeviceInfo] = {}
@@ -117,14 +130,14 @@ class SimTable:
     def from_file(
         cls, path: pathlib.Path, *, seed: int | None = None, clock: Clock = REAL_CLOCK
     ) -> SimTable:
-        _, game, devices = read_table(path)
-        return cls(devices, game, seed=seed, clock=clock)
+        table, game, devices = read_table(path)
+        return cls(devices, game, seed=seed, clock=clock, decks=table.get("decks_per_batch"))
 
     def _model(self, cfg: DeviceConfig) -> Any:
         sim, prof = cfg.sim, cfg.profile
         match cfg.kind:
             case DeviceKind.SHUFFLER:
-                decks = int(sim.get("decks", self.game.default_decks))
+                decks = int(sim.get("decks", self.decks))
                 backs = tuple(cfg.options.get("backs", ("red", "blue")))
                 return ShufflerModel(
                     self.clock, self.game, decks, (backs[0], backs[1]),

@@ -36,7 +36,11 @@ class RegisterDriver(Driver):
             self.config.device_id, start, count,
             timeout_s=self.config.timeout_s, attempts=self.config.retry.read_attempts,
         )  # fmt: skip
-        snap = self.profile.decode_block(start, words)
+        self.ingest(words)
+
+    def ingest(self, words: list[int]) -> None:
+        """Turn one polled block into events; FrameDecodeError leaves the driver as it was."""
+        snap = self.profile.decode_block(self._span[0], words)
         # Work out every event before emitting any: a poll that fails to decode half way is
         # dropped whole, and the next good poll is diffed against the last good one.
         events = self.diff(self._prev, snap)

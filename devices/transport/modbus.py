@@ -10,6 +10,7 @@ whether to repeat it, and reconnection happens here with exponential backoff and
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -31,6 +32,10 @@ _RETRYABLE_EXCEPTION_CODES = frozenset({6})
 _RESYNC_AFTER = 2
 
 _log = structlog.get_logger("devices.modbus")
+
+# pymodbus debug logging hex-dumps every frame, and a shoe's frames carry card words: keep it
+# above debug whatever the root logger is set to.
+logging.getLogger("pymodbus").setLevel(max(logging.INFO, logging.getLogger("pymodbus").level))
 
 
 class ModbusBus:

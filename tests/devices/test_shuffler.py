@@ -68,7 +68,7 @@ async def test_jam_at_card_n_then_clear_and_recover(rig: Rig) -> None:
     rig.clock.advance(15)  # past card 100 of 312 in a 30 s cycle
     jam, _ = await poll_until(rig.driver("shuffler"), ShufflerJammed)
     assert (jam.slot, jam.code) == (Slot.A, JAM_CODE)
-    with pytest.raises(CommandRejected, match="start_shuffle not carried out.*exception code 3"):
+    with pytest.raises(CommandRejected, match=r"start_shuffle not carried out.*exception code 3"):
         await rig.driver("shuffler").send(StartShuffle(Slot.B))
     await rig.driver("shuffler").send(ClearFault())
     await poll_until(rig.driver("shuffler"), ShufflerCleared)
