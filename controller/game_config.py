@@ -103,20 +103,19 @@ class GameOptions:
         if self.rulings.min_chip < 1:
             raise RuleViolation("G3", "min_chip must be a positive chip unit")
 
-    def with_decks(self, decks: int) -> GameOptions:
-        return replace(self, decks=decks)
 
-
-def default_options(game: GameId | str) -> GameOptions:
-    """The game as a table would commonly run it, every optional wager offered."""
+def default_options(game: GameId | str, decks: int | None = None) -> GameOptions:
+    """The game as a table would commonly run it, every optional wager the chapter allows at this
+    number of decks offered (Match-the-Dealer only with six or eight decks, 685a.6(e))."""
     gid = GameId(game)
     spec = game_spec(gid)
+    decks = spec.default_decks if decks is None else decks
     return GameOptions(
         game=gid,
-        decks=spec.default_decks,
+        decks=decks,
         boxes=MAX_BOXES,
         bust_it=gid == GameId.DOUBLE_ATTACK,
-        match_the_dealer=gid == GameId.DOWN_UNDER,
+        match_the_dealer=gid == GameId.DOWN_UNDER and decks in (6, 8),
         progressive=gid == GameId.DJ_WILD,
     )
 

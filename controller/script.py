@@ -86,9 +86,7 @@ def parse_script(doc: Any) -> tuple[GameOptions, list[Card], list[ScriptSeat]]:
         raise ScriptError(f"script: decks: expected a whole number, got {decks!r}")
     # The shoe is given in full, so no shuffler is involved: check decks as for a hand shuffle.
     spec.check_decks(decks, automated_shuffler=False)
-    options = default_options(spec.id).with_decks(decks)
-    if options.match_the_dealer and decks not in (6, 8):
-        options = GameOptions(game=options.game, decks=decks, boxes=options.boxes, match_the_dealer=False)
+    options = default_options(spec.id, decks)
 
     raw_shoe = doc.get("shoe")
     if not isinstance(raw_shoe, list) or not raw_shoe:

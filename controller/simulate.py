@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from controller.cards import Card
@@ -244,6 +244,7 @@ def simulate(
     seed: int,
     progress: Callable[[int], None] | None = None,
 ) -> Report:
+    options.validate()
     report = Report(game=options.game.value, decks=options.decks, seats=seats, rounds=rounds, seed=seed)
     table = TableSimulator(options, seats, random.Random(seed))
     step = max(1, rounds // 200)
@@ -291,10 +292,9 @@ def main(args: argparse.Namespace) -> int:
     else:
         options = default_options(args.game)
     if args.decks is not None:
-        options = options.with_decks(args.decks)
-        if options.match_the_dealer and args.decks not in (6, 8):
-            options = GameOptions(game=options.game, decks=args.decks, boxes=options.boxes)
-    options.validate()
+        options = (
+            replace(options, decks=args.decks) if args.config else default_options(args.game, args.decks)
+        )
     if not 1 <= args.seats <= options.boxes:
         raise TablectlError(f"--seats: 1 to {options.boxes} boxes, not {args.seats}")
     if args.rounds < 1:

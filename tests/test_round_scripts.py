@@ -61,7 +61,11 @@ def test_script(path: Path) -> None:
 
 def _tablectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "controller.cli", *args], input=stdin, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "controller.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
     )
 
 

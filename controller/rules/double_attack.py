@@ -143,8 +143,7 @@ class DoubleAttack(BlackjackProcedure):
         # After a double the hand may still surrender (665a.9(a)), so it is not closed here.
         if hand.total >= 21:
             hand.done = True
-        return
-        yield
+        yield from ()  # a procedure step like the base one, though it needs no card
 
     def surrender(self, hand: Hand, box: Box) -> None:
         # 665a.9(b)(1),(2)(ii): half of the Bet and Double Attack wagers; ruling A2 for a double.

@@ -188,8 +188,7 @@ class BlackjackProcedure:
         """A card was drawn to the hand (hit or double)."""
         if hand.total >= 21 or hand.doubled:
             hand.done = True
-        return
-        yield  # a generator, so games that need more cards (Second Chance) can draw
+        yield from ()  # a generator, so games that need more cards (Second Chance) can draw
 
     def surrender(self, hand: Hand, box: Box) -> None:
         raise NotImplementedError

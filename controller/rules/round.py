@@ -55,7 +55,8 @@ def check_wagers(options: GameOptions, wagers: list[SeatWagers]) -> None:
                 if options.game is GameId.DOWN_UNDER and options.decks not in (6, 8):
                     raise RuleViolation(
                         "685a.6(e)",
-                        f"Match-the-Dealer is offered only with six- or eight-deck batches, not {options.decks}",
+                        "Match-the-Dealer is offered only with six- or eight-deck batches, "
+                        f"not {options.decks}",
                     )
                 raise RuleViolation("685a.6(e)", "this table does not offer the Match-the-Dealer wager")
             if w.match_the_dealer < 0:

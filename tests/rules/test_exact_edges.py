@@ -101,7 +101,7 @@ def exact_insurance(decks: int, win_ranks: set[str], pays: Fraction, without_ten
 def _check(game: str, wager: str, exact: Fraction, rounds: int, decks: int | None = None) -> None:
     options = default_options(game)
     if decks is not None:
-        options = options.with_decks(decks)
+        options = default_options(game, decks)
     report = simulate(options, seats=1, rounds=rounds, seed=20261121)
     stats = report.wagers[Wager(wager)]
     assert stats.rounds > 0

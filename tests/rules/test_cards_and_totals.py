@@ -1,0 +1,105 @@
+"""Cards, shoe composition per chapter, hand totals and Blackjack."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.cards import JOKER, CardError, parse_card, standard_deck
+from controller.errors import RuleViolation
+from controller.games import GAMES, GameId
+from controller.rules.down_under import masque_range
+from controller.rules.hand import Hand, is_blackjack, total
+from controller.rules.requests import MasqueRange
+
+
+def cards(text: str) -> list:
+    return [parse_card(c) for c in text.split()]
+
+
+def test_card_text_round_trips_and_cards_are_interned() -> None:
+    for c in standard_deck():
+        assert parse_card(str(c)) is c
+    assert parse_card("10h") is parse_card("10H")
+    assert str(JOKER) == "JK" and JOKER.is_joker
+    assert parse_card("AS", "red").back == "red"
+
+
+@pytest.mark.parametrize("bad", ["", "1S", "11H", "AX", "K", "JKS", "10"])
+def test_bad_card_text_is_refused_in_one_line(bad: str) -> None:
+    with pytest.raises(CardError) as e:
+        parse_card(bad)
+    assert "\n" not in str(e.value)
+
+
+def test_665a_3a_double_attack_decks_have_no_tens() -> None:
+    batch = GAMES[GameId.DOUBLE_ATTACK].batch(8)
+    assert len(batch) == 8 * 48
+    assert not any(c.rank == "10" for c in batch)
+    assert Counter(c.rank for c in batch)["K"] == 32
+
+
+def test_685a_3a_down_under_decks() -> None:
+    spec = GAMES[GameId.DOWN_UNDER]
+    for decks in (4, 5, 6, 8):
+        spec.check_decks(decks, automated_shuffler=True)
+        assert len(spec.batch(decks)) == 52 * decks
+    for decks in (1, 2, 3, 7, 9):
+        with pytest.raises(RuleViolation, match=r"^685a\.3\(a\)"):
+            spec.check_decks(decks, automated_shuffler=True)
+
+
+def test_673a_3_double_back_jack_decks() -> None:
+    spec = GAMES[GameId.DOUBLE_BACK_JACK]
+    spec.check_decks(1, automated_shuffler=False)  # 673a.3(a): at least one deck
+    with pytest.raises(RuleViolation, match=r"^673a\.3\(b\)"):
+        spec.check_decks(1, automated_shuffler=True)  # ruling D8
+    with pytest.raises(RuleViolation, match=r"^673a\.3\(a\)"):
+        spec.check_decks(0, automated_shuffler=False)
+
+
+def test_687a_dj_wild_deck_is_53_cards_with_the_joker() -> None:
+    batch = GAMES[GameId.DJ_WILD].batch(1, "blue")
+    assert len(batch) == 53
+    assert sum(c.is_joker for c in batch) == 1
+    assert {c.back for c in batch} == {"blue"}
+
+
+def test_673a_3d_totals_hard_and_soft() -> None:
+    assert total(cards("AS 6H")) == (17, True)
+    assert total(cards("AS 6H 9C")) == (16, False)
+    assert total(cards("AS AH 9C")) == (21, True)
+    assert total(cards("KS QH")) == (20, False)
+
+
+def test_685a_3d3_dealer_ace_counts_11_up_to_22() -> None:
+    assert total(cards("AS 10H AC"), 22) == (22, True)
+    assert total(cards("AS 5H 6C"), 22) == (22, True)
+    assert total(cards("AS 5H 6C"), 21) == (12, False)
+
+
+def test_blackjack_only_on_initial_two_cards_and_never_after_a_split() -> None:
+    assert is_blackjack(cards("AS KH")) and is_blackjack(cards("10C AD"))
+    assert not is_blackjack(cards("AS 5H 5C"))
+    split_hand = Hand(seat=1, index=1, cards=cards("AS KH"), from_split=True)
+    assert not split_hand.blackjack  # 673a.11(b), ruling G1
+
+
+def test_685a_3e_masque_ranges() -> None:
+    assert {masque_range(parse_card(r + "S")) for r in "2345"} == {MasqueRange.SMALL}
+    assert {masque_range(parse_card(r + "S")) for r in "6789"} == {MasqueRange.MEDIUM}
+    assert {masque_range(parse_card(r + "S")) for r in ["10", "J", "Q", "K", "A"]} == {MasqueRange.LARGE}
+
+
+@given(st.lists(st.sampled_from(standard_deck()), min_size=1, max_size=12))
+def test_incremental_hand_total_equals_a_fresh_count(drawn: list) -> None:
+    hand = Hand(seat=1, index=0)
+    for c in drawn:
+        hand.add(c)
+    assert (hand.total, hand.soft) == total(drawn)
+    if len(drawn) >= 2:
+        hand.take_last()
+        assert (hand.total, hand.soft) == total(drawn[:-1])
