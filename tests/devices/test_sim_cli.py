@@ -1,0 +1,102 @@
+"""``tablectl sim`` for each example table: starts, lists where each device listens, answers a
+plain Modbus master at the documented addresses, and stops cleanly on SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient
+
+from sim.cli import main
+from tests.devices.conftest import GUARD_S, ROOT, TABLES
+
+TABLE_DEVICES = {
+    "double-back-jack": ["shuffler", "shoe", "reader", "keypad"],
+    "double-attack": ["shuffler", "shoe", "reader", "keypad"],
+    "down-under": ["shuffler", "shoe", "reader", "keypad"],
+    "dj-wild": ["shuffler", "stub", "keypad"],
+}
+DECKS = {"double-back-jack": 6, "double-attack": 8, "down-under": 6, "dj-wild": 1}
+
+
+def _start(table: str) -> tuple[subprocess.Popen[bytes], dict[str, dict[str, str]]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from sim.cli import main; sys.exit(main(sys.argv[1:]))",
+         "--config", str(TABLES / f"{table}.toml"), "--seed", "7"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    want = len(TABLE_DEVICES[table])
+    buf = b""
+    deadline = time.monotonic() + GUARD_S
+    while buf.count(b"\n") < want:
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            proc.kill()
+            raise AssertionError(f"tablectl sim printed only {buf!r}")
+        chunk = os.read(proc.stdout.fileno(), 4096)
+        if not chunk:
+            raise AssertionError(f"tablectl sim exited: {proc.wait()} {proc.stderr.read()!r}")  # type: ignore[union-attr]
+        buf += chunk
+    listing: dict[str, dict[str, str]] = {}
+    for line in buf.decode().splitlines():
+        name, *fields = line.split()
+        listing[name] = dict(f.split("=", 1) for f in fields)
+    return proc, listing
+
+
+def _stop(proc: subprocess.Popen[bytes], sig: int) -> int:
+    proc.send_signal(sig)
+    try:
+        return proc.wait(timeout=GUARD_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.mark.parametrize("table", sorted(TABLE_DEVICES))
+async def test_tablectl_sim_answers_a_plain_modbus_master(table: str) -> None:
+    proc, listing = _start(table)
+    try:
+        assert list(listing) == TABLE_DEVICES[table]
+        sh = listing["shuffler"]
+        assert sh["kind"] == "shuffler" and sh["transport"] == "modbus-tcp"
+        host, port = sh["at"].rsplit(":", 1)
+        # docs/devices/shuffler.md: 0-based addresses 0-9, state 0 = idle, back 1 = red.
+        async with AsyncModbusTcpClient(host, port=int(port), timeout=2) as client:
+            rr = await client.read_holding_registers(0, count=10, device_id=int(sh["device_id"]))
+            assert not rr.isError()
+            state, _cycle, _counted, fault, a_state, a_back, a_decks = rr.registers[:7]
+            assert (state, fault, a_state, a_back, a_decks) == (0, 0, 0, 1, DECKS[table])
+            assert rr.registers[7:] == [0, 2, DECKS[table]]
+        kp = listing["keypad"]
+        assert kp["transport"] == "modbus-rtu" and kp["at"].startswith("/dev/")
+        # docs/devices/keypad.md: 33 registers from 0; meter at 22-23, key ring from 25.
+        serial = AsyncModbusSerialClient(kp["at"], baudrate=19200, timeout=2)
+        await serial.connect()
+        try:
+            rr = await serial.read_holding_registers(0, count=33, device_id=int(kp["device_id"]))
+            assert not rr.isError() and rr.registers == [0] * 33
+        finally:
+            serial.close()
+    finally:
+        assert _stop(proc, signal.SIGINT) == 0
+
+
+def test_tablectl_sim_stops_on_sigterm() -> None:
+    proc, _ = _start("dj-wild")
+    assert _stop(proc, signal.SIGTERM) == 0
+
+
+def test_a_bad_config_is_one_line_and_exit_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "t.toml"
+    bad.write_text('[table]\ngame = "../games/dj-wild.toml"\n[devices.x]\nkind = "toaster"\n')
+    assert main(["--config", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "devices.x.kind" in err
