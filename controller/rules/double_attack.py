@@ -175,7 +175,7 @@ class DoubleAttack(BlackjackProcedure):
                 rs.settle(box.seat, None, Wager.BUST_IT, box.bust_it, LOSE, "665a.7(m)(2)(ii)")
 
     def settle_remaining(self) -> None:
-        """665a.7(o), dealer's right first."""
+        """665a.7(o), in the order of 665a.7(p): dealer's right first."""
         rs = self.rs
         dealer_bj = self.dealer_blackjack()
         d = self.dealer_total()

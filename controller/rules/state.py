@@ -12,7 +12,7 @@ from controller.rules.wagers import Settled, Wager
 
 @dataclass(frozen=True, slots=True)
 class SeatWagers:
-    """What a box puts on the layout before the first card (673a.6(c), 665a.6, 685a.6(c))."""
+    """What a box puts on the layout before the first card; later wagers come through requests."""
 
     seat: int
     bet: int

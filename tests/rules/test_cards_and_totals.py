@@ -62,6 +62,7 @@ def test_673a_3_double_back_jack_decks() -> None:
 
 
 def test_687a_dj_wild_deck_is_53_cards_with_the_joker() -> None:
+    """687a.9(f): the stub count checks for 53 cards."""
     batch = GAMES[GameId.DJ_WILD].batch(1, "blue")
     assert len(batch) == 53
     assert sum(c.is_joker for c in batch) == 1
@@ -82,6 +83,7 @@ def test_685a_3d3_dealer_ace_counts_11_up_to_22() -> None:
 
 
 def test_blackjack_only_on_initial_two_cards_and_never_after_a_split() -> None:
+    """673a.1, 665a.1, 685a.1 (definitions); 673a.11(b); ruling G1."""
     assert is_blackjack(cards("AS KH")) and is_blackjack(cards("10C AD"))
     assert not is_blackjack(cards("AS 5H 5C"))
     split_hand = Hand(seat=1, index=1, cards=cards("AS KH"), from_split=True)
@@ -89,6 +91,7 @@ def test_blackjack_only_on_initial_two_cards_and_never_after_a_split() -> None:
 
 
 def test_685a_3e_masque_ranges() -> None:
+    """685a.3(e), 685a.1: blue Small 2-5, red Medium 6-9, yellow Large 10-A."""
     assert {masque_range(parse_card(r + "S")) for r in "2345"} == {MasqueRange.SMALL}
     assert {masque_range(parse_card(r + "S")) for r in "6789"} == {MasqueRange.MEDIUM}
     assert {masque_range(parse_card(r + "S")) for r in ["10", "J", "Q", "K", "A"]} == {MasqueRange.LARGE}

@@ -10,6 +10,7 @@ from controller.errors import RuleViolation
 from controller.rules.requests import CardFor, MasqueRange, ReaderUse
 from controller.rules.round import Round
 from controller.rules.state import SeatWagers
+from controller.script import ScriptedRound
 from tests.rules.conftest import net, options, play, seat
 
 DBJ, DA, DU = "double-back-jack", "double-attack", "down-under"
@@ -114,6 +115,7 @@ def test_g3_insurance_may_go_to_the_next_chip_unit() -> None:
 
 
 def test_665a_10b_and_11d_dealer_blackjack_found_after_a_double_and_a_split() -> None:
+    """665a.10(b), 665a.11(d)."""
     # Only reachable when the reader wrongly says "no Blackjack" (ruling A4). Up KH, hole AS.
     # Seat 1: 8 8 splits (each hand's wager Bet+DA = 15), first hand 8 3 doubles.
     shoe = "KH 8S 8D AS 3C 9H 2S 9S"
@@ -124,6 +126,7 @@ def test_665a_10b_and_11d_dealer_blackjack_found_after_a_double_and_a_split() ->
 
 
 def test_685a_9b_dealer_blackjack_behind_a_wrong_light() -> None:
+    """685a.9(b) (and 685a.12(h), handled by the table core)."""
     # Up 10H, hole AS, but the reader lights blue: the hole is not shown (685a.12(h) territory).
     result = play(options(DU), "9S 10H 2D AS 9C", seat(1, 10, "double"), reader=MasqueRange.SMALL)
     assert result["dealer"]["blackjack"] is True
@@ -141,3 +144,34 @@ def test_a_reader_report_that_contradicts_the_hole_card_is_recorded() -> None:
     assert isinstance(rnd.request, ReaderUse)
     rnd.answer(False)
     assert rnd.state.reader_agrees is False
+
+
+@pytest.mark.parametrize(
+    ("game", "boxes", "bet"),
+    [(DBJ, "673a.2(a)", "673a.6(d)"), (DA, "665a.2(a)", "665a.6(d)"), (DU, "685a.2(a)", "685a.6(d)")],
+)
+def test_seats_and_bets(game: str, boxes: str, bet: str) -> None:
+    shoe = "9H 9S 9D 9C 8H 8S 8D 8C"
+    with pytest.raises(RuleViolation) as e:
+        play(options(game), shoe, seat(7))
+    assert str(e.value).startswith(boxes)
+    with pytest.raises(RuleViolation) as e:
+        play(options(game), shoe, seat(1, 0))
+    assert str(e.value).startswith(bet)
+
+
+@pytest.mark.parametrize("game", [DBJ, DA, DU])
+def test_final_settlement_starts_at_the_dealers_right(game: str) -> None:
+    """673a.7(t), 685a.7(r), 665a.7(p): settle from the player farthest to the dealer's right."""
+    cards = [parse_card(c) for c in ["9H", "9S", "9D", "9C", "8H", "8S", "8D", "8C", "7S", "7H"]]
+    rnd = ScriptedRound(options(game), cards, [seat(1), seat(2), seat(3)])
+    rnd.play()
+    bets = [s.seat for s in rnd.round.state.settlements if s.wager == "bet"]
+    assert bets == [3, 2, 1]
+
+
+@pytest.mark.parametrize("game", [DBJ, DA, DU])
+def test_hole_card_is_turned_after_the_players(game: str) -> None:
+    """673a.7(n), 665a.7(l), 685a.7(l)."""
+    result = play(options(game), "9H 9S 9D 9C 8H 8S", seat(1, 10))
+    assert len(result["dealer"]["cards"]) >= 2

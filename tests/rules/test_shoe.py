@@ -24,6 +24,7 @@ def test_673a_5d_cut_moves_the_cards_above_to_the_bottom() -> None:
 
 
 def test_673a_5d_cover_card_at_least_a_quarter_from_the_bottom() -> None:
+    """673a.5(d) placement; 673a.7(d): the cover card is reached with the cards behind it left."""
     assert min_cover_from_bottom(312) == 78
     assert min_cover_from_bottom(313) == 79
     with pytest.raises(RuleViolation, match=r"^673a\.5\(d\)"):
