@@ -1,0 +1,30 @@
+"""The device docs name every register and frame field of every profile."""
+
+from __future__ import annotations
+
+import pytest
+
+from devices.profiles import load_profile
+from tests.devices.conftest import DEVICES, ROOT
+
+PAGES = {
+    "ref-shuffler.toml": "shuffler.md",
+    "ref-shoe.toml": "shoe.md",
+    "ref-reader-peek.toml": "reader.md",
+    "ref-reader-masque.toml": "reader.md",
+    "ref-keypad.toml": "keypad.md",
+    "ref-stub-counter.toml": "stub-counter.md",
+}
+
+
+@pytest.mark.parametrize("profile", sorted(p.name for p in DEVICES.glob("*.toml")))
+def test_every_field_is_documented(profile: str) -> None:
+    page = (ROOT / "docs" / "devices" / PAGES[profile]).read_text(encoding="utf-8")
+    prof = load_profile(DEVICES / profile)
+    for reg in prof.registers.values():
+        assert f"`{reg.name}`" in page
+        assert str(reg.address) in page
+    for frame in prof.frames.values():
+        assert f"`{frame.tag}`" in page
+        for f in frame.fields:
+            assert f"`{f.name}`" in page and f"{f.min}-{f.max}" in page
