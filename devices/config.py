@@ -51,7 +51,7 @@ class BackoffPolicy:
 
     def delay(self, failures: int, unit_random: float) -> float:
         """Delay before attempt ``failures + 1``; ``unit_random`` is uniform in [0, 1)."""
-        base = min(self.max_s, self.initial_s * (2 ** max(0, failures - 1)))
+        base = min(self.max_s, self.initial_s * 2.0 ** max(0, failures - 1))
         return max(0.0, base * (1 + self.jitter * (2 * unit_random - 1)))
 
 

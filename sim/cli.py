@@ -34,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--"]:  # as passed on by a dispatcher's argparse.REMAINDER
+        argv = argv[1:]
     args = _parser().parse_args(argv)
     if not structlog.is_configured():
         # Logs go to stderr so stdout carries only the device listing.

@@ -121,7 +121,7 @@ class ModbusTcpSim:
     async def stop(self) -> None:
         server, self._server = self._server, None
         if server is not None:
-            await server.shutdown()
+            await server.shutdown()  # type: ignore[no-untyped-call]
 
     async def drop_link(self) -> None:
         """The device vanishes: listener and connections closed (same port kept for later)."""
@@ -161,7 +161,7 @@ class ModbusRtuSim:
         server, self._server = self._server, None
         if server is not None:
             with contextlib.suppress(Exception):
-                await server.shutdown()
+                await server.shutdown()  # type: ignore[no-untyped-call]
         self.bridge.close()
 
     def drop_link(self) -> None:

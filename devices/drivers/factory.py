@@ -9,6 +9,7 @@ from devices.config import DeviceConfig, TransportKind
 from devices.drivers.base import Driver
 from devices.drivers.keypad import KeypadDriver
 from devices.drivers.reader import ReaderDriver
+from devices.drivers.registers import RegisterDriver
 from devices.drivers.shoe import ShoeDriver
 from devices.drivers.shuffler import ShufflerDriver
 from devices.drivers.stub import StubCounterDriver
@@ -17,7 +18,7 @@ from devices.profiles import DeviceKind
 from devices.transport.links import ByteLink, MqttLink, SerialLink
 from devices.transport.modbus import BusRegistry
 
-_REGISTER_DRIVERS = {
+_REGISTER_DRIVERS: dict[DeviceKind, type[RegisterDriver]] = {
     DeviceKind.SHUFFLER: ShufflerDriver,
     DeviceKind.SHOE: ShoeDriver,
     DeviceKind.READER: ReaderDriver,

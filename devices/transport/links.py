@@ -13,7 +13,7 @@ import secrets
 from typing import Protocol
 
 import aiomqtt
-import serial
+import serial  # type: ignore[import-untyped]
 import structlog
 
 from devices.clock import REAL_CLOCK, Clock
@@ -186,10 +186,10 @@ class MqttLink:
         except aiomqtt.MqttError as exc:
             await self._drop()
             raise self._backoff.failed(f"broker lost ({_short(exc)})") from None
-        payload = msg.payload
+        payload: object = msg.payload
         if isinstance(payload, bytes | bytearray):
             return bytes(payload)
-        return str(payload).encode("utf-8", "replace") if payload is not None else b""
+        return b"" if payload is None else str(payload).encode("utf-8", "replace")
 
     async def write(self, data: bytes) -> None:
         client = await self._open()

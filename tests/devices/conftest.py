@@ -111,7 +111,7 @@ def clock() -> VirtualClock:
     return VirtualClock()
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 async def leak_check() -> AsyncIterator[None]:
     """Fails a test that leaves tasks of its own running."""
     before = set(asyncio.all_tasks())
@@ -122,8 +122,8 @@ async def leak_check() -> AsyncIterator[None]:
         t for t in asyncio.all_tasks() - before
         if t is not asyncio.current_task() and not t.done()
     ]  # fmt: skip
-    names = [t.get_coro().__qualname__ for t in left]  # type: ignore[union-attr]
-    ours = [n for n in names if "pymodbus" not in n and "ModbusProtocol" not in n]
+    names = [f"{t.get_coro().__qualname__} ({t.get_coro().cr_code.co_filename})" for t in left]  # type: ignore[union-attr]
+    ours = [n for n in names if "pymodbus" not in n]
     assert not ours, f"tasks left running: {ours}"
 
 
