@@ -162,4 +162,9 @@ def prepare(kind: object, payload: object, classification: object, at: object) -
         raise JournalError(f"journal: payload of {kind!r} is nested too deeply or refers to itself") from None
     except (TypeError, ValueError) as e:  # pragma: no cover - _check_json refuses these first
         raise JournalError(f"journal: payload of {kind!r} is not JSON: {type(e).__name__}") from None
+    try:
+        payload_json.encode("utf-8")
+    except UnicodeEncodeError:
+        # Python strings may hold lone surrogates; neither SQLite nor sha256-over-UTF-8 can take them.
+        raise JournalError(f"journal: payload of {kind!r} holds text that is not valid Unicode") from None
     return Entry(kind, payload_json, cls, at_f)
