@@ -119,18 +119,26 @@ def connect(path: str | Path, *, readonly: bool, create: bool) -> tuple[sqlite3.
 
 def read_tail_problem(conn: sqlite3.Connection, count: int) -> BrokenChainError | None:
     """The cheap check done on open: the first record, the last ``count`` records and the head marker."""
-    first = conn.execute(f"SELECT {ROW_COLUMNS} FROM records ORDER BY seq LIMIT 1").fetchone()
-    head = conn.execute("SELECT seq, hash FROM chain_head WHERE id = 1").fetchone()
-    published = conn.execute("SELECT published_seq FROM telemetry_cursor WHERE id = 1").fetchone()
+    # One read transaction: another writer appending between our reads of the tail and of the head
+    # would otherwise look exactly like a record added behind the journal's back.
+    conn.execute("BEGIN")
+    try:
+        first = conn.execute(f"SELECT {ROW_COLUMNS} FROM records ORDER BY seq LIMIT 1").fetchone()
+        head = conn.execute("SELECT seq, hash FROM chain_head WHERE id = 1").fetchone()
+        published = conn.execute("SELECT published_seq FROM telemetry_cursor WHERE id = 1").fetchone()
+        tail = conn.execute(
+            f"SELECT {ROW_COLUMNS} FROM records WHERE seq > ? ORDER BY seq DESC LIMIT ?",
+            (first[0] if first else 0, count),
+        ).fetchall()
+    finally:
+        conn.execute("COMMIT")
+    tail.reverse()
     walker = ChainWalker()
     if first is not None:
         walker.feed(first)
-        tail = conn.execute(
-            f"SELECT {ROW_COLUMNS} FROM records WHERE seq > ? ORDER BY seq DESC LIMIT ?", (first[0], count)
-        ).fetchall()
-        tail.reverse()
         if tail and walker.problem is None:
-            walker = ChainWalker(expected_seq=tail[0][0], prev_hash=None)
+            if tail[0][0] != first[0] + 1:  # a window further on; its first link cannot be checked
+                walker = ChainWalker(expected_seq=tail[0][0], prev_hash=None)
             for row in tail:
                 walker.feed(row)
     problem = walker.finish(head, published[0] if published else None)
