@@ -73,6 +73,16 @@ class Rig:
         assert self.table.fingerprint() == before, "a refused input changed the table"
         return info.value
 
+    def attempt(self, inp: I.Input, section: str) -> Step | None:
+        """Feed ``inp``; when it is refused, check it as ``refuse`` does and return None."""
+        before = copy.deepcopy(self.table.fingerprint())
+        try:
+            return self.feed(inp)
+        except RuleViolation as e:
+            assert str(e).startswith(section), f"{e} does not start with {section}"
+            assert self.table.fingerprint() == before, "a refused input changed the table"
+            return None
+
     def sec(self, sub: str) -> str:
         return f"{self.chapter}.{sub}"
 
@@ -109,10 +119,10 @@ class Rig:
     def next_shoe(self, counted: int | bool | None = True) -> str:
         """673a.3(b)(4): the stored batch into the shoe, the used one into the shuffler."""
         used = self.table.batch_in(Place.DISCARD)[0]
-        ready = self.table.batch_in(Place.SHUFFLER)[0]
-        self.load(ready)
+        stored = self.table.batch_in(Place.SHUFFLER)[0]
+        self.load(stored)
         self.shuffle(used, counted)
-        return ready
+        return stored
 
     def hand_shuffle_and_cut(
         self, back: str, at: int = 20, by: int = 0, from_bottom: int | None = None
