@@ -12,6 +12,7 @@ from typing import Any
 from controller.journal import Classification, Journal, Record
 
 SQLITE3 = "/usr/bin/sqlite3"
+ROOT = Path(__file__).resolve().parents[2]  # child processes import controller from here
 DROP_GUARDS = "DROP TRIGGER IF EXISTS records_no_update; DROP TRIGGER IF EXISTS records_no_delete;\n"
 
 Entry = tuple[str, dict[str, Any], Classification, float]
