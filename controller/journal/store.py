@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -216,11 +216,19 @@ class Journal:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def append(self, kind: str, payload: dict[str, Any], classification: Classification, at: float) -> Record:
-        """Append one record; it is committed and fsynced when this returns."""
+    def append(
+        self, kind: str, payload: dict[str, Any], classification: Classification | str, at: float
+    ) -> Record:
+        """Append one record; it is committed and fsynced when this returns.
+
+        ``classification`` may be any str enum (or str) whose value is one of the three; the stored
+        Record always carries this module's Classification.
+        """
         return self._append([prepare(kind, payload, classification, at)])[0]
 
-    def append_many(self, entries: list[tuple[str, dict[str, Any], Classification, float]]) -> list[Record]:
+    def append_many(
+        self, entries: Sequence[tuple[str, dict[str, Any], Classification | str, float]]
+    ) -> list[Record]:
         """Append several records in one transaction: all of them land, or none."""
         prepared = [prepare(*entry) for entry in entries]
         return self._append(prepared) if prepared else []

@@ -323,3 +323,17 @@ def test_returned_records_are_frozen(tmp_path: Path) -> None:
     r: Record = fill(tmp_path / "j.db", 1)[0]
     with pytest.raises(AttributeError):
         r.seq = 5  # type: ignore[misc]
+
+
+def test_another_str_enum_with_the_same_values_is_accepted(tmp_path: Path) -> None:
+    from enum import StrEnum
+
+    class TableClassification(StrEnum):  # as a caller may keep its own copy
+        PUBLIC = "public"
+        SECRET = "secret"
+
+    with Journal.open(tmp_path / "j.db") as j:
+        r = j.append("card_burned", {}, TableClassification.SECRET, 1.0)
+        [m] = j.append_many([("card_dealt", {}, TableClassification.PUBLIC, 2.0)])
+        assert r.classification is Classification.SECRET and m.classification is Classification.PUBLIC
+        assert list(j.records()) == [r, m]
