@@ -94,7 +94,7 @@ def test_an_int_at_is_stored_as_a_float(tmp_path: Path) -> None:
 
 def test_a_classification_may_be_given_by_its_value(tmp_path: Path) -> None:
     with Journal.open(tmp_path / "j.db") as j:
-        r = j.append("tick", {}, "secret", 1.0)  # type: ignore[arg-type]
+        r = j.append("tick", {}, "secret", 1.0)
         assert r.classification is Classification.SECRET
 
 
