@@ -1,0 +1,1 @@
+"""The table core: procedure at one table as a pure state machine (see core.py)."""

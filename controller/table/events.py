@@ -1,0 +1,101 @@
+"""Domain events: the facts the table core decides, in the order they happen.
+
+Every event is journalled before its effects are carried out, and the table's state is the fold
+of its events (``Table.apply``). Each kind has a fixed classification, held here as data, that the
+telemetry layer filters on:
+
+- ``public``: may leave the process (ops MQTT, logs);
+- ``until_revealed``: table-only until a later public event shows it (a hole card before it is
+  turned; the reader's answer);
+- ``secret``: never leaves the process (a burned card, a card found face up in the shoe before it
+  is discarded, anything that would tell the order of the cards still in the shoe).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class Classification(StrEnum):
+    PUBLIC = "public"
+    UNTIL_REVEALED = "until_revealed"
+    SECRET = "secret"
+
+
+P, U, S = Classification.PUBLIC, Classification.UNTIL_REVEALED, Classification.SECRET
+
+CLASSIFICATION: dict[str, Classification] = {
+    # opening and batches
+    "table_opened": P,
+    "decks_opened": P,
+    "deck_expiry_warning": P,
+    "shuffle_started": P,
+    "shuffle_completed": P,
+    "shuffle_failed": P,
+    "shuffler_out_of_order": P,
+    "shuffler_restored": P,
+    "batch_to_shuffler": P,
+    "cut_offered": P,
+    "cut_refused": P,
+    "cut_made": P,
+    "cover_card_placed": P,
+    "recut_ordered": P,
+    "batch_to_shoe": P,
+    "card_burned": S,  # never shown: its identity would tell about the shoe
+    "shoe_ended": P,
+    "reshuffle_ordered": P,
+    "no_gaming_activity": P,
+    "first_player_seated": P,
+    "new_dealer": P,
+    # a blackjack round
+    "round_started": P,
+    "card_dealt": P,  # face up at the table
+    "hole_card_dealt": U,
+    "hole_card_exposed": P,  # 685a.7(h): both dealer cards Large
+    "hole_card_turned": P,
+    "offer_answered": P,
+    "decision": P,
+    "reader_used": P,
+    "reader_result": U,
+    "card_discarded_face_up": S,  # 673a.13(a): exposed to the dealer, not to play; kept in
+    "card_discarded_extra": P,  # 673a.13(d): the dealer's extra card was seen by all
+    "card_held": S,  # 673a.13(b): drawn in error face down; used as the next card
+    "round_settled": P,
+    "round_voided": P,
+    # DJ Wild (687a.9)
+    "bet_sensed": P,
+    "progressive_locked": P,
+    "progressive_collected": P,
+    "wild_round_dealt": P,
+    "stub_counted": P,  # the count only; the stub's contents are never known to the core
+    "deck_removed": P,
+    # floor and alarms
+    "alarm_raised": P,
+    "alarm_acknowledged": P,
+    "dealing_halted": P,
+    "dealing_resumed": P,
+    "reader_failed": P,
+    "reader_replaced": P,
+    "refused": P,
+}
+
+# Payload fields that carry a card or a reader answer. Telemetry must never find one of these in
+# an event it publishes; tests check every public event against this list.
+SECRET_FIELDS = frozenset({"card", "cards_in_shoe", "order", "blackjack", "light", "hole"})
+
+# Public kinds whose payload is allowed a "card" or "hole" field because the card is face up at
+# the table when the event happens.
+REVEALING_KINDS = frozenset({"card_dealt", "hole_card_exposed", "hole_card_turned", "card_discarded_extra"})
+
+
+@dataclass(frozen=True, slots=True)
+class DomainEvent:
+    kind: str
+    payload: dict[str, Any]
+    at: float  # the table's clock when it happened
+
+    @property
+    def classification(self) -> Classification:
+        return CLASSIFICATION[self.kind]

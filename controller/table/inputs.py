@@ -1,0 +1,237 @@
+"""What the table core is told: device observations and dealer or floor actions.
+
+The supervisor turns device events (devices/events.py) into these; dealer and floor actions come
+from the keypad or from authorised commands and name who did them. The core never reads a clock:
+every input is handled with the time it happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.cards import Card
+from controller.rules.requests import MasqueRange
+from controller.rules.state import SeatWagers
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    pass
+
+
+# -- opening, batches and the shuffler -----------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class DecksOpened(Input):
+    """673a.4: a batch's decks received, inspected by the dealer and verified by the floorperson,
+    or received preinspected and preshuffled (673a.4(e)), which skips the inspection."""
+
+    back: str
+    dealer: str
+    floorperson: str | None = None
+    preinspected: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BatchToShuffler(Input):
+    back: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShuffleStarted(Input):
+    back: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShuffleCompleted(Input):
+    back: str
+    cards_counted: int | None = None  # a counting shuffler's count (687a.9(f))
+
+
+@dataclass(frozen=True, slots=True)
+class ShuffleFailed(Input):
+    """673a.13(k): a jam, a stop during the shuffle or an incomplete cycle."""
+
+    back: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShufflerOutOfOrder(Input):
+    """673a.13(l): the device is covered or signed out of order."""
+
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShufflerRestored(Input):
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class HandShuffled(Input):
+    """The dealer shuffled a batch by hand (allowed only once the shuffler is out of order)."""
+
+    back: str
+    dealer: str
+
+
+@dataclass(frozen=True, slots=True)
+class CutRefused(Input):
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class CutMade(Input):
+    """673a.5(d): the cover card put ``at`` cards from the top; ``by`` a seat, or 0 for the dealer."""
+
+    at: int
+    by: int
+
+
+@dataclass(frozen=True, slots=True)
+class CoverCardPlaced(Input):
+    from_bottom: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecutOrdered(Input):
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class BatchToShoe(Input):
+    back: str
+
+
+# -- the shoe --------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class CardDrawn(Input):
+    """A card left the counting shoe; ``face_up_in_shoe`` when it came out already face up."""
+
+    card: Card  # with its back colour
+    face_up_in_shoe: bool = False
+    remaining: int | None = None  # the shoe's own count after this draw, when it reports one
+
+
+@dataclass(frozen=True, slots=True)
+class CoverCardReached(Input):
+    pass
+
+
+# -- a round ---------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class RoundOpened(Input):
+    wagers: tuple[SeatWagers, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyPressed(Input):
+    """A dealer decision key: hit, stand, double, split, surrender, second_chance,
+    insurance_closed or next (decline the offer in front of the dealer)."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class WagerPlaced(Input):
+    """An amount answering the current offer: insurance or the Double Attack wager."""
+
+    seat: int
+    amount: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderReport(Input):
+    """The reader's answer: dealer Blackjack yes/no (peek), or the Masque light's range."""
+
+    blackjack: bool | None = None
+    light: MasqueRange | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderFailed(Input):
+    code: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderReplaced(Input):
+    by: str
+
+
+# -- DJ Wild Stud Poker dealt from the hand (687a.9) -------------------------------------------
+@dataclass(frozen=True, slots=True)
+class WildRoundOpened(Input):
+    """Boxes with Ante and Blind wagers (687a.9(c))."""
+
+    boxes: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BetSensed(Input):
+    box: int
+    present: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StartGame(Input):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class WildHandsDealt(Input):
+    """687a.9(c)-(e): five cards to each box, five to the dealer, one to the layout."""
+
+
+@dataclass(frozen=True, slots=True)
+class StubCounted(Input):
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class MisdealDetermined(Input):
+    """687a.9(h): after a wrong stub count the dealer determines whether the cards were misdealt."""
+
+    misdealt: bool
+    by: str
+
+
+# -- the floor -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class NewDealer(Input):
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReshuffleOrdered(Input):
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class FirstPlayerSeated(Input):
+    """673a.5(c)(1): the first player to arrive when the game is just beginning is offered the cut."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class NoGamingActivity(Input):
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class VoidRound(Input):
+    """A floor ruling voiding the round and returning every wager (665a.13(h)(1), 685a.12(h))."""
+
+    by: str
+    section: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlarmAcknowledged(Input):
+    alarm: int
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class Tick(Input):
+    """Time passing with nothing else happening (deck expiry warnings)."""

@@ -1,0 +1,150 @@
+"""A whole table played through the core without devices: the dealer, the shuffler and the shoe
+as the core would hear of them, and players who follow controller.strategy.
+
+Used by ``tablectl simulate --journal`` (a gaming day through the core, into a journal) and by
+the property tests. Pure like the core: randomness is the ``random.Random`` it is given, time is a
+number it advances.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from controller.cards import Card
+from controller.errors import RuleViolation
+from controller.game_config import GameOptions
+from controller.rules.down_under import masque_range
+from controller.rules.requests import (
+    CardFor,
+    Decision,
+    DoubleAttackOffer,
+    EvenMoneyOffer,
+    InsuranceOffer,
+    ReaderUse,
+    SecondChanceOffer,
+    SurrenderOffer,
+)
+from controller.rules.state import SeatWagers
+from controller.shoe import shuffled_shoe
+from controller.strategy import SECOND_CHANCE_UP_TO, choose
+from controller.table import inputs as I
+from controller.table.core import DECK_LIFETIME, EXPIRY_WARNING, Step, Table
+
+BET = 10
+SECONDS_PER_INPUT = 2.0  # virtual time between inputs: a brisk dealer
+
+
+@dataclass
+class VirtualTable:
+    options: GameOptions
+    rng: random.Random
+    seats: int = 1
+    on_step: Callable[[Step], None] | None = None
+    table: Table = field(init=False)
+    now: float = 1_800_000_000.0
+    stack: list[Card] = field(default_factory=list)  # cards in the shoe, next card last
+    behind_cover: int = 0
+    rounds: int = 0
+
+    def __post_init__(self) -> None:
+        self.table = Table(self.options)
+
+    # -- feeding the core -------------------------------------------------------------------
+    def feed(self, inp: I.Input) -> Step:
+        self.now += SECONDS_PER_INPUT
+        step = self.table.handle(inp, self.now)
+        if self.on_step is not None:
+            self.on_step(step)
+        return step
+
+    def open_table(self) -> None:
+        for back in self.table.batches:
+            self.feed(I.DecksOpened(back=back, dealer="dealer-1", floorperson="floor-1"))
+        self.feed(I.NewDealer(name="dealer-1"))
+        first, second = list(self.table.batches)
+        self._shuffle(first)
+        self._load(first)
+        self._shuffle(second)
+
+    def _shuffle(self, back: str) -> None:
+        batch = self.table.batches[back]
+        self.feed(I.BatchToShuffler(back=back))
+        self.feed(I.ShuffleStarted(back=back))
+        self.feed(I.ShuffleCompleted(back=back, cards_counted=batch.size))
+
+    def _load(self, back: str) -> None:
+        cards = self.options.spec.batch(self.options.decks, back)
+        shoe = shuffled_shoe(cards, self.rng)
+        self.stack = shoe.cards  # next card last
+        self.behind_cover = shoe.behind_cover
+        self.feed(I.BatchToShoe(back=back))
+
+    def next_shoe(self) -> None:
+        """673a.3(b)(4): the stored batch goes into the shoe, the used one into the shuffler."""
+        used = next(b for b in self.table.batches.values() if b.location.value == "discard").back
+        ready = next(b for b in self.table.batches.values() if b.location.value == "shuffler").back
+        renewed = self._renew_expiring()  # 673a.3(c): decks changed at least once every 24 hours
+        if ready in renewed:
+            self._shuffle(ready)
+        self._load(ready)
+        self._shuffle(used)
+
+    def _renew_expiring(self) -> set[str]:
+        renewed = set()
+        for batch in self.table.batches.values():
+            if batch.opened_at is not None and self.now - batch.opened_at > DECK_LIFETIME - EXPIRY_WARNING:
+                self.feed(I.DecksOpened(back=batch.back, dealer="dealer-1", floorperson="floor-1"))
+                renewed.add(batch.back)
+        return renewed
+
+    def draw(self) -> Step:
+        if len(self.stack) == self.behind_cover and not self.table.cover_reached:
+            self.feed(I.CoverCardReached())
+        return self.feed(I.CardDrawn(card=self.stack.pop()))
+
+    # -- one round ------------------------------------------------------------------------------
+    def play_round(self) -> None:
+        table = self.table
+        if table.shoe_back is None:
+            self.next_shoe()
+        while table.burns_due:
+            self.draw()
+        side = {
+            "bust_it": BET if self.options.bust_it else 0,
+            "match_the_dealer": BET if self.options.match_the_dealer else 0,
+        }
+        wagers = tuple(SeatWagers(seat=s, bet=BET, **side) for s in range(1, self.seats + 1))
+        self.feed(I.RoundOpened(wagers=wagers))
+        while table.round is not None:
+            self._answer()
+        self.rounds += 1
+
+    def _answer(self) -> None:
+        rnd = self.table.round
+        assert rnd is not None
+        req = rnd.request
+        state = rnd.state
+        if isinstance(req, CardFor):
+            self.draw()
+        elif isinstance(req, Decision):
+            box = next(b for b in state.boxes if b.seat == req.seat)
+            self.feed(I.KeyPressed(key=choose(box.hands[req.hand], state.dealer[0], req.legal).value))
+        elif isinstance(req, ReaderUse):
+            hole = state.dealer[1]
+            if req.masque:
+                self.feed(I.ReaderReport(light=masque_range(hole)))
+            else:
+                self.feed(I.ReaderReport(blackjack=rnd.procedure.dealer_blackjack()))
+        elif isinstance(req, InsuranceOffer):
+            self.feed(I.WagerPlaced(seat=req.seat, amount=BET // 2))
+        elif isinstance(req, DoubleAttackOffer):
+            self.feed(I.WagerPlaced(seat=req.seat, amount=BET))
+        elif isinstance(req, SecondChanceOffer):
+            hand = next(b for b in state.boxes if b.seat == req.seat).hands[req.hand]
+            self.feed(I.KeyPressed(key="second_chance" if hand.total <= SECOND_CHANCE_UP_TO else "next"))
+        elif isinstance(req, SurrenderOffer | EvenMoneyOffer):
+            self.feed(I.KeyPressed(key="next"))
+        else:  # pragma: no cover
+            raise RuleViolation("virtual", f"unanswered {req!r}")

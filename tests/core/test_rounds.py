@@ -1,0 +1,206 @@
+"""Rounds through the table core: cards routed by the dealing order, decisions from the keypad,
+reader timing and misuse, failures that stop dealing, irregularities the devices can see."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from controller.errors import RuleViolation
+from controller.rules.requests import MasqueRange
+from controller.rules.state import SeatWagers
+from controller.table import inputs as I
+from tests.core.conftest import make
+
+DBJ, DA, DU = "double-back-jack", "double-attack", "down-under"
+
+
+def dealt(desk, kind: str = "card_dealt") -> list[tuple[int, str]]:
+    return [(e.payload["seat"], e.payload["card"]) for e in desk.events if e.kind == kind]
+
+
+def test_673a_7e_cards_are_routed_in_dealing_order() -> None:
+    """673a.7(e): each box, the dealer's up card, each box, the hole card face down."""
+    d = make(DBJ)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10), SeatWagers(2, 10))))
+    d.deal("9H 8S 7D 6C 5H 4S")
+    assert dealt(d) == [(1, "9H"), (2, "8S"), (0, "7D"), (1, "6C"), (2, "5H")]
+    assert dealt(d, "hole_card_dealt") == [(0, "4S")]
+
+
+def test_665a_7ef_double_attack_after_the_up_card() -> None:
+    """665a.7(e),(f): the up card first; then the Double Attack wager, up to the Bet (665a.6(e))."""
+    d = make(DA)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.draw("7H")
+    assert dealt(d) == [(0, "7H")]
+    before = d.table.fingerprint()
+    with pytest.raises(RuleViolation, match=r"^665a\.6\(e\)"):
+        d.feed(I.WagerPlaced(seat=1, amount=15))
+    assert d.table.fingerprint() == before
+    d.feed(I.WagerPlaced(seat=1, amount=10))
+    d.deal("9S 8D 4C")
+    assert dealt(d) == [(0, "7H"), (1, "9S"), (1, "8D")]
+    assert d.table.round is not None and d.table.round.state.boxes[0].double_attack == 10
+
+
+def test_665a_7e_a_card_drawn_before_the_double_attack_offer_closes_is_held() -> None:
+    """665a.13(b): a card drawn in error face down is used as though it were the next card."""
+    d = make(DA)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.draw("7H")
+    d.draw("9S")  # drawn while the Double Attack offer is open
+    assert d.kinds()[-1] == "card_held"
+    d.feed(I.WagerPlaced(seat=1, amount=10))
+    assert dealt(d)[-1] == (1, "9S")
+
+
+def test_685a_7f_match_the_dealer_is_settled_before_the_reader() -> None:
+    d = make(DU)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10, match_the_dealer=5),)))
+    d.deal("7H 7C 9S 5D")
+    d.feed(I.ReaderReport(light=MasqueRange.SMALL))
+    kinds = d.kinds()
+    # The settlement lines come at the end, but the Match line is decided before the reader:
+    # the round's state already holds it when the reader is asked.
+    assert kinds.index("reader_used") > kinds.index("hole_card_dealt")
+    settled = d.table.round.state.settlements if d.table.round else []
+    assert any(s.wager == "match_the_dealer" and s.section.startswith("685a.7(f)") for s in settled)
+
+
+def test_673a_8b_reader_used_before_insurance_closes_raises_an_alarm() -> None:
+    d = make(DBJ)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10), SeatWagers(2, 10))))
+    d.deal("9H 8S AD 6C 5H 4S")
+    d.feed(I.WagerPlaced(seat=1, amount=5))
+    d.feed(I.ReaderReport(blackjack=False))  # seat 2's insurance was still open
+    alarm = [e for e in d.events if e.kind == "alarm_raised"][-1]
+    assert alarm.payload["section"] == "673a.8(b)"
+    assert d.table.round is not None  # play goes on: decisions next
+
+
+def test_insurance_closed_key_declines_every_open_offer() -> None:
+    """673a.8(b): the insurance line closes before the hole card goes into the reader."""
+    d = make(DBJ)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10), SeatWagers(2, 10), SeatWagers(3, 10))))
+    d.deal("9H 8S 7C AD 6C 5H 4D 4S")
+    d.feed(I.WagerPlaced(seat=1, amount=5))
+    d.feed(I.KeyPressed(key="insurance_closed"))
+    answered = [e.payload for e in d.events if e.kind == "offer_answered"]
+    assert [(a["seat"], a["value"]) for a in answered] == [(1, 5), (2, 0), (3, 0)]
+
+
+def test_673a_13i_reader_used_with_a_low_up_card_continues_after_notice() -> None:
+    d = make(DBJ)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.deal("9H 7D 6C 4S")
+    d.feed(I.ReaderReport(blackjack=False))
+    alarm = [e for e in d.events if e.kind == "alarm_raised"][-1]
+    assert alarm.payload["section"] == "673a.13(i)" and alarm.payload["halts"] is False
+    d.feed(I.KeyPressed(key="stand"))
+    d.draw("10C")  # the dealer's 11 draws to 21
+    assert "round_settled" in d.kinds()
+
+
+@pytest.mark.parametrize(("reveals", "voided"), [(True, True), (False, False)])
+def test_665a_13h_misuse_depends_on_whether_the_reader_shows_the_hole_card(
+    reveals: bool, voided: bool
+) -> None:
+    """665a.13(h)(1): all hands dead if the reader lets a player see the hole card; (2) else play on."""
+    d = make(DA, reader_reveals_hole_card=reveals)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.draw("7H")
+    d.feed(I.KeyPressed(key="next"))  # no Double Attack
+    d.deal("9S 8D 4C")
+    d.feed(I.ReaderReport(blackjack=False))
+    sections = [e.payload["section"] for e in d.events if e.kind == "alarm_raised"]
+    assert sections[-1] == ("665a.13(h)(1)" if reveals else "665a.13(h)(2)")
+    assert ("round_voided" in d.kinds()) is voided
+
+
+def test_685a_12h_wrong_light_is_raised_for_the_floor() -> None:
+    d = make(DU)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.deal("9S 7H 8D KC")  # hole K is Large; the reader lights blue
+    d.feed(I.ReaderReport(light=MasqueRange.SMALL))
+    alarm = [e for e in d.events if e.kind == "alarm_raised"][-1]
+    assert alarm.payload["section"] == "685a.12(h)"
+
+
+@pytest.mark.parametrize(("game", "section"), [(DBJ, "673a.13(j)"), (DA, "665a.13(i)"), (DU, "685a.12(i)")])
+def test_a_failed_reader_stops_dealing_until_replaced(game: str, section: str) -> None:
+    d = make(game)
+    d.feed(I.ReaderFailed(code=3))
+    assert d.table.snapshot()["halted"][0]["section"] == section
+    before = d.table.fingerprint()
+    with pytest.raises(RuleViolation, match="^" + re.escape(section)):
+        d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    assert d.table.fingerprint() == before
+    alarm_id = d.table.halted[0].id
+    with pytest.raises(RuleViolation):
+        d.feed(I.AlarmAcknowledged(alarm=alarm_id, by="floor-1"))  # not until it is replaced
+    d.feed(I.ReaderReplaced(by="tech-1"))
+    assert not d.table.halted
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+
+
+def test_a_reader_that_fails_mid_round_holds_the_round_at_the_reader() -> None:
+    d = make(DBJ)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.deal("9H AD 6C 4S")
+    d.feed(I.KeyPressed(key="next"))  # no insurance
+    d.feed(I.ReaderFailed(code=1))
+    with pytest.raises(RuleViolation, match=r"^673a\.13\(j\)"):
+        d.feed(I.ReaderReport(blackjack=False))
+    d.feed(I.ReaderReplaced(by="tech-1"))
+    d.feed(I.ReaderReport(blackjack=False))
+    assert d.table.round is not None and "reader_used" in d.kinds()
+
+
+def test_673a_13a_a_card_face_up_in_the_shoe_is_not_used() -> None:
+    d = make(DBJ)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.draw("KH", face_up_in_shoe=True)
+    assert d.kinds()[-1] == "card_discarded_face_up"
+    d.draw("9H")
+    assert dealt(d) == [(1, "9H")]
+    assert d.table.batches["blue"].conserved()
+
+
+def test_673a_13d_dealers_extra_card_goes_to_the_discard() -> None:
+    d = make(DBJ)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.deal("9H 10D 8C 7S")  # dealer 17
+    d.feed(I.KeyPressed(key="next"))  # 10 up: no early surrender (ruling D5)
+    d.feed(I.ReaderReport(blackjack=False))
+    d.feed(I.KeyPressed(key="stand"))
+    assert "round_settled" in d.kinds()
+    d.draw("5C")  # the dealer draws by mistake
+    assert d.kinds()[-1] == "card_discarded_extra"
+    assert d.table.batches["blue"].conserved()
+
+
+def test_an_illegal_decision_is_refused_with_its_section_and_changes_nothing() -> None:
+    d = make(DU)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.deal("9H 7D 6C 4S")
+    d.feed(I.ReaderReport(light=MasqueRange.SMALL))
+    before = d.table.fingerprint()
+    with pytest.raises(RuleViolation, match=r"^685a\.7\(i\)\(2\)"):
+        d.feed(I.KeyPressed(key="surrender"))
+    with pytest.raises(RuleViolation, match=r"^685a\.7\(i\)"):
+        d.feed(I.KeyPressed(key="bogus"))
+    assert d.table.fingerprint() == before
+    d.feed(I.KeyPressed(key="hit"))
+
+
+def test_round_settles_through_the_rules_engine() -> None:
+    d = make(DBJ)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.deal("AH 9D KC 7S")  # 673a.7(f): Blackjack paid 2 to 1 at once; dealer 16 draws nothing (p)
+    settled = [e for e in d.events if e.kind == "round_settled"][-1].payload
+    assert settled["settlements"][0]["halves"] == 4 and settled["settlements"][0]["section"].startswith(
+        "673a.7(f)"
+    )
+    assert settled["dealer"]["cards"] == ["9D", "7S"]
