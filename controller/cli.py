@@ -37,10 +37,32 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     return simulate_main(args)
 
 
-def _cmd_sim(args: argparse.Namespace) -> int:
-    from sim.cli import main as sim_main
+def _cmd_journal_verify(args: argparse.Namespace) -> int:
+    from controller.journal import verify_main
 
-    return sim_main(list(args.rest))
+    return verify_main(args.path)
+
+
+def _cmd_journal_show(args: argparse.Namespace) -> int:
+    from controller.journal import Journal
+    from controller.table.dispute import format_round, reconstruct, round_records
+    from controller.table.recorder import options_of
+
+    path = Path(args.path)
+    if not path.exists():
+        raise TablectlError(f"{path}: no such journal")
+    with Journal.open(path, create=False, readonly=True) as journal:
+        records = journal.records()
+        first = next(records, None)
+        if first is None:
+            raise TablectlError(f"{path}: the journal is empty")
+        options, table_id = options_of(first)
+        rnd = reconstruct(round_records(records, args.round))
+    if args.json:
+        print(json.dumps(rnd, indent=2))
+    else:
+        print(format_round(rnd, f"{table_id} ({options.spec.title})"))
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,13 +82,28 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(p)
     p.set_defaults(func=_cmd_simulate)
 
-    p = sub.add_parser("sim", help="start the simulated devices of a table", add_help=False)
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(func=_cmd_sim)
+    sub.add_parser("sim", help="start the simulated devices of a table (tablectl sim --help)")
+
+    journal = sub.add_parser("journal", help="verify a journal or show a round from it")
+    jsub = journal.add_subparsers(dest="journal_command", required=True, metavar="ACTION")
+    p = jsub.add_parser("verify", help="exit 0 when the hash chain is intact, 1 naming the first bad record")
+    p.add_argument("path")
+    p.set_defaults(func=_cmd_journal_verify)
+    p = jsub.add_parser("show", help="a round rebuilt for a question or dispute (673a.7(u))")
+    p.add_argument("path")
+    p.add_argument("--round", type=int, required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_journal_show)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["sim"]:
+        # The simulator has its own parser; argparse.REMAINDER would swallow "--config" here.
+        from sim.cli import main as sim_main
+
+        return sim_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func

@@ -198,6 +198,26 @@ def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
     return opts
 
 
+def options_to_dict(options: GameOptions) -> dict[str, Any]:
+    """The TOML-shaped document that options_from_dict reads back to the same options."""
+    rulings = {
+        f.name: getattr(options.rulings, f.name)
+        for f in fields(Rulings)
+        if options.game in _RULING_GAMES.get(f.name, (options.game,))
+    }
+    wagers = {
+        name: getattr(options, name) for name, (game, _) in _WAGER_GAMES.items() if game == options.game
+    }
+    return {
+        "game": options.game.value,
+        "decks_per_batch": options.decks,
+        "boxes": options.boxes,
+        "automated_shuffler": options.automated_shuffler,
+        "wagers": wagers,
+        "rulings": rulings,
+    }
+
+
 def _key_for(section: str) -> str:
     if section == "685a.6(e)":
         return "wagers.match_the_dealer"

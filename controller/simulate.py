@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from controller.cards import Card
+from controller.cards import Card, parse_card
 from controller.errors import TablectlError
 from controller.game_config import GameOptions, default_options, load_game_options
 from controller.games import BLACKJACK_GAMES, GameId
@@ -258,6 +258,61 @@ def simulate(
     return report
 
 
+def simulate_through_core(
+    options: GameOptions,
+    seats: int,
+    rounds: int,
+    seed: int,
+    journal_path: str,
+    progress: Callable[[int], None] | None = None,
+) -> Report:
+    """The same day played through the table core and written to a journal (issue 3): slower, and
+    every step is committed before the next, as at a live table."""
+    from controller.table.recorder import JournaledTable
+    from controller.table.virtual import VirtualTable
+
+    options.validate()
+    report = Report(game=options.game.value, decks=options.decks, seats=seats, rounds=rounds, seed=seed)
+    limit = 22 if options.game is GameId.DOWN_UNDER else 21
+
+    def tally(step: Any) -> None:
+        for event in step.events:
+            if event.kind == "batch_to_shoe":
+                report.shoes += 1
+            if event.kind != "round_settled":
+                continue
+            p = event.payload
+            per_kind: dict[Wager, list[int]] = {}
+            for s in p["settlements"]:
+                acc = per_kind.setdefault(Wager(s["wager"]), [0, 0])
+                acc[0] += s["stake"]
+                acc[1] += s["stake"] * s["halves"]
+            for kind, (stake, x) in per_kind.items():
+                report.wagers[kind].add(stake, x)
+            if p["dealer_played"]:
+                key = up_key(parse_card(p["dealer"]["cards"][0]))
+                report.up_rounds[key] += 1
+                report.up_busts[key] += p["dealer"]["total"] > limit
+
+    recorder = JournaledTable.open(journal_path, options, table_id=f"sim-{options.game.value}")
+    if recorder.journal.last_seq > 1:
+        recorder.close()
+        raise TablectlError(f"{journal_path}: already holds a table's journal; give a new file")
+    table = VirtualTable(options, random.Random(seed), seats=seats, on_step=tally, recorder=recorder)
+    step = max(1, rounds // 200)
+    start = time.perf_counter()
+    try:
+        table.open_table()
+        for i in range(rounds):
+            table.play_round()
+            if progress is not None and i % step == 0:
+                progress(i)
+    finally:
+        recorder.close()
+    report.seconds = time.perf_counter() - start
+    return report
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--game", required=True, choices=[g.value for g in BLACKJACK_GAMES])
     p.add_argument("--config", help="a game TOML file (config/games/); overrides --game's defaults")
@@ -266,6 +321,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, required=True)
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    p.add_argument(
+        "--journal",
+        metavar="PATH",
+        help="play through the table core and write its journal to PATH (a new file)",
+    )
 
 
 @contextmanager
@@ -300,8 +360,13 @@ def main(args: argparse.Namespace) -> int:
     if args.rounds < 1:
         raise TablectlError("--rounds: at least one round")
     long_run = args.rounds >= 50_000 and sys.stderr.isatty()
-    with _progress_bar(args.rounds, long_run) as progress:
-        report = simulate(options, args.seats, args.rounds, args.seed, progress)
+    with _progress_bar(args.rounds, long_run or bool(args.journal and sys.stderr.isatty())) as progress:
+        if args.journal:
+            report = simulate_through_core(
+                options, args.seats, args.rounds, args.seed, args.journal, progress
+            )
+        else:
+            report = simulate(options, args.seats, args.rounds, args.seed, progress)
     data = report.as_dict()
     if args.json:
         print(json.dumps(data, indent=2))

@@ -56,3 +56,11 @@ def test_bad_config_is_refused_naming_the_key_and_rule(tmp_path: Path, text: str
 def test_missing_file_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load_game_options(tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_options_round_trip_through_their_document(path: Path) -> None:
+    from controller.game_config import options_from_dict, options_to_dict
+
+    options = load_game_options(path)
+    assert options_from_dict(options_to_dict(options), "round trip") == options

@@ -796,6 +796,7 @@ class Table:
                 for s in state.settlements
             ],
             "reader": None if state.reader_report is None else {"agrees": state.reader_agrees},
+            "dealer_played": state.dealer_played,
         }
 
     def _apply_hole_card_turned(self, p: dict[str, Any]) -> None:
@@ -1151,6 +1152,9 @@ class Table:
 
     def _apply_refused(self, p: dict[str, Any]) -> None:
         pass
+
+    def _apply_table_opened(self, p: dict[str, Any]) -> None:
+        pass  # read by JournaledTable before the replay starts
 
     # ================================================================== DJ Wild (687a.9)
     def _on_WildRoundOpened(self, inp: I.WildRoundOpened, step: Step) -> None:

@@ -14,21 +14,15 @@ telemetry layer filters on:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
-
-class Classification(StrEnum):
-    PUBLIC = "public"
-    UNTIL_REVEALED = "until_revealed"
-    SECRET = "secret"
-
+from controller.journal import Classification
 
 P, U, S = Classification.PUBLIC, Classification.UNTIL_REVEALED, Classification.SECRET
 
 CLASSIFICATION: dict[str, Classification] = {
     # opening and batches
-    "table_opened": P,
+    "table_opened": P,  # the first record of a journal: the table and its game options
     "decks_opened": P,
     "deck_expiry_warning": P,
     "shuffle_started": P,

@@ -31,6 +31,7 @@ from controller.shoe import shuffled_shoe
 from controller.strategy import SECOND_CHANCE_UP_TO, choose
 from controller.table import inputs as I
 from controller.table.core import DECK_LIFETIME, EXPIRY_WARNING, Step, Table
+from controller.table.recorder import JournaledTable
 
 BET = 10
 SECONDS_PER_INPUT = 2.0  # virtual time between inputs: a brisk dealer
@@ -42,6 +43,7 @@ class VirtualTable:
     rng: random.Random
     seats: int = 1
     on_step: Callable[[Step], None] | None = None
+    recorder: JournaledTable | None = None  # journal every step before going on
     table: Table = field(init=False)
     now: float = 1_800_000_000.0
     stack: list[Card] = field(default_factory=list)  # cards in the shoe, next card last
@@ -49,12 +51,12 @@ class VirtualTable:
     rounds: int = 0
 
     def __post_init__(self) -> None:
-        self.table = Table(self.options)
+        self.table = self.recorder.table if self.recorder is not None else Table(self.options)
 
     # -- feeding the core -------------------------------------------------------------------
     def feed(self, inp: I.Input) -> Step:
         self.now += SECONDS_PER_INPUT
-        step = self.table.handle(inp, self.now)
+        step = self.recorder.handle(inp, self.now) if self.recorder else self.table.handle(inp, self.now)
         if self.on_step is not None:
             self.on_step(step)
         return step

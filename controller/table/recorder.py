@@ -1,0 +1,80 @@
+"""The table core with its journal: every step's events are in the journal before its commands
+are carried out, and a table is rebuilt from its journal on start.
+
+The first record of a journal is ``table_opened``: the table's id and game options, so a journal
+can be replayed, verified and shown without the config it was written with.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from controller.errors import ConfigError
+from controller.game_config import GameOptions, options_from_dict, options_to_dict
+from controller.journal import Journal, JournalError, Record
+from controller.table.core import Step, Table
+from controller.table.events import DomainEvent
+from controller.table.inputs import Input
+
+
+def options_record(options: GameOptions, table_id: str) -> dict[str, Any]:
+    return {"table": table_id, "options": options_to_dict(options)}
+
+
+def options_of(record: Record) -> tuple[GameOptions, str]:
+    if record.kind != "table_opened":
+        raise JournalError(f"record {record.seq}: a journal starts with table_opened, not {record.kind}")
+    try:
+        return options_from_dict(dict(record.payload["options"]), f"journal record {record.seq}"), str(
+            record.payload["table"]
+        )
+    except (KeyError, TypeError, ConfigError) as e:
+        raise JournalError(f"record {record.seq}: the table's options cannot be read: {e}") from None
+
+
+class JournaledTable:
+    """A Table whose every step is journalled (append_many: one transaction a step)."""
+
+    def __init__(self, table: Table, journal: Journal) -> None:
+        self.table = table
+        self.journal = journal
+
+    @classmethod
+    def open(cls, path: str | Path, options: GameOptions, table_id: str = "table") -> JournaledTable:
+        """Open (or create) the journal at ``path`` and rebuild the table from it."""
+        journal = Journal.open(path)
+        records = journal.records()
+        first = next(records, None)
+        if first is None:
+            journal.append("table_opened", options_record(options, table_id), "public", 0.0)
+            return cls(Table(options, table_id), journal)
+        stored, stored_id = options_of(first)
+        if stored != options or stored_id != table_id:
+            journal.close()
+            raise JournalError(
+                f"{path}: the journal belongs to table {stored_id} ({stored.game.value}, "
+                f"{stored.decks} decks); the config says {table_id} ({options.game.value}, {options.decks})"
+            )
+        table = Table.replay(stored, (DomainEvent(r.kind, r.payload, r.at) for r in records), stored_id)
+        return cls(table, journal)
+
+    def handle(self, inp: Input, now: float) -> Step:
+        step = self.table.handle(inp, now)
+        if step.events:
+            try:
+                self.journal.append_many([(e.kind, e.payload, e.classification, e.at) for e in step.events])
+            except Exception:
+                # Not journalled, so it did not happen: rebuild the table from what is.
+                self.table = self._replayed()
+                raise
+        return step
+
+    def _replayed(self) -> Table:
+        records = self.journal.records()
+        first = next(records)
+        options, table_id = options_of(first)
+        return Table.replay(options, (DomainEvent(r.kind, r.payload, r.at) for r in records), table_id)
+
+    def close(self) -> None:
+        self.journal.close()
