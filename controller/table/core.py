@@ -38,6 +38,7 @@ from controller.shoe import MIN_CUT_FROM_END, min_cover_from_bottom
 from controller.table import inputs as I
 from controller.table.batches import Batch, Place, ShufflerState
 from controller.table.events import DomainEvent
+from controller.table.sections import section
 
 BACKS = ("blue", "red")  # default back colours of the two batches
 DECK_LIFETIME = 24 * 3600.0  # 673a.3(c), 665a.3(c), 685a.3(c)
@@ -226,8 +227,8 @@ class Table:
     def _refuse(self, section: str, message: str) -> RuleViolation:
         return RuleViolation(section, message)
 
-    def _sec(self, sub: str) -> str:
-        return f"{self.chapter}.{sub}"
+    def _sec(self, rule: str) -> str:
+        return section(self.chapter, rule)
 
     def _alarm(self, step: Step, section: str, message: str, floor_action: str, halts: bool) -> None:
         self.emit(
@@ -297,7 +298,7 @@ class Table:
     def _on_BatchToShuffler(self, inp: I.BatchToShuffler, step: Step) -> None:
         batch = self._batch(inp.back)
         if self.shuffler_out_of_order:
-            raise self._refuse(self._sec("13(l)"), "the shuffler is marked out of order")
+            raise self._refuse(self._sec("shuffler_out_of_order"), "the shuffler is marked out of order")
         if batch.location not in (Place.DISCARD, Place.NEW):
             raise self._refuse(self._sec("3(b)"), f"the {inp.back} batch is not off the table to be shuffled")
         other = [b for b in self.batches.values() if b.back != inp.back and b.location is Place.SHUFFLER]
@@ -314,7 +315,7 @@ class Table:
     def _on_ShuffleStarted(self, inp: I.ShuffleStarted, step: Step) -> None:
         batch = self._batch(inp.back)
         if self.shuffler_out_of_order:
-            raise self._refuse(self._sec("13(l)"), "the shuffler is marked out of order")
+            raise self._refuse(self._sec("shuffler_out_of_order"), "the shuffler is marked out of order")
         if batch.location is not Place.SHUFFLER:
             raise self._refuse(self._sec("3(b)(3)"), f"the {inp.back} batch is not in the shuffler")
         self.emit(step, "shuffle_started", back=inp.back)
@@ -325,12 +326,12 @@ class Table:
     def _on_ShuffleCompleted(self, inp: I.ShuffleCompleted, step: Step) -> None:
         batch = self._batch(inp.back)
         if batch.shuffler is not ShufflerState.SHUFFLING:
-            raise self._refuse(self._sec("13(k)"), f"the {inp.back} batch was not being shuffled")
+            raise self._refuse(self._sec("shuffle_failed"), f"the {inp.back} batch was not being shuffled")
         self.emit(step, "shuffle_completed", back=inp.back, cards_counted=inp.cards_counted)
         if inp.cards_counted is not None and inp.cards_counted != batch.size:
             self._alarm(
                 step,
-                self._sec("13(k)"),
+                self._sec("shuffle_failed"),
                 f"the shuffler counted {inp.cards_counted} of the {batch.size} cards of the {inp.back} batch",
                 "count the batch and reshuffle it before it is dealt",
                 halts=False,
@@ -346,11 +347,11 @@ class Table:
     def _on_ShuffleFailed(self, inp: I.ShuffleFailed, step: Step) -> None:
         batch = self._batch(inp.back)
         if batch.location is not Place.SHUFFLER:
-            raise self._refuse(self._sec("13(k)"), f"the {inp.back} batch is not in the shuffler")
+            raise self._refuse(self._sec("shuffle_failed"), f"the {inp.back} batch is not in the shuffler")
         self.emit(step, "shuffle_failed", back=inp.back, reason=inp.reason)
         self._alarm(
             step,
-            self._sec("13(k)"),
+            self._sec("shuffle_failed"),
             f"the shuffler stopped ({inp.reason}) with the {inp.back} batch",
             "clear the shuffler; the batch is reshuffled",
             halts=False,
@@ -362,7 +363,9 @@ class Table:
 
     def _on_ShufflerOutOfOrder(self, inp: I.ShufflerOutOfOrder, step: Step) -> None:
         if self.shuffler_out_of_order:
-            raise self._refuse(self._sec("13(l)"), "the shuffler is already marked out of order")
+            raise self._refuse(
+                self._sec("shuffler_out_of_order"), "the shuffler is already marked out of order"
+            )
         self.emit(step, "shuffler_out_of_order", by=inp.by)
         step.commands.append(Command("shuffler", "mark_out_of_order"))
 
@@ -375,7 +378,7 @@ class Table:
 
     def _on_ShufflerRestored(self, inp: I.ShufflerRestored, step: Step) -> None:
         if not self.shuffler_out_of_order:
-            raise self._refuse(self._sec("13(l)"), "the shuffler is not marked out of order")
+            raise self._refuse(self._sec("shuffler_out_of_order"), "the shuffler is not marked out of order")
         self.emit(step, "shuffler_restored", by=inp.by)
 
     def _apply_shuffler_restored(self, p: dict[str, Any]) -> None:
@@ -383,10 +386,14 @@ class Table:
 
     # ------------------------------------------------------------------ shuffling by hand and the cut
     def _on_HandShuffled(self, inp: I.HandShuffled, step: Step) -> None:
+        if not self.blackjack:
+            raise self._refuse(
+                "687a.9(a)(1)", "cards dealt from the hand are shuffled by an automated shuffler"
+            )
         batch = self._batch(inp.back)
         if self.options.automated_shuffler and not self.shuffler_out_of_order:
             raise self._refuse(
-                self._sec("13(l)"),
+                self._sec("shuffler_out_of_order"),
                 "cards are shuffled by another method only after the shuffler is marked out of order",
             )
         if batch.location not in (Place.DISCARD, Place.NEW):
@@ -503,7 +510,9 @@ class Table:
                 )
             if batch.location is not Place.SHUFFLER or batch.shuffler is not ShufflerState.READY:
                 section = (
-                    self._sec("13(k)") if batch.shuffler is ShufflerState.JAMMED else self._sec("3(b)(3)")
+                    self._sec("shuffle_failed")
+                    if batch.shuffler is ShufflerState.JAMMED
+                    else self._sec("3(b)(3)")
                 )
                 raise self._refuse(section, f"the {inp.back} batch is not shuffled and ready in the shuffler")
         self.emit(step, "batch_to_shoe", back=inp.back)
@@ -625,7 +634,7 @@ class Table:
         if self.held_card is not None:
             self._alarm(
                 step,
-                self._sec("13(b)"),
+                self._sec("drawn_in_error"),
                 "a second card was drawn out of turn",
                 "stop dealing; rule on the cards drawn in error",
                 halts=True,
@@ -837,12 +846,12 @@ class Table:
                 action = Action(key)
             except ValueError:
                 raise self._refuse(
-                    self._sec("7(i)"), f"the dealer's decision is awaited, not {key!r}"
+                    self._sec("decisions"), f"the dealer's decision is awaited, not {key!r}"
                 ) from None
             if action not in req.legal:
                 box = next(b for b in rnd.state.boxes if b.seat == req.seat)
                 why = rnd.procedure.refusal(action, box.hands[req.hand], box)
-                raise why or self._refuse(self._sec("7(i)"), f"{key} is not allowed now")
+                raise why or self._refuse(self._sec("decisions"), f"{key} is not allowed now")
             self.emit(
                 step, "decision", round=self.round_no, seat=req.seat, hand=req.hand, action=action.value
             )
@@ -949,7 +958,7 @@ class Table:
             answer = inp.light.value
         else:
             if inp.blackjack is None:
-                raise self._refuse(self._sec("7(h)"), "the reader reports whether the dealer has Blackjack")
+                raise self._refuse(self._sec("peek"), "the reader reports whether the dealer has Blackjack")
             answer = inp.blackjack
         self.emit(step, "reader_used", round=self.round_no)
         self.emit(step, "reader_result", round=self.round_no, result=answer)
@@ -957,7 +966,7 @@ class Table:
         if state.hole_exposed:
             self.emit(step, "hole_card_exposed", round=self.round_no, hole=str(state.dealer[1]))
         if not state.reader_agrees:
-            section = "685a.12(h)" if req.masque else self._sec("13(j)")
+            section = "685a.12(h)" if req.masque else self._sec("reader_failed")
             self._alarm(
                 step,
                 section,
@@ -979,38 +988,33 @@ class Table:
         pass
 
     def _reader_misuse(self, step: Step) -> None:
+        """673a.13(i), 665a.13(h), 685a.12(h): the hole card went into the reader out of turn."""
         rnd = self.round
         up = rnd.state.dealer[0] if rnd is not None and rnd.state.dealer else None
-        if self.options.game is GameId.DOUBLE_ATTACK:
-            if self.options.rulings.reader_reveals_hole_card and rnd is not None:
-                self._alarm(
-                    step,
-                    "665a.13(h)(1)",
-                    "the hole card went into a reader that shows it, out of turn",
-                    "all hands are dead; wagers returned",
-                    halts=False,
-                )
-                self._void(step, "665a.13(h)(1)", "floor")
-                return
-            section = "665a.13(h)(2)"
-        elif self.options.game is GameId.DOWN_UNDER:
-            section = "685a.12(h)"
-        else:
-            section = "673a.13(i)"
+        if (
+            self.options.game is GameId.DOUBLE_ATTACK
+            and self.options.rulings.reader_reveals_hole_card
+            and rnd
+        ):
+            self._alarm(
+                step,
+                "665a.13(h)(1)",
+                "the hole card went into a reader that shows it, out of turn",
+                "all hands are dead; wagers returned",
+                halts=False,
+            )
+            self._void(step, "665a.13(h)(1)", "floor")
+            return
         self._alarm(
             step,
-            section,
+            self._sec("reader_misuse"),
             f"the hole card went into the reader out of turn (up card {up})",
             "notify the floorperson; play continues",
             halts=False,
         )
 
     def _reader_failed_section(self) -> str:
-        return {
-            GameId.DOUBLE_BACK_JACK: "673a.13(j)",
-            GameId.DOUBLE_ATTACK: "665a.13(i)",
-            GameId.DOWN_UNDER: "685a.12(i)",
-        }.get(self.options.game, "687a.9")
+        return self._sec("reader_failed")
 
     def _on_ReaderFailed(self, inp: I.ReaderFailed, step: Step) -> None:
         if self.reader_failed:

@@ -116,7 +116,7 @@ def test_a_journal_of_another_table_is_refused(tmp_path: Path) -> None:
 
 
 def test_journal_show_reconstructs_a_round_for_a_dispute(day: Path) -> None:
-    """673a.7(u), 685a.7(s): each box's cards and decisions, the dealer's cards, the reader, every
+    """673a.7(u), 665a.7(q), 685a.7(s): each box's cards and decisions, the dealer's cards, the reader, every
     wager's settlement with its section."""
     proc = tablectl("journal", "show", str(day), "--round", "37")
     assert proc.returncode == 0, proc.stderr

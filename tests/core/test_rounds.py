@@ -204,3 +204,56 @@ def test_round_settles_through_the_rules_engine() -> None:
         "673a.7(f)"
     )
     assert settled["dealer"]["cards"] == ["9D", "7S"]
+
+
+@pytest.mark.parametrize(
+    ("game", "jam", "out_of_order"),
+    [(DBJ, "673a.13(k)", "673a.13(l)"), (DA, "665a.13(j)", "665a.13(k)"), (DU, "685a.12(j)", "685a.12(k)")],
+)
+def test_shuffler_faults_cite_each_chapters_own_section(game: str, jam: str, out_of_order: str) -> None:
+    """The irregularity letters differ: 673a.13(k) is 665a.13(j) and 685a.12(j)."""
+    d = make(game)
+    d.feed(I.ShuffleFailed(back="red", reason="jam at card 40"))
+    assert [e.payload["section"] for e in d.events if e.kind == "alarm_raised"] == [jam]
+    with pytest.raises(RuleViolation, match="^" + re.escape(out_of_order)):
+        d.feed(I.HandShuffled(back="red", dealer="d1"))
+
+
+@pytest.mark.parametrize("game", [DBJ, DA, DU])
+def test_face_up_drawn_in_error_and_extra_cards_in_every_game(game: str) -> None:
+    """673a.13(a), 673a.13(b), 673a.13(d); 665a.13(a), 665a.13(b), 665a.13(d);
+    685a.12(a), 685a.12(b), 685a.12(d)."""
+    d = make(game)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.draw("KH", face_up_in_shoe=True)  # (a) not used this round
+    assert d.kinds()[-1] == "card_discarded_face_up"
+    if game == DA:
+        d.draw("7H")  # the up card comes first
+        d.draw("9C")  # (b) drawn while the Double Attack offer is open: held, used as the next card
+        assert d.kinds()[-1] == "card_held"
+        d.feed(I.KeyPressed(key="next"))
+        d.deal("8D 5S")
+        assert dealt(d)[-1] == (1, "8D")
+        d.feed(I.KeyPressed(key="stand"))
+        d.deal("3C")  # dealer 7 5 draws 3 = 15 (Bust It card), then 10 = 25
+        d.deal("KC")
+    else:
+        d.deal("9C 10D 8D 7S")
+        if game == DBJ:
+            d.feed(I.KeyPressed(key="next"))  # 10 up: no early surrender
+            d.feed(I.ReaderReport(blackjack=False))
+        else:
+            d.feed(I.ReaderReport(light=MasqueRange.MEDIUM))
+        d.feed(I.KeyPressed(key="stand"))
+    assert "round_settled" in d.kinds()
+    d.draw("5C")  # (d) the dealer had 17 or more and drew by mistake
+    assert d.kinds()[-1] == "card_discarded_extra"
+    assert all(b.conserved() for b in d.table.batches.values())
+
+
+def test_687a_9a1_dj_wild_is_never_shuffled_by_hand() -> None:
+    """687a.9(a)(1): dealing from the hand needs the automated shuffler, even when it is out of order."""
+    d = make("dj-wild")
+    d.feed(I.ShufflerOutOfOrder(by="floor"))
+    with pytest.raises(RuleViolation, match=r"^687a\.9\(a\)\(1\)"):
+        d.feed(I.HandShuffled(back="red", dealer="d1"))
