@@ -75,6 +75,9 @@ class GameOptions:
     decks: int  # per batch
     boxes: int = MAX_BOXES
     automated_shuffler: bool = True  # two batches of different back colours (…3(b))
+    # An approved shoe that reshuffles and counts by itself, or a continuous shuffler (673a.5(h),
+    # 665a.5(h), 685a.5(h); 685a.3(a)): no cut, no cover card, no batch alternation.
+    self_shuffling_shoe: bool = False
     bust_it: bool = False
     match_the_dealer: bool = False
     progressive: bool = False
@@ -97,6 +100,8 @@ class GameOptions:
                 "685a.6(e)",
                 f"Match-the-Dealer is offered only with six- or eight-deck batches, not {self.decks}",
             )
+        if self.self_shuffling_shoe and self.game is GameId.DJ_WILD:
+            raise RuleViolation("687a.9(a)(1)", "DJ Wild dealt from the hand uses an automated shuffler")
         for name, (game, section) in _WAGER_GAMES.items():
             if getattr(self, name) and self.game != game:
                 raise RuleViolation(section, f"the {name} wager belongs to {game_spec(game).title}")
@@ -137,7 +142,15 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
     """Build and validate options from a parsed TOML document; errors name ``where`` and the key."""
-    known_top = {"game", "decks_per_batch", "boxes", "automated_shuffler", "wagers", "rulings"}
+    known_top = {
+        "game",
+        "decks_per_batch",
+        "boxes",
+        "automated_shuffler",
+        "self_shuffling_shoe",
+        "wagers",
+        "rulings",
+    }
     for key in doc:
         if key not in known_top:
             raise ConfigError(f"{where}: {key}: unknown key (expected one of {', '.join(sorted(known_top))})")
@@ -159,6 +172,10 @@ def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
         kwargs["decks"] = _expect(where, "decks_per_batch", doc["decks_per_batch"], int)
     if "boxes" in doc:
         kwargs["boxes"] = _expect(where, "boxes", doc["boxes"], int)
+    if "self_shuffling_shoe" in doc:
+        kwargs["self_shuffling_shoe"] = _expect(
+            where, "self_shuffling_shoe", doc["self_shuffling_shoe"], bool
+        )
     if "automated_shuffler" in doc:
         kwargs["automated_shuffler"] = _expect(where, "automated_shuffler", doc["automated_shuffler"], bool)
 
@@ -213,6 +230,7 @@ def options_to_dict(options: GameOptions) -> dict[str, Any]:
         "decks_per_batch": options.decks,
         "boxes": options.boxes,
         "automated_shuffler": options.automated_shuffler,
+        "self_shuffling_shoe": options.self_shuffling_shoe,
         "wagers": wagers,
         "rulings": rulings,
     }
@@ -227,6 +245,8 @@ def _key_for(section: str) -> str:
         return "rulings.min_chip"
     if section in ("665a.6(f)", "687a.9(b)"):
         return "wagers"
+    if section == "687a.9(a)(1)":
+        return "self_shuffling_shoe"
     return "decks_per_batch"
 
 

@@ -496,29 +496,30 @@ class Table:
             raise self._refuse(
                 self._sec("3(c)"), f"the {inp.back} decks were opened over 24 hours ago; change them"
             )
-        manual = self.manual
-        if manual:
+        self._check_shuffled_for_shoe(batch)
+        self.emit(step, "batch_to_shoe", back=inp.back)
+        if self.two_batches:
+            step.commands.append(Command("shuffler", "eject_to_shoe", (inp.back,)))
+
+    def _check_shuffled_for_shoe(self, batch: Batch) -> None:
+        """The batch was shuffled the way this table shuffles, ready to go into the shoe."""
+        if self.options.self_shuffling_shoe and not self.shuffler_out_of_order:
+            return  # 673a.5(h): the approved device shuffles and counts; 5(b)-(g) do not apply
+        if self.manual:
             cut = self.cut
-            if cut is None or cut.back != inp.back or cut.cover_from_bottom is None:
+            if cut is None or cut.back != batch.back or cut.cover_from_bottom is None:
                 raise self._refuse(
                     self._sec("5(d)"), "the stack is cut and the cover card placed before it goes in the shoe"
                 )
-        else:
-            if inp.back == self.last_shoe_back:
-                raise self._refuse(
-                    self._sec("3(b)(4)"), f"the {inp.back} batch was dealt last shoe; the batches alternate"
-                )
-            if batch.location is not Place.SHUFFLER or batch.shuffler is not ShufflerState.READY:
-                section = (
-                    self._sec("shuffle_failed")
-                    if batch.shuffler is ShufflerState.JAMMED
-                    else self._sec("3(b)(3)")
-                )
-                raise self._refuse(section, f"the {inp.back} batch is not shuffled and ready in the shuffler")
-        self.emit(step, "batch_to_shoe", back=inp.back)
-        step.commands.append(
-            Command("shuffler", "eject_to_shoe", (inp.back,)) if not manual else Command("shoe", "loaded")
-        )
+            return
+        if batch.back == self.last_shoe_back:
+            raise self._refuse(
+                self._sec("3(b)(4)"), f"the {batch.back} batch was dealt last shoe; the batches alternate"
+            )
+        if batch.location is not Place.SHUFFLER or batch.shuffler is not ShufflerState.READY:
+            jammed = batch.shuffler is ShufflerState.JAMMED
+            section = self._sec("shuffle_failed") if jammed else self._sec("3(b)(3)")
+            raise self._refuse(section, f"the {batch.back} batch is not shuffled and ready in the shuffler")
 
     def _apply_batch_to_shoe(self, p: dict[str, Any]) -> None:
         batch = self.batches[p["back"]]
@@ -535,6 +536,8 @@ class Table:
 
     # ================================================================== the shoe
     def _on_CoverCardReached(self, inp: I.CoverCardReached, step: Step) -> None:
+        if self.options.self_shuffling_shoe:
+            raise self._refuse(self._sec("5(h)"), "a self-shuffling shoe has no cover card")
         if self.shoe_back is None:
             raise self._refuse(self._sec("7(d)"), "no batch is in the shoe")
         if self.cover_reached:
@@ -604,7 +607,7 @@ class Table:
         others = [
             b.back for b in self.batches.values() if b.back != self.shoe_back and b.location is Place.DISCARD
         ]
-        if others and not self.manual:
+        if others and self.two_batches:
             self._alarm(
                 step,
                 self._sec("3(b)(5)"),
@@ -682,11 +685,17 @@ class Table:
         """Shuffling by hand: no shuffler configured, or it is marked out of order (673a.13(l))."""
         return self.shuffler_out_of_order or not self.options.automated_shuffler
 
+    @property
+    def two_batches(self) -> bool:
+        """673a.3(b) governs a table whose automated shuffler stores one batch while the other is
+        dealt: not a hand-shuffled table, not a self-shuffling shoe or continuous shuffler."""
+        return not self.manual and not self.options.self_shuffling_shoe
+
     def _ready_for_round(self) -> None:
         others = [
             b.back for b in self.batches.values() if b.back != self.shoe_back and b.location is Place.DISCARD
         ]
-        if others and not self.manual:
+        if others and self.two_batches:
             raise self._refuse(
                 self._sec("3(b)(5)"),
                 f"the {others[0]} batch is still in the discard rack; load it into the shuffler first",
@@ -1071,7 +1080,7 @@ class Table:
         others = [
             b.back for b in self.batches.values() if b.back != self.shoe_back and b.location is Place.DISCARD
         ]
-        if others and not self.manual and not self.in_round:
+        if others and self.two_batches and not self.in_round:
             raise self._refuse(
                 self._sec("3(b)(5)"),
                 f"the {others[0]} batch is still in the discard rack; load it into the shuffler first",

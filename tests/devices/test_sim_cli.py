@@ -27,7 +27,8 @@ DECKS = {"double-back-jack": 6, "double-attack": 8, "down-under": 6, "dj-wild": 
 
 def _start(table: str) -> tuple[subprocess.Popen[bytes], dict[str, dict[str, str]]]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from sim.cli import main; sys.exit(main(sys.argv[1:]))",
+        # The real entry point, as an operator types it: tablectl sim --config ...
+        [sys.executable, "-m", "controller.cli", "sim",
          "--config", str(TABLES / f"{table}.toml"), "--seed", "7"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
