@@ -1,0 +1,120 @@
+"""Where the broker is and how to log in: URL, credentials and TLS; and a client per connection.
+
+Credentials come from the table config or the environment, never from a URL: a URL ends up on
+command lines, in ``ps`` and in shell history, so one carrying ``user:pass@`` is refused.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import aiomqtt
+
+from controller.errors import ConfigError
+
+ENV_USERNAME = "TABLECTL_MQTT_USERNAME"
+ENV_PASSWORD = "TABLECTL_MQTT_PASSWORD"
+DEFAULT_PORTS = {"mqtt": 1883, "mqtts": 8883}
+_URL_FORMS = "mqtt://host:port or mqtts://host:port"
+
+
+@dataclass(frozen=True)
+class BrokerSettings:
+    host: str
+    port: int
+    tls: bool = False
+    ca_file: Path | None = None  # None with tls: the system's trust store
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)  # never in a repr, a log line or a traceback
+    keepalive: int = 10  # seconds; a silent broker is noticed within 1.5x this
+
+    @property
+    def url(self) -> str:
+        return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        if not self.tls:
+            return None
+        try:
+            return ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
+        except (OSError, ssl.SSLError) as e:
+            raise ConfigError(f"telemetry: ca_file {self.ca_file}: cannot be used ({e})") from None
+
+    def client(
+        self,
+        identifier: str,
+        *,
+        will: aiomqtt.Will | None = None,
+        timeout: float = 10.0,
+        max_inflight: int = 200,
+        max_queued_incoming: int | None = None,
+    ) -> aiomqtt.Client:
+        """A fresh client: aiomqtt fixes the Last Will at construction, so one per connection attempt."""
+        return aiomqtt.Client(
+            self.host,
+            self.port,
+            identifier=identifier,
+            username=self.username,
+            password=self.password,
+            will=will,
+            clean_session=True,
+            keepalive=self.keepalive,
+            timeout=timeout,
+            tls_context=self.tls_context(),
+            max_inflight_messages=max_inflight,
+            max_queued_incoming_messages=max_queued_incoming,
+        )
+
+
+def parse_broker_url(url: str) -> tuple[bool, str, int]:
+    """``mqtt://host[:port]`` or ``mqtts://host[:port]`` -> (tls, host, port)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise ConfigError(f"telemetry: broker URL {url!r} is not {_URL_FORMS}") from None
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        raise ConfigError(f"telemetry: broker URL {url!r} is not {_URL_FORMS}")
+    if parts.username is not None or parts.password is not None:
+        # Do not echo the URL: it holds a password.
+        raise ConfigError(
+            f"telemetry: the broker URL may not carry credentials; set {ENV_USERNAME} and {ENV_PASSWORD} "
+            "or [telemetry] username/password in the table config"
+        )
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ConfigError(f"telemetry: broker URL {url!r} has a path or query; only host and port are used")
+    return parts.scheme == "mqtts", parts.hostname, port or DEFAULT_PORTS[parts.scheme]
+
+
+def broker_settings(
+    url: str, section: Mapping[str, object], base_dir: Path, environ: Mapping[str, str]
+) -> BrokerSettings:
+    """Settings from a URL, the config's ``[telemetry]`` section and the environment (which wins)."""
+    tls, host, port = parse_broker_url(url)
+    username = environ.get(ENV_USERNAME) or _optional_str(section, "username")
+    password = environ.get(ENV_PASSWORD) or _optional_str(section, "password")
+    if password is not None and username is None:
+        raise ConfigError(f"telemetry: a password but no username ({ENV_USERNAME} or [telemetry] username)")
+    ca = _optional_str(section, "ca_file")
+    ca_file = (base_dir / ca) if ca is not None else None
+    if ca_file is not None and not ca_file.is_file():
+        raise ConfigError(f"telemetry: ca_file {ca_file}: no such file")
+    keepalive = section.get("keepalive_s", 10)
+    if isinstance(keepalive, bool) or not isinstance(keepalive, int) or not 2 <= keepalive <= 600:
+        raise ConfigError("telemetry: keepalive_s must be a whole number of seconds from 2 to 600")
+    if section.get("require_tls") is True and not tls:
+        raise ConfigError("telemetry: require_tls is set; use an mqtts:// broker URL")
+    return BrokerSettings(host, port, tls, ca_file, username, password, keepalive)
+
+
+def _optional_str(section: Mapping[str, object], key: str) -> str | None:
+    value = section.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"telemetry: {key} must be a non-empty string")
+    return value

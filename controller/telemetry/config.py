@@ -1,0 +1,112 @@
+"""Building a Telemetry from a table config: ``telemetry_from_config`` is what the supervisor calls.
+
+The table file may carry a ``[telemetry]`` section::
+
+    [telemetry]
+    broker = "mqtts://broker.floor.example:8883"   # or given by --broker; mqtt:// for a lab
+    ca_file = "../mosquitto/ca.crt"                 # relative to the table file
+    username = "table-example-floor-dab-01"         # or TABLECTL_MQTT_USERNAME
+    # password: TABLECTL_MQTT_PASSWORD (preferred), or password = "..." in a file only root reads
+    require_tls = true                              # refuse an mqtt:// URL
+    keepalive_s = 10
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import platform
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from controller.errors import ConfigError
+from controller.journal import canonical_json
+from controller.journal.store import FORMAT_VERSION
+from controller.telemetry.broker import broker_settings
+from controller.telemetry.payloads import PAYLOAD_VERSION
+from controller.telemetry.publisher import Backoff, CommandHandler, TableIdentity, Telemetry
+from controller.telemetry.topics import check_level
+
+
+def versions() -> dict[str, str | int]:
+    def version(dist: str) -> str:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return "unknown"
+
+    return {
+        "tablectl": version("tablectl"),
+        "python": platform.python_version(),
+        "aiomqtt": version("aiomqtt"),
+        "journal_format": FORMAT_VERSION,
+        "payload": PAYLOAD_VERSION,
+    }
+
+
+def config_hash(table_doc: Mapping[str, Any]) -> str:
+    """sha256 of the table config as canonical JSON, without ``[telemetry]``.
+
+    The broker section is left out: it holds a password, and a hash of a short password is a
+    way to guess it; and moving a table to another broker does not change how it plays.
+    """
+    doc = {k: v for k, v in table_doc.items() if k != "telemetry"}
+    return "sha256:" + hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
+
+
+def game_name(table: Mapping[str, Any], base_dir: Path) -> str:
+    """The game id: the game file's own ``game = ...`` key, else its file name without .toml."""
+    ref = table.get("game")
+    if not isinstance(ref, str) or not ref:
+        return "unknown"
+    path = base_dir / ref
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        if isinstance(doc.get("game"), str):
+            return str(doc["game"])
+    except (OSError, tomllib.TOMLDecodeError):
+        pass
+    return Path(ref).stem
+
+
+def telemetry_from_config(
+    table_doc: dict[str, Any],
+    base_dir: str | Path,
+    broker_url: str | None,
+    journal_path: str | Path,
+    *,
+    command: CommandHandler | None = None,
+    environ: Mapping[str, str] | None = None,
+    backoff: Backoff | None = None,
+    game: str | None = None,
+) -> Telemetry | None:
+    """The table's Telemetry, or None when no broker is configured (no --broker, no [telemetry] broker).
+
+    ``table_doc`` is the parsed table file; ``base_dir`` the directory it is in (``ca_file`` is
+    relative to it); ``broker_url`` (from ``--broker``) wins over the file's. Raises ConfigError
+    with one line naming the key for a bad section, URL, CA file, site or table id.
+    """
+    table = table_doc.get("table")
+    if not isinstance(table, dict):
+        raise ConfigError("telemetry: the table config has no [table] section")
+    section = table_doc.get("telemetry", {})
+    if not isinstance(section, dict):
+        raise ConfigError("telemetry: [telemetry] must be a table")
+    url = broker_url or section.get("broker")
+    if url is None:
+        return None
+    if not isinstance(url, str):
+        raise ConfigError("telemetry: broker must be an mqtt:// or mqtts:// URL")
+    base = Path(base_dir)
+    settings = broker_settings(url, section, base, os.environ if environ is None else environ)
+    identity = TableIdentity(
+        site=check_level("table.site", table.get("site")),
+        table=check_level("table.id", table.get("id")),
+        game=game or game_name(table, base),
+        config_hash=config_hash(table_doc),
+        versions=versions(),
+    )
+    return Telemetry(settings, identity, journal_path, command=command, backoff=backoff)

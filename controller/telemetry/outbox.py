@@ -1,0 +1,72 @@
+"""The journal as the telemetry outbox, read in a thread of its own.
+
+SQLite calls block: a read of a few hundred records, or the cursor commit waiting for the
+writer's lock, must not stall the event loop the supervisor runs the table on. So this object
+owns one worker thread and one Journal opened in it (Python's sqlite3 ties a connection to the
+thread that opened it). It never appends: it reads records and moves the published cursor,
+which is why it opens the file writable (``mark_published`` needs a write) but with
+``create=False``, so a wrong path is an error rather than a new empty journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from controller.journal import Journal
+from controller.telemetry.payloads import encode, event_message
+
+T = TypeVar("T")
+
+
+class JournalOutbox:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="telemetry-journal")
+        self._journal: Journal | None = None  # touched only in the worker thread
+
+    def _open(self) -> Journal:
+        if self._journal is None:
+            self._journal = Journal.open(self.path, create=False)
+        return self._journal
+
+    async def _run(self, fn: Callable[[Journal], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(self._open()))
+
+    async def cursor(self) -> tuple[int, int]:
+        """(published_seq, last_seq)."""
+        return await self._run(lambda j: (j.published_seq(), j.last_seq))
+
+    async def encoded_after(self, seq: int, limit: int) -> list[tuple[int, bytes]]:
+        """Up to ``limit`` records after ``seq``, as (seq, the events message), in seq order.
+
+        Encoding happens here, beside the read, so the redaction rule is applied before a record
+        ever reaches the event loop.
+        """
+
+        def read(journal: Journal) -> list[tuple[int, bytes]]:
+            out: list[tuple[int, bytes]] = []
+            for record in journal.records(after_seq=seq):
+                out.append((record.seq, encode(event_message(record))))
+                if len(out) >= limit:
+                    break
+            return out
+
+        return await self._run(read)
+
+    async def mark_published(self, seq: int) -> None:
+        await self._run(lambda j: j.mark_published(seq))
+
+    async def close(self) -> None:
+        def close(_: Journal | None = None) -> None:
+            if self._journal is not None:
+                self._journal.close()
+                self._journal = None
+
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, close)
+        self._executor.shutdown(wait=False)

@@ -1,0 +1,118 @@
+"""The JSON payloads telemetry publishes. Every one carries ``"version": PAYLOAD_VERSION``.
+
+The redaction rule lives here and only here (``event_message``): a record that is not public
+goes out as ``{seq, kind, classification, withheld: true}`` and nothing else, so the stream's
+sequence numbers stay contiguous and a monitor can tell a withheld record from a lost one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from controller.journal import Classification, Record
+from controller.table.events import SECRET_FIELDS
+
+PAYLOAD_VERSION = 1
+
+
+def encode(payload: Mapping[str, Any]) -> bytes:
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def birth(identity: Mapping[str, Any], birth_id: str, last_seq: int, published_seq: int) -> dict[str, Any]:
+    """The retained ``status`` of a connection that just came up (Sparkplug's birth, in our JSON)."""
+    return {
+        "version": PAYLOAD_VERSION,
+        "online": True,
+        "birth": birth_id,
+        **identity,
+        "journal": {"last_seq": last_seq, "published_seq": published_seq},
+    }
+
+
+def death(identity: Mapping[str, Any], birth_id: str, *, clean: bool) -> dict[str, Any]:
+    """The retained ``status`` when a connection ends: the Last Will (clean=False) or a shutdown."""
+    return {
+        "version": PAYLOAD_VERSION,
+        "online": False,
+        "clean": clean,
+        "birth": birth_id,
+        "site": identity.get("site"),
+        "table": identity.get("table"),
+    }
+
+
+def state(snapshot: Mapping[str, Any], devices: Mapping[str, str], game: str) -> dict[str, Any]:
+    """The retained ``state``: Table.snapshot() as given (it is the core's public view), plus device health.
+
+    ``snapshot["cards_in_shoe"]`` is a count, not the cards: the one SECRET_FIELDS name that the
+    public snapshot uses for a number.
+    """
+    return {"version": PAYLOAD_VERSION, "game": game, "snapshot": dict(snapshot), "devices": dict(devices)}
+
+
+def alarms(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    """The retained ``alarms``: unacknowledged alarms, halting ones first, each with the floor's action."""
+    halting = {a.get("id") for a in snapshot.get("halted", ()) if isinstance(a, Mapping)}
+    active = [
+        {
+            "id": a.get("id"),
+            "section": a.get("section"),
+            "message": a.get("message"),
+            "floor_action": a.get("floor_action"),
+            "halts_dealing": a.get("id") in halting,
+        }
+        for a in snapshot.get("alarms", ())
+        if isinstance(a, Mapping)
+    ]
+    active.sort(key=lambda a: (not a["halts_dealing"], a["id"] if isinstance(a["id"], int) else 0))
+    return {"version": PAYLOAD_VERSION, "count": len(active), "alarms": active}
+
+
+def device(name: str, health: str) -> dict[str, Any]:
+    return {"version": PAYLOAD_VERSION, "device": name, "health": health}
+
+
+def event_message(record: Record) -> dict[str, Any]:
+    """One journal record on ``events``: public ones whole, any other as a numbered placeholder.
+
+    The hash goes out only with a public record: a withheld record's hash covers its payload,
+    and a payload as small as one burned card could be found by trying all 52.
+    """
+    if record.classification is Classification.PUBLIC:
+        return {
+            "version": PAYLOAD_VERSION,
+            "seq": record.seq,
+            "at": record.at,
+            "kind": record.kind,
+            "classification": record.classification.value,
+            "payload": record.payload,
+            "hash": record.hash,
+        }
+    return {
+        "version": PAYLOAD_VERSION,
+        "seq": record.seq,
+        "kind": record.kind,
+        "classification": record.classification.value,
+        "withheld": True,
+    }
+
+
+# What a command result may carry back from the supervisor, as plain scalars; anything else it
+# returns (a list of events, a snapshot) stays in: the result topic is no side door for payloads.
+_RESULT_KEYS = ("ok", "error", "section", "message", "seq")
+
+
+def command_result(
+    name: str, request_id: str | None, who: str | None, result: Mapping[str, Any]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"version": PAYLOAD_VERSION, "command": name, "id": request_id, "who": who}
+    for key in _RESULT_KEYS:
+        value = result.get(key)
+        scalar = value is None or isinstance(value, str | int | bool)
+        if key in result and key not in SECRET_FIELDS and scalar:
+            out[key] = value
+    out["ok"] = bool(result.get("ok", False))
+    return out

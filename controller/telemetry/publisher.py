@@ -1,0 +1,376 @@
+"""Telemetry: the table's journal, state, alarms and devices to ops MQTT, and floor commands back.
+
+One task owns the broker connection and runs three loops on it: the journal outbox (events by
+sequence number), the retained topics (status, state, alarms, devices) and the listener
+(commands, and our own status to catch a stale Last Will). The supervisor only calls the cheap,
+synchronous ``state_changed`` / ``journal_appended`` / ``device_health``, which record what is to
+be published and wake a loop: the table never waits on the broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+import structlog
+
+from controller.errors import TablectlError
+from controller.journal import JournalError
+from controller.telemetry import payloads
+from controller.telemetry.broker import BrokerSettings
+from controller.telemetry.commands import Refused, parse_command
+from controller.telemetry.outbox import JournalOutbox
+from controller.telemetry.topics import TableTopics, check_level
+
+# (name, args, who, role) -> {"ok": bool, ...}; the supervisor's, called only for a valid command.
+CommandHandler = Callable[[str, dict[str, Any], str, str], Awaitable[dict[str, Any]]]
+
+log = structlog.get_logger("tablectl.telemetry")
+
+
+@dataclass(frozen=True)
+class Backoff:
+    initial_s: float = 0.5
+    max_s: float = 30.0
+    factor: float = 2.0
+
+    def next(self, delay: float) -> float:
+        return min(delay * self.factor, self.max_s)
+
+    @staticmethod
+    def jittered(delay: float) -> float:
+        # 500 tables reconnecting to a restarted broker in the same millisecond is a thundering herd.
+        return delay * random.uniform(0.8, 1.2)
+
+
+@dataclass(frozen=True)
+class TableIdentity:
+    """What the birth says about the table: who, which game, which software and which config."""
+
+    site: str
+    table: str
+    game: str
+    config_hash: str
+    versions: Mapping[str, str | int]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "site": self.site,
+            "table": self.table,
+            "game": self.game,
+            "config_hash": self.config_hash,
+            "versions": dict(self.versions),
+        }
+
+
+class Telemetry:
+    """Publishes one table to ops MQTT; see docs/mqtt.md for the topics and the delivery guarantee."""
+
+    def __init__(
+        self,
+        broker: BrokerSettings,
+        identity: TableIdentity,
+        journal_path: str | Path,
+        *,
+        command: CommandHandler | None = None,
+        backoff: Backoff | None = None,
+        client_id: str | None = None,
+        batch: int = 256,
+        poll_s: float = 1.0,
+        drain_on_stop_s: float = 2.0,
+    ) -> None:
+        self.broker = broker
+        self.identity = identity
+        self.topics = TableTopics(identity.site, identity.table)
+        self.client_id = client_id or f"tablectl-{identity.site}-{identity.table}"
+        self._command = command
+        self._backoff = backoff or Backoff()
+        self._batch = batch
+        self._poll_s = poll_s  # journal_appended is the signal; this is the safety net for a missed one
+        self._drain_on_stop_s = drain_on_stop_s
+        self._outbox = JournalOutbox(journal_path)
+        self._session = secrets.token_hex(4)  # tells this process's births from an earlier one's
+        self._births = 0
+        self._snapshot: dict[str, Any] | None = None
+        self._devices: dict[str, str] = {}
+        self._state_dirty = False
+        self._dirty_devices: set[str] = set()
+        self._published_alarms: dict[str, Any] | None = None
+        self._retained_wake = asyncio.Event()
+        self._journal_wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._log = log.bind(site=identity.site, table=identity.table)
+        self.acked_seq = 0  # the highest seq the broker has acknowledged (this process's view)
+        self._marked_seq = 0
+        self.connected = False
+
+    # -- the supervisor's side: cheap, synchronous, never raise ------------------------------------
+
+    async def start(self) -> None:
+        """Start publishing; connecting (and reconnecting with backoff) happens in the background."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"telemetry {self.topics.base}")
+
+    async def stop(self, timeout_s: float = 5.0) -> None:
+        """Publish what is left (briefly), the clean offline status, and disconnect."""
+        self._stopping.set()
+        self._journal_wake.set()
+        self._retained_wake.set()
+        task, self._task = self._task, None
+        if task is not None:
+            try:
+                async with asyncio.timeout(timeout_s):
+                    await asyncio.shield(task)
+            except TimeoutError:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        await self._outbox.close()
+
+    def state_changed(self, snapshot: dict[str, Any]) -> None:
+        self._snapshot = snapshot
+        self._state_dirty = True
+        self._retained_wake.set()
+
+    def journal_appended(self) -> None:
+        self._journal_wake.set()
+
+    def device_health(self, name: str, health: str) -> None:
+        try:
+            check_level("device name", name)
+        except TablectlError:
+            self._log.warning("telemetry.device_name_refused")  # the name is not a topic level
+            return
+        self._devices[name] = str(health)
+        self._dirty_devices.add(name)
+        self._state_dirty = True  # the state payload carries device health too
+        self._retained_wake.set()
+
+    # -- the connection loop ---------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        delay = self._backoff.initial_s
+        while not self._stopping.is_set():
+            self.connected = False
+            try:
+                await self._connection()
+            except (aiomqtt.MqttError, OSError) as e:
+                self._log.warning("telemetry.broker_unavailable", error=_short(e))
+            except (JournalError, TablectlError) as e:
+                self._log.error("telemetry.journal_unavailable", error=str(e))
+            if self.connected:  # the last attempt got in: start the backoff again from the bottom
+                delay = self._backoff.initial_s
+            self.connected = False
+            if self._stopping.is_set():
+                return
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(Backoff.jittered(delay)):
+                    await self._stopping.wait()
+            delay = self._backoff.next(delay)
+
+    async def _connection(self) -> None:
+        self._births += 1
+        birth_id = f"{self._session}-{self._births}"
+        identity = self.identity.as_dict()
+        will = aiomqtt.Will(
+            self.topics.status, payloads.encode(payloads.death(identity, birth_id, clean=False)), 1, True
+        )
+        client = self.broker.client(self.client_id, will=will, max_queued_incoming=1000)
+        async with client:
+            self.connected = True
+            published, last = await self._outbox.cursor()
+            self.acked_seq = self._marked_seq = max(self.acked_seq, published)
+            await client.subscribe(self.topics.status, qos=1)
+            await client.subscribe(self.topics.commands, qos=1)
+            birth = payloads.encode(payloads.birth(identity, birth_id, last, self.acked_seq))
+            await client.publish(self.topics.status, birth, qos=1, retain=True)
+            self._log.info("telemetry.online", birth=birth_id, resume_after_seq=self.acked_seq, last_seq=last)
+            # A broker that restarted without persistence has lost every retained topic: send all again.
+            self._state_dirty = True
+            self._published_alarms = None
+            self._dirty_devices.update(self._devices)
+            loops = [
+                asyncio.create_task(self._listen(client, birth_id, birth)),
+                asyncio.create_task(self._pump_events(client)),
+                asyncio.create_task(self._pump_retained(client)),
+            ]
+            stopping = asyncio.create_task(self._stopping.wait())
+            try:
+                done, _ = await asyncio.wait([*loops, stopping], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in [*loops, stopping]:
+                    task.cancel()
+                for task in [*loops, stopping]:
+                    with contextlib.suppress(asyncio.CancelledError, aiomqtt.MqttError):
+                        await task
+                await self._mark_acked()
+            for task in done:
+                failure = None if task is stopping or task.cancelled() else task.exception()
+                if failure is not None:
+                    raise failure
+            await self._farewell(client, identity, birth_id)
+
+    async def _farewell(self, client: aiomqtt.Client, identity: dict[str, Any], birth_id: str) -> None:
+        """On stop: what the journal still holds (for a moment), then a clean offline status."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._drain_on_stop_s):
+                while await self._publish_batch(client):
+                    pass
+                await self._publish_retained(client)
+        await self._mark_acked()
+        death = payloads.encode(payloads.death(identity, birth_id, clean=True))
+        await client.publish(self.topics.status, death, qos=1, retain=True)
+        self._log.info("telemetry.offline", acked_seq=self.acked_seq)
+
+    # -- events: the journal outbox ----------------------------------------------------------------
+
+    async def _pump_events(self, client: aiomqtt.Client) -> None:
+        while True:
+            # Cleared before reading, so an append during the read wakes the next round.
+            self._journal_wake.clear()
+            if await self._publish_batch(client):
+                continue
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._poll_s):
+                    await self._journal_wake.wait()
+
+    async def _publish_batch(self, client: aiomqtt.Client) -> int:
+        """Publish the next records after the acknowledged seq; return how many went out."""
+        messages = await self._outbox.encoded_after(self.acked_seq, self._batch)
+        if not messages:
+            return 0
+        # Every message is handed to paho at once, in seq order (aiomqtt's publish enqueues before
+        # its first await and tasks start in creation order), so many are in flight; PUBACKs are
+        # then taken in order and the cursor only ever moves over an unbroken run of them.
+        tasks = [
+            asyncio.create_task(client.publish(self.topics.events, body, qos=1, timeout=60))
+            for _, body in messages
+        ]
+        try:
+            for (seq, _), task in zip(messages, tasks, strict=True):
+                await task
+                self.acked_seq = seq
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        await self._mark_acked()
+        return len(messages)
+
+    async def _mark_acked(self) -> None:
+        if self.acked_seq > self._marked_seq:
+            seq = self.acked_seq
+            await self._outbox.mark_published(seq)
+            self._marked_seq = seq
+
+    # -- retained: state, alarms, devices ----------------------------------------------------------
+
+    async def _pump_retained(self, client: aiomqtt.Client) -> None:
+        while True:
+            self._retained_wake.clear()
+            await self._publish_retained(client)
+            await self._retained_wake.wait()
+
+    async def _publish_retained(self, client: aiomqtt.Client) -> None:
+        # Only the newest snapshot is sent: a burst of changes while a publish is out costs one message.
+        snapshot = self._snapshot
+        if snapshot is not None and self._state_dirty:
+            self._state_dirty = False
+            try:
+                body = payloads.state(snapshot, self._devices, self.identity.game)
+                await client.publish(self.topics.state, payloads.encode(body), qos=1, retain=True)
+                alarms = payloads.alarms(snapshot)
+                if alarms != self._published_alarms:
+                    await client.publish(self.topics.alarms, payloads.encode(alarms), qos=1, retain=True)
+                    self._published_alarms = alarms
+            except BaseException:
+                self._state_dirty = True
+                raise
+        while self._dirty_devices:
+            name = self._dirty_devices.pop()
+            try:
+                body = payloads.device(name, self._devices[name])
+                await client.publish(self.topics.device(name), payloads.encode(body), qos=1, retain=True)
+            except BaseException:
+                self._dirty_devices.add(name)
+                raise
+
+    # -- incoming: commands, and our own status --------------------------------------------------
+
+    async def _listen(self, client: aiomqtt.Client, birth_id: str, birth: bytes) -> None:
+        seen_own_birth = False
+        async for message in client.messages:
+            topic = message.topic.value
+            body = _bytes(message.payload)
+            if topic == self.topics.status:
+                doc = _json_object(body)
+                if doc.get("birth") == birth_id and doc.get("online") is True:
+                    seen_own_birth = True
+                elif seen_own_birth and doc.get("online") is False:
+                    # A previous connection's Last Will, delivered late (its keepalive ran out after we
+                    # were back): we are online, so say so again.
+                    self._log.warning("telemetry.stale_will_rebirth", birth=birth_id)
+                    await client.publish(self.topics.status, birth, qos=1, retain=True)
+                continue
+            prefix = self.topics.base + "/cmd/"
+            if topic.startswith(prefix) and "/" not in topic[len(prefix) :]:
+                await self._handle_command(client, topic[len(prefix) :], body)
+
+    async def _handle_command(self, client: aiomqtt.Client, name: str, body: bytes) -> None:
+        request_id: str | None = None
+        who: str | None = None
+        try:
+            command = parse_command(name, body)
+            request_id, who = command.request_id, command.who
+        except Refused as refused:
+            result: Mapping[str, Any] = {"ok": False, "error": str(refused)}
+            request_id, who = refused.request_id, refused.who
+        else:
+            result = await self._call_supervisor(command.name, command.args, command.who, command.role)
+        self._log.info("telemetry.command", command=name, id=request_id, who=who, ok=bool(result.get("ok")))
+        out = payloads.command_result(name, request_id, who, result)
+        await client.publish(self.topics.command_result(name), payloads.encode(out), qos=1)
+
+    async def _call_supervisor(
+        self, name: str, args: dict[str, Any], who: str, role: str
+    ) -> Mapping[str, Any]:
+        if self._command is None:
+            return {"ok": False, "error": "commands are not enabled on this table"}
+        try:
+            result: object = await self._command(name, args, who, role)
+        except TablectlError as e:
+            return {"ok": False, "error": str(e).splitlines()[0][:200]}
+        except Exception as e:  # a bug in the handler must not take the telemetry connection down
+            self._log.error("telemetry.command_failed", command=name, error=type(e).__name__)
+            return {"ok": False, "error": "internal error"}
+        if not isinstance(result, Mapping):
+            return {"ok": False, "error": "internal error"}
+        return result
+
+
+def _bytes(payload: object) -> bytes:
+    if isinstance(payload, bytes | bytearray):
+        return bytes(payload)
+    return b"" if payload is None else str(payload).encode("utf-8")
+
+
+def _json_object(body: bytes) -> dict[str, Any]:
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).splitlines()
+    return (text[0] if text and text[0] else type(exc).__name__)[:120]
