@@ -1136,6 +1136,29 @@ class Table:
         self.cover_reached = False
         self.burns_due = 0
 
+    def _on_DiscardsReshuffled(self, inp: I.DiscardsReshuffled, step: Step) -> None:
+        section = self._sec("insufficient_cards")
+        batch = self._batch(inp.back)
+        rnd = self.round
+        if rnd is None or not isinstance(rnd.request, CardFor) or self.shoe_back != inp.back:
+            raise self._refuse(section, "the discards are reshuffled only when a round cannot be finished")
+        if batch.places[Place.SHOE] > 0:
+            raise self._refuse(section, f"the shoe still holds {batch.places[Place.SHOE]} cards")
+        n = batch.places[Place.DISCARD]
+        if not MIN_CUT_FROM_END <= inp.cut_at <= n - MIN_CUT_FROM_END:
+            raise self._refuse(self._sec("5(d)"), f"the cut goes at least ten cards from either end of {n}")
+        self.emit(step, "discards_reshuffled", back=inp.back, cards=n, cut_at=inp.cut_at, by=inp.by)
+
+    def _apply_discards_reshuffled(self, p: dict[str, Any]) -> None:
+        batch = self.batches[p["back"]]
+        batch.move(p["cards"], Place.DISCARD, Place.SHOE)
+        # Out of the shoe now: only the cards on the layout (and a held card).
+        batch.drawn = Counter(str(c) for c in self.round_cards)
+        if self.held_card is not None:
+            batch.drawn[str(self.held_card)] += 1
+        self.burns_due = 1  # 673a.13(f): the first card is drawn face down into the discard rack
+        self.reshuffle_due = True  # the whole batch is reshuffled after this round
+
     def _on_NewDealer(self, inp: I.NewDealer, step: Step) -> None:
         if self.in_round:
             raise self._refuse(self._sec("7(c)"), "a new dealer comes in between rounds")

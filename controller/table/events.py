@@ -39,6 +39,7 @@ CLASSIFICATION: dict[str, Classification] = {
     "batch_to_shoe": P,
     "card_burned": S,  # never shown: its identity would tell about the shoe
     "shoe_ended": P,
+    "discards_reshuffled": P,
     "reshuffle_ordered": P,
     "no_gaming_activity": P,
     "first_player_seated": P,

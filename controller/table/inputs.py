@@ -118,6 +118,16 @@ class CoverCardReached(Input):
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class DiscardsReshuffled(Input):
+    """673a.13(f): not enough cards to finish the round: the discard rack is shuffled and cut
+    (``cut_at`` cards from the top, at least ten from either end) and put in the shoe."""
+
+    back: str
+    cut_at: int
+    by: str
+
+
 # -- a round ---------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class RoundOpened(Input):

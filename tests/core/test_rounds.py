@@ -12,6 +12,7 @@ from controller.game_config import default_options
 from controller.rules.requests import MasqueRange
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
+from controller.table.batches import Place
 from tests.core.conftest import make
 
 DBJ, DA, DU = "double-back-jack", "double-attack", "down-under"
@@ -275,3 +276,75 @@ def test_673a_5h_a_self_shuffling_shoe_skips_the_cut() -> None:
         table.handle(I.CoverCardReached(), 3.0)
     with pytest.raises(Exception, match=r"687a\.9\(a\)\(1\)"):
         replace(default_options("dj-wild"), self_shuffling_shoe=True).validate()
+
+
+def test_673a_13f_not_enough_cards_the_discards_are_reshuffled_and_the_round_finished() -> None:
+    """673a.13(f), 665a.13(e), 685a.12(e): the discards are shuffled and cut, one card is burned,
+    and the round is completed; then the whole batch is reshuffled."""
+    import random
+    from dataclasses import replace
+
+    from controller.rules.requests import CardFor, Decision, ReaderUse, SurrenderOffer
+    from controller.table.core import Table
+
+    options = replace(default_options(DBJ), decks=2)
+    table = Table(options)
+    t = [0.0]
+
+    def feed(inp: I.Input) -> list[str]:
+        t[0] += 1
+        return [e.kind for e in table.handle(inp, t[0]).events]
+
+    for back in ("blue", "red"):
+        feed(I.DecksOpened(back=back, dealer="d1", floorperson="f1"))
+    for step in (I.BatchToShuffler, I.ShuffleStarted):
+        feed(step(back="blue"))
+    feed(I.ShuffleCompleted(back="blue", cards_counted=104))
+    feed(I.BatchToShoe(back="blue"))
+    for step in (I.BatchToShuffler, I.ShuffleStarted):
+        feed(step(back="red"))
+    feed(I.ShuffleCompleted(back="red", cards_counted=104))
+    rng = random.Random(4)
+    stack = options.spec.batch(2, "blue")
+    rng.shuffle(stack)
+    discards: list = []
+    on_layout: list = []
+
+    def draw() -> list[str]:
+        card = stack.pop()
+        burning = table.burns_due > 0
+        kinds = feed(I.CardDrawn(card=card))
+        (discards if burning else on_layout).append(card)
+        return kinds
+
+    draw()  # the burn card
+    refilled = False
+    while not refilled or table.round is not None:
+        if table.round is None:
+            discards += on_layout
+            on_layout.clear()
+            feed(I.RoundOpened(wagers=tuple(SeatWagers(s, 10) for s in range(1, 7))))
+        req = table.round.request if table.round else None
+        if isinstance(req, CardFor):
+            if not stack:
+                with pytest.raises(RuleViolation, match=r"^673a\.5\(d\)"):
+                    feed(I.DiscardsReshuffled(back="blue", cut_at=5, by="d1"))
+                feed(I.DiscardsReshuffled(back="blue", cut_at=12, by="d1"))
+                assert table.batches["blue"].places[Place.SHOE] == len(discards)
+                stack, discards = discards, []
+                rng.shuffle(stack)
+                refilled = True
+                assert draw() == ["card_burned"]  # the first card after the reshuffle is burned
+                continue
+            draw()
+        elif isinstance(req, Decision):
+            feed(I.KeyPressed(key="stand"))
+        elif isinstance(req, SurrenderOffer):
+            feed(I.KeyPressed(key="next"))
+        elif isinstance(req, ReaderUse):
+            feed(I.ReaderReport(blackjack=table.round.procedure.dealer_blackjack()))
+        else:
+            feed(I.KeyPressed(key="next"))
+        assert all(b.conserved() for b in table.batches.values())
+    # The round was finished, then the whole batch went back to be reshuffled (673a.7(d)).
+    assert table.shoe_back is None and not table.alarms
