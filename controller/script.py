@@ -264,29 +264,21 @@ class ScriptedRound:
 
     def settlement(self) -> dict[str, Any]:
         state = self.round.state
-        procedure = self.round.procedure
         nets: dict[int, dict[Wager, Fraction]] = {
             b.seat: {k: Fraction(0) for k in WAGER_KINDS} for b in state.boxes
         }
         for s in state.settlements:
             nets[s.seat][s.wager] += s.net
+        outcome = self.round.outcome()
         return {
-            "dealer": {
-                "cards": [str(c) for c in state.dealer],
-                "total": procedure.dealer_total(),
-                "blackjack": procedure.dealer_blackjack(),
-            },
+            "dealer": outcome["dealer"],
             "seats": [
                 {
-                    "seat": box.seat,
-                    "hands": [
-                        {"cards": [str(c) for c in h.cards], "total": h.total, "result": h.result}
-                        for h in box.hands
-                    ],
-                    "net": {k.value: _number(v) for k, v in nets[box.seat].items()},
-                    "total": _number(sum(nets[box.seat].values(), Fraction(0))),
+                    **box,
+                    "net": {k.value: _number(v) for k, v in nets[box["seat"]].items()},
+                    "total": _number(sum(nets[box["seat"]].values(), Fraction(0))),
                 }
-                for box in state.boxes
+                for box in outcome["boxes"]
             ],
         }
 

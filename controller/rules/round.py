@@ -81,6 +81,27 @@ class Round:
         self._steps = self.procedure.run()
         self.request: Request | None = next(self._steps)
 
+    def outcome(self) -> dict[str, Any]:
+        """The dealer's hand and every box's hands with totals and results, in plain data."""
+        state = self.state
+        return {
+            "dealer": {
+                "cards": [str(c) for c in state.dealer],
+                "total": self.procedure.dealer_total(),
+                "blackjack": self.procedure.dealer_blackjack(),
+            },
+            "boxes": [
+                {
+                    "seat": box.seat,
+                    "hands": [
+                        {"cards": [str(c) for c in h.cards], "total": h.total, "result": h.result}
+                        for h in box.hands
+                    ],
+                }
+                for box in state.boxes
+            ],
+        }
+
     @property
     def finished(self) -> bool:
         return self.request is None

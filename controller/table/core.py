@@ -601,6 +601,7 @@ class Table:
             self._card_outside_round(card, step)
             return
         self._deal(card, req, step)
+        self._advance(step)
 
     def _check_rack(self, step: Step) -> None:
         """673a.3(b)(5): only one batch in the discard rack at a time."""
@@ -722,19 +723,20 @@ class Table:
         self.cover_target = None
         self.last_seats = tuple(w.seat for w in wagers)
 
-    def _deal(self, card: Card, req: CardFor, step: Step) -> None:
-        kind = "card_dealt" if req.face_up else "hole_card_dealt"
+    def _deal(self, card: Card, req: CardFor, step: Step, *, held: bool = False) -> None:
+        """Record ``card`` going where the round asked: face up, or the hole card face down."""
+        extra = {"held": True} if held else {}
         self.emit(
             step,
-            kind,
+            "card_dealt" if req.face_up else "hole_card_dealt",
             round=self.round_no,
             seat=req.seat,
             hand=req.hand,
             card=str(card),
             back=card.back,
             purpose=req.purpose,
+            **extra,
         )
-        self._advance(step)
 
     def _apply_card_dealt(self, p: dict[str, Any]) -> None:
         if p.get("held"):
@@ -757,18 +759,8 @@ class Table:
         """Answer what the round asks that needs no one at the table; stop at what does."""
         rnd = self.round
         while rnd is not None and isinstance(rnd.request, CardFor) and self.held_card is not None:
-            req, card = rnd.request, self.held_card  # 673a.13(b): the card drawn in error comes next
-            self.emit(
-                step,
-                "card_dealt" if req.face_up else "hole_card_dealt",
-                round=self.round_no,
-                seat=req.seat,
-                hand=req.hand,
-                card=str(card),
-                back=card.back,
-                purpose=req.purpose,
-                held=True,
-            )
+            # 673a.13(b): the card drawn in error is used as though it were the next card.
+            self._deal(self.held_card, rnd.request, step, held=True)
         if rnd is not None and rnd.request is None:
             self._finish_round(step)
 
@@ -785,23 +777,8 @@ class Table:
     def _settlement(self) -> dict[str, Any]:
         assert self.round is not None
         state = self.round.state
-        proc = self.round.procedure
         return {
-            "dealer": {
-                "cards": [str(c) for c in state.dealer],
-                "total": proc.dealer_total(),
-                "blackjack": proc.dealer_blackjack(),
-            },
-            "boxes": [
-                {
-                    "seat": b.seat,
-                    "hands": [
-                        {"cards": [str(c) for c in h.cards], "total": h.total, "result": h.result}
-                        for h in b.hands
-                    ],
-                }
-                for b in state.boxes
-            ],
+            **self.round.outcome(),
             "settlements": [
                 {
                     "seat": s.seat,
