@@ -1,0 +1,129 @@
+"""Telemetry against a real mosquitto (TLS, passwords, the shipped ACL): birth and death, retained
+state, alarms and devices, and the journal's events complete and in order across broker restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pathlib
+
+import pytest
+
+from controller.journal import Journal
+from tests.telemetry.conftest import GUARD_S, Broker, observer
+from tests.telemetry.helpers import (
+    append_records,
+    assert_complete_in_order,
+    seqs,
+    snapshot_with_alarms,
+    telemetry_for,
+)
+
+STATUS = "tablectl/site-a/t1/status"
+
+
+async def test_birth_then_clean_death(broker: Broker, tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "j.db"
+    with Journal.open(path) as journal:
+        append_records(journal, 3)
+    telemetry = telemetry_for(broker, path)
+    async with observer(broker) as obs:
+        await telemetry.start()
+        await obs.wait_for(lambda ms: any(m.topic == STATUS and m.json()["online"] for m in ms))
+        birth = obs.on("/status")[-1].json()
+        assert birth["version"] == 1 and birth["site"] == "site-a" and birth["table"] == "t1"
+        assert birth["game"] == "double-attack" and birth["config_hash"] == "sha256:test"
+        assert {"tablectl", "python", "aiomqtt", "journal_format", "payload"} <= set(birth["versions"])
+        assert birth["journal"] == {"last_seq": 3, "published_seq": 0}
+        await telemetry.stop()
+        await obs.wait_for(lambda ms: any(m.topic == STATUS and m.json()["online"] is False for m in ms))
+        assert obs.on("/status")[-1].json() == {
+            "version": 1, "online": False, "clean": True, "birth": birth["birth"], "site": "site-a", "table": "t1",
+        }  # fmt: skip
+    # A newcomer gets the clean death as the retained status.
+    async with observer(broker, "monitor-ops", STATUS) as late:
+        await late.wait_for(lambda ms: bool(ms))
+        assert late.messages[0].retain and late.messages[0].json()["clean"] is True
+    with Journal.open(path) as journal:
+        assert journal.published_seq() == 3  # the stop drained the outbox before saying goodbye
+
+
+async def test_state_alarms_and_devices_are_retained(broker: Broker, tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "j.db"
+    Journal.open(path).close()
+    telemetry = telemetry_for(broker, path)
+    await telemetry.start()
+    try:
+        async with observer(broker) as obs:
+            telemetry.state_changed(snapshot_with_alarms())
+            telemetry.device_health("shoe", "online")
+            telemetry.device_health("reader", "failed")
+            wanted = ("/state", "/alarms", "/devices/shoe", "/devices/reader")
+            await obs.wait_for(lambda ms: all(any(m.topic.endswith(w) for m in ms) for w in wanted))
+        async with observer(broker, "monitor-ops", "tablectl/site-a/t1/#") as late:
+            await late.wait_for(lambda ms: all(any(m.topic.endswith(w) for m in ms) for w in wanted))
+            assert all(m.retain for m in late.messages)
+            state = late.on("/state")[-1].json()
+            alarms = late.on("/alarms")[-1].json()
+    finally:
+        await telemetry.stop()
+    assert state["version"] == 1 and state["game"] == "double-attack"
+    assert state["devices"] == {"shoe": "online", "reader": "failed"}
+    assert state["snapshot"]["batches"] and "round" in state["snapshot"]
+    assert alarms["count"] == 2
+    first, second = alarms["alarms"]
+    assert first["id"] == 2 and first["halts_dealing"] and first["floor_action"] == "replace the reader"
+    assert second["id"] == 1 and not second["halts_dealing"]
+
+
+OUTAGE_S = float(os.environ.get("TABLECTL_TEST_OUTAGE_S", "1.5"))
+
+
+async def _events_across_outage(broker: Broker, tmp_path: pathlib.Path, outage_s: float) -> None:
+    path = tmp_path / "j.db"
+    writer = Journal.open(path)
+    telemetry = telemetry_for(broker, path)
+    try:
+        async with observer(broker, "monitor-ops", "tablectl/site-a/t1/#", persistent=True,
+                            identifier="events-observer") as obs:  # fmt: skip
+            await telemetry.start()
+            last = append_records(writer, 40)
+            telemetry.journal_appended()
+            await obs.wait_for(lambda ms: last in seqs(ms))
+            births_before = len([m for m in obs.on("/status") if m.json()["online"]])
+
+            broker.stop()
+            # The table keeps playing: appending and telling telemetry never wait on the broker.
+            loop = asyncio.get_running_loop()
+            t = loop.time()
+            for _ in range(10):
+                last = append_records(writer, 12, start_at=1_900_000_000.0 + last)
+                telemetry.journal_appended()
+            assert loop.time() - t < 1.0
+            if outage_s:
+                await asyncio.sleep(outage_s)  # the outage itself, not a synchronisation
+            broker.start()
+            last = append_records(writer, 25, start_at=2_000_000_000.0)
+            telemetry.journal_appended()
+            await obs.wait_for(lambda ms: last in seqs(ms), guard_s=GUARD_S + outage_s)
+            # A new connection publishes a fresh birth.
+            await obs.wait_for(lambda ms: len([m for m in ms if m.topic.endswith("/status")
+                                               and m.json()["online"]]) > births_before)  # fmt: skip
+            assert_complete_in_order(seqs(obs.messages), last)
+    finally:
+        await telemetry.stop()
+        assert writer.published_seq() == last
+        writer.close()
+
+
+@pytest.mark.parametrize("outage_s", [0.0, OUTAGE_S], ids=["restart", "outage"])
+async def test_events_complete_and_in_order_across_broker_restart(
+    broker: Broker, tmp_path: pathlib.Path, outage_s: float
+) -> None:
+    await _events_across_outage(broker, tmp_path, outage_s)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("TABLECTL_SLOW"), reason="60 s outage: set TABLECTL_SLOW=1")
+async def test_events_survive_a_60_second_outage(broker: Broker, tmp_path: pathlib.Path) -> None:
+    await _events_across_outage(broker, tmp_path, 60.0)
