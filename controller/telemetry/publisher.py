@@ -185,6 +185,8 @@ class Telemetry:
             self.topics.status, payloads.encode(payloads.death(identity, birth_id, clean=False)), 1, True
         )
         client = self.broker.client(self.client_id, will=will, max_queued_incoming=1000)
+        # aiomqtt warns past 10 outstanding calls; a batch in flight is that by design.
+        client.pending_calls_threshold = self._batch + 50
         async with client:
             self.connected = True
             published, last = await self._outbox.cursor()

@@ -155,7 +155,8 @@ user {getpass.getuser()}
                 self.proc.wait()
 
     def settings(self, user: str, *, keepalive: int = 5) -> BrokerSettings:
-        return BrokerSettings("127.0.0.1", self.port, True, self.pki / "ca.crt", user, PASSWORD[user], keepalive)
+        ca = self.pki / "ca.crt"
+        return BrokerSettings("127.0.0.1", self.port, True, ca, user, PASSWORD[user], keepalive)
 
 
 def _wait_running(proc: subprocess.Popen[bytes]) -> None:

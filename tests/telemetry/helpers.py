@@ -20,18 +20,23 @@ def append_records(journal: Journal, count: int, start_at: float = T0) -> int:
     """``count`` records cycling public / secret / until-revealed; returns the last seq."""
     last = 0
     for i in range(count):
+        at = start_at + i
         if i % 5 == 3:
-            rec = journal.append("card_burned", {"card": "QH", "back": "red"}, Classification.SECRET, start_at + i)
+            rec = journal.append("card_burned", {"card": "QH", "back": "red"}, Classification.SECRET, at)
         elif i % 5 == 4:
-            rec = journal.append("hole_card_dealt", {"hole": "AS"}, Classification.UNTIL_REVEALED, start_at + i)
+            rec = journal.append("hole_card_dealt", {"hole": "AS"}, Classification.UNTIL_REVEALED, at)
         else:
-            rec = journal.append("round_started", {"round": i, "boxes": [1, 2]}, Classification.PUBLIC, start_at + i)
+            rec = journal.append("round_started", {"round": i, "boxes": [1, 2]}, Classification.PUBLIC, at)
         last = rec.seq
     return last
 
 
 def telemetry_for(
-    broker: Broker, journal_path: pathlib.Path, user: str = "site-a/t1", *, command: CommandHandler | None = None
+    broker: Broker,
+    journal_path: pathlib.Path,
+    user: str = "site-a/t1",
+    *,
+    command: CommandHandler | None = None,
 ) -> Telemetry:
     site, table = user.split("/")
     identity = TableIdentity(site, table, "double-attack", "sha256:test", versions())
@@ -59,7 +64,12 @@ def assert_complete_in_order(received: list[int], last: int) -> None:
 def snapshot_with_alarms() -> dict[str, Any]:
     """A real Table's snapshot with one halting and one advisory alarm added as the core shapes them."""
     snap = Table(default_options("double-attack")).snapshot()
-    halt = {"id": 2, "section": "665a.13(i)", "message": "the card reader failed", "floor_action": "replace the reader"}
+    halt = {
+        "id": 2,
+        "section": "665a.13(i)",
+        "message": "the card reader failed",
+        "floor_action": "replace the reader",
+    }
     warn = {"id": 1, "section": "665a.3(c)", "message": "decks expire soon", "floor_action": "open new decks"}
     snap["alarms"] = [warn, {**halt}]
     snap["halted"] = [{k: halt[k] for k in ("id", "section", "message")}]

@@ -1,0 +1,225 @@
+"""The broker set-up and the controller refuse what they must: Last Will on SIGKILL, the ACL
+(no publishing as another table, no commands but the floor's) and malformed commands."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pathlib
+import signal
+import sys
+from typing import Any
+
+import aiomqtt
+import pytest
+
+from controller.errors import ConfigError
+from controller.journal import Journal
+from controller.telemetry import COMMANDS, parse_broker_url, telemetry_from_config
+from tests.telemetry.conftest import PASSWORD, ROOT, Broker, observer
+from tests.telemetry.helpers import append_records, telemetry_for
+
+T1 = "tablectl/site-a/t1"
+T2 = "tablectl/site-a/t2"
+
+
+async def test_last_will_on_sigkill_is_retained(broker: Broker, tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "j.db"
+    Journal.open(path).close()
+    env = {**os.environ, "TABLECTL_MQTT_PASSWORD": PASSWORD["site-a/t2"]}
+    async with observer(broker, topic=f"{T2}/status") as obs:
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tests.telemetry.child_publisher", str(broker.port),
+            str(broker.pki / "ca.crt"), str(path), cwd=ROOT, env=env,
+        )  # fmt: skip
+        try:
+            await obs.wait_for(lambda ms: any(m.json()["online"] is True for m in ms))
+            birth = obs.messages[-1].json()["birth"]
+            child.send_signal(signal.SIGKILL)
+            await child.wait()
+            await obs.wait_for(lambda ms: ms[-1].json()["online"] is False)
+        finally:
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
+        will = obs.messages[-1].json()
+        assert will == {
+            "version": 1,
+            "online": False,
+            "clean": False,
+            "birth": birth,
+            "site": "site-a",
+            "table": "t2",
+        }
+    async with observer(broker, "monitor-ops", f"{T2}/status") as late:
+        await late.wait_for(lambda ms: bool(ms))
+        assert late.messages[0].retain and late.messages[0].json()["clean"] is False
+
+
+async def _publish(broker: Broker, user: str, messages: list[tuple[str, bytes]]) -> None:
+    s = broker.settings(user)
+    async with aiomqtt.Client(s.host, s.port, username=s.username, password=s.password,
+                              tls_context=s.tls_context()) as client:  # fmt: skip
+        for topic, body in messages:
+            await client.publish(topic, body, qos=1)
+
+
+async def test_an_appliance_cannot_publish_as_another_table(broker: Broker) -> None:
+    forged = b'{"version":1,"seq":1,"kind":"round_started","payload":{}}'
+    sentinel = b'{"version":1,"online":true,"birth":"sentinel"}'
+    async with observer(broker, "floor-console") as obs:
+        await _publish(broker, "site-a/t1", [
+            (f"{T2}/events", forged),
+            (f"{T2}/status", forged),
+            ("tablectl/site-b/t1/events", forged),
+            ("tablectl/site-a/t1x/events", forged),
+            (f"{T2}/cmd/order_reshuffle/result", forged),
+            (f"{T1}/cmd/order_reshuffle", forged),  # not even a command to itself
+            (f"{T1}/status", sentinel),  # allowed, and sent last by the same client
+        ])  # fmt: skip
+        # The broker keeps one client's messages in order: the sentinel arriving means the rest was dropped.
+        await obs.wait_for(lambda ms: any(m.payload == sentinel for m in ms))
+        assert [m.topic for m in obs.messages] == [f"{T1}/status"]
+
+
+async def test_only_the_floor_may_command_a_table(broker: Broker, tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "j.db"
+    Journal.open(path).close()
+    calls: list[tuple[str, dict[str, Any], str, str]] = []
+
+    async def command(name: str, args: dict[str, Any], who: str, role: str) -> dict[str, Any]:
+        calls.append((name, args, who, role))
+        return {"ok": True, "message": "reshuffle ordered"}
+
+    telemetry = telemetry_for(broker, path, command=command)
+    await telemetry.start()
+    try:
+        async with observer(broker, "floor-console", f"{T1}/#") as obs:
+            await obs.wait_for(lambda ms: any(m.topic.endswith("/status") and m.json()["online"] for m in ms))
+            body = json.dumps({"version": 1, "id": "x", "who": "mallory", "role": "floor"}).encode()
+            await _publish(broker, "site-a/t2", [(f"{T1}/cmd/order_reshuffle", body)])
+            await _publish(broker, "monitor-ops", [(f"{T1}/cmd/order_reshuffle", body)])
+            probe = json.dumps({"version": 1, "id": "probe", "who": "floor-7", "role": "floor"}).encode()
+            await _publish(broker, "floor-console", [(f"{T1}/cmd/order_reshuffle", probe)])
+            await obs.wait_for(lambda ms: any(m.topic.endswith("/result") for m in ms))
+            results = [m.json() for m in obs.on("/result")]
+    finally:
+        await telemetry.stop()
+    assert calls == [("order_reshuffle", {}, "floor-7", "floor")]
+    assert results == [{"version": 1, "command": "order_reshuffle", "id": "probe", "who": "floor-7",
+                        "ok": True, "message": "reshuffle ordered"}]  # fmt: skip
+
+
+BAD_COMMANDS = [
+    ("order_reshuffle", b"not json", "not JSON"),
+    ("order_reshuffle", b"[1, 2]", "JSON object"),
+    ("order_reshuffle", b'{"version": 1, "id": "b1", "who": "f", "role": "dealer"}', "role"),
+    ("order_reshuffle", b'{"version": 2, "id": "b2", "who": "f", "role": "floor"}', "version"),
+    ("order_reshuffle", b'{"version": 1, "id": "b3", "role": "floor"}', "who"),
+    (
+        "order_reshuffle",
+        b'{"version": 1, "id": "b4", "who": "f", "role": "floor", "sudo": true}',
+        "unknown keys",
+    ),
+    ("acknowledge_alarm", b'{"version": 1, "id": "b5", "who": "f", "role": "floor", "args": {}}', "missing"),
+    (
+        "acknowledge_alarm",
+        b'{"version":1,"id":"b6","who":"f","role":"floor","args":{"alarm":"1"}}',
+        "integer",
+    ),
+    (
+        "acknowledge_alarm",
+        b'{"version":1,"id":"b7","who":"f","role":"floor","args":{"alarm":true}}',
+        "integer",
+    ),
+    ("first_player_seated", b'{"version":1,"id":"b8","who":"f","role":"floor","args":{"seat":9}}', "range"),
+    ("new_dealer", b'{"version":1,"id":"b9","who":"f","role":"floor","args":{"name":"a\\nb"}}', "one-line"),
+    ("order_reshuffle", b'{"version":1,"id":"b10","who":"f","role":"floor","args":{"x":1}}', "no argument"),
+    ("shutdown", b'{"version":1,"id":"b11","who":"f","role":"floor"}', "unknown command"),
+    ("order_reshuffle", b'{"version":1,"id":"' + b"x" * 5000 + b'"}', "larger"),
+]
+
+
+async def test_a_malformed_command_is_refused_and_changes_nothing(
+    broker: Broker, tmp_path: pathlib.Path
+) -> None:
+    path = tmp_path / "j.db"
+    with Journal.open(path) as journal:
+        last = append_records(journal, 5)
+    calls: list[str] = []
+
+    async def command(name: str, args: dict[str, Any], who: str, role: str) -> dict[str, Any]:
+        calls.append(name)
+        return {"ok": True}
+
+    telemetry = telemetry_for(broker, path, command=command)
+    await telemetry.start()
+    try:
+        async with observer(broker, "floor-console", f"{T1}/cmd/#") as obs:
+            await _publish(broker, "floor-console", [(f"{T1}/cmd/{n}", b) for n, b, _ in BAD_COMMANDS])
+            await obs.wait_for(
+                lambda ms: len([m for m in ms if m.topic.endswith("/result")]) == len(BAD_COMMANDS)
+            )
+            results = [m.json() for m in obs.on("/result")]
+    finally:
+        await telemetry.stop()
+    assert calls == []
+    for (name, _, why), result in zip(BAD_COMMANDS, results, strict=True):
+        assert result["ok"] is False and result["command"] == name
+        assert why in result["error"], (why, result)
+    with Journal.open(path) as journal:
+        assert journal.last_seq == last
+
+
+def test_the_allow_list_is_the_issue_s() -> None:
+    assert set(COMMANDS) == {"acknowledge_alarm", "order_reshuffle", "mark_out_of_order", "verify_inspection",
+                             "new_dealer", "reader_replaced", "first_player_seated"}  # fmt: skip
+
+
+def test_broker_urls() -> None:
+    assert parse_broker_url("mqtt://broker") == (False, "broker", 1883)
+    assert parse_broker_url("mqtts://10.0.0.5:9883") == (True, "10.0.0.5", 9883)
+    for bad in ("http://x:1", "mqtt://", "mqtts://x:99999", "mqtt://x:1/path", "x:1"):
+        with pytest.raises(ConfigError):
+            parse_broker_url(bad)
+    with pytest.raises(ConfigError) as e:
+        parse_broker_url("mqtts://user:s3cret@broker:8883")
+    assert "s3cret" not in str(e.value)
+
+
+def test_telemetry_from_config(tmp_path: pathlib.Path) -> None:
+    ca = tmp_path / "ca.crt"
+    ca.write_text("x", encoding="utf-8")
+    doc: dict[str, Any] = {
+        "table": {"id": "dab-01", "site": "example-floor", "game": "../games/double-attack.toml"},
+        "telemetry": {
+            "broker": "mqtts://b:8883",
+            "ca_file": "ca.crt",
+            "username": "u",
+            "password": "from-file",
+        },
+    }
+    assert telemetry_from_config({"table": doc["table"]}, tmp_path, None, tmp_path / "j.db") is None
+    t = telemetry_from_config(
+        doc, tmp_path, None, tmp_path / "j.db", environ={"TABLECTL_MQTT_PASSWORD": "env"}
+    )
+    assert t is not None
+    assert (t.broker.host, t.broker.port, t.broker.tls, t.broker.ca_file) == ("b", 8883, True, ca)
+    assert (t.broker.username, t.broker.password) == ("u", "env")  # the environment wins
+    assert "env" not in repr(t.broker) and "from-file" not in repr(t.broker)
+    assert t.topics.status == "tablectl/example-floor/dab-01/status"
+    assert t.identity.game == "double-attack" and t.identity.config_hash.startswith("sha256:")
+    t2 = telemetry_from_config(doc, tmp_path, "mqtt://other:1884", tmp_path / "j.db", environ={})
+    assert t2 is not None and (t2.broker.host, t2.broker.tls, t2.broker.password) == (
+        "other",
+        False,
+        "from-file",
+    )
+    # the hash does not depend on (nor reveal) the broker section
+    assert t2.identity.config_hash == t.identity.config_hash
+    for broken in ({**doc, "telemetry": {**doc["telemetry"], "require_tls": True}},
+                   {**doc, "table": {**doc["table"], "id": "a/b"}},
+                   {**doc, "telemetry": {**doc["telemetry"], "ca_file": "missing.crt"}}):  # fmt: skip
+        with pytest.raises(ConfigError):
+            telemetry_from_config(broken, tmp_path, "mqtt://other:1884", tmp_path / "j.db", environ={})
