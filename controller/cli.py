@@ -83,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_simulate)
 
     sub.add_parser("sim", help="start the simulated devices of a table (tablectl sim --help)")
+    sub.add_parser("monitor", help="live view of every table on an MQTT broker (tablectl monitor --help)")
 
     journal = sub.add_parser("journal", help="verify a journal or show a round from it")
     jsub = journal.add_subparsers(dest="journal_command", required=True, metavar="ACTION")
@@ -104,6 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from sim.cli import main as sim_main
 
         return sim_main(argv[1:])
+    if argv[:1] == ["monitor"]:
+        from controller.telemetry.monitor import main as monitor_main
+
+        return monitor_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func

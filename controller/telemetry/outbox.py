@@ -27,6 +27,7 @@ class JournalOutbox:
         self.path = Path(path)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="telemetry-journal")
         self._journal: Journal | None = None  # touched only in the worker thread
+        self._closed = False
 
     def _open(self) -> Journal:
         if self._journal is None:
@@ -67,6 +68,9 @@ class JournalOutbox:
                 self._journal.close()
                 self._journal = None
 
+        if self._closed:
+            return
+        self._closed = True
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, close)
         self._executor.shutdown(wait=False)

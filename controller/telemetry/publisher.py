@@ -205,9 +205,14 @@ class Telemetry:
                 asyncio.create_task(self._pump_events(client)),
                 asyncio.create_task(self._pump_retained(client)),
             ]
+            events = loops[1]
             stopping = asyncio.create_task(self._stopping.wait())
             try:
                 done, _ = await asyncio.wait([*loops, stopping], return_when=asyncio.FIRST_COMPLETED)
+                if stopping in done:
+                    # The event loop sees the stop between batches and returns once the journal has
+                    # nothing more; cutting it off mid-batch would only mean publishing that batch again.
+                    await asyncio.wait([events], timeout=self._drain_on_stop_s)
             finally:
                 for task in [*loops, stopping]:
                     task.cancel()
@@ -222,13 +227,10 @@ class Telemetry:
             await self._farewell(client, identity, birth_id)
 
     async def _farewell(self, client: aiomqtt.Client, identity: dict[str, Any], birth_id: str) -> None:
-        """On stop: what the journal still holds (for a moment), then a clean offline status."""
+        """On stop, after the events: the newest state, then a clean offline status."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self._drain_on_stop_s):
-                while await self._publish_batch(client):
-                    pass
                 await self._publish_retained(client)
-        await self._mark_acked()
         death = payloads.encode(payloads.death(identity, birth_id, clean=True))
         await client.publish(self.topics.status, death, qos=1, retain=True)
         self._log.info("telemetry.offline", acked_seq=self.acked_seq)
@@ -241,6 +243,8 @@ class Telemetry:
             self._journal_wake.clear()
             if await self._publish_batch(client):
                 continue
+            if self._stopping.is_set():
+                return  # the journal is drained and we are asked to stop
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._poll_s):
                     await self._journal_wake.wait()
@@ -265,6 +269,13 @@ class Telemetry:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            # Cut off part-way (a lost connection, a cancel): keep the unbroken run that was acknowledged.
+            for (seq, _), task in zip(messages, tasks, strict=True):
+                if seq <= self.acked_seq:
+                    continue
+                if task.cancelled() or task.exception() is not None:
+                    break
+                self.acked_seq = seq
         await self._mark_acked()
         return len(messages)
 

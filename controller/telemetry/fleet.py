@@ -1,0 +1,123 @@
+"""The fleet view's model: every table on the broker, folded from its MQTT messages. Pure (no I/O),
+so the monitor, the benchmark and the tests share it.
+
+Gap detection follows the events' contract: sequence numbers are contiguous per table; a repeat
+(QoS 1 after a reconnect) is dropped by seq; a jump is a gap, counted and shown. The first event
+seen from a table sets the baseline (a monitor that starts late has not lost anything).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.telemetry.topics import parse_topic
+
+
+@dataclass
+class TableView:
+    site: str
+    table: str
+    online: bool | None = None  # None: no status seen yet
+    clean_exit: bool | None = None
+    game: str = "?"
+    state: dict[str, Any] = field(default_factory=dict)
+    alarms: list[dict[str, Any]] = field(default_factory=list)
+    devices: dict[str, str] = field(default_factory=dict)
+    last_seq: int = 0
+    events: int = 0
+    repeats: int = 0
+    gaps: int = 0
+    missing: int = 0  # sequence numbers never received, summed over the gaps
+    last_kind: str = ""
+    births: int = 0
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.site, self.table)
+
+    @property
+    def halted(self) -> bool:
+        return any(a.get("halts_dealing") for a in self.alarms)
+
+    def urgency(self) -> int:
+        """Sort key: halting alarms, other alarms, stream gaps, offline, then the quiet ones."""
+        if self.halted:
+            return 0
+        if self.alarms:
+            return 1
+        if self.gaps:
+            return 2
+        if self.online is False:
+            return 3
+        return 4
+
+
+class FleetView:
+    def __init__(self) -> None:
+        self.tables: dict[tuple[str, str], TableView] = {}
+        self.messages = 0
+        self.malformed = 0
+
+    def table(self, site: str, table: str) -> TableView:
+        view = self.tables.get((site, table))
+        if view is None:
+            view = self.tables[(site, table)] = TableView(site, table)
+        return view
+
+    def ingest(self, topic: str, payload: bytes) -> None:
+        self.messages += 1
+        parsed = parse_topic(topic)
+        if parsed is None or parsed.leaf == "cmd":
+            return
+        try:
+            doc = json.loads(payload)
+        except (ValueError, UnicodeDecodeError):
+            self.malformed += 1
+            return
+        if not isinstance(doc, dict):
+            self.malformed += 1
+            return
+        view = self.table(parsed.site, parsed.table)
+        leaf = parsed.leaf
+        if leaf == "events":
+            self._event(view, doc)
+        elif leaf == "status":
+            view.online = doc.get("online") is True
+            if view.online:
+                view.births += 1
+                view.game = str(doc.get("game", view.game))
+                view.clean_exit = None
+            else:
+                view.clean_exit = doc.get("clean") is True
+        elif leaf == "state":
+            snapshot = doc.get("snapshot")
+            view.state = snapshot if isinstance(snapshot, dict) else {}
+            view.game = str(doc.get("game", view.game))
+            devices = doc.get("devices")
+            if isinstance(devices, dict):
+                view.devices.update({str(k): str(v) for k, v in devices.items()})
+        elif leaf == "alarms":
+            alarms = doc.get("alarms")
+            view.alarms = [a for a in alarms if isinstance(a, dict)] if isinstance(alarms, list) else []
+        elif leaf == "devices" and parsed.name is not None:
+            view.devices[parsed.name] = str(doc.get("health", "?"))
+
+    @staticmethod
+    def _event(view: TableView, doc: dict[str, Any]) -> None:
+        seq = doc.get("seq")
+        if isinstance(seq, bool) or not isinstance(seq, int):
+            return
+        if view.last_seq and seq <= view.last_seq:
+            view.repeats += 1
+            return
+        if view.last_seq and seq > view.last_seq + 1:
+            view.gaps += 1
+            view.missing += seq - view.last_seq - 1
+        view.last_seq = seq
+        view.events += 1
+        view.last_kind = str(doc.get("kind", ""))
+
+    def ordered(self) -> list[TableView]:
+        return sorted(self.tables.values(), key=lambda v: (v.urgency(), v.site, v.table))

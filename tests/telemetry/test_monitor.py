@@ -1,0 +1,108 @@
+"""The fleet view: gaps and repeats by seq, alarms first, and the live monitor against a real broker."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pathlib
+import sys
+from collections.abc import Callable
+
+from rich.console import Console
+
+from controller.journal import Journal
+from controller.telemetry.fleet import FleetView
+from controller.telemetry.monitor import consume, render
+from tests.telemetry.conftest import GUARD_S, PASSWORD, ROOT, Broker
+from tests.telemetry.helpers import append_records, snapshot_with_alarms, telemetry_for
+
+
+def _event(seq: int) -> bytes:
+    return json.dumps({"version": 1, "seq": seq, "kind": "round_started"}).encode()
+
+
+def test_gaps_and_repeats_by_seq() -> None:
+    view = FleetView()
+    for seq in (7, 8, 9, 8, 9, 12, 13, 20):  # starts late at 7; 8-9 repeated; 10-11 and 14-19 lost
+        view.ingest("tablectl/s/t/events", _event(seq))
+    t = view.tables[("s", "t")]
+    assert (t.last_seq, t.events, t.repeats, t.gaps, t.missing) == (20, 6, 2, 2, 8)
+    view.ingest("tablectl/s/t/events", b"not json")
+    view.ingest("elsewhere/x", b"{}")
+    assert view.malformed == 1 and len(view.tables) == 1
+
+
+def test_alarms_first_and_highlighted() -> None:
+    view = FleetView()
+    view.ingest("tablectl/s/quiet/status", b'{"version":1,"online":true,"game":"down-under"}')
+    view.ingest("tablectl/s/gone/status", b'{"version":1,"online":false,"clean":false}')
+    alarms = {"version": 1, "count": 1, "alarms": [
+        {"id": 3, "section": "665a.13(i)", "message": "reader failed", "floor_action": "replace the reader",
+         "halts_dealing": True}]}  # fmt: skip
+    view.ingest("tablectl/s/zz-alarm/alarms", json.dumps(alarms).encode())
+    assert [t.table for t in view.ordered()] == ["zz-alarm", "gone", "quiet"]
+    console = Console(record=True, width=160)
+    console.print(render(view, rows=10, rate=0.0))
+    text = console.export_text()
+    assert text.index("zz-alarm") < text.index("gone") < text.index("quiet")
+    assert "replace the reader" in text and "LOST" in text
+
+
+class NotifyingView(FleetView):
+    """The monitor's view, telling the test each time a message has been folded in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changed = asyncio.Event()
+
+    def ingest(self, topic: str, payload: bytes) -> None:
+        super().ingest(topic, payload)
+        self.changed.set()
+
+    async def until(self, predicate: Callable[[], bool]) -> None:
+        async with asyncio.timeout(GUARD_S):
+            while not predicate():
+                self.changed.clear()
+                await self.changed.wait()
+
+
+async def test_the_monitor_follows_a_publishing_table(broker: Broker, tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "j.db"
+    with Journal.open(path) as journal:
+        last = append_records(journal, 30)
+    telemetry = telemetry_for(broker, path)
+    view = NotifyingView()
+    consumer = asyncio.create_task(consume(broker.settings("monitor-ops"), view))
+    key = ("site-a", "t1")
+    await telemetry.start()
+    try:
+        telemetry.state_changed(snapshot_with_alarms())
+        telemetry.device_health("reader", "failed")
+        await view.until(lambda: key in view.tables and view.tables[key].last_seq == last)
+        await view.until(lambda: bool(view.tables[key].alarms and view.tables[key].devices))
+        t = view.tables[key]
+        assert t.online is True and t.gaps == 0 and t.halted and t.devices["reader"] == "failed"
+        await telemetry.stop()
+        await view.until(lambda: t.online is False)
+        assert t.clean_exit is True and t.repeats == 0, t
+    finally:
+        await telemetry.stop()
+        consumer.cancel()
+
+
+async def test_tablectl_monitor_runs_and_exits(broker: Broker) -> None:
+    env = {
+        **os.environ,
+        "TABLECTL_MQTT_USERNAME": "monitor-ops",
+        "TABLECTL_MQTT_PASSWORD": PASSWORD["monitor-ops"],
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "controller.cli", "monitor", "--broker", f"mqtts://127.0.0.1:{broker.port}",
+        "--ca-file", str(broker.pki / "ca.crt"), "--duration", "1", "--refresh", "0.2",
+        cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with asyncio.timeout(GUARD_S):
+        out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    assert b"0 tables" in out
