@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_simulate)
 
     sub.add_parser("sim", help="start the simulated devices of a table (tablectl sim --help)")
+    sub.add_parser("run", help="run the controller of one table (tablectl run --help)")
+    sub.add_parser("demo", help="a whole table on this machine, played by a virtual dealer")
+    sub.add_parser("config", help="tablectl config check FILE: validate a table config")
     sub.add_parser("monitor", help="live view of every table on an MQTT broker (tablectl monitor --help)")
 
     journal = sub.add_parser("journal", help="verify a journal or show a round from it")
@@ -100,6 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["run"], ["demo"]) or argv[:2] == ["config", "check"]:
+        # The appliance's commands parse their own arguments (controller/supervisor/).
+        from controller.supervisor.cli import dispatch
+
+        return dispatch(argv)
     if argv[:1] == ["sim"]:
         # The simulator has its own parser; argparse.REMAINDER would swallow "--config" here.
         from sim.cli import main as sim_main

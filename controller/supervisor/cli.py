@@ -1,0 +1,76 @@
+"""``tablectl run --config FILE [--journal PATH]``: the appliance at one table.
+
+Runs until SIGTERM or SIGINT, then leaves the devices safe (sensors locked), closes the journal,
+tells telemetry and exits 0. A bad config or a journal that belongs to another table exits 2 with
+one line on stderr; logs are JSON lines on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from controller.errors import TablectlError
+from controller.supervisor import logs
+from controller.supervisor.config import load_table_config
+from controller.supervisor.supervisor import Supervisor
+from controller.supervisor.telemetry import Telemetry
+
+JOURNAL_DIR = Path("/var/lib/tablectl")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tablectl run", description="Run the controller of one table.")
+    p.add_argument("--config", required=True, type=Path, help="config/tables/<table>.toml")
+    p.add_argument("--journal", type=Path, default=None, help=f"journal file (default {JOURNAL_DIR}/<id>.db)")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return p
+
+
+def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logs.configure(getattr(logging, args.log_level.upper()))
+    try:
+        config = load_table_config(args.config)
+    except TablectlError as e:
+        print(f"tablectl run: {e}", file=sys.stderr)
+        return 2
+    journal = args.journal or JOURNAL_DIR / f"{config.table_id}.db"
+    try:
+        return asyncio.run(_run(Supervisor(config, journal, telemetry=telemetry)))
+    except TablectlError as e:
+        print(f"tablectl run: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"tablectl run: {e}", file=sys.stderr)
+        return 1
+
+
+async def _run(supervisor: Supervisor) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await supervisor.run(stop)
+    return 0
+
+
+def dispatch(argv: list[str]) -> int:
+    """Entry from controller/cli.py for ``run``, ``demo`` and ``config check``."""
+    if argv[:1] == ["run"]:
+        return main(argv[1:])
+    if argv[:1] == ["demo"]:
+        from controller.supervisor.demo import main as demo_main
+
+        return demo_main(argv[1:])
+    from controller.supervisor.config import check_main
+
+    return check_main(argv[2:])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main(sys.argv[1:]))

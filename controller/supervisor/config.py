@@ -1,0 +1,116 @@
+"""A table config file (config/tables/<table>.toml) as the appliance reads it.
+
+``[table]`` names the table (``id``), where it stands (``site``) and its game file (``game``,
+relative to the table file); ``[devices.<name>]`` are loaded by ``devices.config.load_devices``.
+Every problem is one ConfigError line: ``<file>: <key>: <rule>``.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from controller.errors import ConfigError, RuleViolation
+from controller.game_config import GameOptions, load_game_options
+from controller.games import GameId
+from devices.config import DeviceConfig, load_devices
+from devices.profiles import DeviceKind
+
+# A table id names files (/var/lib/tablectl/<id>.db) and MQTT topics: keep it to safe characters.
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+# Devices the supervisor needs for each game; the rest are optional.
+_REQUIRED: dict[GameId, tuple[DeviceKind, ...]] = {
+    GameId.DOUBLE_BACK_JACK: (DeviceKind.SHOE,),
+    GameId.DOUBLE_ATTACK: (DeviceKind.SHOE,),
+    GameId.DOWN_UNDER: (DeviceKind.SHOE,),
+    GameId.DJ_WILD: (),
+}
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    path: Path
+    table_id: str
+    site: str
+    options: GameOptions
+    devices: list[DeviceConfig]
+
+    def device_of(self, kind: DeviceKind) -> DeviceConfig | None:
+        return next((d for d in self.devices if d.kind is kind), None)
+
+
+def _string(path: Path, table: dict[str, Any], key: str) -> str:
+    value = table.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{path}: table.{key}: must be a non-empty string")
+    return value
+
+
+def load_table_config(path: Path | str) -> TableConfig:
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: not valid TOML: {e}") from None
+    table = doc.get("table")
+    if not isinstance(table, dict):
+        raise ConfigError(f"{p}: table: a [table] section is required")
+    unknown = sorted(set(doc) - {"table", "devices"})
+    if unknown:
+        raise ConfigError(f"{p}: {unknown[0]}: unknown section (expected [table] and [devices.<name>])")
+    table_id = _string(p, table, "id")
+    if not _ID.match(table_id):
+        raise ConfigError(f"{p}: table.id: letters, digits, '.', '_' and '-' only, at most 64 characters")
+    site = _string(p, table, "site")
+    game_ref = _string(p, table, "game")
+    game_path = p.parent / game_ref
+    if not game_path.is_file():
+        raise ConfigError(f"{p}: table.game: no game file at {game_ref}")
+    try:
+        options = load_game_options(game_path)
+    except RuleViolation as e:
+        raise ConfigError(f"{p}: table.game: {game_ref}: {e}") from None
+    extra = sorted(set(table) - {"id", "site", "game"})
+    if extra:
+        raise ConfigError(f"{p}: table.{extra[0]}: unknown key (expected id, site, game)")
+    devices_doc = doc.get("devices", {})
+    if not isinstance(devices_doc, dict):
+        raise ConfigError(f"{p}: devices: must be a table of [devices.<name>] sections")
+    devices = load_devices(devices_doc, p.parent, source=str(p))
+    kinds = Counter(d.kind for d in devices)
+    for kind, n in kinds.items():
+        if n > 1:
+            raise ConfigError(f"{p}: devices: one {kind.value} per table, not {n}")
+    for kind in _REQUIRED[options.game]:
+        if kind not in kinds:
+            raise ConfigError(f"{p}: devices: a {options.spec.title} table needs a {kind.value}")
+    shuffler = next((d for d in devices if d.kind is DeviceKind.SHUFFLER), None)
+    if shuffler is not None and "decks" in shuffler.sim and int(shuffler.sim["decks"]) != options.decks:
+        raise ConfigError(
+            f"{p}: devices.{shuffler.name}.sim.decks: must match the game's decks_per_batch ({options.decks})"
+        )
+    return TableConfig(p, table_id, site, options, devices)
+
+
+def check_main(argv: list[str]) -> int:
+    """``tablectl config check FILE``: exit 0 with a summary line, 2 with the one-line problem."""
+    import sys
+
+    if len(argv) != 1 or argv[0].startswith("-"):
+        print("usage: tablectl config check FILE", file=sys.stderr)
+        return 2
+    try:
+        cfg = load_table_config(argv[0])
+    except ConfigError as e:
+        print(e, file=sys.stderr)
+        return 2
+    names = ", ".join(f"{d.name} ({d.kind.value})" for d in cfg.devices)
+    print(f"{cfg.path}: ok: table {cfg.table_id} at {cfg.site}, {cfg.options.spec.title}, devices: {names}")
+    return 0

@@ -1,0 +1,162 @@
+"""``tablectl demo [--game G] [--rounds N] [--no-ui] [--seed S] [--journal PATH]``
+
+One command, one machine: the simulated devices on real sockets and ptys, the controller talking
+to them over the wire, a broker for telemetry (Debian's mosquitto on a free port with its own
+config, when it is installed), a virtual dealer playing, and a live terminal view. Ctrl-C stops
+everything cleanly. ``--no-ui`` plays N rounds headless and prints a JSON summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from controller.errors import TablectlError
+from controller.games import GameId
+from controller.journal import verify_journal
+from controller.supervisor import logs
+from controller.supervisor.rig import Rig, table_file, virtual_table
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tablectl demo", description="A table played by a virtual dealer.")
+    p.add_argument("--game", default=GameId.DOWN_UNDER.value, choices=[g.value for g in GameId])
+    p.add_argument("--rounds", type=int, default=None, help="rounds (default: until Ctrl-C; 200 headless)")
+    p.add_argument("--boxes", type=int, default=6, choices=range(1, 7), metavar="1-6")
+    p.add_argument("--no-ui", action="store_true", help="no terminal view; print a JSON summary at the end")
+    p.add_argument("--seed", type=int, default=None, help="seed shuffles and dealer (repeatable)")
+    p.add_argument("--journal", type=Path, default=None, help="journal file (default: a temporary one)")
+    p.add_argument("--pace", type=float, default=0.15, help="real seconds per dealer action in the view")
+    return p
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def broker(workdir: Path) -> Iterator[int | None]:
+    """Our own mosquitto on a free port with its own config; None when it is not installed."""
+    sbin = Path("/usr/sbin/mosquitto")
+    binary = shutil.which("mosquitto") or (str(sbin) if sbin.exists() else None)
+    if binary is None:
+        yield None
+        return
+    port = _free_port()
+    conf = workdir / "mosquitto.conf"
+    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n", encoding="utf-8")
+    proc = subprocess.Popen([binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    # Logs would tear the terminal view; headless they go to stderr so stdout is the JSON only.
+    logs.configure(logging.WARNING if args.no_ui else logging.CRITICAL, stream=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="tablectl-demo-") as tmp:
+        journal = args.journal or Path(tmp) / "journal.db"
+        with broker(Path(tmp)) as port:
+            try:
+                if args.no_ui:
+                    summary = asyncio.run(_headless(args, journal, port))
+                    print(json.dumps(summary))
+                    return 0 if summary["journal_verified"] else 1
+                return asyncio.run(_with_view(args, journal, port))
+            except TablectlError as e:
+                print(f"tablectl demo: {e}", file=sys.stderr)
+                return 2
+            except KeyboardInterrupt:
+                return 0
+
+
+async def _headless(args: argparse.Namespace, journal: Path, port: int | None) -> dict[str, Any]:
+    rounds = 200 if args.rounds is None else args.rounds
+    began = time.perf_counter()
+    async with virtual_table(table_file(args.game), journal, seed=args.seed, boxes=args.boxes) as rig:
+        await rig.dealer.open_table()
+        await rig.dealer.play(rounds)
+        summary = _summary(rig, time.perf_counter() - began, port)
+    result = verify_journal(journal)
+    summary["journal_verified"] = result.ok
+    return summary
+
+
+def _summary(rig: Rig, seconds: float, port: int | None) -> dict[str, Any]:
+    sup, stats = rig.supervisor, rig.dealer.stats
+    snap = sup.snapshot()
+    return {
+        "game": rig.config.options.game.value,
+        "table": rig.config.table_id,
+        "rounds": stats.rounds,
+        "boxes": rig.dealer.boxes,
+        "cards_drawn": stats.cards_drawn,
+        "keys_pressed": stats.keys_pressed,
+        "shoes": stats.shoes,
+        "stub_counts": stats.stub_counts,
+        "journal_records": sup.jt.journal.last_seq if sup.jt else 0,
+        "alarms_open": len(snap["alarms"]),
+        "devices": snap["devices"],
+        "broker_port": port,
+        "seconds": round(seconds, 3),
+        "table_hours": round(rig.clock.now() / 3600, 2),
+    }
+
+
+async def _with_view(args: argparse.Namespace, journal: Path, port: int | None) -> int:
+    from rich.live import Live
+
+    from controller.supervisor.view import render
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with virtual_table(table_file(args.game), journal, seed=args.seed, boxes=args.boxes,
+                             pace_s=max(0.0, args.pace)) as rig:  # fmt: skip
+        with Live(render(rig, port), refresh_per_second=8, screen=False) as live:
+
+            async def refresh() -> None:
+                while True:
+                    live.update(render(rig, port))
+                    await asyncio.sleep(0.125)
+
+            async def play() -> None:
+                await rig.dealer.open_table()
+                played = 0
+                while args.rounds is None or played < args.rounds:
+                    await rig.dealer.play_round()
+                    played += 1
+                stop.set()
+
+            tasks = [asyncio.create_task(refresh()), asyncio.create_task(play())]
+            await stop.wait()
+            for t in tasks:
+                t.cancel()
+            for t in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
+            live.update(render(rig, port))
+    return 0

@@ -1,0 +1,183 @@
+"""Device events into table-core inputs, and core commands into device commands.
+
+The meaning of a key depends on what the round is waiting for, so the translation reads the table
+(never changes it). What the devices report about themselves (which batch each shuffler slot
+holds, which bet sensors see chips) is kept here, because the core does not model it.
+
+Conventions of the reference keypad (docs/install.md, "What the keypad means"):
+- spot 1 of a box is its main wager (the blackjack bet; DJ Wild's Ante and Blind), spot 2 its
+  optional wager (Bust It, Match-the-Dealer, DJ Wild's Progressive Bonus);
+- the sensors see chips, not their value: each sensed spot is one ``UNIT_BET``;
+- ``double`` while an insurance or Double Attack offer is open takes that wager at its maximum,
+  and answers an even-money offer with yes;
+- DJ Wild: ``next`` after Start Game says the hands are dealt (687a.9(c)-(e)); a stub count says
+  so too; ``next`` after the deal puts the stub away uncounted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.games import GameId
+from controller.rules.requests import (
+    DoubleAttackOffer,
+    EvenMoneyOffer,
+    InsuranceOffer,
+)
+from controller.rules.requests import MasqueRange as CoreRange
+from controller.rules.state import SeatWagers
+from controller.table import inputs as I
+from controller.table.batches import Place
+from controller.table.core import Command as CoreCommand
+from controller.table.core import Table
+from devices import commands as dc
+from devices import events as dev
+
+UNIT_BET = 10  # what one sensed chip stack stands for, in table units
+MAIN_SPOT, SIDE_SPOT = 1, 2
+
+_RANGE_OF_LIGHT = {
+    dev.MasqueLight.BLUE: CoreRange.SMALL,
+    dev.MasqueLight.RED: CoreRange.MEDIUM,
+    dev.MasqueLight.YELLOW: CoreRange.LARGE,
+}
+
+
+class Untranslatable(Exception):
+    """A device event or core command that cannot be carried over; one line, no secrets."""
+
+
+@dataclass
+class SlotView:
+    state: dev.ShufflerState
+    back: str | None
+
+
+class Translator:
+    def __init__(self, table_backs: tuple[str, str] = ("red", "blue")) -> None:
+        self.slots: dict[dev.Slot, SlotView] = {}
+        self.config_backs = dict(zip(dev.Slot, table_backs, strict=True))
+        self.bets: set[tuple[int, int]] = set()  # (box, spot) sensed now
+        self.progressive_closed = False  # a failed keypad closes progressive wagers
+
+    # ------------------------------------------------------------------ shuffler slots
+    def back_of(self, slot: dev.Slot) -> str:
+        view = self.slots.get(slot)
+        if view is not None and view.back is not None:
+            return view.back
+        return self.config_backs[slot]
+
+    def slot_of(self, back: str) -> dev.Slot:
+        for slot in dev.Slot:
+            if self.back_of(slot) == back:
+                return slot
+        raise Untranslatable(f"no shuffler slot holds the {back} batch")
+
+    # ------------------------------------------------------------------ events -> inputs
+    def inputs(self, event: dev.DeviceEvent, table: Table) -> list[I.Input]:
+        match event:
+            case dev.BatchSlotChanged(slot=slot, state=state, back=back):
+                self.slots[slot] = SlotView(state, back)
+                return []
+            case dev.ShuffleStarted(slot=slot):
+                back = self.back_of(slot)
+                batch = table.batches.get(back)
+                first: list[I.Input] = []
+                if batch is not None and batch.location in (Place.NEW, Place.DISCARD):
+                    first = [I.BatchToShuffler(back=back)]  # loaded and started between two polls
+                return [*first, I.ShuffleStarted(back=back)]
+            case dev.ShuffleDone(slot=slot, cards_counted=counted):
+                return [I.ShuffleCompleted(back=self.back_of(slot), cards_counted=counted)]
+            case dev.ShufflerJammed(slot=slot, code=code):
+                return [I.ShuffleFailed(back=self.back_of(slot), reason=f"jammed, code {code}")]
+            case dev.ShuffleIncomplete(slot=slot, reason=reason):
+                return [I.ShuffleFailed(back=self.back_of(slot), reason=reason)]
+            case dev.ShufflerOutOfOrder():
+                return [] if table.shuffler_out_of_order else [I.ShufflerOutOfOrder(by="device")]
+            case dev.CardDrawn(card=card, face_up=face_up, remaining=remaining):
+                return [I.CardDrawn(card=card, face_up_in_shoe=face_up, remaining=remaining)]
+            case dev.CoverCardReached():
+                return [] if table.options.self_shuffling_shoe else [I.CoverCardReached()]
+            case dev.ReaderResult(blackjack=blackjack):
+                return [I.ReaderReport(blackjack=blackjack)]
+            case dev.MasqueRange(light=light):
+                return [I.ReaderReport(light=_RANGE_OF_LIGHT[light])]
+            case dev.ReaderFailed(code=code):
+                return [] if table.reader_failed else [I.ReaderFailed(code=code)]
+            case dev.StubCounted(count=count):
+                wild = table.wild
+                dealt = [I.WildHandsDealt()] if wild is not None and wild.locked and not wild.dealt else []
+                return [*dealt, I.StubCounted(count=count)]
+            case dev.BetSensed(box=box, spot=spot, present=present):
+                (self.bets.add if present else self.bets.discard)((box, spot))
+                wild = table.wild
+                if wild is not None and not wild.locked and spot == SIDE_SPOT and not self.progressive_closed:
+                    return [I.BetSensed(box=box, present=present)]
+                return []
+            case dev.ButtonPressed(key=key):
+                return self.key_inputs(key.value, table)
+        return []
+
+    def key_inputs(self, key: str, table: Table, boxes: tuple[int, ...] | None = None) -> list[I.Input]:
+        """A key from the keypad (or the same key sent as an authorised command)."""
+        if not table.blackjack:
+            return self._wild_key(key, table, boxes)
+        if key == dev.Key.START_GAME:
+            return [self.round_opened(table, boxes)]
+        req = table.round.request if table.round is not None else None
+        if key == dev.Key.DOUBLE and isinstance(req, InsuranceOffer | DoubleAttackOffer):
+            return [I.WagerPlaced(seat=req.seat, amount=req.maximum)]
+        if key == dev.Key.DOUBLE and isinstance(req, EvenMoneyOffer):
+            return [I.KeyPressed(key="even_money")]
+        return [I.KeyPressed(key=key)]
+
+    def round_opened(self, table: Table, boxes: tuple[int, ...] | None) -> I.RoundOpened:
+        seats = boxes if boxes is not None else tuple(sorted(b for b, s in self.bets if s == MAIN_SPOT))
+        opts = table.options
+        wagers = []
+        for seat in seats:
+            side = (seat, SIDE_SPOT) in self.bets
+            wagers.append(
+                SeatWagers(
+                    seat=seat,
+                    bet=UNIT_BET,
+                    bust_it=UNIT_BET if side and opts.bust_it else 0,
+                    match_the_dealer=UNIT_BET if side and opts.match_the_dealer else 0,
+                )
+            )
+        return I.RoundOpened(wagers=tuple(wagers))
+
+    def _wild_key(self, key: str, table: Table, boxes: tuple[int, ...] | None) -> list[I.Input]:
+        wild = table.wild
+        if key == dev.Key.START_GAME:
+            if wild is not None:
+                return [I.StartGame()]
+            seats = boxes if boxes is not None else tuple(sorted(b for b, s in self.bets if s == MAIN_SPOT))
+            progressive = [] if self.progressive_closed else sorted(b for b, s in self.bets if s == SIDE_SPOT)
+            return [
+                I.WildRoundOpened(boxes=seats),
+                *(I.BetSensed(box=b, present=True) for b in progressive),
+                I.StartGame(),
+            ]
+        if key == dev.Key.NEXT and wild is not None and wild.locked and not wild.dealt:
+            return [I.WildHandsDealt()]
+        return [I.KeyPressed(key=key)]
+
+    # ------------------------------------------------------------------ commands -> devices
+    def device_command(self, cmd: CoreCommand) -> dc.Command:
+        match (cmd.device, cmd.action, cmd.args):
+            case ("shuffler", "clear_fault", ()):
+                return dc.ClearFault()
+            case ("shuffler", "mark_out_of_order", ()):
+                return dc.MarkOutOfOrder()
+            case ("shuffler", "eject_to_shoe", (str() as back,)):
+                return dc.EjectToShoe(self.slot_of(back))
+            case ("keypad", "lock_sensors", ()):
+                return dc.LockSensors()
+            case ("keypad", "set_light", (int() as box, bool() as on)):
+                return dc.SetLight(box, SIDE_SPOT, on)
+        raise Untranslatable(f"no device command for {cmd.device}.{cmd.action}")
+
+
+def is_dj_wild(table: Table) -> bool:
+    return table.options.game is GameId.DJ_WILD

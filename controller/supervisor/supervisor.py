@@ -1,0 +1,521 @@
+"""The supervisor: one asyncio task per device driver (each with its own restart loop), one task
+that turns device events into table-core inputs, the journal before every effect, telemetry told.
+
+Why not a TaskGroup: a TaskGroup cancels every sibling when one task fails; a table must keep
+dealing with the keypad when the reader's driver dies, so each device restarts on its own, with
+exponential backoff and jitter, and its health says what the floor needs to know.
+
+Order of work for every input (device event or authorised command), under one lock so steps never
+interleave: core decides -> journal commits (fsync) -> telemetry told -> device commands sent ->
+the supervisor's own follow-ups (reader up card, sensors locked/unlocked, the next batch in).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from controller.errors import RuleViolation, TablectlError
+from controller.journal import JournalError
+from controller.rules.requests import DEALER
+from controller.supervisor import actions
+from controller.supervisor.config import TableConfig
+from controller.supervisor.health import DeviceHealth, health_after
+from controller.supervisor.mapping import Translator, Untranslatable
+from controller.supervisor.telemetry import NullTelemetry, Telemetry
+from controller.table import inputs as I
+from controller.table.batches import Place, ShufflerState
+from controller.table.core import Command as CoreCommand
+from controller.table.core import Step, Table
+from controller.table.recorder import JournaledTable
+from devices import commands as dc
+from devices import events as dev
+from devices.clock import REAL_CLOCK, Clock
+from devices.config import DeviceConfig
+from devices.drivers.base import Driver
+from devices.drivers.factory import build_drivers
+from devices.drivers.stub import StubCounterDriver
+from devices.errors import CommandRejected
+from devices.profiles import DeviceKind
+from devices.transport.modbus import BusRegistry
+
+SAFE_STOP_S = 2.0  # how long shutdown waits for the keypad to lock its sensors
+RESTART_OK_AFTER_S = 30.0
+TICK_S = 60.0  # a driver that ran this long starts its backoff from the beginning again
+
+
+class Supervisor:
+    def __init__(
+        self,
+        config: TableConfig,
+        journal_path: str | Path,
+        *,
+        clock: Clock = REAL_CLOCK,
+        wall: Callable[[], float] = time.time,
+        telemetry: Telemetry | None = None,
+        devices: list[DeviceConfig] | None = None,
+        rng: random.Random | None = None,
+        poll_on_demand: bool = False,
+    ) -> None:
+        self.config = config
+        self.table_id = config.table_id
+        self.journal_path = Path(journal_path)
+        self.clock = clock
+        self.wall = wall  # the table's time (journalled); the clock paces polls and backoff
+        self.telemetry: Telemetry = telemetry or NullTelemetry()
+        self.device_configs = devices if devices is not None else config.devices
+        self.rng = rng or random.Random()
+        # With a virtual clock the dealer says when to poll (settle); time passing wakes nothing.
+        self.poll_on_demand = poll_on_demand
+        self.log = structlog.get_logger("tablectl.supervisor").bind(table=self.table_id, device=None)
+        backs = next(
+            (tuple(d.options.get("backs", ("red", "blue"))) for d in self.device_configs
+             if d.kind is DeviceKind.SHUFFLER),
+            ("red", "blue"),
+        )  # fmt: skip
+        self.translator = Translator((str(backs[0]), str(backs[1])))
+        self.events: asyncio.Queue[dev.DeviceEvent] = asyncio.Queue()
+        self.health: dict[str, DeviceHealth] = {}
+        self.kinds: dict[str, DeviceKind] = {d.name: d.kind for d in self.device_configs}
+        self.drivers: dict[str, Driver] = {}
+        self.jt: JournaledTable | None = None
+        self.ready = asyncio.Event()  # journal replayed and every device answered once
+        self.shoe_failed = False  # a failed shoe stops dealing (the core has no input for it)
+        self._buses: BusRegistry | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._lock = asyncio.Lock()
+        self._progress = asyncio.Condition()
+        self._busy = False
+        self._polls_started: dict[str, int] = {}
+        self._polls_done: dict[str, int] = {}
+        self._poke: dict[str, asyncio.Event] = {}
+        self._start_sent: set[dev.Slot] = set()
+        self._auto_refused: dict[I.Input, int] = {}
+        self._steps = 0
+        self._stopped = False
+
+    # ================================================================== lifecycle
+    @property
+    def table(self) -> Table:
+        assert self.jt is not None, "the supervisor is not started"
+        return self.jt.table
+
+    async def start(self) -> None:
+        from controller.supervisor.logs import bind_table
+
+        bind_table(self.table_id)
+        self.journal_path.parent.mkdir(parents=True, exist_ok=True)
+        self.jt = JournaledTable.open(self.journal_path, self.config.options, self.table_id)
+        t = self.jt.table
+        self.log.info(
+            "journal_open", path=str(self.journal_path), seq=self.jt.journal.last_seq, round=t.round_no,
+            in_round=t.in_round, halted=len(t.halted),
+        )  # fmt: skip
+        await self.telemetry.start()
+        drivers, self._buses = build_drivers(self.device_configs, clock=self.clock, events=self.events)
+        for d in drivers:
+            self.drivers[d.name] = d
+            self.health[d.name] = DeviceHealth.CONNECTING
+            self._polls_started[d.name] = self._polls_done[d.name] = 0
+            self._poke[d.name] = asyncio.Event()
+            self.telemetry.device_health(d.name, DeviceHealth.CONNECTING.value)
+        self._tasks.append(asyncio.create_task(self._consume(), name="supervisor-events"))
+        self._tasks.append(asyncio.create_task(self._tick(), name="supervisor-tick"))
+        for d in drivers:
+            self._tasks.append(asyncio.create_task(self._supervise(d), name=f"device-{d.name}"))
+        self.telemetry.state_changed(self.snapshot())
+
+    async def stop(self) -> None:
+        """Devices left safe (sensors locked), tasks ended, journal closed, telemetry told."""
+        if self._stopped:
+            return
+        self._stopped = True
+        keypad = self._driver_of(DeviceKind.KEYPAD)
+        if keypad is not None:
+            try:
+                async with asyncio.timeout(SAFE_STOP_S):
+                    await keypad.send(dc.LockSensors())
+                self.log.info("sensors_locked", device=keypad.name, why="shutdown")
+            except (CommandRejected, TimeoutError) as e:
+                self.log.warning("sensors_not_locked", device=keypad.name, error=str(e) or "timeout")
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        for d in self.drivers.values():
+            with contextlib.suppress(Exception):
+                await d.close()
+        if self._buses is not None:
+            self._buses.close()
+        if self.jt is not None:
+            seq = self.jt.journal.last_seq
+            self.jt.close()
+            self.log.info("journal_closed", seq=seq)
+        await self.telemetry.stop()
+        self.log.info("stopped")
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.start()
+        try:
+            await stop.wait()
+        finally:
+            await self.stop()
+
+    # ================================================================== one task per device
+    async def _supervise(self, driver: Driver) -> None:
+        """Run the driver's poll loop; when it dies of a bug, restart it after a backoff delay."""
+        failures = 0
+        log = self.log.bind(device=driver.name)
+        while True:
+            began = self.clock.now()
+            try:
+                await self._poll_loop(driver)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # a driver bug: the device restarts, the table goes on
+                if self.clock.now() - began > RESTART_OK_AFTER_S:
+                    failures = 0
+                failures += 1
+                delay = driver.config.backoff.delay(failures, self.rng.random())
+                log.error("driver_crashed", error=f"{type(e).__name__}: {e}", restart_in_s=round(delay, 3))
+                await self._set_health(driver.name, DeviceHealth.FAULT)
+                with contextlib.suppress(Exception):
+                    await driver.close()
+                await self.clock.sleep(delay)
+
+    async def _poll_loop(self, driver: Driver) -> None:
+        name = driver.name
+        frames = isinstance(driver, StubCounterDriver)  # it waits on its line; no pause after data
+        while True:
+            self._polls_started[name] += 1
+            ok = await driver.poll_once()
+            self._polls_done[name] += 1
+            async with self._progress:
+                self._progress.notify_all()
+            if frames and ok:
+                continue
+            poke = self._poke[name]
+            if self.poll_on_demand:
+                await poke.wait()
+            elif not poke.is_set():
+                await self._sleep_or_poke(driver.config.poll_interval_s, poke)
+            poke.clear()
+
+    async def _sleep_or_poke(self, seconds: float, poke: asyncio.Event) -> None:
+        sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
+        waiter = asyncio.ensure_future(poke.wait())
+        try:
+            await asyncio.wait((sleeper, waiter), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            waiter.cancel()
+
+    async def _tick(self) -> None:
+        """Time passing with nothing else happening: the core warns of decks about to expire."""
+        while True:
+            await self.clock.sleep(TICK_S)
+            async with self._lock:
+                await self._feed(I.Tick(), origin=None)
+
+    # ================================================================== device events
+    async def _consume(self) -> None:
+        while True:
+            event = await self.events.get()
+            self._busy = True
+            try:
+                await self._on_event(event)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # never crash on one bad event; say which kind it was
+                self.log.error(
+                    "event_failed", device=event.device, event_kind=type(event).__name__,
+                    error=f"{type(e).__name__}: {e}",
+                )  # fmt: skip
+            finally:
+                self._busy = self.events.qsize() > 0
+                async with self._progress:
+                    self._progress.notify_all()
+
+    async def _on_event(self, event: dev.DeviceEvent) -> None:
+        name = event.device
+        old = self.health.get(name, DeviceHealth.CONNECTING)
+        new = health_after(old, event)
+        if new is not old:
+            await self._set_health(name, new)
+        async with self._lock:
+            for inp in self.translator.inputs(event, self.table):
+                if await self._feed(inp, origin=name) is None:
+                    break  # the rest of this event's inputs depend on the refused one
+            await self._device_policy(event, old, new)
+            await self._reconcile()
+
+    async def _device_policy(self, event: dev.DeviceEvent, old: DeviceHealth, new: DeviceHealth) -> None:
+        """What a device's health means for the table (673a.13(j)-(l); a failed shoe; the keypad)."""
+        kind = self.kinds.get(event.device)
+        if isinstance(event, dev.DeviceOnline) and kind is DeviceKind.KEYPAD:
+            self.translator.progressive_closed = False
+            if not self.table.in_round:
+                await self._send_device(DeviceKind.KEYPAD, dc.UnlockSensors())
+        if new is old:
+            return
+        failed = new in (DeviceHealth.FAULT, DeviceHealth.OUT_OF_ORDER)
+        if kind is DeviceKind.READER and failed and not self.table.reader_failed:
+            await self._feed(I.ReaderFailed(code=getattr(event, "code", 0)), origin=event.device)
+        elif kind is DeviceKind.SHOE and isinstance(event, dev.DeviceOffline | dev.DeviceOnline):
+            self.shoe_failed = failed
+            if failed:
+                self.log.error(
+                    "dealing_halted", device=event.device,
+                    error=f"{self.table.chapter}.7(a): the dealing shoe has failed; no round till it is back",
+                )  # fmt: skip
+            else:
+                self.log.info("dealing_may_resume", device=event.device)
+        elif kind is DeviceKind.KEYPAD and failed:
+            self.translator.progressive_closed = True
+            self.log.warning("progressive_closed", device=event.device, why="the keypad has failed")
+
+    async def _set_health(self, name: str, health: DeviceHealth) -> None:
+        old = self.health.get(name)
+        if old is health:
+            return
+        self.health[name] = health
+        self.log.info("device_health", device=name, health=health.value, was=old.value if old else None)
+        self.telemetry.device_health(name, health.value)
+        self.telemetry.state_changed(self.snapshot())
+        if not self.ready.is_set() and all(h is not DeviceHealth.CONNECTING for h in self.health.values()):
+            self.ready.set()
+            t = self.table
+            seq = self.jt.journal.last_seq if self.jt else 0
+            self.log.info("ready", round=t.round_no, in_round=t.in_round, seq=seq)
+
+    # ================================================================== the core, journal first
+    async def _feed(self, inp: I.Input, origin: str | None, who: str | None = None) -> Step | None:
+        """Handle one input through the journal; None when it was refused (logged, one line)."""
+        try:
+            return await self._step(inp, origin, who)
+        except RuleViolation as e:
+            self.log.warning("refused", device=origin, input=type(inp).__name__, who=who, error=str(e))
+        except JournalError as e:
+            # Not journalled, so it did not happen (JournaledTable rebuilt the table from the file).
+            self.log.error("journal_failed", device=origin, input=type(inp).__name__, error=str(e))
+        return None
+
+    async def _step(self, inp: I.Input, origin: str | None, who: str | None) -> Step:
+        """Core decides, journal commits, then the effects. Raises what the core or journal raise."""
+        assert self.jt is not None
+        if self.shoe_failed and isinstance(inp, I.RoundOpened | I.WildRoundOpened):
+            # The core has no input for a failed shoe; the shell refuses the round itself.
+            section = f"{self.table.chapter}.7(a)"
+            raise RuleViolation(section, "the dealing shoe has failed; dealing is stopped")
+        before = self.table.in_round
+        step = self.jt.handle(inp, self.wall())
+        if step.events:
+            self._steps += 1
+            self.log.info(
+                "step", device=origin, input=type(inp).__name__, who=who, kinds=[e.kind for e in step.events]
+            )
+            for e in step.events:
+                if e.kind == "alarm_raised":
+                    p = e.payload
+                    self.log.warning("alarm", device=origin, id=p["id"], section=p["section"],
+                                     message=p["message"], halts=p["halts"])  # fmt: skip
+            self.telemetry.journal_appended()
+        for cmd in step.commands:
+            await self._carry_out(cmd)
+        await self._follow_ups(step, was_in_round=before)
+        if step.events and not isinstance(self.telemetry, NullTelemetry):
+            self.telemetry.state_changed(self.snapshot())
+        return step
+
+    async def _carry_out(self, cmd: CoreCommand) -> None:
+        try:
+            command = self.translator.device_command(cmd)
+        except Untranslatable as e:
+            self.log.error("command_not_sent", device=cmd.device, error=str(e))
+            return
+        await self._send_device(DeviceKind(cmd.device), command)
+
+    async def _send_device(self, kind: DeviceKind, command: dc.Command) -> bool:
+        driver = self._driver_of(kind)
+        if driver is None:
+            return False
+        try:
+            await driver.send(command)
+        except CommandRejected as e:
+            what = type(command).__name__
+            self.log.warning("command_rejected", device=driver.name, command=what, error=str(e))
+            return False
+        self.log.debug("command_sent", device=driver.name, command=type(command).__name__)
+        return True
+
+    def _driver_of(self, kind: DeviceKind) -> Driver | None:
+        return next((d for n, d in self.drivers.items() if self.kinds[n] is kind), None)
+
+    async def _follow_ups(self, step: Step, was_in_round: bool) -> None:
+        """Device work the core leaves to the shell, done after the step is journalled."""
+        t = self.table
+        kinds = {e.kind for e in step.events}
+        if "round_started" in kinds and t.blackjack:
+            await self._send_device(DeviceKind.KEYPAD, dc.LockSensors())  # no wagers after Start Game
+        rnd = t.round
+        dealer_up = any(e.kind == "card_dealt" and e.payload.get("seat") == DEALER for e in step.events)
+        if dealer_up and rnd is not None and len(rnd.state.dealer) == 1:
+            # The up card is public; a peek device needs its rank before the hole card goes in.
+            await self._send_device(DeviceKind.READER, dc.SetUpCard(rnd.state.dealer[0].rank))
+        if was_in_round and not t.in_round:
+            await self._send_device(DeviceKind.READER, dc.ResetReader())
+            await self._send_device(DeviceKind.KEYPAD, dc.UnlockSensors())
+
+    async def _reconcile(self) -> None:
+        """Observations the devices imply but do not send as events: a batch sitting in a shuffler
+        slot is in the shuffler; a shuffled batch goes into an empty shoe (the core ejects it)."""
+        t = self.table
+        if t.manual:
+            return
+        slots = self.translator.slots
+        for slot, view in slots.items():
+            if view.state is not dev.ShufflerState.IDLE:
+                self._start_sent.discard(slot)
+                continue
+            batch = t.batches.get(view.back or "")
+            if batch is None or batch.opened_at is None:
+                continue  # 673a.4: not until the floor has verified the inspection
+            stored = [b for b in t.batches.values() if b.location is Place.SHUFFLER and b is not batch]
+            if batch.location in (Place.NEW, Place.DISCARD) and not stored:
+                await self._feed_auto(I.BatchToShuffler(back=batch.back))
+            if (
+                batch.location is Place.SHUFFLER
+                and batch.shuffler in (ShufflerState.UNSHUFFLED, ShufflerState.JAMMED)
+                and slot not in self._start_sent
+            ):
+                self._start_sent.add(slot)
+                await self._send_device(DeviceKind.SHUFFLER, dc.StartShuffle(slot))
+        if t.two_batches and t.shoe_back is None and not t.in_round:
+            for batch in t.batches.values():
+                held = batch.back in self._backs()
+                ready = slots.get(self.translator.slot_of(batch.back)) if held else None
+                if (
+                    batch.location is Place.SHUFFLER and batch.shuffler is ShufflerState.READY
+                    and ready is not None and ready.state is dev.ShufflerState.READY
+                ):  # fmt: skip
+                    await self._feed_auto(I.BatchToShoe(back=batch.back))
+                    break
+
+    def _backs(self) -> set[str]:
+        return {self.translator.back_of(s) for s in dev.Slot}
+
+    async def _feed_auto(self, inp: I.Input) -> None:
+        """An input the supervisor infers: tried again only once the journal has moved on."""
+        if self._auto_refused.get(inp) == self._steps:
+            return
+        if await self._feed(inp, origin=None) is None:
+            self._auto_refused[inp] = self._steps
+        else:
+            self._auto_refused.pop(inp, None)
+
+    # ================================================================== authorised commands
+    async def command(self, name: str, args: dict[str, Any], who: str, role: str) -> dict[str, Any]:
+        """A dealer or floor action (the MQTT layer calls this). Refusals change nothing."""
+        try:
+            action = actions.check(name, args, who, role)
+        except actions.BadAction as e:
+            self.log.warning("command_refused", command=name if isinstance(name, str) else None, error=str(e))
+            return {"ok": False, "error": str(e)}
+        if self.jt is None or self._stopped:
+            return {"ok": False, "error": f"{name}: the table is not running"}
+        async with self._lock:
+            try:
+                inputs = self._inputs_of(name, args, who, action)
+            except (actions.BadAction, TablectlError) as e:
+                self.log.warning("command_refused", command=name, who=who, error=str(e))
+                return {"ok": False, "error": str(e)}
+            self.log.info("command", command=name, who=who, role=role)
+            kinds: list[str] = []
+            for inp in inputs:
+                try:
+                    step = await self._step(inp, None, who)
+                except (RuleViolation, JournalError) as e:
+                    self.log.warning("refused", input=type(inp).__name__, who=who, error=str(e))
+                    return {"ok": False, "error": str(e), "events": kinds}
+                kinds += [e.kind for e in step.events]
+            await self._reconcile()
+        return {"ok": True, "events": kinds, "seq": self.jt.journal.last_seq}
+
+    def _inputs_of(self, name: str, args: dict[str, Any], who: str, action: actions.Action) -> list[I.Input]:
+        if action.build is not None:
+            return action.build(args, who)
+        if name == "key":
+            try:
+                key = dev.Key(args["key"])
+            except ValueError:
+                raise actions.BadAction(f"key: unknown key {args['key']!r}") from None
+            return self.translator.key_inputs(key.value, self.table)
+        if name == "start_round":
+            boxes = args["boxes"]
+            if not boxes or not all(isinstance(b, int) and not isinstance(b, bool) for b in boxes):
+                raise actions.BadAction("start_round: boxes must be a non-empty list of box numbers")
+            return self.translator.key_inputs(dev.Key.START_GAME.value, self.table, tuple(boxes))
+        if name == "mark_out_of_order":
+            return self._out_of_order(args["device"], who)
+        raise actions.BadAction(f"{name}: not implemented")  # pragma: no cover
+
+    def _out_of_order(self, device: str, who: str) -> list[I.Input]:
+        name = device if device in self.kinds else next(
+            (n for n, k in self.kinds.items() if k.value == device), None
+        )
+        if name is None:
+            raise actions.BadAction(f"mark_out_of_order: no device {device!r} at this table")
+        kind = self.kinds[name]
+        self.health[name] = DeviceHealth.OUT_OF_ORDER
+        self.telemetry.device_health(name, DeviceHealth.OUT_OF_ORDER.value)
+        if kind is DeviceKind.SHUFFLER:
+            return [I.ShufflerOutOfOrder(by=who)]
+        if kind is DeviceKind.READER:
+            return [] if self.table.reader_failed else [I.ReaderFailed(code=0)]
+        if kind is DeviceKind.KEYPAD:
+            self.translator.progressive_closed = True
+        if kind is DeviceKind.SHOE:
+            self.shoe_failed = True
+        return []
+
+    # ================================================================== views and waiting
+    def snapshot(self) -> dict[str, Any]:
+        """The public state for telemetry and the terminal view: no card identities."""
+        snap = self.table.snapshot() if self.jt is not None else {}
+        return {
+            "table": self.table_id,
+            "site": self.config.site,
+            "game": self.config.options.game.value,
+            **snap,
+            "devices": {n: h.value for n, h in self.health.items()},
+            "progressive_closed": self.translator.progressive_closed,
+            "shoe_failed": self.shoe_failed,
+        }
+
+    async def wait_for(self, predicate: Callable[[], bool]) -> None:
+        """Until ``predicate()`` holds after some poll or event (tests, the virtual dealer)."""
+        async with self._progress:
+            await self._progress.wait_for(predicate)
+
+    def idle(self) -> bool:
+        return not self._busy and self.events.empty() and not self._lock.locked()
+
+    async def settle(self, *names: str) -> None:
+        """Poll ``names`` (every device when none) now, and wait until what they reported is
+        handled. The virtual dealer calls this after acting on a device, instead of sleeping."""
+        names = names or tuple(self.drivers)
+        target = {n: self._polls_started[n] + 1 for n in names}
+        for n in names:
+            if not isinstance(self.drivers[n], StubCounterDriver):
+                self._poke[n].set()
+        polled = [n for n in names if not isinstance(self.drivers[n], StubCounterDriver)]
+        await self.wait_for(lambda: all(self._polls_done[n] >= target[n] for n in polled) and self.idle())
