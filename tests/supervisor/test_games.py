@@ -1,0 +1,142 @@
+"""End to end through real sockets and ptys, for each game: a full shoe with the cover card and
+the batch swap; a jam mid-shuffle and its recovery; a reader failure that stops dealing until the
+reader is replaced; a wrong stub count in DJ Wild voiding the round."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable
+
+import pytest
+from structlog.testing import capture_logs
+
+from controller.supervisor.health import DeviceHealth
+from controller.supervisor.rig import Rig
+from devices.events import Key
+from sim.dealer import DealerStuck
+from tests.supervisor.conftest import BLACKJACK, GAMES, assert_journal_sound, journal_kinds
+
+SHUFFLE_FAILED = {"double-back-jack": "673a.13(k)", "double-attack": "665a.13(j)",
+                  "down-under": "685a.12(j)", "dj-wild": "687a.9(a)(1)"}  # fmt: skip
+READER_FAILED = {"double-back-jack": "673a.13(j)", "double-attack": "665a.13(i)", "down-under": "685a.12(i)"}
+
+MakeRig = Callable[..., Awaitable[Rig]]
+
+
+@pytest.mark.parametrize("game", GAMES)
+async def test_a_full_shoe_with_the_cover_card_and_the_batch_swap(game: str, table_rig: MakeRig) -> None:
+    rig = await table_rig(game)
+    await rig.dealer.open_table()
+    first = rig.supervisor.table.shoe_back
+    while rig.dealer.stats.shoes < 2:  # the second shoe has started: the batches swapped
+        await rig.dealer.play_round()
+    t = rig.supervisor.table
+    await rig.dealer.until(lambda: t.shoe_back is not None, "the next batch")  # DJ Wild: a deck a round
+    records = journal_kinds(rig.supervisor.journal_path)
+    kinds = [k for k, _ in records]
+    loads = [p["back"] for k, p in records if k == "batch_to_shoe"]
+    # 673a.3(b)(4): the batches alternate, shoe after shoe (DJ Wild: deck after deck, 687a.9(a)).
+    assert len(loads) >= 2 and loads[0] == first
+    assert all(a != b for a, b in itertools.pairwise(loads))
+    if t.blackjack:
+        assert ("reshuffle_ordered", {"by": "cover card", "reason": "cover"}) in records
+        assert kinds.index("reshuffle_ordered") < kinds.index("shoe_ended")
+    assert "alarm_raised" not in kinds
+    assert all(h is DeviceHealth.ONLINE for h in rig.supervisor.health.values())
+    assert_journal_sound(rig)
+
+
+@pytest.mark.parametrize("game", GAMES)
+async def test_a_jam_mid_shuffle_reshuffles_the_batch(game: str, table_rig: MakeRig) -> None:
+    rig = await table_rig(game)
+    await rig.dealer.open_table()
+    slots = rig.dealer.shuffler.slots.values()
+    await rig.dealer.until(lambda: any(s.state.value == "shuffling" for s in slots), "the second shuffle")
+    shuffling = [s for s in slots if s.state.value == "shuffling"]
+    assert len(shuffling) == 1  # the second batch is being shuffled while the first is dealt
+    rig.dealer.shuffler.faults.jam_at_card = len(shuffling[0].cards) // 2
+    jammed_back = shuffling[0].back
+    while rig.dealer.stats.shoes < 2:
+        await rig.dealer.play_round()
+    records = journal_kinds(rig.supervisor.journal_path)
+    mine = [(k, p) for k, p in records if p.get("back") == jammed_back]
+    kinds = [k for k, _ in mine]
+    failed = kinds.index("shuffle_failed")
+    # 673a.13(k): the batch is shuffled again from the start and only then goes into the shoe.
+    assert kinds[failed + 1 : failed + 3] == ["shuffle_started", "shuffle_completed"]
+    assert kinds.index("batch_to_shoe") > failed
+    alarms = [p for k, p in records if k == "alarm_raised"]
+    assert [a["section"] for a in alarms] == [SHUFFLE_FAILED[game]] and not alarms[0]["halts"]
+    assert rig.supervisor.health["shuffler"] is DeviceHealth.ONLINE  # cleared after the jam
+    assert_journal_sound(rig)
+
+
+@pytest.mark.parametrize("game", BLACKJACK)
+async def test_a_failed_reader_stops_dealing_until_it_is_replaced(game: str, table_rig: MakeRig) -> None:
+    rig = await table_rig(game)
+    sup, dealer = rig.supervisor, rig.dealer
+    await dealer.open_table()
+    await dealer.play_round()
+    dealer.reader.faults.dead = True
+    await sup.settle("reader")
+    assert sup.table.reader_failed and sup.health["reader"] is DeviceHealth.FAULT
+    assert [a.section for a in sup.table.halted] == [READER_FAILED[game]]
+    with capture_logs() as logs:
+        with pytest.raises(DealerStuck, match=READER_FAILED[game].replace("(", r"\(").replace(")", r"\)")):
+            await dealer.play_round()
+        dealer.keypad.press(Key.START_GAME)  # the dealer tries anyway: refused, nothing journalled
+        before = sup.jt.journal.last_seq if sup.jt else 0
+        await sup.settle("keypad")
+    refused = [e for e in logs if e["event"] == "refused"]
+    assert refused and refused[-1]["error"].startswith(READER_FAILED[game])
+    assert sup.jt is not None and sup.jt.journal.last_seq == before
+    # Acknowledging the alarm is not enough; the reader must be replaced (673a.13(j)).
+    alarm = sup.table.halted[0].id
+    result = await sup.command("alarm_acknowledged", {"alarm": alarm}, "floor-2", "floor")
+    assert not result["ok"] and result["error"].startswith(READER_FAILED[game])
+    dealer.reader.faults.dead = False  # the technician swaps the reader
+    await sup.settle("reader")
+    assert sup.health["reader"] is DeviceHealth.ONLINE and sup.table.reader_failed
+    assert (await sup.command("reader_replaced", {}, "floor-2", "floor"))["ok"]
+    assert not sup.table.halted
+    dealer.keypad.remove_bet(1, 1)  # the chips of the refused Start Game stay; a fresh round
+    rounds = dealer.stats.rounds
+    for _ in range(2):
+        await dealer.play_round()
+    assert dealer.stats.rounds == rounds + 2
+    records = journal_kinds(sup.journal_path)
+    assert ("reader_replaced", {"by": "floor-2"}) in records
+    assert_journal_sound(rig)
+
+
+async def test_a_wrong_stub_count_voids_the_dj_wild_round(table_rig: MakeRig) -> None:
+    rig = await table_rig("dj-wild")
+    sup, dealer = rig.supervisor, rig.dealer
+    await dealer.open_table()
+    await dealer.play_round()
+    stub = dealer.sim.devices["stub"].model
+    stub.faults.miscount = -1  # 687a.9(h): the counter finds one card short
+    t = sup.table
+    await dealer.until(lambda: t.shoe_back is not None, "the next deck")
+    await dealer._take_deck()
+    dealer._place_bets()
+    await dealer.press(Key.START_GAME)
+    assert t.wild is not None
+    await dealer.count_stub(len(dealer._wild_hand) - (5 * len(t.wild.boxes) + 6))
+    assert [a.section for a in t.halted] == ["687a.9(h)"]
+    counted = [p for k, p in journal_kinds(sup.journal_path) if k == "stub_counted"][-1]
+    assert counted["ok"] is False and counted["count"] == counted["expected"] - 1
+    # The dealer determines the cards were misdealt: every hand is void, wagers returned.
+    result = await sup.command("misdeal_determined", {"misdealt": True}, "dealer-1", "dealer")
+    assert result["ok"] and "round_voided" in result["events"]
+    assert not t.in_round and not t.halted
+    stub.faults.miscount = 0
+    dealer._clear_bets()
+    await dealer._return_deck()
+    rounds = dealer.stats.rounds
+    for _ in range(2):
+        await dealer.play_round()
+    assert dealer.stats.rounds == rounds + 2
+    voided = [p for k, p in journal_kinds(sup.journal_path) if k == "round_voided"]
+    assert [v["section"] for v in voided] == ["687a.9(h)"]
+    assert_journal_sound(rig)
