@@ -265,6 +265,10 @@ class Supervisor:
             self.translator.progressive_closed = False
             if not self.table.in_round:
                 await self._send_device(DeviceKind.KEYPAD, dc.UnlockSensors())
+        rnd = self.table.round
+        if isinstance(event, dev.DeviceOnline) and kind is DeviceKind.READER and rnd and rnd.state.dealer:
+            # Back after a restart or an outage mid-round: the peek device needs the up card again.
+            await self._send_device(DeviceKind.READER, dc.SetUpCard(rnd.state.dealer[0].rank))
         if new is old:
             return
         failed = new in (DeviceHealth.FAULT, DeviceHealth.OUT_OF_ORDER)
