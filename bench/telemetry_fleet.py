@@ -1,0 +1,251 @@
+"""Fleet-view throughput with many simulated tables, and the outbox's backlog drain rate.
+
+    .venv/bin/python bench/telemetry_fleet.py [--tables 500] [--rate 10] [--seconds 20] [--procs 4]
+                                              [--backlog 20000]
+
+Starts its own mosquitto (plain TCP on a free port, no auth: the figure is the view's, not TLS's),
+then:
+
+1. Fleet: ``--procs`` worker processes each hold tables/procs real aiomqtt connections; every
+   table publishes a birth, a retained state each second and ``--rate`` QoS 1 events per second
+   with contiguous seq and the wall time it was sent. The main process runs the monitor's own
+   ``consume`` into a FleetView and redraws the monitor's ``render`` twice a second (into a
+   string), as ``tablectl monitor`` does. Printed: offered and received messages per second, gaps
+   seen, and the delivery latency (send to fold) at p50/p99 in the first and the last quarter of
+   the run: a view that falls behind shows a latency that grows.
+2. Drain: a journal holding ``--backlog`` records nobody has published (as after an outage);
+   a real Telemetry starts and the time until the broker has acknowledged the last one is taken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import multiprocessing
+import os
+import pathlib
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import aiomqtt  # noqa: E402
+from rich.console import Console  # noqa: E402
+
+from controller.journal import Classification, Journal  # noqa: E402
+from controller.telemetry import Backoff, BrokerSettings, TableIdentity, Telemetry  # noqa: E402
+from controller.telemetry.config import versions  # noqa: E402
+from controller.telemetry.fleet import FleetView  # noqa: E402
+from controller.telemetry.monitor import consume, render  # noqa: E402
+
+
+BATCH = int(os.environ.get("BENCH_BATCH", "256"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_broker(directory: pathlib.Path, port: int) -> subprocess.Popen[bytes]:
+    conf = directory / "mosquitto.conf"
+    conf.write_text(
+        f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 1000000\n"
+        f"max_inflight_messages 0\nlog_dest none\nuser {os.environ.get('USER', 'root')}\n",
+        encoding="utf-8",
+    )
+    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    proc = subprocess.Popen([binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # a benchmark may poll for its broker's port
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return proc
+        time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("mosquitto did not start")
+
+
+# -- the simulated tables (worker processes) ---------------------------------------------------
+
+
+async def tables_worker(port: int, first: int, count: int, rate: float, seconds: float, started: float) -> int:
+    clients = [aiomqtt.Client("127.0.0.1", port, identifier=f"bench-t{first + i}", max_inflight_messages=100)
+               for i in range(count)]  # fmt: skip
+    for c in clients:
+        await c.__aenter__()
+        c.pending_calls_threshold = 10_000
+    bases = [f"tablectl/bench/t{first + i:04d}" for i in range(count)]
+    for c, base in zip(clients, bases, strict=True):
+        birth = {"version": 1, "online": True, "game": "double-attack", "site": "bench", "table": base}
+        await c.publish(f"{base}/status", json.dumps(birth), qos=1, retain=True)
+    seq = [0] * count
+    sent = 0
+    pending: set[asyncio.Task[None]] = set()
+    period = 1.0 / rate
+    await asyncio.sleep(max(0.0, started - time.time()))  # every worker starts at the same wall time
+    tick = time.monotonic()
+    end = tick + seconds
+    ticks = 0
+    while time.monotonic() < end:
+        now = time.time()
+        for i, (c, base) in enumerate(zip(clients, bases, strict=True)):
+            seq[i] += 1
+            body = json.dumps({"version": 1, "seq": seq[i], "at": now, "kind": "card_dealt",
+                               "classification": "public", "payload": {"box": 1, "card": "QH", "round": seq[i]}})  # fmt: skip
+            task = asyncio.create_task(c.publish(f"{base}/events", body, qos=1))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+            sent += 1
+            if ticks % int(rate) == 0:  # once a second: the retained state
+                state = {"version": 1, "game": "double-attack", "snapshot": {"round": seq[i], "cards_in_shoe": 300}}
+                t2 = asyncio.create_task(c.publish(f"{base}/state", json.dumps(state), qos=1, retain=True))
+                pending.add(t2)
+                t2.add_done_callback(pending.discard)
+                sent += 1
+        ticks += 1
+        tick += period
+        await asyncio.sleep(max(0.0, tick - time.monotonic()))
+    await asyncio.gather(*pending, return_exceptions=True)
+    for c in clients:
+        await c.__aexit__(None, None, None)
+    return sent
+
+
+def worker_main(port: int, first: int, count: int, rate: float, seconds: float, started: float, q: Any) -> None:
+    q.put(asyncio.run(tables_worker(port, first, count, rate, seconds, started)))
+
+
+# -- the fleet view (main process) ----------------------------------------------------------------
+
+
+class TimedView(FleetView):
+    """The monitor's view, sampling each event's delivery latency (send time to fold)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.samples: list[tuple[float, float]] = []  # (received at, latency)
+
+    def ingest(self, topic: str, payload: bytes) -> None:
+        super().ingest(topic, payload)
+        if self.messages % 50 == 0 and topic.endswith("/events"):
+            now = time.time()
+            self.samples.append((now, now - json.loads(payload)["at"]))
+
+
+async def fleet(port: int, tables: int, rate: float, seconds: float, procs: int) -> None:
+    view = TimedView()
+    settings = BrokerSettings("127.0.0.1", port)
+    consumer = asyncio.create_task(consume(settings, view))
+    await asyncio.sleep(0.5)  # let the view subscribe before the tables start
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    started = time.time() + 2.0  # all workers start publishing together, after connecting
+    per = tables // procs
+    workers = [ctx.Process(target=worker_main, args=(port, p * per, per, rate, seconds, started, q))
+               for p in range(procs)]  # fmt: skip
+    for w in workers:
+        w.start()
+    sink = Console(file=io.StringIO(), width=160)
+    per_second: list[int] = []
+    last = view.messages
+    draw_ms: list[float] = []
+    while time.time() < started + seconds + 3:
+        await asyncio.sleep(0.5)
+        t = time.perf_counter()
+        sink.print(render(view, 40, 0.0))  # the monitor's redraw, same cost
+        draw_ms.append((time.perf_counter() - t) * 1000)
+        per_second.append((view.messages - last) * 2)
+        last = view.messages
+    loop = asyncio.get_running_loop()
+    sent = 0
+    for _ in workers:  # q.get blocks: off the loop, so the view keeps consuming
+        sent += await loop.run_in_executor(None, q.get)
+    for w in workers:
+        w.join()
+    # Let the tail arrive, then stop.
+    deadline = time.time() + 10
+    while view.messages < sent + tables and time.time() < deadline:
+        await asyncio.sleep(0.1)
+    consumer.cancel()
+    window = [r for r in per_second if r > 0]
+    steady = window[4:-6] if len(window) > 12 else window
+    run = [s for s in view.samples if started <= s[0] <= started + seconds]
+    quarter = max(len(run) // 4, 1)
+
+    def pct(xs: list[float], p: float) -> float:
+        return statistics.quantiles(xs, n=100)[int(p) - 1] * 1000 if len(xs) > 2 else float("nan")
+
+    first, last_q = [s[1] for s in run[:quarter]], [s[1] for s in run[-quarter:]]
+    gaps = sum(t.gaps for t in view.tables.values())
+    print(f"fleet: {len(view.tables)} tables x {rate:g} events/s (+1 state/s) for {seconds:g} s, {procs} publisher processes")
+    print(f"  offered {sent / seconds:,.0f} msg/s; sent {sent:,}, received {view.messages - tables:,} (+{tables} births)")
+    print(f"  received per second in the steady part: median {statistics.median(steady):,.0f}, min {min(steady):,.0f}")
+    print(f"  gaps seen by the view: {gaps}; repeats: {sum(t.repeats for t in view.tables.values())}")
+    print(f"  latency send->fold p50/p99: first quarter {pct(first, 50):.1f}/{pct(first, 99):.1f} ms, "
+          f"last quarter {pct(last_q, 50):.1f}/{pct(last_q, 99):.1f} ms")  # fmt: skip
+    print(f"  redraw of the monitor (40 rows): median {statistics.median(draw_ms):.1f} ms")
+
+
+async def drain(port: int, backlog: int, directory: pathlib.Path) -> None:
+    path = directory / "backlog.db"
+    with Journal.open(path) as journal:
+        at = 1_800_000_000.0
+        entries: list[tuple[str, dict[str, Any], Classification, float]] = []
+        for i in range(backlog):
+            if i % 10 == 9:
+                entries.append(("hole_card_dealt", {"seat": 1, "card": "AS"}, Classification.UNTIL_REVEALED, at + i))
+            else:
+                entries.append(("card_dealt", {"box": i % 6 + 1, "card": "QH", "hand": 0, "round": i // 12,
+                                               "back": "red", "purpose": "player"}, Classification.PUBLIC, at + i))  # fmt: skip
+            if len(entries) == 1000:
+                journal.append_many(entries)
+                entries = []
+        journal.append_many(entries)
+    identity = TableIdentity("bench", "drain", "double-attack", "sha256:bench", versions())
+    telemetry = Telemetry(BrokerSettings("127.0.0.1", port), identity, path, backoff=Backoff(0.05, 0.5), batch=BATCH)
+    t0 = time.perf_counter()
+    await telemetry.start()
+    while telemetry.acked_seq < backlog:
+        await asyncio.sleep(0.01)
+    took = time.perf_counter() - t0
+    await telemetry.stop()
+    with Journal.open(path, readonly=True) as journal:
+        assert journal.published_seq() == backlog
+    print(f"drain: {backlog:,} journal records published and acknowledged (QoS 1) in {took:.2f} s "
+          f"= {backlog / took:,.0f} records/s (connect and birth included)")  # fmt: skip
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tables", type=int, default=500)
+    p.add_argument("--rate", type=float, default=10.0, help="events per second per table")
+    p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--procs", type=int, default=4)
+    p.add_argument("--backlog", type=int, default=20_000)
+    p.add_argument("--skip-fleet", action="store_true")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        port = free_port()
+        broker = start_broker(pathlib.Path(d), port)
+        try:
+            if not args.skip_fleet:
+                asyncio.run(fleet(port, args.tables, args.rate, args.seconds, args.procs))
+            asyncio.run(drain(port, args.backlog, pathlib.Path(d)))
+        finally:
+            broker.terminate()
+            broker.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
