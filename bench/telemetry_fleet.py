@@ -37,15 +37,14 @@ from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-import aiomqtt  # noqa: E402
-from rich.console import Console  # noqa: E402
+import aiomqtt
+from rich.console import Console
 
-from controller.journal import Classification, Journal  # noqa: E402
-from controller.telemetry import Backoff, BrokerSettings, TableIdentity, Telemetry  # noqa: E402
-from controller.telemetry.config import versions  # noqa: E402
-from controller.telemetry.fleet import FleetView  # noqa: E402
-from controller.telemetry.monitor import consume, render  # noqa: E402
-
+from controller.journal import Classification, Journal
+from controller.telemetry import Backoff, BrokerSettings, TableIdentity, Telemetry
+from controller.telemetry.config import versions
+from controller.telemetry.fleet import FleetView
+from controller.telemetry.monitor import consume, render
 
 BATCH = int(os.environ.get("BENCH_BATCH", "256"))
 
@@ -78,7 +77,9 @@ def start_broker(directory: pathlib.Path, port: int) -> subprocess.Popen[bytes]:
 # -- the simulated tables (worker processes) ---------------------------------------------------
 
 
-async def tables_worker(port: int, first: int, count: int, rate: float, seconds: float, started: float) -> int:
+async def tables_worker(
+    port: int, first: int, count: int, rate: float, seconds: float, started: float
+) -> int:
     clients = [aiomqtt.Client("127.0.0.1", port, identifier=f"bench-t{first + i}", max_inflight_messages=100)
                for i in range(count)]  # fmt: skip
     for c in clients:
@@ -100,14 +101,18 @@ async def tables_worker(port: int, first: int, count: int, rate: float, seconds:
         now = time.time()
         for i, (c, base) in enumerate(zip(clients, bases, strict=True)):
             seq[i] += 1
-            body = json.dumps({"version": 1, "seq": seq[i], "at": now, "kind": "card_dealt",
-                               "classification": "public", "payload": {"box": 1, "card": "QH", "round": seq[i]}})  # fmt: skip
+            event = {"version": 1, "seq": seq[i], "at": now, "kind": "card_dealt", "classification": "public"}
+            body = json.dumps({**event, "payload": {"box": 1, "card": "QH", "round": seq[i]}})
             task = asyncio.create_task(c.publish(f"{base}/events", body, qos=1))
             pending.add(task)
             task.add_done_callback(pending.discard)
             sent += 1
             if ticks % int(rate) == 0:  # once a second: the retained state
-                state = {"version": 1, "game": "double-attack", "snapshot": {"round": seq[i], "cards_in_shoe": 300}}
+                state = {
+                    "version": 1,
+                    "game": "double-attack",
+                    "snapshot": {"round": seq[i], "cards_in_shoe": 300},
+                }
                 t2 = asyncio.create_task(c.publish(f"{base}/state", json.dumps(state), qos=1, retain=True))
                 pending.add(t2)
                 t2.add_done_callback(pending.discard)
@@ -121,7 +126,9 @@ async def tables_worker(port: int, first: int, count: int, rate: float, seconds:
     return sent
 
 
-def worker_main(port: int, first: int, count: int, rate: float, seconds: float, started: float, q: Any) -> None:
+def worker_main(
+    port: int, first: int, count: int, rate: float, seconds: float, started: float, q: Any
+) -> None:
     q.put(asyncio.run(tables_worker(port, first, count, rate, seconds, started)))
 
 
@@ -174,7 +181,7 @@ async def fleet(port: int, tables: int, rate: float, seconds: float, procs: int)
         w.join()
     # Let the tail arrive, then stop.
     deadline = time.time() + 10
-    while view.messages < sent + tables and time.time() < deadline:
+    while view.messages < sent + tables and time.time() < deadline:  # noqa: ASYNC110 - a bench may poll
         await asyncio.sleep(0.1)
     consumer.cancel()
     window = [r for r in per_second if r > 0]
@@ -187,9 +194,12 @@ async def fleet(port: int, tables: int, rate: float, seconds: float, procs: int)
 
     first, last_q = [s[1] for s in run[:quarter]], [s[1] for s in run[-quarter:]]
     gaps = sum(t.gaps for t in view.tables.values())
-    print(f"fleet: {len(view.tables)} tables x {rate:g} events/s (+1 state/s) for {seconds:g} s, {procs} publisher processes")
-    print(f"  offered {sent / seconds:,.0f} msg/s; sent {sent:,}, received {view.messages - tables:,} (+{tables} births)")
-    print(f"  received per second in the steady part: median {statistics.median(steady):,.0f}, min {min(steady):,.0f}")
+    print(f"fleet: {len(view.tables)} tables x {rate:g} events/s (+1 state/s) for {seconds:g} s, "
+          f"{procs} publisher processes")  # fmt: skip
+    print(f"  offered {sent / seconds:,.0f} msg/s; sent {sent:,}, "
+          f"received {view.messages - tables:,} (+{tables} births)")  # fmt: skip
+    print(f"  received per second in the steady part: median {statistics.median(steady):,.0f}, "
+          f"min {min(steady):,.0f}")  # fmt: skip
     print(f"  gaps seen by the view: {gaps}; repeats: {sum(t.repeats for t in view.tables.values())}")
     print(f"  latency send->fold p50/p99: first quarter {pct(first, 50):.1f}/{pct(first, 99):.1f} ms, "
           f"last quarter {pct(last_q, 50):.1f}/{pct(last_q, 99):.1f} ms")  # fmt: skip
@@ -203,19 +213,23 @@ async def drain(port: int, backlog: int, directory: pathlib.Path) -> None:
         entries: list[tuple[str, dict[str, Any], Classification, float]] = []
         for i in range(backlog):
             if i % 10 == 9:
-                entries.append(("hole_card_dealt", {"seat": 1, "card": "AS"}, Classification.UNTIL_REVEALED, at + i))
+                entries.append(
+                    ("hole_card_dealt", {"seat": 1, "card": "AS"}, Classification.UNTIL_REVEALED, at + i)
+                )
             else:
-                entries.append(("card_dealt", {"box": i % 6 + 1, "card": "QH", "hand": 0, "round": i // 12,
-                                               "back": "red", "purpose": "player"}, Classification.PUBLIC, at + i))  # fmt: skip
+                dealt = {"box": i % 6 + 1, "card": "QH", "hand": 0, "round": i // 12, "back": "red"}
+                entries.append(("card_dealt", {**dealt, "purpose": "player"}, Classification.PUBLIC, at + i))
             if len(entries) == 1000:
                 journal.append_many(entries)
                 entries = []
         journal.append_many(entries)
     identity = TableIdentity("bench", "drain", "double-attack", "sha256:bench", versions())
-    telemetry = Telemetry(BrokerSettings("127.0.0.1", port), identity, path, backoff=Backoff(0.05, 0.5), batch=BATCH)
+    telemetry = Telemetry(
+        BrokerSettings("127.0.0.1", port), identity, path, backoff=Backoff(0.05, 0.5), batch=BATCH
+    )
     t0 = time.perf_counter()
     await telemetry.start()
-    while telemetry.acked_seq < backlog:
+    while telemetry.acked_seq < backlog:  # noqa: ASYNC110 - a bench may poll
         await asyncio.sleep(0.01)
     took = time.perf_counter() - t0
     await telemetry.stop()

@@ -70,9 +70,9 @@ async def test_no_secret_in_any_message_of_a_full_shoe(
     recorder = JournaledTable.open(path, default_options(game), table_id="t1")
     virtual = VirtualTable(default_options(game), random.Random(7), seats=3, recorder=recorder)
     telemetry = telemetry_for(broker, path)
-    await telemetry.start()
     try:
         async with observer(broker, "monitor-ops", "tablectl/site-a/t1/#") as obs:
+            await telemetry.start()  # after the observer subscribed: table_opened (seq 1) is already due
             virtual.open_table()
             first_back = virtual.table.shoe_back
             while virtual.rounds < MAX_ROUNDS and virtual.table.shoe_back == first_back:
