@@ -97,6 +97,7 @@ class Supervisor:
         self._polls_done: dict[str, int] = {}
         self._poke: dict[str, asyncio.Event] = {}
         self._start_sent: set[dev.Slot] = set()
+        self._crashed: set[str] = set()
         self._auto_refused: dict[I.Input, int] = {}
         self._steps = 0
         self._stopped = False
@@ -188,6 +189,7 @@ class Supervisor:
                 delay = driver.config.backoff.delay(failures, self.rng.random())
                 log.error("driver_crashed", error=f"{type(e).__name__}: {e}", restart_in_s=round(delay, 3))
                 await self._set_health(driver.name, DeviceHealth.FAULT)
+                self._crashed.add(driver.name)
                 with contextlib.suppress(Exception):
                     await driver.close()
                 await self.clock.sleep(delay)
@@ -197,10 +199,15 @@ class Supervisor:
         frames = isinstance(driver, StubCounterDriver)  # it waits on its line; no pause after data
         while True:
             self._polls_started[name] += 1
-            ok = await driver.poll_once()
-            self._polls_done[name] += 1
-            async with self._progress:
-                self._progress.notify_all()
+            try:
+                ok = await driver.poll_once()
+            finally:  # a poll that crashed is over too: nobody waits on it for ever
+                self._polls_done[name] += 1
+                async with self._progress:
+                    self._progress.notify_all()
+            if ok and name in self._crashed:  # restarted and answering again
+                self._crashed.discard(name)
+                await self._set_health(name, DeviceHealth.ONLINE)
             if frames and ok:
                 continue
             poke = self._poke[name]

@@ -1,0 +1,140 @@
+"""The shell around the core: authorised commands refused in one line and changing nothing, logs
+that carry the table and device and no secrets, a driver that crashes restarts on its own,
+``tablectl config check``, and a clean stop that leaves the sensors locked."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+import structlog
+from structlog.testing import capture_logs
+
+from controller.cli import main as tablectl
+from controller.supervisor import logs
+from controller.supervisor.health import DeviceHealth
+from controller.supervisor.rig import TABLES, Rig
+
+MakeRig = Callable[..., Awaitable[Rig]]
+CARD = re.compile(r"\b(10|[2-9AJQK])[SHDC]\b")
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "role", "error"),
+    [
+        ("launch_missiles", {}, "floor", "unknown command"),
+        ("reader_replaced", {}, "dealer", "may not do this"),
+        ("alarm_acknowledged", {"alarm": "1"}, "floor", "must be a int"),
+        ("alarm_acknowledged", {}, "floor", "missing argument"),
+        ("new_dealer", {"name": "x", "extra": 1}, "floor", "unknown argument"),
+        ("first_player_seated", {"seat": True}, "dealer", "must be a int"),
+        ("alarm_acknowledged", {"alarm": 99}, "floor", "alarm: no active alarm 99"),
+        ("key", {"key": "jump"}, "dealer", "unknown key"),
+        ("start_round", {"boxes": []}, "dealer", "non-empty list"),
+    ],
+)
+async def test_bad_commands_are_refused_and_change_nothing(
+    name: str, args: dict[str, object], role: str, error: str, table_rig: MakeRig
+) -> None:
+    rig = await table_rig("double-back-jack")
+    sup = rig.supervisor
+    before, seq = sup.table.fingerprint(), sup.jt.journal.last_seq if sup.jt else 0
+    result = await sup.command(name, args, "someone", role)
+    assert result["ok"] is False and error in result["error"] and "\n" not in result["error"]
+    assert sup.table.fingerprint() == before and sup.jt is not None and sup.jt.journal.last_seq == seq
+
+
+async def test_a_command_is_journalled_with_who_did_it(table_rig: MakeRig) -> None:
+    rig = await table_rig("double-back-jack")
+    result = await rig.supervisor.command("new_dealer", {"name": "dana"}, "floor-7", "floor")
+    assert result == {"ok": True, "events": ["new_dealer"], "seq": result["seq"]}
+    inspected = await rig.supervisor.command(
+        "inspection_verified", {"back": "red", "dealer": "dana"}, "floor-7", "floor"
+    )
+    assert inspected["ok"] and "decks_opened" in inspected["events"]
+    assert rig.supervisor.table.batches["red"].opened_at is not None
+
+
+async def test_logs_carry_table_and_device_and_no_card(table_rig: MakeRig) -> None:
+    out = io.StringIO()
+    logs.configure(stream=out, cache=False)
+    rig = await table_rig("down-under")
+    await rig.dealer.open_table()
+    for _ in range(3):
+        await rig.dealer.play_round()
+    with capture_logs() as captured:  # the same, seen as structured events
+        for _ in range(2):
+            await rig.dealer.play_round()
+    assert captured and not any(k in e for e in captured for k in ("card", "hole", "blackjack", "light"))
+    lines = [json.loads(x) for x in out.getvalue().splitlines()]
+    steps = [x for x in lines if x["event"] == "step"]
+    mine = [x for x in lines if x["event"] != "listening"]  # the simulators share the process
+    assert steps and all(x["table"] == "dub-01" and "device" in x for x in mine), [
+        x for x in mine if x["table"] != "dub-01"
+    ][:3]
+    assert {x["device"] for x in steps} >= {"shoe", "keypad", "reader"}
+    assert not CARD.search(out.getvalue())  # no card identity anywhere in the output
+    structlog.reset_defaults()
+
+
+async def test_a_crashing_driver_restarts_without_stopping_the_table(
+    table_rig: MakeRig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rig = await table_rig("double-back-jack")
+    sup = rig.supervisor
+    reader = sup.drivers["reader"]
+    real = reader.poll_once
+    crashes = iter([True])
+
+    async def buggy() -> bool:
+        if next(crashes, False):
+            raise RuntimeError("a bug in the driver")
+        return await real()
+
+    monkeypatch.setattr(reader, "poll_once", buggy)
+    async with asyncio.timeout(10):
+        with capture_logs() as captured:
+            await _crash_and_recover(rig)
+    crashed = [e for e in captured if e["event"] == "driver_crashed"]
+    assert crashed and crashed[0]["device"] == "reader" and crashed[0]["restart_in_s"] > 0
+    await rig.dealer.open_table()
+    await rig.dealer.play_round()  # the other devices never stopped; the reader is back
+    assert not sup.table.halted
+
+
+async def _crash_and_recover(rig: Rig) -> None:
+    sup = rig.supervisor
+    await sup.settle("reader")
+    assert sup.health["reader"] is DeviceHealth.FAULT
+    done = sup._polls_done["reader"]
+    rig.clock.advance(1.0)  # the backoff runs on the clock; the restarted loop polls at once
+    await sup.wait_for(lambda: sup._polls_done["reader"] > done and sup.idle())
+    await sup.settle("reader", "shoe")
+    assert sup.health["reader"] is DeviceHealth.ONLINE
+
+
+async def test_stop_locks_the_sensors(table_rig: MakeRig) -> None:
+    rig = await table_rig("dj-wild")
+    await rig.dealer.open_table()
+    assert not rig.dealer.keypad.locked
+    await rig.supervisor.stop()
+    assert rig.dealer.keypad.locked
+
+
+def test_config_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for table in TABLES.glob("*.toml"):
+        assert tablectl(["config", "check", str(table)]) == 0
+    bad = tmp_path / "t.toml"
+    bad.write_text((TABLES / "dj-wild.toml").read_text().replace('id = "djw-01"', 'id = ""'))
+    capsys.readouterr()
+    assert tablectl(["config", "check", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"{bad}: table.id: must be a non-empty string"
+    bad.write_text((TABLES / "dj-wild.toml").read_text().replace('"../games/dj-wild.toml"', '"nope.toml"'))
+    assert tablectl(["config", "check", str(bad)]) == 2
+    assert "table.game" in capsys.readouterr().err
