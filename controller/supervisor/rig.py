@@ -6,10 +6,13 @@ talking to them over the wire, and a virtual dealer acting on the simulators. Us
 from __future__ import annotations
 
 import contextlib
+import json
 import random
+import tomllib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.supervisor import Supervisor
@@ -41,6 +44,46 @@ def fast_backoff(devices: list[DeviceConfig]) -> list[DeviceConfig]:
 
     quick = BackoffPolicy(0.01, 0.1, 0.25)
     return [replace(d, backoff=quick, timeout_s=min(d.timeout_s, 0.3)) for d in devices]
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(type(v))
+
+
+def concrete_config(game: str, sim: SimTable, out: Path, poll_interval_s: float = 0.02) -> Path:
+    """The example table file pointed at where ``sim`` listens (for ``tablectl run`` against
+    simulators started in another process: tests and benchmarks)."""
+    src = table_file(game)
+    doc = tomllib.loads(src.read_text(encoding="utf-8"))
+    lines = ["[table]"]
+    table = doc["table"]
+    table["game"] = str((src.parent / table["game"]).resolve())
+    lines += [f"{k} = {_toml_value(v)}" for k, v in table.items()]
+    where = {c.name: c.endpoint for c in sim.driver_configs()}
+    for name, section in doc["devices"].items():
+        section.pop("sim", None)
+        section["profile"] = str((src.parent / section["profile"]).resolve())
+        ep = where[name]
+        if ep.port:
+            section["port"] = ep.port
+        if ep.path:
+            section["path"] = ep.path
+        section["gap_ms"] = 0 if section["transport"] == "modbus-rtu" else section.get("gap_ms", 0)
+        section["poll_interval_s"] = poll_interval_s
+        section["backoff_initial_s"] = 0.05
+        section["backoff_max_s"] = 0.5
+        lines.append(f"[devices.{name}]")
+        lines += [f"{k} = {_toml_value(v)}" for k, v in section.items()]
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
 
 
 @dataclass

@@ -13,7 +13,6 @@ import asyncio
 import json
 import signal
 import sys
-import tomllib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from controller.rules.requests import (
 )
 from controller.strategy import choose
 from controller.supervisor.config import load_table_config
-from controller.supervisor.rig import ROOT, table_file
+from controller.supervisor.rig import ROOT, concrete_config, table_file
 from controller.table import inputs as I
 from controller.table.recorder import JournaledTable
 from devices.events import Key
@@ -42,45 +41,6 @@ from tests.supervisor.conftest import GAMES, journal_kinds, replayed
 
 GUARD_S = 15.0
 BOXES = (1, 2)
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    raise TypeError(type(v))
-
-
-def concrete_config(game: str, sim: SimTable, out: Path) -> Path:
-    """The example table file, pointed at where the in-test simulators listen, polled at 50 Hz."""
-    src = table_file(game)
-    doc = tomllib.loads(src.read_text(encoding="utf-8"))
-    lines = ["[table]"]
-    table = doc["table"]
-    table["game"] = str((src.parent / table["game"]).resolve())
-    lines += [f"{k} = {_toml_value(v)}" for k, v in table.items()]
-    where = {c.name: c.endpoint for c in sim.driver_configs()}
-    for name, section in doc["devices"].items():
-        section.pop("sim", None)
-        section["profile"] = str((src.parent / section["profile"]).resolve())
-        ep = where[name]
-        if ep.port:
-            section["port"] = ep.port
-        if ep.path:
-            section["path"] = ep.path
-        section["gap_ms"] = 0 if section["transport"] == "modbus-rtu" else section.get("gap_ms", 0)
-        section["poll_interval_s"] = 0.02
-        section["backoff_initial_s"] = 0.05
-        section["backoff_max_s"] = 0.5
-        lines.append(f"[devices.{name}]")
-        lines += [f"{k} = {_toml_value(v)}" for k, v in section.items()]
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return out
 
 
 class Controller:

@@ -1,0 +1,130 @@
+"""Keypad Start Game to bet sensors locked, through Modbus TCP, beside the bare Modbus round trip.
+
+The keypad of a Double Back Jack table is put on Modbus TCP and polled at 20 Hz (the default
+50 ms poll); the rest of the table as in config/tables/double-back-jack.toml. Each sample: chips
+on the sensors, Start Game pressed on the simulated keypad (t0); the supervisor's poll sees the
+key, the core opens the round, the journal commits, the lock command is written; the simulator
+carrying out ``lock`` is t1. The floor then voids the round so the next press starts afresh. The
+bare round trip is a plain pymodbus read of the keypad's 33 registers in the same run.
+Target: p99 within the poll interval plus three round trips (the past-posting window).
+
+    .venv/bin/python bench/appliance_start_game.py [--presses 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import random
+import statistics
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pymodbus.client import AsyncModbusTcpClient
+
+from controller.supervisor import logs
+from controller.supervisor.config import load_table_config
+from controller.supervisor.rig import TABLES
+from controller.supervisor.supervisor import Supervisor
+from devices.config import load_devices
+from devices.events import Key
+from sim.table import SimTable
+
+POLL_S = 0.05
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] * 1000
+
+
+async def bench(presses: int) -> dict[str, Any]:
+    cfg = load_table_config(TABLES / "double-back-jack.toml")
+    keypad = load_devices(
+        {"keypad": {"kind": "keypad", "profile": "../devices/ref-keypad.toml", "transport": "modbus-tcp",
+                    "host": "127.0.0.1", "port": 0, "device_id": 3, "poll_interval_s": POLL_S}},
+        TABLES, source="bench",
+    )[0]  # fmt: skip
+    others = [replace(d, sim={**d.sim, "cycle_s": 0.2}) for d in cfg.devices if d.name != "keypad"]
+    devices = [*others, keypad]
+    sim = SimTable(devices, cfg.options.spec, seed=1, decks=cfg.options.decks)
+    await sim.start()
+    model = sim.devices["keypad"].model
+    changed = asyncio.Event()
+    locked_at: list[float] = []
+
+    def on_command(name: str, _: Any) -> None:
+        if name == "lock":
+            locked_at.append(time.perf_counter())
+        changed.set()
+
+    reg = sim.devices["keypad"].register_sim
+    assert reg is not None
+    reg.on_command = on_command
+    rng = random.Random(1)
+    latencies: list[float] = []
+    bare: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        sup = Supervisor(cfg, Path(tmp) / "j.db", devices=sim.driver_configs())
+        await sup.start()
+        try:
+            async with asyncio.timeout(30):
+                await sup.ready.wait()
+                for back in sup.table.batches:
+                    await sup.command("inspection_verified", {"back": back, "dealer": "d"}, "f", "floor")
+                await sup.wait_for(lambda: sup.table.shoe_back is not None)
+            for box in range(1, 7):
+                model.place_bet(box, 1)
+            for _ in range(presses):
+                # A dealer presses at any moment of the poll cycle, not just after a poll.
+                await asyncio.sleep(rng.uniform(0, POLL_S))
+                changed.clear()
+                before = len(locked_at)
+                t0 = time.perf_counter()
+                model.press(Key.START_GAME)
+                async with asyncio.timeout(5):
+                    while len(locked_at) == before:
+                        await changed.wait()
+                        changed.clear()
+                latencies.append(locked_at[-1] - t0)
+                result = await sup.command("void_round", {"section": "bench"}, "floor-1", "floor")
+                assert result["ok"], result
+                async with asyncio.timeout(5):
+                    while model.locked:
+                        await changed.wait()
+                        changed.clear()
+            server = sim.devices["keypad"].server
+            async with AsyncModbusTcpClient("127.0.0.1", port=server.port) as client:  # type: ignore[union-attr]
+                for _ in range(presses):
+                    t0 = time.perf_counter()
+                    rr = await client.read_holding_registers(0, count=33, device_id=3)
+                    bare.append(time.perf_counter() - t0)
+                    assert not rr.isError()
+        finally:
+            await sup.stop()
+            await sim.stop()
+    return {
+        "presses": len(latencies), "poll_interval_ms": POLL_S * 1000,
+        "start_to_locked_ms": {"p50": round(pct(latencies, 50), 2), "p99": round(pct(latencies, 99), 2),
+                               "max": round(max(latencies) * 1000, 2),
+                               "mean": round(statistics.mean(latencies) * 1000, 2)},
+        "bare_modbus_rtt_ms": {"p50": round(pct(bare, 50), 3), "p99": round(pct(bare, 99), 3)},
+        "target_p99_ms": round(POLL_S * 1000 + 3 * pct(bare, 99), 2),
+    }  # fmt: skip
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--presses", type=int, default=1000)
+    args = p.parse_args()
+    logs.configure(logging.ERROR)
+    print(json.dumps(asyncio.run(bench(args.presses))))
+
+
+if __name__ == "__main__":
+    main()
