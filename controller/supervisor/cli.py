@@ -19,6 +19,7 @@ from controller.supervisor import logs
 from controller.supervisor.config import load_table_config
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
+from controller.supervisor.wiring import build_telemetry
 
 JOURNAL_DIR = Path("/var/lib/tablectl")
 
@@ -27,6 +28,11 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tablectl run", description="Run the controller of one table.")
     p.add_argument("--config", required=True, type=Path, help="config/tables/<table>.toml")
     p.add_argument("--journal", type=Path, default=None, help=f"journal file (default {JOURNAL_DIR}/<id>.db)")
+    p.add_argument(
+        "--broker",
+        default=None,
+        help="mqtt:// or mqtts:// URL for ops telemetry (credentials from the config or the environment)",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 
@@ -41,7 +47,13 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
         return 2
     journal = args.journal or JOURNAL_DIR / f"{config.table_id}.db"
     try:
-        return asyncio.run(_run(Supervisor(config, journal, telemetry=telemetry)))
+        forwarder = None
+        if telemetry is None:
+            telemetry, forwarder = build_telemetry(config, args.broker, journal)
+        supervisor = Supervisor(config, journal, telemetry=telemetry)
+        if forwarder is not None:
+            forwarder.supervisor = supervisor
+        return asyncio.run(_run(supervisor))
     except TablectlError as e:
         print(f"tablectl run: {e}", file=sys.stderr)
         return 2

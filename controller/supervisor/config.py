@@ -62,9 +62,11 @@ def load_table_config(path: Path | str) -> TableConfig:
     table = doc.get("table")
     if not isinstance(table, dict):
         raise ConfigError(f"{p}: table: a [table] section is required")
-    unknown = sorted(set(doc) - {"table", "devices"})
+    unknown = sorted(set(doc) - {"table", "devices", "telemetry"})
     if unknown:
-        raise ConfigError(f"{p}: {unknown[0]}: unknown section (expected [table] and [devices.<name>])")
+        raise ConfigError(
+            f"{p}: {unknown[0]}: unknown section (expected [table], [devices.<name>] and [telemetry])"
+        )
     table_id = _string(p, table, "id")
     if not _ID.match(table_id):
         raise ConfigError(f"{p}: table.id: letters, digits, '.', '_' and '-' only, at most 64 characters")
@@ -108,6 +110,10 @@ def check_main(argv: list[str]) -> int:
         return 2
     try:
         cfg = load_table_config(argv[0])
+        from controller.supervisor.wiring import build_telemetry
+
+        # The [telemetry] section is checked too (the broker URL, CA file, site and table id).
+        build_telemetry(cfg, None, cfg.path.with_suffix(".db"))
     except ConfigError as e:
         print(e, file=sys.stderr)
         return 2

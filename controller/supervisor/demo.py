@@ -40,7 +40,29 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="seed shuffles and dealer (repeatable)")
     p.add_argument("--journal", type=Path, default=None, help="journal file (default: a temporary one)")
     p.add_argument("--pace", type=float, default=0.15, help="real seconds per dealer action in the view")
+    p.add_argument(
+        "--broker",
+        default=None,
+        help="publish to this mqtt:// or mqtts:// broker instead of the demo's own mosquitto",
+    )
     return p
+
+
+@contextlib.contextmanager
+def demo_broker(args: argparse.Namespace, workdir: Path) -> Iterator[str | None]:
+    """The broker telemetry publishes to: --broker, else our own mosquitto, else none."""
+    if args.broker:
+        yield args.broker
+        return
+    with broker(workdir) as port:
+        yield None if port is None else f"mqtt://127.0.0.1:{port}"
+
+
+def _telemetry(args: argparse.Namespace, journal: Path, url: str | None) -> tuple[Any, Any]:
+    from controller.supervisor.config import load_table_config
+    from controller.supervisor.wiring import build_telemetry
+
+    return build_telemetry(load_table_config(table_file(args.game)), url, journal)
 
 
 def _free_port() -> int:
@@ -78,13 +100,13 @@ def main(argv: list[str]) -> int:
     logs.configure(logging.WARNING if args.no_ui else logging.CRITICAL, stream=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="tablectl-demo-") as tmp:
         journal = args.journal or Path(tmp) / "journal.db"
-        with broker(Path(tmp)) as port:
+        with demo_broker(args, Path(tmp)) as broker_url:
             try:
                 if args.no_ui:
-                    summary = asyncio.run(_headless(args, journal, port))
+                    summary = asyncio.run(_headless(args, journal, broker_url))
                     print(json.dumps(summary))
                     return 0 if summary["journal_verified"] else 1
-                return asyncio.run(_with_view(args, journal, port))
+                return asyncio.run(_with_view(args, journal, broker_url))
             except TablectlError as e:
                 print(f"tablectl demo: {e}", file=sys.stderr)
                 return 2
@@ -92,10 +114,14 @@ def main(argv: list[str]) -> int:
                 return 0
 
 
-async def _headless(args: argparse.Namespace, journal: Path, port: int | None) -> dict[str, Any]:
+async def _headless(args: argparse.Namespace, journal: Path, port: str | None) -> dict[str, Any]:
     rounds = 200 if args.rounds is None else args.rounds
     began = time.perf_counter()
-    async with virtual_table(table_file(args.game), journal, seed=args.seed, boxes=args.boxes) as rig:
+    telemetry, forwarder = _telemetry(args, journal, port)
+    async with virtual_table(
+        table_file(args.game), journal, seed=args.seed, boxes=args.boxes, telemetry=telemetry
+    ) as rig:
+        forwarder.supervisor = rig.supervisor
         await rig.dealer.open_table()
         await rig.dealer.play(rounds)
         summary = _summary(rig, time.perf_counter() - began, port)
@@ -104,7 +130,7 @@ async def _headless(args: argparse.Namespace, journal: Path, port: int | None) -
     return summary
 
 
-def _summary(rig: Rig, seconds: float, port: int | None) -> dict[str, Any]:
+def _summary(rig: Rig, seconds: float, port: str | None) -> dict[str, Any]:
     sup, stats = rig.supervisor, rig.dealer.stats
     snap = sup.snapshot()
     return {
@@ -119,13 +145,13 @@ def _summary(rig: Rig, seconds: float, port: int | None) -> dict[str, Any]:
         "journal_records": sup.jt.journal.last_seq if sup.jt else 0,
         "alarms_open": len(snap["alarms"]),
         "devices": snap["devices"],
-        "broker_port": port,
+        "broker": port,
         "seconds": round(seconds, 3),
         "table_hours": round(rig.clock.now() / 3600, 2),
     }
 
 
-async def _with_view(args: argparse.Namespace, journal: Path, port: int | None) -> int:
+async def _with_view(args: argparse.Namespace, journal: Path, port: str | None) -> int:
     from rich.live import Live
 
     from controller.supervisor.view import render
@@ -134,8 +160,10 @@ async def _with_view(args: argparse.Namespace, journal: Path, port: int | None) 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    telemetry, forwarder = _telemetry(args, journal, port)
     async with virtual_table(table_file(args.game), journal, seed=args.seed, boxes=args.boxes,
-                             pace_s=max(0.0, args.pace)) as rig:  # fmt: skip
+                             pace_s=max(0.0, args.pace), telemetry=telemetry) as rig:  # fmt: skip
+        forwarder.supervisor = rig.supervisor
         with Live(render(rig, port), refresh_per_second=8, screen=False) as live:
 
             async def refresh() -> None:

@@ -21,7 +21,7 @@ _HEALTH_STYLE = {
 }
 
 
-def render(rig: Rig, broker_port: int | None) -> Group:
+def render(rig: Rig, broker: str | None) -> Group:
     snap: dict[str, Any] = rig.supervisor.snapshot()
     stats = rig.dealer.stats
     head = Text.assemble(
@@ -30,7 +30,7 @@ def render(rig: Rig, broker_port: int | None) -> Group:
         f"  round {snap.get('round', 0)}  ",
         ("in round" if snap.get("in_round") else "between rounds", "dim"),
         f"  table time {rig.clock.now() / 3600:.2f} h",
-        f"  broker {'127.0.0.1:' + str(broker_port) if broker_port else 'none (mosquitto not installed)'}",
+        f"  telemetry to {broker or 'no broker (mosquitto is not installed; give --broker)'}",
     )
     shoe = RichTable(title="Shoe and batches", expand=True)
     shoe.add_column("batch")
