@@ -111,9 +111,17 @@ class Driver(ABC):
 
     async def run(self) -> None:
         try:
+            due = self.clock.now()
             while True:
                 await self.poll_once()
-                await self.clock.sleep(self.config.poll_interval_s)
+                # Fixed rate, not a fixed gap: the period stays the poll interval however long the
+                # poll took, which bounds how late a key press or a bet is seen (the past-posting
+                # window of 687a.9(b)). After an overrun poll again at once; never burst to catch up.
+                due += self.config.poll_interval_s
+                now = self.clock.now()
+                if due < now:
+                    due = now
+                await self.clock.sleep(due - now)
         finally:
             await self.close()
 
