@@ -123,6 +123,8 @@ async def test_events_complete_and_in_order_across_broker_restart(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("TABLECTL_SLOW"), reason="60 s outage: set TABLECTL_SLOW=1")
 async def test_events_survive_a_60_second_outage(broker: Broker, tmp_path: pathlib.Path) -> None:
+    """Issue 6's outage, at its full length: the broker is away for a minute of real time while the
+    table keeps appending; afterwards no sequence number is missing. (Waiting is the scenario
+    here, not synchronisation.) Skip with -m "not slow"."""
     await _events_across_outage(broker, tmp_path, 60.0)
