@@ -132,6 +132,53 @@ def worker_main(
     q.put(asyncio.run(tables_worker(port, first, count, rate, seconds, started)))
 
 
+def light_worker_main(port: int, count: int, rate: float, seconds: float, started: float, q: Any) -> None:
+    """The same messages from one paho connection (C-light, threaded): a load generator cheap
+    enough that on two cores the figure is the view's own ceiling, not the publishers'."""
+    import paho.mqtt.client as mqtt
+
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="bench-light")
+    client.max_inflight_messages_set(1000)
+    client.connect("127.0.0.1", port)
+    client.loop_start()
+    bases = [f"tablectl/bench/t{i:04d}" for i in range(count)]
+    for base in bases:
+        birth = {"version": 1, "online": True, "game": "double-attack", "site": "bench", "table": base}
+        client.publish(f"{base}/status", json.dumps(birth), qos=1, retain=True)
+    seq = [0] * count
+    sent = 0
+    period = 1.0 / rate
+    time.sleep(max(0.0, started - time.time()))
+    tick = time.monotonic()
+    end = tick + seconds
+    ticks = 0
+    info = None
+    while time.monotonic() < end:
+        now = time.time()
+        for i, base in enumerate(bases):
+            seq[i] += 1
+            event = {"version": 1, "seq": seq[i], "at": now, "kind": "card_dealt", "classification": "public"}
+            body = json.dumps({**event, "payload": {"box": 1, "card": "QH", "round": seq[i]}})
+            info = client.publish(f"{base}/events", body, qos=1)
+            sent += 1
+            if ticks % int(rate) == 0:
+                state = {
+                    "version": 1,
+                    "game": "double-attack",
+                    "snapshot": {"round": seq[i], "cards_in_shoe": 300},
+                }
+                client.publish(f"{base}/state", json.dumps(state), qos=1, retain=True)
+                sent += 1
+        ticks += 1
+        tick += period
+        time.sleep(max(0.0, tick - time.monotonic()))
+    if info is not None:
+        info.wait_for_publish(timeout=30)
+    client.loop_stop()
+    client.disconnect()
+    q.put(sent)
+
+
 # -- the fleet view (main process) ----------------------------------------------------------------
 
 
@@ -149,7 +196,7 @@ class TimedView(FleetView):
             self.samples.append((now, now - json.loads(payload)["at"]))
 
 
-async def fleet(port: int, tables: int, rate: float, seconds: float, procs: int) -> None:
+async def fleet(port: int, tables: int, rate: float, seconds: float, procs: int, load: str) -> None:
     view = TimedView()
     settings = BrokerSettings("127.0.0.1", port)
     consumer = asyncio.create_task(consume(settings, view))
@@ -158,8 +205,11 @@ async def fleet(port: int, tables: int, rate: float, seconds: float, procs: int)
     q = ctx.Queue()
     started = time.time() + 2.0  # all workers start publishing together, after connecting
     per = tables // procs
-    workers = [ctx.Process(target=worker_main, args=(port, p * per, per, rate, seconds, started, q))
-               for p in range(procs)]  # fmt: skip
+    if load == "light":
+        workers = [ctx.Process(target=light_worker_main, args=(port, tables, rate, seconds, started, q))]
+    else:
+        workers = [ctx.Process(target=worker_main, args=(port, p * per, per, rate, seconds, started, q))
+                   for p in range(procs)]  # fmt: skip
     for w in workers:
         w.start()
     sink = Console(file=io.StringIO(), width=160)
@@ -195,7 +245,7 @@ async def fleet(port: int, tables: int, rate: float, seconds: float, procs: int)
     first, last_q = [s[1] for s in run[:quarter]], [s[1] for s in run[-quarter:]]
     gaps = sum(t.gaps for t in view.tables.values())
     print(f"fleet: {len(view.tables)} tables x {rate:g} events/s (+1 state/s) for {seconds:g} s, "
-          f"{procs} publisher processes")  # fmt: skip
+          f"{'one light paho publisher' if load == 'light' else f'{procs} publisher processes'}")  # fmt: skip
     print(f"  offered {sent / seconds:,.0f} msg/s; sent {sent:,}, "
           f"received {view.messages - tables:,} (+{tables} births)")  # fmt: skip
     print(f"  received per second in the steady part: median {statistics.median(steady):,.0f}, "
@@ -245,6 +295,13 @@ def main() -> int:
     p.add_argument("--rate", type=float, default=10.0, help="events per second per table")
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--procs", type=int, default=4)
+    p.add_argument(
+        "--load",
+        choices=["connections", "light"],
+        default="connections",
+        help="connections: one aiomqtt connection per table in --procs processes (realistic, heavy); "
+        "light: one paho connection for all tables (leaves the CPU to the view)",
+    )
     p.add_argument("--backlog", type=int, default=20_000)
     p.add_argument("--skip-fleet", action="store_true")
     args = p.parse_args()
@@ -253,7 +310,7 @@ def main() -> int:
         broker = start_broker(pathlib.Path(d), port)
         try:
             if not args.skip_fleet:
-                asyncio.run(fleet(port, args.tables, args.rate, args.seconds, args.procs))
+                asyncio.run(fleet(port, args.tables, args.rate, args.seconds, args.procs, args.load))
             asyncio.run(drain(port, args.backlog, pathlib.Path(d)))
         finally:
             broker.terminate()
