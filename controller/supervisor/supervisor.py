@@ -328,7 +328,12 @@ class Supervisor:
             section = f"{self.table.chapter}.7(a)"
             raise RuleViolation(section, "the dealing shoe has failed; dealing is stopped")
         before = self.table.in_round
-        step = self.jt.handle(inp, self.wall())
+        step = self.jt.handle(inp, self.wall())  # journalled (committed) before any effect
+        # Effects first, then the bookkeeping: the lock after Start Game is the past-posting window
+        # (687a.9(b)), so nothing that is not an effect (log lines, telemetry) goes before it.
+        for cmd in step.commands:
+            await self._carry_out(cmd)
+        await self._follow_ups(step, was_in_round=before)
         if step.events:
             self._steps += 1
             self.log.info(
@@ -340,11 +345,8 @@ class Supervisor:
                     self.log.warning("alarm", device=origin, id=p["id"], section=p["section"],
                                      message=p["message"], halts=p["halts"])  # fmt: skip
             self.telemetry.journal_appended()
-        for cmd in step.commands:
-            await self._carry_out(cmd)
-        await self._follow_ups(step, was_in_round=before)
-        if step.events and not isinstance(self.telemetry, NullTelemetry):
-            self.telemetry.state_changed(self.snapshot())
+            if not isinstance(self.telemetry, NullTelemetry):
+                self.telemetry.state_changed(self.snapshot())
         return step
 
     async def _carry_out(self, cmd: CoreCommand) -> None:
