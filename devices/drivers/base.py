@@ -112,8 +112,14 @@ class Driver(ABC):
     async def run(self) -> None:
         try:
             due = self.clock.now()
+            me = asyncio.current_task()
             while True:
                 await self.poll_once()
+                if me is not None and me.cancelling():
+                    # Cancelled during the poll but the cancellation was swallowed below us (a
+                    # library catching CancelledError): stop anyway, or the task outlives its
+                    # supervisor's shutdown.
+                    raise asyncio.CancelledError
                 # Fixed rate, not a fixed gap: the period stays the poll interval however long the
                 # poll took, which bounds how late a key press or a bet is seen (the past-posting
                 # window of 687a.9(b)). After an overrun poll again at once; never burst to catch up.

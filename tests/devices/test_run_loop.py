@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from devices.clock import REAL_CLOCK
 from devices.commands import LockSensors
@@ -35,7 +34,7 @@ async def test_all_drivers_of_a_table_feed_one_queue(rig: Rig) -> None:
     finally:
         for t in tasks:
             t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        # Bounded: a driver that ignored its cancellation fails the test instead of hanging it.
+        _, pending = await asyncio.wait(tasks, timeout=GUARD_S)
         buses.close()
+        assert not pending, f"drivers outlived their cancellation: {[t.get_name() for t in pending]}"
