@@ -148,9 +148,15 @@ class Supervisor:
                 self.log.warning("sensors_not_locked", device=keypad.name, error=str(e) or "timeout")
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if self._tasks:
+            # Bounded: a task that ignores its cancellation must not keep the journal open and
+            # the broker untold; it is named in the log and left behind.
+            done, stuck = await asyncio.wait(self._tasks, timeout=SAFE_STOP_S)
+            for task in done:
+                if not task.cancelled() and task.exception() is not None:
+                    self.log.error("task_failed", task=task.get_name(), error=str(task.exception()))
+            for task in stuck:
+                self.log.error("task_did_not_stop", task=task.get_name())
         self._tasks = []
         for d in self.drivers.values():
             with contextlib.suppress(Exception):
