@@ -846,28 +846,13 @@ class Table:
                 raise self._refuse(
                     self._sec("7"), f"an answer to the {type(req).__name__} is awaited, not {key!r}"
                 )
-            yes = key != "next"
-            self.emit(
-                step,
-                "offer_answered",
-                round=self.round_no,
-                offer=type(req).__name__,
-                seat=req.seat,
-                value=yes,
-            )
+            self._answer_offer(step, req, key != "next")
         elif isinstance(req, InsuranceOffer | DoubleAttackOffer):
             if key not in ("next", "insurance_closed"):
                 raise self._refuse(self._sec("8(b)"), f"the {type(req).__name__} is open, not {key!r}")
             # "insurance closed" declines every remaining offer; "next" declines this one.
             while True:
-                self.emit(
-                    step,
-                    "offer_answered",
-                    round=self.round_no,
-                    offer=type(req).__name__,
-                    seat=req.seat,
-                    value=0,
-                )
+                self._answer_offer(step, req, 0)
                 req = rnd.request
                 if key == "next" or not isinstance(req, InsuranceOffer | DoubleAttackOffer):
                     break
@@ -886,15 +871,19 @@ class Table:
             raise self._refuse(
                 section, f"seat {inp.seat}: {inp.amount} is more than the {req.maximum} allowed"
             )
+        self._answer_offer(step, req, inp.amount)
+        self._advance(step)
+
+    def _answer_offer(self, step: Step, offer: Any, value: int | bool) -> None:
+        """Record the answer to the offer in front of the dealer (an amount, or yes/no)."""
         self.emit(
             step,
             "offer_answered",
             round=self.round_no,
-            offer=type(req).__name__,
-            seat=req.seat,
-            value=inp.amount,
+            offer=type(offer).__name__,
+            seat=offer.seat,
+            value=value,
         )
-        self._advance(step)
 
     def _apply_decision(self, p: dict[str, Any]) -> None:
         assert self.round is not None
@@ -928,10 +917,7 @@ class Table:
         # offers (ruling D5) are declined.
         while rnd is not None and isinstance(rnd.request, InsuranceOffer | SurrenderOffer):
             pending = rnd.request
-            self.emit(
-                step, "offer_answered", round=self.round_no, offer=type(pending).__name__,
-                seat=pending.seat, value=0 if isinstance(pending, InsuranceOffer) else False,
-            )  # fmt: skip
+            self._answer_offer(step, pending, 0 if isinstance(pending, InsuranceOffer) else False)
         req = rnd.request if rnd is not None else None
         if not isinstance(req, ReaderUse):
             self._reader_misuse(step)
