@@ -40,9 +40,8 @@ from controller.rules.round import Round
 from controller.rules.state import RoundState, SeatWagers
 from controller.rules.wagers import WAGER_KINDS, Wager
 from controller.shoe import MIN_CUT_FROM_END, Shoe, cut, shuffled_shoe
-from controller.strategy import SECOND_CHANCE_UP_TO, choose
+from controller.strategy import BET, choose, insurance_stake, takes_second_chance
 
-BET = 10  # chips per box; side wagers equal the bet, insurance half of it
 BACK_COLOURS = ("blue", "red")
 
 
@@ -161,7 +160,7 @@ class TableSimulator:
             CardFor: lambda req: self._draw(),
             Decision: self._decide,
             ReaderUse: self._read,
-            InsuranceOffer: lambda req: BET // 2,
+            InsuranceOffer: lambda req: insurance_stake(BET),
             DoubleAttackOffer: lambda req: BET,
             SecondChanceOffer: self._second_chance,
             SurrenderOffer: lambda req: False,
@@ -198,7 +197,7 @@ class TableSimulator:
         return masque_range(hole) if req.masque else self.round.procedure.dealer_blackjack()
 
     def _second_chance(self, req: SecondChanceOffer) -> bool:
-        return self.round.state.boxes[req.seat - 1].hands[req.hand].total <= SECOND_CHANCE_UP_TO
+        return takes_second_chance(self.round.state.boxes[req.seat - 1].hands[req.hand])
 
     def play_round(self, report: Report) -> None:
         rnd = Round(self.options, self.wagers, checked=True)

@@ -47,6 +47,17 @@ _PAIRS = {  # P split, - do not
     9: "PPPPP-PP--",
 }
 SECOND_CHANCE_UP_TO = 26
+BET = 10  # chips per box; Bust It, Match-the-Dealer and Double Attack equal it
+
+
+def insurance_stake(bet: int) -> int:
+    """Insurance at half the bet, whenever offered."""
+    return bet // 2
+
+
+def takes_second_chance(hand: Hand) -> bool:
+    """673a.7(l): buy the Second Chance card when the busted total is 26 or less."""
+    return hand.total <= SECOND_CHANCE_UP_TO
 
 
 def up_value(up: Card) -> int:

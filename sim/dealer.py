@@ -34,7 +34,7 @@ from controller.rules.requests import (
     SecondChanceOffer,
     SurrenderOffer,
 )
-from controller.strategy import SECOND_CHANCE_UP_TO, choose
+from controller.strategy import choose, takes_second_chance
 from controller.supervisor.mapping import MAIN_SPOT, SIDE_SPOT
 from controller.supervisor.supervisor import Supervisor
 from controller.table.core import DECK_LIFETIME, EXPIRY_WARNING, Table
@@ -306,7 +306,7 @@ class VirtualDealer:
             await self.press(Key.DOUBLE)  # take the offered wager at its maximum (mapping.py)
         elif isinstance(req, SecondChanceOffer):
             hand = next(b for b in state.boxes if b.seat == req.seat).hands[req.hand]
-            await self.press(Key.SECOND_CHANCE if hand.total <= SECOND_CHANCE_UP_TO else Key.NEXT)
+            await self.press(Key.SECOND_CHANCE if takes_second_chance(hand) else Key.NEXT)
         elif isinstance(req, SurrenderOffer | EvenMoneyOffer):
             await self.press(Key.NEXT)
         else:

@@ -28,12 +28,11 @@ from controller.rules.requests import (
 )
 from controller.rules.state import SeatWagers
 from controller.shoe import shuffled_shoe
-from controller.strategy import SECOND_CHANCE_UP_TO, choose
+from controller.strategy import BET, choose, insurance_stake, takes_second_chance
 from controller.table import inputs as I
 from controller.table.core import DECK_LIFETIME, EXPIRY_WARNING, Step, Table
 from controller.table.recorder import JournaledTable
 
-BET = 10
 SECONDS_PER_INPUT = 2.0  # virtual time between inputs: a brisk dealer
 
 
@@ -140,12 +139,12 @@ class VirtualTable:
             else:
                 self.feed(I.ReaderReport(blackjack=rnd.procedure.dealer_blackjack()))
         elif isinstance(req, InsuranceOffer):
-            self.feed(I.WagerPlaced(seat=req.seat, amount=BET // 2))
+            self.feed(I.WagerPlaced(seat=req.seat, amount=insurance_stake(BET)))
         elif isinstance(req, DoubleAttackOffer):
             self.feed(I.WagerPlaced(seat=req.seat, amount=BET))
         elif isinstance(req, SecondChanceOffer):
             hand = next(b for b in state.boxes if b.seat == req.seat).hands[req.hand]
-            self.feed(I.KeyPressed(key="second_chance" if hand.total <= SECOND_CHANCE_UP_TO else "next"))
+            self.feed(I.KeyPressed(key="second_chance" if takes_second_chance(hand) else "next"))
         elif isinstance(req, SurrenderOffer | EvenMoneyOffer):
             self.feed(I.KeyPressed(key="next"))
         else:  # pragma: no cover
