@@ -101,10 +101,6 @@ def parse_card(text: str, back: str | None = None) -> Card:
     return card(t[:-1], t[-1], back)
 
 
-def parse_cards(texts: list[str], back: str | None = None) -> list[Card]:
-    return [parse_card(t, back) for t in texts]
-
-
 def standard_deck(back: str | None = None) -> list[Card]:
     """Fifty-two cards, one of each rank and suit."""
     return [card(r, s, back) for s in SUITS for r in RANKS]

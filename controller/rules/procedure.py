@@ -17,7 +17,6 @@ from controller.rules.requests import (
     Action,
     CardFor,
     Decision,
-    DoubleFor,
     InsuranceOffer,
     Request,
 )
@@ -124,12 +123,8 @@ class BlackjackProcedure:
                 yield from self.apply(answer, hand, box)
             i += 1
 
-    def apply(self, answer: Action | DoubleFor, hand: Hand, box: Box) -> Procedure:
-        amount: int | None = None
-        if isinstance(answer, DoubleFor):
-            action, amount = Action.DOUBLE, answer.amount
-        else:
-            action = answer if type(answer) is Action else Action(answer)
+    def apply(self, answer: Action, hand: Hand, box: Box) -> Procedure:
+        action = answer if type(answer) is Action else Action(answer)
         why = self.refusal(action, hand, box)
         if why is not None:
             raise why
@@ -140,15 +135,9 @@ class BlackjackProcedure:
             hand.add((yield CardFor(box.seat, hand.index)))
             yield from self.after_draw(hand, box)
         elif action is Action.DOUBLE:
-            maximum = self.double_maximum(box)
-            stake = maximum if amount is None else amount
-            if not 0 < stake <= maximum:
-                raise RuleViolation(
-                    self.double_section, f"seat {box.seat}: a double of {stake} exceeds {maximum}"
-                )
             hand.acted = True
             hand.doubled = True
-            hand.double_down = stake
+            hand.double_down = self.double_maximum(box)  # the most the rules allow
             hand.add((yield CardFor(box.seat, hand.index, purpose="double")))
             yield from self.after_draw(hand, box)
         elif action is Action.SPLIT:
@@ -159,7 +148,6 @@ class BlackjackProcedure:
             hand.acted = True
             self.surrender(hand, box)
 
-    double_section = ""
 
     def split(self, hand: Hand, box: Box) -> None:
         moved = hand.take_last()

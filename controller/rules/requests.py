@@ -8,7 +8,7 @@ so the rules are written once. Answers:
 - ``DoubleAttackOffer``, ``InsuranceOffer`` -> an amount (0 = declined)
 - ``EvenMoneyOffer``, ``SurrenderOffer``, ``SecondChanceOffer`` -> bool
 - ``ReaderUse``        -> the reader's report: bool (dealer Blackjack?) or a MasqueRange
-- ``Decision``         -> an Action (or a DoubleFor to double for less)
+- ``Decision``         -> an Action (a double is for the most the rules allow)
 
 Requests are treated as immutable values. They are plain slotted dataclasses rather than frozen
 ones because a frozen dataclass costs twice as much to build, and a round builds a dozen of them:
@@ -37,13 +37,6 @@ class MasqueRange(StrEnum):
     SMALL = "small"  # blue, 2-5
     MEDIUM = "medium"  # red, 6-9
     LARGE = "large"  # yellow, 10-A
-
-
-@dataclass(slots=True)
-class DoubleFor:
-    """A double for less than the most the rules allow (673a.10(a): 'may not exceed')."""
-
-    amount: int
 
 
 @dataclass(slots=True)

@@ -1149,9 +1149,6 @@ class Table:
     def _apply_alarm_acknowledged(self, p: dict[str, Any]) -> None:
         self.alarms[p["id"]].acknowledged_by = p["by"]
 
-    def _apply_refused(self, p: dict[str, Any]) -> None:
-        pass
-
     def _apply_table_opened(self, p: dict[str, Any]) -> None:
         pass  # read by JournaledTable before the replay starts
 

@@ -73,7 +73,6 @@ CLASSIFICATION: dict[str, Classification] = {
     "dealing_resumed": P,
     "reader_failed": P,
     "reader_replaced": P,
-    "refused": P,
 }
 
 # Payload fields that carry a card or a reader answer. Telemetry must never find one of these in
