@@ -148,7 +148,6 @@ class BlackjackProcedure:
             hand.acted = True
             self.surrender(hand, box)
 
-
     def split(self, hand: Hand, box: Box) -> None:
         moved = hand.take_last()
         new = Hand(
