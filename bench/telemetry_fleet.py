@@ -26,6 +26,7 @@ import json
 import multiprocessing
 import os
 import pathlib
+import resource
 import shutil
 import socket
 import statistics
@@ -47,6 +48,11 @@ from controller.telemetry.fleet import FleetView
 from controller.telemetry.monitor import consume, render
 
 BATCH = int(os.environ.get("BENCH_BATCH", "256"))
+LOADS = {
+    "wire": "one MQTT connection per table, frames written by bench/fleet_load.py in {procs} process(es)",
+    "connections": "one aiomqtt connection per table in {procs} processes",
+    "light": "all tables through one paho connection",
+}
 
 
 def free_port() -> int:
@@ -132,6 +138,14 @@ def worker_main(
     q.put(asyncio.run(tables_worker(port, first, count, rate, seconds, started)))
 
 
+def wire_worker_main(
+    port: int, first: int, count: int, rate: float, seconds: float, started: float, q: Any
+) -> None:
+    from bench.fleet_load import run_worker
+
+    q.put(asyncio.run(run_worker(port, first, count, rate, seconds, started)))
+
+
 def light_worker_main(port: int, count: int, rate: float, seconds: float, started: float, q: Any) -> None:
     """The same messages from one paho connection (C-light, threaded): a load generator cheap
     enough that on two cores the figure is the view's own ceiling, not the publishers'."""
@@ -205,30 +219,42 @@ async def fleet(port: int, tables: int, rate: float, seconds: float, procs: int,
     q = ctx.Queue()
     started = time.time() + 2.0  # all workers start publishing together, after connecting
     per = tables // procs
-    if load == "light":
+    if load == "wire":
+        per = tables // procs
+        workers = [ctx.Process(target=wire_worker_main, args=(port, p * per, per, rate, seconds, started, q))
+                   for p in range(procs)]  # fmt: skip
+    elif load == "light":
         workers = [ctx.Process(target=light_worker_main, args=(port, tables, rate, seconds, started, q))]
     else:
         workers = [ctx.Process(target=worker_main, args=(port, p * per, per, rate, seconds, started, q))
                    for p in range(procs)]  # fmt: skip
     for w in workers:
         w.start()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
     sink = Console(file=io.StringIO(), width=160)
     per_second: list[int] = []
     last = view.messages
     draw_ms: list[float] = []
+    last_t = time.perf_counter()
+    folded_at_end: int | None = None
     while time.time() < started + seconds + 3:
         await asyncio.sleep(0.5)
         t = time.perf_counter()
         sink.print(render(view, 40, 0.0))  # the monitor's redraw, same cost
         draw_ms.append((time.perf_counter() - t) * 1000)
-        per_second.append((view.messages - last) * 2)
-        last = view.messages
+        now = time.perf_counter()
+        per_second.append(round((view.messages - last) / (now - last_t)))
+        last, last_t = view.messages, now
+        if folded_at_end is None and time.time() >= started + seconds:
+            folded_at_end = view.messages - tables  # what the view had folded when the tables stopped
     loop = asyncio.get_running_loop()
     sent = 0
     for _ in workers:  # q.get blocks: off the loop, so the view keeps consuming
         sent += await loop.run_in_executor(None, q.get)
     for w in workers:
         w.join()
+    view_cpu = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
+    load_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     # Let the tail arrive, then stop.
     deadline = time.time() + 10
     while view.messages < sent + tables and time.time() < deadline:  # noqa: ASYNC110 - a bench may poll
@@ -245,15 +271,20 @@ async def fleet(port: int, tables: int, rate: float, seconds: float, procs: int,
     first, last_q = [s[1] for s in run[:quarter]], [s[1] for s in run[-quarter:]]
     gaps = sum(t.gaps for t in view.tables.values())
     print(f"fleet: {len(view.tables)} tables x {rate:g} events/s (+1 state/s) for {seconds:g} s, "
-          f"{'one light paho publisher' if load == 'light' else f'{procs} publisher processes'}")  # fmt: skip
+          f"{LOADS[load].format(procs=procs)}")  # fmt: skip
     print(f"  offered {sent / seconds:,.0f} msg/s; sent {sent:,}, "
           f"received {view.messages - tables:,} (+{tables} births)")  # fmt: skip
     print(f"  received per second in the steady part: median {statistics.median(steady):,.0f}, "
           f"min {min(steady):,.0f}")  # fmt: skip
+    behind = sent - (folded_at_end or 0)
+    print(f"  behind when the tables stopped: {behind:,} messages = {behind / (sent / seconds) * 1000:,.0f} ms "
+          f"of load (measured at the first redraw after the end, up to 0.5 s late)")  # fmt: skip
     print(f"  gaps seen by the view: {gaps}; repeats: {sum(t.repeats for t in view.tables.values())}")
     print(f"  latency send->fold p50/p99: first quarter {pct(first, 50):.1f}/{pct(first, 99):.1f} ms, "
           f"last quarter {pct(last_q, 50):.1f}/{pct(last_q, 99):.1f} ms")  # fmt: skip
     print(f"  redraw of the monitor (40 rows): median {statistics.median(draw_ms):.1f} ms")
+    print(f"  CPU: the view {view_cpu:.0%} of one core (receive, fold and redraw); the load generator "
+          f"{(load_cpu.ru_utime + load_cpu.ru_stime) / seconds:.0%} of one core")  # fmt: skip
 
 
 async def drain(port: int, backlog: int, directory: pathlib.Path) -> None:
@@ -294,17 +325,21 @@ def main() -> int:
     p.add_argument("--tables", type=int, default=500)
     p.add_argument("--rate", type=float, default=10.0, help="events per second per table")
     p.add_argument("--seconds", type=float, default=20.0)
-    p.add_argument("--procs", type=int, default=4)
+    p.add_argument("--procs", type=int, default=None, help="load processes (default: 1 for wire, else 4)")
     p.add_argument(
         "--load",
-        choices=["connections", "light"],
-        default="connections",
-        help="connections: one aiomqtt connection per table in --procs processes (realistic, heavy); "
-        "light: one paho connection for all tables (leaves the CPU to the view)",
+        choices=sorted(LOADS),
+        default="wire",
+        help="wire (default): one MQTT connection per table, written without a client library, so "
+        "the load generator leaves the CPU to the view; connections: one aiomqtt connection per "
+        "table in --procs processes (the generator needs a core of its own); light: one paho "
+        "connection for all tables",
     )
     p.add_argument("--backlog", type=int, default=20_000)
     p.add_argument("--skip-fleet", action="store_true")
     args = p.parse_args()
+    if args.procs is None:
+        args.procs = 1 if args.load == "wire" else 4
     with tempfile.TemporaryDirectory() as d:
         port = free_port()
         broker = start_broker(pathlib.Path(d), port)
