@@ -277,7 +277,8 @@ async def fleet(port: int, tables: int, rate: float, seconds: float, procs: int,
     print(f"  received per second in the steady part: median {statistics.median(steady):,.0f}, "
           f"min {min(steady):,.0f}")  # fmt: skip
     behind = sent - (folded_at_end or 0)
-    print(f"  behind when the tables stopped: {behind:,} messages = {behind / (sent / seconds) * 1000:,.0f} ms "
+    behind_ms = behind / (sent / seconds) * 1000
+    print(f"  behind when the tables stopped: {behind:,} messages = {behind_ms:,.0f} ms "
           f"of load (measured at the first redraw after the end, up to 0.5 s late)")  # fmt: skip
     print(f"  gaps seen by the view: {gaps}; repeats: {sum(t.repeats for t in view.tables.values())}")
     print(f"  latency send->fold p50/p99: first quarter {pct(first, 50):.1f}/{pct(first, 99):.1f} ms, "
