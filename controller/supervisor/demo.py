@@ -1,9 +1,11 @@
-"""``tablectl demo [--game G] [--rounds N] [--no-ui] [--seed S] [--journal PATH]``
+"""``tablectl demo [--game G] [--rounds N] [--no-ui] [--seed S] [--journal PATH] [--embedded-broker]``
 
 One command, one machine: the simulated devices on real sockets and ptys, the controller talking
-to them over the wire, a broker for telemetry (Debian's mosquitto on a free port with its own
-config, when it is installed), a virtual dealer playing, and a live terminal view. Ctrl-C stops
-everything cleanly. ``--no-ui`` plays N rounds headless and prints a JSON summary.
+to them over the wire, a broker for telemetry, a virtual dealer playing, and a live terminal view.
+The broker is Debian's mosquitto on a free port with its own config when it is installed, otherwise
+(or with ``--embedded-broker``) the embedded MQTT 3.1.1 broker of ``sim/mqtt_broker/`` in a thread
+of this process; ``--broker URL`` publishes to a broker of yours instead. Ctrl-C stops everything
+cleanly. ``--no-ui`` plays N rounds headless and prints a JSON summary.
 """
 
 from __future__ import annotations
@@ -22,13 +24,16 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from controller.errors import TablectlError
 from controller.games import GameId
 from controller.journal import verify_journal
 from controller.supervisor import logs
 from controller.supervisor.rig import Rig, table_file, virtual_table
+from sim.mqtt_broker import embedded_broker_thread
+
+BrokerKind = Literal["mosquitto", "embedded", "external"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,22 +45,29 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="seed shuffles and dealer (repeatable)")
     p.add_argument("--journal", type=Path, default=None, help="journal file (default: a temporary one)")
     p.add_argument("--pace", type=float, default=0.15, help="real seconds per dealer action in the view")
-    p.add_argument(
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
         "--broker",
         default=None,
-        help="publish to this mqtt:// or mqtts:// broker instead of the demo's own mosquitto",
+        help="publish to this mqtt:// or mqtts:// broker instead of the demo's own "
+        "(Debian's mosquitto when installed, else the embedded one)",
+    )
+    where.add_argument(
+        "--embedded-broker",
+        action="store_true",
+        help="use the embedded MQTT 3.1.1 broker even when mosquitto is installed (no external process)",
     )
     return p
 
 
 @contextlib.contextmanager
-def demo_broker(args: argparse.Namespace, workdir: Path) -> Iterator[str | None]:
-    """The broker telemetry publishes to: --broker, else our own mosquitto, else none."""
+def demo_broker(args: argparse.Namespace, workdir: Path) -> Iterator[tuple[str, BrokerKind]]:
+    """The broker telemetry publishes to and its kind: --broker, else our own (see ``broker``)."""
     if args.broker:
-        yield args.broker
+        yield args.broker, "external"
         return
-    with broker(workdir) as port:
-        yield None if port is None else f"mqtt://127.0.0.1:{port}"
+    with broker(workdir, embedded=args.embedded_broker) as (port, kind):
+        yield f"mqtt://127.0.0.1:{port}", kind
 
 
 def _telemetry(args: argparse.Namespace, journal: Path, url: str | None) -> tuple[Any, Any]:
@@ -71,20 +83,26 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@contextlib.contextmanager
-def broker(workdir: Path) -> Iterator[int | None]:
-    """Our own mosquitto on a free port with its own config; None when it is not installed."""
+def _mosquitto() -> str | None:
     sbin = Path("/usr/sbin/mosquitto")
-    binary = shutil.which("mosquitto") or (str(sbin) if sbin.exists() else None)
+    return shutil.which("mosquitto") or (str(sbin) if sbin.exists() else None)
+
+
+@contextlib.contextmanager
+def broker(workdir: Path, *, embedded: bool = False) -> Iterator[tuple[int, BrokerKind]]:
+    """Our own broker on a free port of 127.0.0.1, and which it is: Debian's mosquitto with its own
+    config when it is installed, else (or when ``embedded``) the embedded broker in a thread."""
+    binary = None if embedded else _mosquitto()
     if binary is None:
-        yield None
+        with embedded_broker_thread("127.0.0.1") as port:
+            yield port, "embedded"
         return
     port = _free_port()
     conf = workdir / "mosquitto.conf"
     conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n", encoding="utf-8")
     proc = subprocess.Popen([binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        yield port
+        yield port, "mosquitto"
     finally:
         proc.terminate()
         try:
@@ -97,13 +115,15 @@ def broker(workdir: Path) -> Iterator[int | None]:
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     # Logs would tear the terminal view; headless they go to stderr so stdout is the JSON only.
-    logs.configure(logging.WARNING if args.no_ui else logging.CRITICAL, stream=sys.stderr)
+    level = logging.WARNING if args.no_ui else logging.CRITICAL
+    logs.configure(level, stream=sys.stderr)
+    logging.getLogger("sim.mqtt_broker").setLevel(level)  # the embedded broker logs with logging
     with tempfile.TemporaryDirectory(prefix="tablectl-demo-") as tmp:
         journal = args.journal or Path(tmp) / "journal.db"
-        with demo_broker(args, Path(tmp)) as broker_url:
+        with demo_broker(args, Path(tmp)) as (broker_url, broker_kind):
             try:
                 if args.no_ui:
-                    summary = asyncio.run(_headless(args, journal, broker_url))
+                    summary = asyncio.run(_headless(args, journal, broker_url, broker_kind))
                     print(json.dumps(summary))
                     return 0 if summary["journal_verified"] else 1
                 return asyncio.run(_with_view(args, journal, broker_url))
@@ -114,7 +134,7 @@ def main(argv: list[str]) -> int:
                 return 0
 
 
-async def _headless(args: argparse.Namespace, journal: Path, port: str | None) -> dict[str, Any]:
+async def _headless(args: argparse.Namespace, journal: Path, port: str, kind: BrokerKind) -> dict[str, Any]:
     rounds = 200 if args.rounds is None else args.rounds
     began = time.perf_counter()
     telemetry, forwarder = _telemetry(args, journal, port)
@@ -124,13 +144,13 @@ async def _headless(args: argparse.Namespace, journal: Path, port: str | None) -
         forwarder.supervisor = rig.supervisor
         await rig.dealer.open_table()
         await rig.dealer.play(rounds)
-        summary = _summary(rig, time.perf_counter() - began, port)
+        summary = _summary(rig, time.perf_counter() - began, port, kind)
     result = verify_journal(journal)
     summary["journal_verified"] = result.ok
     return summary
 
 
-def _summary(rig: Rig, seconds: float, port: str | None) -> dict[str, Any]:
+def _summary(rig: Rig, seconds: float, port: str, kind: BrokerKind) -> dict[str, Any]:
     sup, stats = rig.supervisor, rig.dealer.stats
     snap = sup.snapshot()
     return {
@@ -146,6 +166,7 @@ def _summary(rig: Rig, seconds: float, port: str | None) -> dict[str, Any]:
         "alarms_open": len(snap["alarms"]),
         "devices": snap["devices"],
         "broker": port,
+        "broker_kind": kind,
         "seconds": round(seconds, 3),
         "table_hours": round(rig.clock.now() / 3600, 2),
     }
