@@ -163,7 +163,7 @@ class EmbeddedBroker:
         except _KeepAliveExpired:
             client.fail("no packet within 1.5 times its keep alive [MQTT-3.1.2-24]", logging.INFO)
         except TimeoutError:
-            client.fail(f"no CONNECT within {self.connect_timeout:g} s [3.1.4]", logging.INFO)
+            client.fail(f"no CONNECT within {self.connect_timeout:g} s of connecting", logging.INFO)
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             client.fail("the connection was lost", logging.INFO)
         except Exception as e:  # a bug of ours: it ends this connection, not the broker
@@ -191,7 +191,7 @@ class EmbeddedBroker:
             client.fail(f"refused: CONNACK {code:#04x} ({code.name.lower().replace('_', ' ')})", logging.INFO)
             return
         # clean_session=0 asks us to keep the session across connections [MQTT-3.1.2-4]; we keep none,
-        # so there never is one to resume and session present is 0 [MQTT-3.2.2-2] (docs/design.md).
+        # so there never is one to resume and session present is 0 [MQTT-3.2.2-3] (docs/design.md).
         self._send(client, connack(False, ConnackCode.ACCEPTED))
         # [MQTT-3.1.2-24]: no control packet within one and a half keep alive periods -> disconnect as
         # for a network failure (so the Will is published); 0 turns the mechanism off.
@@ -265,9 +265,8 @@ class EmbeddedBroker:
             unsub = parse_unsubscribe(body)
             for topic_filter in unsub.filters:  # compared character by character [MQTT-3.10.4-1]
                 client.subscriptions.pop(topic_filter, None)
-            self._send(
-                client, ack(PacketType.UNSUBACK, unsub.packet_id)
-            )  # even if none matched [MQTT-3.10.4-5]
+            # Acknowledged even when no filter matched a subscription [MQTT-3.10.4-5].
+            self._send(client, ack(PacketType.UNSUBACK, unsub.packet_id))
         elif ptype is PacketType.PINGREQ:
             parse_empty(ptype, body)
             self._send(client, PINGRESP)  # [MQTT-3.12.4-1]
