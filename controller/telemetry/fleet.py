@@ -1,6 +1,9 @@
 """The fleet view's model: every table on the broker, folded from its MQTT messages. Pure (no I/O),
 so the monitor, the benchmark and the tests share it.
 
+What a row shows is decided here too (``FleetView.rows``, ``FleetView.summary``), as plain strings
+and flags: the terminal view and the web page only style them, so the two cannot drift apart.
+
 Gap detection follows the events' contract: sequence numbers are contiguous per table; a repeat
 (QoS 1 after a reconnect) is dropped by seq; a jump is a gap, counted and shown. The first event
 seen from a table sets the baseline (a monitor that starts late has not lost anything).
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from controller.telemetry.topics import parse_topic
 
@@ -121,3 +124,108 @@ class FleetView:
 
     def ordered(self) -> list[TableView]:
         return sorted(self.tables.values(), key=lambda v: (v.urgency(), v.site, v.table))
+
+    def rows(self, limit: int | None = None) -> list[Row]:
+        """The first ``limit`` tables (all when None) in ``ordered()`` order, as displayed."""
+        tables = self.ordered()
+        return [Row.of(t) for t in (tables if limit is None else tables[: max(limit, 0)])]
+
+    def summary(self) -> Summary:
+        tables = self.tables.values()
+        return Summary(
+            tables=len(tables),
+            online=sum(1 for t in tables if t.online),
+            with_alarms=sum(1 for t in tables if t.alarms),
+            stream_gaps=sum(t.gaps for t in tables),
+            messages=self.messages,
+        )
+
+
+# Levels rather than colours: each renderer maps them to its own styling.
+StatusLevel = Literal["unknown", "ok", "warn", "bad"]
+AlarmLevel = Literal["halt", "alarm", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One table as the fleet view shows it. Every string is untrusted text from the broker (topic
+    levels and payloads are whatever a publisher sent): renderers must print it literally."""
+
+    name: str  # site/table
+    site: str
+    table: str
+    status: str  # ? | online | offline | LOST
+    status_level: StatusLevel
+    game: str
+    round: str
+    shoe: str
+    alarms: str
+    alarm_level: AlarmLevel
+    devices: str
+    seq: int
+    gaps: int
+    missing: int
+    gaps_text: str
+    urgency: int
+
+    @classmethod
+    def of(cls, view: TableView) -> Row:
+        status, level = _status(view)
+        bad = {n: h for n, h in view.devices.items() if h not in ("online", "ok")}
+        return cls(
+            name=f"{view.site}/{view.table}",
+            site=view.site,
+            table=view.table,
+            status=status,
+            status_level=level,
+            game=view.game,
+            round=str(view.state.get("round", "")),
+            shoe=_shoe(view.state),
+            alarms="; ".join(f"{a.get('section')}: {a.get('floor_action')}" for a in view.alarms),
+            alarm_level="halt" if view.halted else ("alarm" if view.alarms else "none"),
+            devices=", ".join(f"{n}={h}" for n, h in sorted(bad.items())) or f"{len(view.devices)} ok",
+            seq=view.last_seq,
+            gaps=view.gaps,
+            missing=view.missing,
+            gaps_text=f"{view.gaps} ({view.missing} missing)" if view.gaps else "0",
+            urgency=view.urgency(),
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    tables: int
+    online: int
+    with_alarms: int
+    stream_gaps: int
+    messages: int
+
+    @property
+    def text(self) -> str:
+        """The fleet line without the message rate (each renderer measures that over its own period)."""
+        return (
+            f"{self.tables} tables, {self.online} online, {self.with_alarms} with alarms, "
+            f"{self.stream_gaps} stream gaps; {self.messages} messages"
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__} | {"text": self.text}
+
+
+def _status(view: TableView) -> tuple[str, StatusLevel]:
+    if view.online is None:
+        return "?", "unknown"
+    if view.online:
+        return "online", "ok"
+    # A clean stop is expected; no clean stop means the broker fired the Last Will for a lost table.
+    return ("offline", "warn") if view.clean_exit else ("LOST", "bad")
+
+
+def _shoe(state: dict[str, Any]) -> str:
+    if not state:
+        return ""
+    cover = " cover" if state.get("cover_card_reached") else ""
+    return f"{state.get('batch_in_shoe') or '-'} {state.get('cards_in_shoe', 0)} left{cover}"

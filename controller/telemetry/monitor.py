@@ -30,7 +30,7 @@ from rich.text import Text
 
 from controller.errors import TablectlError
 from controller.telemetry.broker import ENV_PASSWORD, ENV_USERNAME, BrokerSettings, parse_broker_url
-from controller.telemetry.fleet import FleetView, TableView
+from controller.telemetry.fleet import FleetView
 from controller.telemetry.topics import ROOT
 
 
@@ -51,54 +51,33 @@ async def consume(settings: BrokerSettings, view: FleetView, *, topic: str = f"{
             delay = min(delay * 2, 10.0)
 
 
-def _shoe(view: TableView) -> str:
-    s = view.state
-    if not s:
-        return ""
-    cover = " cover" if s.get("cover_card_reached") else ""
-    return f"{s.get('batch_in_shoe') or '-'} {s.get('cards_in_shoe', 0)} left{cover}"
-
-
-def _status(view: TableView) -> Text:
-    if view.online is None:
-        return Text("?", style="dim")
-    if view.online:
-        return Text("online", style="green")
-    return Text("offline" if view.clean_exit else "LOST", style="yellow" if view.clean_exit else "bold red")
+_STATUS_STYLE = {"unknown": "dim", "ok": "green", "warn": "yellow", "bad": "bold red"}
+_ALARM_STYLE = {"halt": "bold white on red", "alarm": "bold yellow", "none": ""}
 
 
 def render(view: FleetView, rows: int, rate: float) -> Group:
-    tables = view.ordered()
-    online = sum(1 for t in tables if t.online)
-    alarmed = sum(1 for t in tables if t.alarms)
-    gaps = sum(t.gaps for t in tables)
-    summary = Text(
-        f"{len(tables)} tables, {online} online, {alarmed} with alarms, {gaps} stream gaps; "
-        f"{view.messages} messages ({rate:,.0f}/s)",
-        style="bold",
-    )
+    summary = view.summary()
+    shown = view.rows(max(rows, 1))
     grid = RichTable(expand=True, pad_edge=False)
     for name in ("table", "status", "game", "round", "shoe", "alarms", "devices", "seq", "gaps"):
         grid.add_column(name, overflow="ellipsis", no_wrap=True)
-    for t in tables[: max(rows, 1)]:
-        alarm = "; ".join(f"{a.get('section')}: {a.get('floor_action')}" for a in t.alarms)
-        style = "bold white on red" if t.halted else ("bold yellow" if t.alarms else "")
-        bad = {n: h for n, h in t.devices.items() if h not in ("online", "ok")}
-        devices = ", ".join(f"{n}={h}" for n, h in sorted(bad.items())) or f"{len(t.devices)} ok"
+    for r in shown:
+        # Text, never str: rich would read a str as markup, and a table name or game is whatever a
+        # publisher sent ("[/x]" would raise and stop the view; "[blink]" would style it).
         grid.add_row(
-            f"{t.site}/{t.table}",
-            _status(t),
-            t.game,
-            str(t.state.get("round", "")),
-            _shoe(t),
-            Text(alarm, style=style),
-            devices,
-            str(t.last_seq),
-            Text(f"{t.gaps} ({t.missing} missing)", style="bold red") if t.gaps else Text("0", style="dim"),
+            Text(r.name),
+            Text(r.status, style=_STATUS_STYLE[r.status_level]),
+            Text(r.game),
+            Text(r.round),
+            Text(r.shoe),
+            Text(r.alarms, style=_ALARM_STYLE[r.alarm_level]),
+            Text(r.devices),
+            Text(str(r.seq)),
+            Text(r.gaps_text, style="bold red" if r.gaps else "dim"),
         )
-    hidden = len(tables) - min(len(tables), max(rows, 1))
+    hidden = summary.tables - len(shown)
     footer = Text(f"... and {hidden} quieter tables" if hidden else "", style="dim")
-    return Group(summary, grid, footer)
+    return Group(Text(f"{summary.text} ({rate:,.0f}/s)", style="bold"), grid, footer)
 
 
 async def run(settings: BrokerSettings, refresh_s: float, duration_s: float | None) -> None:
