@@ -8,6 +8,9 @@ monitor-* account is read-only by the broker's ACL).
 Receiving and drawing are separate: messages are folded into the FleetView as they arrive
 (cheap), and the screen is redrawn a few times a second from whatever the view holds, so a
 burst of 5,000 messages a second never waits on rich.
+
+``--http HOST:PORT`` serves the same view as a web page (``controller/telemetry/web.py``) from the
+same FleetView; ``--no-terminal`` leaves the terminal alone, for running the page as a service.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from controller.errors import TablectlError
+from controller.telemetry import web
 from controller.telemetry.broker import ENV_PASSWORD, ENV_USERNAME, BrokerSettings, parse_broker_url
 from controller.telemetry.fleet import FleetView
 from controller.telemetry.topics import ROOT
@@ -80,25 +84,68 @@ def render(view: FleetView, rows: int, rate: float) -> Group:
     return Group(Text(f"{summary.text} ({rate:,.0f}/s)", style="bold"), grid, footer)
 
 
-async def run(settings: BrokerSettings, refresh_s: float, duration_s: float | None) -> None:
+async def _draw(view: FleetView, refresh_s: float, duration_s: float | None) -> None:
+    with Live(console=Console(), auto_refresh=False, screen=False) as live:
+        last_count, last_t = 0, time.monotonic()
+        started = last_t
+        while duration_s is None or time.monotonic() - started < duration_s:
+            await asyncio.sleep(refresh_s)  # the redraw period
+            now = time.monotonic()
+            rate = (view.messages - last_count) / max(now - last_t, 1e-9)
+            last_count, last_t = view.messages, now
+            rows = shutil.get_terminal_size((120, 40)).lines - 7
+            live.update(render(view, rows, rate), refresh=True)
+
+
+async def run(
+    settings: BrokerSettings,
+    refresh_s: float,
+    duration_s: float | None,
+    *,
+    http: tuple[str, int] | None = None,
+    terminal: bool = True,
+) -> None:
+    """Consume the broker into one FleetView; draw it in the terminal and/or serve it over HTTP."""
     view = FleetView()
-    console = Console()
+    page = None
+    if http is not None:
+        try:
+            page = await web.serve(view, *http)
+        except OSError as e:  # address in use, not ours to bind, unknown host
+            raise TablectlError(f"monitor: --http {_join(*http)}: {e.strerror or e}") from None
+        host, port = page.address
+        # Before the terminal view takes the screen; with port 0 this is how anyone learns the port.
+        print(f"monitor: fleet page on http://{_join(host, port)}/ (no login)", file=sys.stderr, flush=True)
     consumer = asyncio.create_task(consume(settings, view))
     try:
-        with Live(console=console, auto_refresh=False, screen=False) as live:
-            last_count, last_t = 0, time.monotonic()
-            started = last_t
-            while duration_s is None or time.monotonic() - started < duration_s:
-                await asyncio.sleep(refresh_s)  # the redraw period
-                now = time.monotonic()
-                rate = (view.messages - last_count) / max(now - last_t, 1e-9)
-                last_count, last_t = view.messages, now
-                rows = shutil.get_terminal_size((120, 40)).lines - 7
-                live.update(render(view, rows, rate), refresh=True)
+        if terminal:
+            await _draw(view, refresh_s, duration_s)
+        elif duration_s is None:
+            await asyncio.Event().wait()  # serve until interrupted
+        else:
+            await asyncio.sleep(duration_s)
     finally:
         consumer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await consumer
+        if page is not None:
+            await page.close()
+
+
+def _join(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def parse_http(value: str) -> tuple[str, int]:
+    """HOST:PORT or [IPv6]:PORT. The host is required: the page binds only where it is told."""
+    host, colon, port_text = value.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not colon or not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise TablectlError(
+            f"monitor: --http {value!r}: expected HOST:PORT, e.g. 127.0.0.1:8080 (port 0: any free port)"
+        )
+    return host, int(port_text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,6 +154,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ca-file", type=Path, help="CA certificate for an mqtts:// broker")
     p.add_argument("--refresh", type=float, default=0.5, help="seconds between redraws (default 0.5)")
     p.add_argument("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C)")
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="also serve the fleet view as a web page there, e.g. 127.0.0.1:8080 (default: off). It has "
+        "no login and shows what the broker publishes to monitors: bind it to localhost or behind the "
+        "ops network's proxy",
+    )
+    p.add_argument(
+        "--no-terminal",
+        action="store_true",
+        help="do not draw the terminal view (with --http: serve the page only, e.g. as a service)",
+    )
     return p
 
 
@@ -116,9 +175,12 @@ def main(argv: Sequence[str]) -> int:
         tls, host, port = parse_broker_url(args.broker)
         if args.ca_file is not None and not args.ca_file.is_file():
             raise TablectlError(f"monitor: --ca-file {args.ca_file}: no such file")
+        http = parse_http(args.http) if args.http is not None else None
+        if args.no_terminal and http is None:
+            raise TablectlError("monitor: --no-terminal needs --http (there would be nothing to show)")
         username, password = os.environ.get(ENV_USERNAME), os.environ.get(ENV_PASSWORD)
         settings = BrokerSettings(host, port, tls, args.ca_file, username, password)
-        asyncio.run(run(settings, args.refresh, args.duration))
+        asyncio.run(run(settings, args.refresh, args.duration, http=http, terminal=not args.no_terminal))
     except TablectlError as e:
         print(e, file=sys.stderr)
         return 2
