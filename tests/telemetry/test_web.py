@@ -1,0 +1,382 @@
+"""The fleet view's web page over real sockets: the same rows as the terminal, refusals that leave
+the server serving, nothing a publisher sends ever becoming markup, and `tablectl monitor --http`
+end to end against the real broker."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import json
+import os
+import pathlib
+import re
+import signal
+import socket
+import sys
+import urllib.request
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+import structlog
+from rich.console import Console
+
+from controller.errors import TablectlError
+from controller.journal import Journal
+from controller.telemetry import monitor, web
+from controller.telemetry.fleet import FleetView
+from controller.telemetry.monitor import render
+from controller.telemetry.web import MAX_HEAD, FleetPage, serve
+from tests.telemetry.conftest import GUARD_S, PASSWORD, ROOT, Broker
+from tests.telemetry.helpers import append_records, telemetry_for
+
+HALTING = {"version": 1, "count": 1, "alarms": [
+    {"id": 3, "section": "665a.13(i)", "message": "reader failed", "floor_action": "replace the reader",
+     "halts_dealing": True}]}  # fmt: skip
+ADVISORY = {"version": 1, "count": 1, "alarms": [
+    {"id": 1, "section": "665a.3(c)", "message": "decks expire", "floor_action": "open new decks",
+     "halts_dealing": False}]}  # fmt: skip
+# Topic levels reach the view unchecked (parse_topic splits, it does not validate: check_level binds
+# only our own publishers), so a name can carry markup for HTML and for rich alike. No '/': that
+# would end the level.
+HOSTILE = "<script>alert(1)<!--[blink]:smile:&amp;"
+# A game is payload text, so it may hold a '/' too, and with it rich's closing-tag form.
+HOSTILE_GAME = "</script><img src=x onerror=alert(2)>[/y]"
+
+
+def _fleet() -> FleetView:
+    """One table of every kind the view orders: halting, advisory, gaps, lost, offline, quiet, hostile."""
+    view = FleetView()
+
+    def put(table: str, leaf: str, doc: dict[str, Any]) -> None:
+        view.ingest(f"tablectl/floor/{table}/{leaf}", json.dumps(doc).encode())
+
+    put("quiet", "status", {"version": 1, "online": True, "game": "down-under"})
+    snapshot = {"round": 41, "batch_in_shoe": "red", "cards_in_shoe": 212, "cover_card_reached": True}
+    devices = {"shoe": "online", "reader": "online"}
+    put("quiet", "state", {"version": 1, "game": "down-under", "devices": devices, "snapshot": snapshot})
+    put("lost", "status", {"version": 1, "online": False, "clean": False})
+    put("stopped", "status", {"version": 1, "online": False, "clean": True})
+    for seq in (5, 6, 9, 12):
+        put("gappy", "events", {"version": 1, "seq": seq, "kind": "round_started"})
+    put("zz-halted", "alarms", HALTING)
+    put("advisory", "alarms", ADVISORY)
+    put("advisory", "devices/shuffler", {"version": 1, "device": "shuffler", "health": "jammed"})
+    put(HOSTILE, "status", {"version": 1, "online": True, "game": HOSTILE_GAME})
+    return view
+
+
+@pytest.fixture
+async def page() -> AsyncIterator[tuple[FleetView, int]]:
+    view = _fleet()
+    server = await serve(view, "127.0.0.1", 0)
+    try:
+        yield view, server.address[1]
+    finally:
+        await server.close()
+
+
+class Reply:
+    def __init__(self, raw: bytes) -> None:
+        head, _, self.body = raw.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        self.status = int(lines[0].split(" ")[1])
+        self.headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+
+    def json(self) -> dict[str, Any]:
+        doc = json.loads(self.body)
+        assert isinstance(doc, dict)
+        return doc
+
+
+async def exchange(port: int, raw: bytes) -> Reply:
+    """Send ``raw`` on a new connection and read until the server closes it."""
+    async with asyncio.timeout(GUARD_S):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(raw)
+            await writer.drain()
+            return Reply(await reader.read())
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+
+async def get(port: int, path: str, method: str = "GET") -> Reply:
+    return await exchange(port, f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+
+
+def _sha256(source: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(source.encode()).digest()).decode() + "'"
+
+
+async def test_rows_come_alarms_first_in_fleet_view_order(page: tuple[FleetView, int]) -> None:
+    view, port = page
+    reply = await get(port, "/fleet.json")
+    assert reply.status == 200
+    assert reply.headers["content-type"] == "application/json"
+    assert reply.headers["cache-control"] == "no-store"
+    assert reply.headers["x-content-type-options"] == "nosniff"
+    assert int(reply.headers["content-length"]) == len(reply.body)
+    doc = reply.json()
+    assert doc["version"] == 1
+    assert [r["name"] for r in doc["rows"]] == [f"{t.site}/{t.table}" for t in view.ordered()]
+    assert doc["rows"] == [r.as_json() for r in view.rows()]
+    names = [r["table"] for r in doc["rows"]]
+    assert names[:3] == ["zz-halted", "advisory", "gappy"] and names[3:5] == ["lost", "stopped"]
+    by_name = {r["table"]: r for r in doc["rows"]}
+    assert by_name["zz-halted"]["alarm_level"] == "halt" and by_name["advisory"]["alarm_level"] == "alarm"
+    assert by_name["zz-halted"]["alarms"] == "665a.13(i): replace the reader"
+    assert by_name["gappy"]["gaps_text"] == "2 (4 missing)" and by_name["gappy"]["seq"] == 12
+    assert (by_name["lost"]["status"], by_name["lost"]["status_level"]) == ("LOST", "bad")
+    assert (by_name["stopped"]["status"], by_name["stopped"]["status_level"]) == ("offline", "warn")
+    assert by_name["quiet"]["shoe"] == "red 212 left cover" and by_name["quiet"]["round"] == "41"
+    assert by_name["advisory"]["devices"] == "shuffler=jammed"
+    summary = doc["summary"]
+    assert summary == view.summary().as_json()
+    counts = (summary["tables"], summary["online"], summary["with_alarms"], summary["stream_gaps"])
+    assert counts == (7, 2, 2, 2)
+    assert summary["text"].startswith("7 tables, 2 online, 2 with alarms, 2 stream gaps; ")
+
+
+async def test_a_standard_client_reads_the_json(page: tuple[FleetView, int]) -> None:
+    _, port = page
+
+    def fetch() -> tuple[int, bytes]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/fleet.json", timeout=GUARD_S) as r:
+            return r.status, r.read()
+
+    status, body = await asyncio.to_thread(fetch)
+    assert status == 200 and json.loads(body)["version"] == 1
+
+
+async def test_the_terminal_shows_the_rows_the_page_shows(page: tuple[FleetView, int]) -> None:
+    view, port = page
+    rows = (await get(port, "/fleet.json")).json()["rows"]
+    console = Console(record=True, width=400)
+    console.print(render(view, rows=len(rows), rate=0.0))  # a markup-looking name must not raise
+    lines = console.export_text().splitlines()
+    drawn = [line for line in lines if line.startswith("│")]
+    assert len(drawn) == len(rows)
+    for line, row in zip(drawn, rows, strict=True):
+        cells = [cell.strip() for cell in line.strip("│").split("│")]
+        expected = [row[k] for k in ("name", "status", "game", "round", "shoe", "alarms", "devices")]
+        assert cells == [*expected, str(row["seq"]), row["gaps_text"]]
+
+
+async def test_a_hostile_table_name_never_becomes_markup(page: tuple[FleetView, int]) -> None:
+    view, port = page
+    assert ("floor", HOSTILE) in view.tables  # the view takes any topic level, so this can happen
+    reply = await get(port, "/fleet.json")
+    for raw in (b"<", b">", b"&"):
+        assert raw not in reply.body  # escaped, so the JSON stays inert even if pasted into HTML
+    assert any(r["table"] == HOSTILE for r in reply.json()["rows"])  # and still says what was sent
+
+    html = (await get(port, "/")).body.decode()
+    # The page is constant: no row text is ever in it, and its script only writes with textContent.
+    assert "alert(" not in html
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function("):
+        assert sink not in html
+    assert html.count("<script>") == 1 and "textContent" in html
+
+
+async def test_the_page_is_self_contained_under_a_strict_policy(page: tuple[FleetView, int]) -> None:
+    _, port = page
+    reply = await get(port, "/")
+    assert reply.status == 200
+    assert reply.headers["content-type"] == "text/html; charset=utf-8"
+    assert reply.headers["cache-control"] == "no-store"
+    assert reply.headers["x-content-type-options"] == "nosniff"
+    html = reply.body.decode()
+    assert not re.search(r"(src|href)\s*=|https?://|@import", html)  # no external asset, no CDN
+    csp = {d.split()[0]: d.split()[1:] for d in reply.headers["content-security-policy"].split("; ")}
+    assert csp["default-src"] == ["'self'"]
+    script = html.split("<script>")[1].split("</script>")[0]
+    style = html.split("<style>")[1].split("</style>")[0]
+    assert csp["script-src"] == [_sha256(script)] and csp["style-src"] == [_sha256(style)]
+    assert "'unsafe-inline'" not in reply.headers["content-security-policy"]
+    assert "fleet.json" in script and "setTimeout(poll, 1000)" in script
+
+
+async def test_healthz(page: tuple[FleetView, int]) -> None:
+    _, port = page
+    reply = await get(port, "/healthz")
+    assert (reply.status, reply.body) == (200, b"ok\n")
+    assert reply.headers["content-type"] == "text/plain; charset=utf-8"
+
+
+@pytest.mark.parametrize("path", ["/", "/fleet.json", "/healthz", "/nowhere"])
+async def test_head_has_the_headers_of_get_and_no_body(page: tuple[FleetView, int], path: str) -> None:
+    _, port = page
+    got, head = await get(port, path), await get(port, path, "HEAD")
+    assert head.status == got.status and head.body == b""
+    assert head.headers["content-length"] == got.headers["content-length"] == str(len(got.body))
+    assert head.headers["content-type"] == got.headers["content-type"]
+
+
+REFUSED = [
+    pytest.param(b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n", 404, id="unknown-path"),
+    pytest.param(b"GET /fleet.json/../x HTTP/1.1\r\nHost: x\r\n\r\n", 404, id="dot-dot"),
+    pytest.param(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", 405, id="post"),
+    pytest.param(b"DELETE /fleet.json HTTP/1.1\r\nHost: x\r\n\r\n", 405, id="delete"),
+    pytest.param(b"GARBAGE\r\n\r\n", 400, id="no-request-line"),
+    pytest.param(b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 400, id="version"),
+    pytest.param(b"GET  / HTTP/1.1\r\nHost: x\r\n\r\n", 400, id="double-space"),
+    pytest.param(b"GET / HTTP/1.1\r\nHost x\r\n\r\n", 400, id="header-without-colon"),
+    pytest.param(b"GET / HTTP/1.1\r\nHost : x\r\n\r\n", 400, id="space-before-colon"),
+    pytest.param(b"GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", 400, id="obsolete-folding"),
+    pytest.param(b"GET / HTTP/1.1\r\n\r\n", 400, id="no-host"),
+    pytest.param(b"GET /\xff\xfe HTTP/1.1\r\nHost: x\r\n\r\n", 400, id="non-ascii-target"),
+    pytest.param(b"GET x HTTP/1.1\r\nHost: x\r\n\r\n", 400, id="relative-target"),
+    pytest.param(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 400, id="tls-hello"),
+    pytest.param(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * MAX_HEAD + b"\r\n\r\n", 400, id="8k"),
+]
+
+
+@pytest.mark.parametrize(("raw", "status"), REFUSED)
+async def test_a_refused_request_leaves_the_server_serving(
+    page: tuple[FleetView, int], raw: bytes, status: int
+) -> None:
+    _, port = page
+    with structlog.testing.capture_logs() as logs:
+        reply = await exchange(port, raw)
+        assert reply.status == status
+        assert reply.headers["connection"] == "close"
+        if status == 405:
+            assert reply.headers["allow"] == "GET, HEAD"
+        assert [e["event"] for e in logs] == ["http_refused"]  # one line, no traceback
+    assert (await get(port, "/healthz")).status == 200  # a new connection is served as before
+
+
+async def test_a_client_that_leaves_mid_request_is_dropped_quietly(page: tuple[FleetView, int]) -> None:
+    _, port = page
+    for raw in (b"", b"GET / HTTP/1.1\r\nHost: x\r\n"):
+        async with asyncio.timeout(GUARD_S):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(raw)
+            writer.write_eof()
+            assert await reader.read() == b""  # nobody to answer: closed without a response
+            writer.close()
+        assert (await get(port, "/healthz")).status == 200
+
+
+class WatchedPage(FleetPage):
+    """The server, telling the test when a connection has been taken and when it has been let go."""
+
+    def __init__(self, view: FleetView) -> None:
+        super().__init__(view)
+        self.taken, self.gone = asyncio.Event(), asyncio.Event()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.taken.set()
+        try:
+            await super()._client(reader, writer)
+        finally:
+            self.gone.set()
+
+
+async def test_past_the_connection_cap_the_answer_is_503(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(web, "MAX_CLIENTS", 1)
+    page = WatchedPage(FleetView())
+    await page.start("127.0.0.1", 0)
+    port = page.address[1]
+    try:
+        async with asyncio.timeout(GUARD_S):
+            _, idle = await asyncio.open_connection("127.0.0.1", port)
+            await page.taken.wait()
+        page.gone.clear()
+        assert (await get(port, "/healthz")).status == 503
+        async with asyncio.timeout(GUARD_S):
+            await page.gone.wait()  # the refused one
+            page.gone.clear()
+            idle.close()
+            await page.gone.wait()  # the idle one: the slot is free again
+        assert (await get(port, "/healthz")).status == 200
+    finally:
+        await page.close()
+
+
+def test_http_address_parsing() -> None:
+    assert monitor.parse_http("127.0.0.1:8080") == ("127.0.0.1", 8080)
+    assert monitor.parse_http("[::1]:0") == ("::1", 0)
+    for bad in (":8080", "8080", "localhost:", "localhost:http", "127.0.0.1:65536"):
+        with pytest.raises(TablectlError):
+            monitor.parse_http(bad)
+
+
+def test_no_terminal_without_http_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert monitor.main(["--broker", "mqtt://127.0.0.1:1", "--no-terminal"]) == 2
+    assert "--no-terminal needs --http" in capsys.readouterr().err
+
+
+def test_an_address_in_use_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        argv = ["--broker", "mqtt://127.0.0.1:1", "--http", f"127.0.0.1:{port}", "--no-terminal"]
+        assert monitor.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"monitor: --http 127.0.0.1:{port}: ") and err.count("\n") == 1
+
+
+async def _poll(port: int, until: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """/fleet.json until ``until`` holds; the pause only paces the polling, the guard bounds it."""
+    async with asyncio.timeout(GUARD_S):
+        while True:
+            doc = (await get(port, "/fleet.json")).json()
+            if until(doc):
+                return doc
+            await asyncio.sleep(0.05)
+
+
+def _row(doc: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((r for r in doc["rows"] if r["name"] == name), None)
+
+
+async def test_tablectl_monitor_serves_the_page(broker: Broker, tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "j.db"
+    writer = Journal.open(path)
+    append_records(writer, 10)
+    telemetry = telemetry_for(broker, path)
+    env = {
+        **os.environ,
+        "TABLECTL_MQTT_USERNAME": "monitor-ops",
+        "TABLECTL_MQTT_PASSWORD": PASSWORD["monitor-ops"],
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "controller.cli", "monitor", "--broker", f"mqtts://127.0.0.1:{broker.port}",
+        "--ca-file", str(broker.pki / "ca.crt"), "--http", "127.0.0.1:0", "--no-terminal",
+        "--duration", str(GUARD_S), cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    try:
+        await telemetry.start()
+        async with asyncio.timeout(GUARD_S):
+            # Port 0: the monitor says which port it got, so no free-port guess can race another test.
+            announced = await proc.stderr.readline()
+        match = re.search(rb"http://127\.0\.0\.1:(\d+)/", announced)
+        assert match, announced
+        port = int(match.group(1))
+        # The retained birth shows the table: the monitor is subscribed, so what follows reaches it.
+        await _poll(port, lambda doc: (r := _row(doc, "site-a/t1")) is not None and r["status"] == "online")
+        last = append_records(writer, 7, start_at=1_900_000_000.0)
+        telemetry.journal_appended()
+        doc = await _poll(port, lambda doc: (r := _row(doc, "site-a/t1")) is not None and r["seq"] == last)
+        row = _row(doc, "site-a/t1")
+        assert row is not None and row["status"] == "online" and row["game"] == "double-attack"
+        assert row["gaps"] == 0 and doc["summary"]["online"] >= 1
+        page = await get(port, "/")
+        assert page.status == 200 and b"fleet.json" in page.body
+    finally:
+        await telemetry.stop()
+        writer.close()
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
+        async with asyncio.timeout(GUARD_S):
+            _, err = await proc.communicate()
+    assert proc.returncode == 130, err.decode()  # Ctrl-C: the monitor's own exit status for it
