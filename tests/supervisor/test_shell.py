@@ -138,3 +138,32 @@ def test_config_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     bad.write_text((TABLES / "dj-wild.toml").read_text().replace('"../games/dj-wild.toml"', '"nope.toml"'))
     assert tablectl(["config", "check", str(bad)]) == 2
     assert "table.game" in capsys.readouterr().err
+
+
+async def test_stop_ends_a_poll_that_swallowed_its_cancel(
+    table_rig: MakeRig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pymodbus awaits asyncio.wait_for, which on Python 3.11 can swallow a cancel that lands as
+    the reply arrives. A poll loop that carried on would outlive the shutdown (seen in the Start
+    Game bench as ``task_did_not_stop``); the loop must notice it was cancelled and end."""
+    rig = await table_rig("double-back-jack")
+    sup = rig.supervisor
+    reader = sup.drivers["reader"]
+    in_poll = asyncio.Event()
+
+    async def swallowing() -> bool:
+        in_poll.set()
+        try:
+            await asyncio.Event().wait()  # a reply on its way when the cancel lands
+        except asyncio.CancelledError:
+            pass  # what wait_for does on 3.11 when the reply and the cancel coincide
+        return True
+
+    monkeypatch.setattr(reader, "poll_once", swallowing)
+    sup._poke["reader"].set()
+    async with asyncio.timeout(10):
+        await in_poll.wait()
+        with capture_logs() as captured:
+            await sup.stop()
+    assert not [e for e in captured if e["event"] == "task_did_not_stop"], captured
+    assert any(e["event"] == "stopped" for e in captured)
