@@ -112,17 +112,13 @@ class LineDecoder:
             raise FrameDecodeError(f"unknown frame tag {parts[0][:8]!r}")
         fields = parts[1:]
         if len(fields) != len(spec.fields):
-            raise FrameDecodeError(
-                f"{spec.name} frame has {len(fields)} fields, expected {len(spec.fields)}"
-            )
+            raise FrameDecodeError(f"{spec.name} frame has {len(fields)} fields, expected {len(spec.fields)}")
         values: dict[str, int] = {}
         for fs, text in zip(spec.fields, fields, strict=True):
             if not text.isdigit() or len(text) > 10:
                 raise FrameDecodeError(f"{spec.name} frame field {fs.name} is not a number")
             v = int(text)
             if not fs.min <= v <= fs.max:
-                raise FrameDecodeError(
-                    f"{spec.name} frame field {fs.name} out of range {fs.min}-{fs.max}"
-                )
+                raise FrameDecodeError(f"{spec.name} frame field {fs.name} out of range {fs.min}-{fs.max}")
             values[fs.name] = v
         return Frame(spec.name, values)

@@ -167,8 +167,7 @@ class Profile:
                         )
                 elif spec.type != "card" and not spec.min <= v <= spec.max:
                     raise FrameDecodeError(
-                        f"{self.name}: register {spec.name} value {v} out of range "
-                        f"{spec.min}-{spec.max}"
+                        f"{self.name}: register {spec.name} value {v} out of range {spec.min}-{spec.max}"
                     )
             out[spec.name] = values
         return out
@@ -273,9 +272,7 @@ class _Checker:
             raise self.fail(key, "must be a non-empty string")
         return v
 
-    def integer(
-        self, data: Mapping[str, Any], key: str, lo: int, hi: int, default: int | None = None
-    ) -> int:
+    def integer(self, data: Mapping[str, Any], key: str, lo: int, hi: int, default: int | None = None) -> int:
         v = data.get(key.rsplit(".", 1)[-1], default)
         if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
             raise self.fail(key, f"must be an integer {lo}-{hi}")

@@ -20,9 +20,7 @@ from sim.table import SimTable
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="tablectl sim", description="Run the simulated devices of one table."
-    )
+    p = argparse.ArgumentParser(prog="tablectl sim", description="Run the simulated devices of one table.")
     p.add_argument("--config", required=True, type=pathlib.Path, help="config/tables/<table>.toml")
     p.add_argument(
         "--seed",

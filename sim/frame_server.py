@@ -78,9 +78,7 @@ class MqttSink:
         self._stack: contextlib.AsyncExitStack | None = None
 
     async def open(self, on_bytes: _OnBytes) -> None:
-        client = aiomqtt.Client(
-            self.host, self.port, identifier=f"tablectl-sim-{secrets.token_hex(4)}"
-        )
+        client = aiomqtt.Client(self.host, self.port, identifier=f"tablectl-sim-{secrets.token_hex(4)}")
         stack = contextlib.AsyncExitStack()
         await stack.enter_async_context(client)
         await client.subscribe(f"{self.topic}/in", qos=1)
@@ -165,9 +163,7 @@ class StubCounterSim:
 
     async def send_count(self) -> None:
         m = self.model
-        await self.send_frame(
-            "count", {"seq": m.seq, "count": m.count, "verified": int(m.verified)}
-        )
+        await self.send_frame("count", {"seq": m.seq, "count": m.count, "verified": int(m.verified)})
 
     async def count(self, cards: int) -> None:
         """The dealer puts a stub of ``cards`` cards in; the device counts and reports."""

@@ -137,5 +137,3 @@ def command(kind: DeviceKind, model: Any, profile: Profile, values: list[int]) -
         if name == "show_meter":
             return model.show_meter((args[0] << 16) | args[1])
     raise SimRefused(f"command {name} not supported")
-
-

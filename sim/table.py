@@ -127,9 +127,7 @@ class SimTable:
         self._wire()
 
     @classmethod
-    def from_file(
-        cls, path: pathlib.Path, *, seed: int | None = None, clock: Clock = REAL_CLOCK
-    ) -> SimTable:
+    def from_file(cls, path: pathlib.Path, *, seed: int | None = None, clock: Clock = REAL_CLOCK) -> SimTable:
         table, game, devices = read_table(path)
         return cls(devices, game, seed=seed, clock=clock, decks=table.get("decks_per_batch"))
 
@@ -229,9 +227,7 @@ class SimTable:
                         info.server = srv
             for path, sims in rtu_groups.items():
                 baud = next(
-                    i.config.endpoint.baudrate
-                    for i in self.devices.values()
-                    if i.register_sim in sims
+                    i.config.endpoint.baudrate for i in self.devices.values() if i.register_sim in sims
                 )
                 rtu = ModbusRtuSim(sims, baudrate=baud)
                 await rtu.start()

@@ -508,8 +508,10 @@ class Supervisor:
         raise actions.BadAction(f"{name}: not implemented")  # pragma: no cover
 
     def _out_of_order(self, device: str, who: str) -> list[I.Input]:
-        name = device if device in self.kinds else next(
-            (n for n, k in self.kinds.items() if k.value == device), None
+        name = (
+            device
+            if device in self.kinds
+            else next((n for n, k in self.kinds.items() if k.value == device), None)
         )
         if name is None:
             raise actions.BadAction(f"mark_out_of_order: no device {device!r} at this table")

@@ -56,9 +56,7 @@ class ShufflerDriver(RegisterDriver):
             state = self._state(cur, p + "state")
             view = (state, self._back(cur, p + "back"), cur[p + "decks"][0])
             old_state = self._state(prev, p + "state") if prev else None
-            old_view = (
-                (old_state, self._back(prev, p + "back"), prev[p + "decks"][0]) if prev else None
-            )
+            old_view = (old_state, self._back(prev, p + "back"), prev[p + "decks"][0]) if prev else None
             if view != old_view:
                 out.append(BatchSlotChanged(self.name, slot, *view))
             if state is not old_state:
@@ -70,9 +68,7 @@ class ShufflerDriver(RegisterDriver):
             ):
                 # 673a.13(k): "fails to complete a shuffle cycle": the cards must be reshuffled.
                 self._overran.add(slot)
-                out.append(
-                    ShuffleIncomplete(self.name, slot, f"cycle ran over {self.max_cycle_s:g}s")
-                )
+                out.append(ShuffleIncomplete(self.name, slot, f"cycle ran over {self.max_cycle_s:g}s"))
         dev, old_dev = self._state(cur, "state"), self._state(prev, "state") if prev else None
         if dev is not old_dev:
             if dev is ShufflerState.FAULT:

@@ -75,16 +75,13 @@ class ModbusBus:
             return AsyncModbusTcpClient(ep.host, port=ep.port, **common)
         return AsyncModbusSerialClient(ep.path, baudrate=ep.baudrate, **common)
 
-    async def _ensure_connected(
-        self, timeout_s: float
-    ) -> AsyncModbusTcpClient | AsyncModbusSerialClient:
+    async def _ensure_connected(self, timeout_s: float) -> AsyncModbusTcpClient | AsyncModbusSerialClient:
         if self._client is not None and self._client.connected:
             return self._client
         now = self.clock.now()
         if now < self._next_attempt:
             raise LinkDown(
-                f"{self.endpoint.describe()}: link down, next attempt in "
-                f"{self._next_attempt - now:.2f}s"
+                f"{self.endpoint.describe()}: link down, next attempt in {self._next_attempt - now:.2f}s"
             )
         self._drop_client()
         client = self._new_client()
@@ -206,9 +203,7 @@ class ModbusBus:
         regs = list(getattr(rr, "registers", []) or [])
         if len(regs) != count:
             self._failed(BadResponse(""), resync=True)
-            raise BadResponse(
-                f"{self.endpoint.describe()} id {device_id}: {what}: got {len(regs)} registers"
-            )
+            raise BadResponse(f"{self.endpoint.describe()} id {device_id}: {what}: got {len(regs)} registers")
         return regs
 
     async def write_registers(

@@ -210,9 +210,7 @@ def mosquitto(tmp_path: pathlib.Path) -> Iterator[int]:
         f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\n",
         encoding="utf-8",
     )
-    proc = subprocess.Popen(
-        [binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+    proc = subprocess.Popen([binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait_running(proc)
         yield port

@@ -105,7 +105,8 @@ def test_register_drivers_survive_any_block(case: Any, data: st.DataObject) -> N
             st.lists(WORD, max_size=len(good) - 1),  # truncated
             st.builds(  # one word out of range
                 lambda i, v: [*good[:i], v, *good[i + 1 :]],
-                st.integers(0, len(good) - 1), WORD,
+                st.integers(0, len(good) - 1),
+                WORD,
             ),
         )
     )
@@ -212,4 +213,3 @@ async def test_stub_driver_survives_junk_on_the_line(wire_rig: Rig, junk: bytes)
     assert got.count == 53 and got.ok
     for ev in seen:
         assert "\n" not in repr(ev)
-

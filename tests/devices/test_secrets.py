@@ -51,7 +51,10 @@ async def _play(rig: Rig, reader_up: str | None) -> list[DeviceEvent]:
 
 @pytest.mark.parametrize(("table", "up"), [("double-back-jack", "A"), ("down-under", None)])
 async def test_no_secret_in_logs_through_a_full_shoe_and_reader_use(
-    rig_factory, table: str, up: str | None, caplog: pytest.LogCaptureFixture  # type: ignore[no-untyped-def]
+    rig_factory,
+    table: str,
+    up: str | None,
+    caplog: pytest.LogCaptureFixture,  # type: ignore[no-untyped-def]
 ) -> None:
     structlog.configure(cache_logger_on_first_use=False)
     caplog.set_level(logging.DEBUG)

@@ -81,9 +81,7 @@ async def test_device_fault_in_heartbeat_degrades(rig_factory) -> None:  # type:
 
 
 @pytest.fixture
-async def mqtt_stub(
-    mosquitto: int, clock: VirtualClock
-) -> AsyncIterator[tuple[StubCounterSim, Driver]]:
+async def mqtt_stub(mosquitto: int, clock: VirtualClock) -> AsyncIterator[tuple[StubCounterSim, Driver]]:
     cfg = fast(
         device_config(
             "stub", kind="stub_counter", profile="../devices/ref-stub-counter.toml",
