@@ -7,14 +7,13 @@ goes back into the emptied shuffler slot, as a dealer would carry it from the di
 from __future__ import annotations
 
 import pathlib
-import tomllib
 from dataclasses import dataclass
 from typing import Any
 
-from controller.errors import ConfigError
-from controller.games import GAMES, GameId, GameSpec
+from controller.games import GameSpec
+from controller.supervisor.config import load_table_config
 from devices.clock import REAL_CLOCK, Clock
-from devices.config import DeviceConfig, TransportKind, load_devices
+from devices.config import DeviceConfig, TransportKind
 from devices.events import Slot
 from devices.profiles import DeviceKind
 from sim.frame_server import MqttSink, PtySink, StubCounterSim
@@ -56,51 +55,14 @@ class SimDeviceInfo:
 
 
 def read_table(path: pathlib.Path) -> tuple[dict[str, Any], GameSpec, list[DeviceConfig]]:
-    """The ``[table]`` section, the game and the device configs of one table file."""
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-    table = doc.get("table")
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: table: missing [table] section")
-    game, decks = game_of(path, table)
-    devices = load_devices(doc.get("devices", {}), path.parent, source=str(path))
-    if decks is not None:
-        table = {**table, "decks_per_batch": decks}
-    return table, game, devices
+    """The ``[table]`` section, the game and the device configs of one table file.
 
-
-def game_of(path: pathlib.Path, table: dict[str, Any]) -> tuple[GameSpec, int | None]:
-    """The game named by ``[table].game`` and the game file's ``decks_per_batch`` if it has one.
-
-    The game file's own ``game = "<id>"`` wins; without the file, its name is the game id.
+    Read by the controller's own loader, so a table the simulators accept is one the controller
+    accepts too, with the same one-line errors.
     """
-    ref = table.get("game")
-    if not isinstance(ref, str) or not ref:
-        raise ConfigError(f"{path}: table.game: must be the path of the game file")
-    game_path = path.parent / ref
-    name, decks = game_path.stem, None
-    if game_path.is_file():
-        try:
-            gdoc = tomllib.loads(game_path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"{path}: table.game: cannot read {ref} ({exc})") from None
-        gid = gdoc.get("game")
-        if isinstance(gid, dict):
-            gid = gid.get("id")
-        if isinstance(gid, str):
-            name = gid
-        d = gdoc.get("decks_per_batch")
-        if isinstance(d, int) and not isinstance(d, bool) and d > 0:
-            decks = d
-    try:
-        return GAMES[GameId(name)], decks
-    except ValueError:
-        known = ", ".join(g.value for g in GameId)
-        raise ConfigError(f"{path}: table.game: {ref} names no known game ({known})") from None
+    cfg = load_table_config(path)
+    table = {"id": cfg.table_id, "site": cfg.site, "decks_per_batch": cfg.options.decks}
+    return table, cfg.options.spec, list(cfg.devices)
 
 
 class SimTable:

@@ -97,7 +97,20 @@ def test_tablectl_sim_stops_on_sigterm() -> None:
 
 def test_a_bad_config_is_one_line_and_exit_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     bad = tmp_path / "t.toml"
-    bad.write_text('[table]\ngame = "../games/dj-wild.toml"\n[devices.x]\nkind = "toaster"\n')
+    game = TABLES.parent / "games" / "dj-wild.toml"
+    bad.write_text(f'[table]\nid = "t1"\nsite = "s"\ngame = "{game}"\n[devices.x]\nkind = "toaster"\n')
     assert main(["--config", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "devices.x.kind" in err
+
+
+def test_the_simulators_refuse_what_the_controller_refuses(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:  # type: ignore[no-untyped-def]
+    """One loader for both: a table the controller would not run is not simulated either."""
+    bad = tmp_path / "t.toml"
+    game = TABLES.parent / "games" / "dj-wild.toml"
+    bad.write_text(f'[table]\nid = "t 1"\nsite = "s"\ngame = "{game}"\n')
+    assert main(["--config", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "table.id" in err
