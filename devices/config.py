@@ -8,7 +8,10 @@ each device's profile (paths are relative to the table file's folder). Every pro
 from __future__ import annotations
 
 import math
+import os
 import pathlib
+import re
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -78,6 +81,17 @@ class Endpoint:
         return f"{self.host}:{self.port}"
 
 
+@dataclass(frozen=True, slots=True)
+class MqttAccess:
+    """How an MQTT device link logs in to its broker: TLS and an account."""
+
+    tls: bool = False
+    ca_file: pathlib.Path | None = None  # None with tls: the system's trust store
+    username: str | None = None
+    password_env: str | None = None  # the variable the password came from, for messages
+    password: str | None = field(default=None, repr=False)  # never in a repr, a log line or an error
+
+
 @dataclass(frozen=True)
 class DeviceConfig:
     name: str
@@ -93,6 +107,7 @@ class DeviceConfig:
     options: Mapping[str, Any] = field(default_factory=dict)  # kind-specific, checked below
     sim: Mapping[str, Any] = field(default_factory=dict)  # simulator settings, for sim/ only
     source: str = ""  # "file: devices.name" for messages
+    mqtt: MqttAccess = field(default_factory=MqttAccess)  # MQTT transport only
 
     def with_endpoint(self, **changes: Any) -> DeviceConfig:
         from dataclasses import replace
@@ -105,6 +120,10 @@ _COMMON_KEYS: Final = {
     "device_id", "timeout_s", "poll_interval_s", "offline_after", "read_attempts",
     "write_attempts", "backoff_initial_s", "backoff_max_s", "backoff_jitter", "sim",
 }  # fmt: skip
+_MQTT_KEYS: Final = {"tls", "ca_file", "username", "password_env"}
+# Upper case only: a password pasted into password_env by mistake is then refused by its shape
+# more often than it is named back in "not set" (the names people use are upper case anyway).
+_ENV_NAME: Final = re.compile(r"[A-Z_][A-Z0-9_]*")
 _OPTION_KEYS: Final[dict[DeviceKind, dict[str, str]]] = {
     DeviceKind.SHUFFLER: {"max_cycle_s": "number", "backs": "backs"},
     DeviceKind.SHOE: {},
@@ -124,13 +143,22 @@ class _Where:
 
 
 def load_devices(
-    devices_table: dict[str, Any], base_dir: pathlib.Path, *, source: str | None = None
+    devices_table: dict[str, Any],
+    base_dir: pathlib.Path,
+    *,
+    source: str | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> list[DeviceConfig]:
-    """Every ``[devices.<name>]`` section as a DeviceConfig, in file order."""
+    """Every ``[devices.<name>]`` section as a DeviceConfig, in file order.
+
+    An MQTT device's ``password_env`` is read from ``environ`` (default ``os.environ``) here, so a
+    missing password stops the start with the config's other errors, not at the first connect.
+    """
     src = source or str(base_dir)
+    env = os.environ if environ is None else environ
     if not isinstance(devices_table, dict):
         raise ConfigError(f"{src}: devices: must be a table of [devices.<name>] sections")
-    out = [_one(name, t, base_dir, src) for name, t in devices_table.items()]
+    out = [_one(name, t, base_dir, src, env) for name, t in devices_table.items()]
     seen: dict[tuple[tuple[str, str, int], int], str] = {}
     gaps: dict[tuple[str, str, int], float] = {}
     for d in out:
@@ -144,21 +172,22 @@ def load_devices(
             seen[key] = d.name
         gap = gaps.setdefault(d.endpoint.bus_key, d.endpoint.gap_s)
         if gap != d.endpoint.gap_s and d.endpoint.transport is TransportKind.MODBUS_RTU:
-            raise ConfigError(
-                f"{src}: devices.{d.name}.gap_ms: devices on one bus must agree on the gap"
-            )
+            raise ConfigError(f"{src}: devices.{d.name}.gap_ms: devices on one bus must agree on the gap")
     return out
 
 
-def _one(name: str, t: Any, base_dir: pathlib.Path, src: str) -> DeviceConfig:
+def _one(name: str, t: Any, base_dir: pathlib.Path, src: str, environ: Mapping[str, str]) -> DeviceConfig:
     w = _Where(src, name)
     if not isinstance(t, dict):
         raise ConfigError(f"{src}: devices.{name}: must be a table")
+    if "password" in t:
+        # Table files are copied, diffed and attached to tickets; the value is never echoed.
+        raise w.fail("password", "a password is never written in the table config; use password_env")
     kind_raw = t.get("kind")
     if kind_raw not in tuple(DeviceKind):
         raise w.fail("kind", f"must be one of {', '.join(DeviceKind)}")
     kind = DeviceKind(kind_raw)
-    allowed = _COMMON_KEYS | set(_OPTION_KEYS[kind])
+    allowed = _COMMON_KEYS | _MQTT_KEYS | set(_OPTION_KEYS[kind])
     for key in t:
         if key not in allowed:
             raise w.fail(key, f"unknown key for a {kind} device")
@@ -214,6 +243,12 @@ def _one(name: str, t: Any, base_dir: pathlib.Path, src: str) -> DeviceConfig:
         if not topic or any(ch in topic for ch in "+#"):
             raise w.fail("topic", "must be a plain topic without wildcards")
         endpoint = Endpoint(transport, host=endpoint.host, port=endpoint.port, topic=topic)
+        access = _mqtt_access(w, t, base_dir, environ)
+    else:
+        extra = sorted(_MQTT_KEYS & set(t))
+        if extra:
+            raise w.fail(extra[0], 'only for transport = "mqtt"')
+        access = MqttAccess()
     gap_default = 5.0 if transport is TransportKind.MODBUS_RTU else 0.0
     endpoint = Endpoint(
         endpoint.transport, endpoint.host, endpoint.port, endpoint.path, endpoint.baudrate,
@@ -241,7 +276,47 @@ def _one(name: str, t: Any, base_dir: pathlib.Path, src: str) -> DeviceConfig:
         options=_options(w, kind, t),
         sim=sim,
         source=f"{src}: devices.{name}",
+        mqtt=access,
     )
+
+
+def _mqtt_access(
+    w: _Where, t: Mapping[str, Any], base_dir: pathlib.Path, environ: Mapping[str, str]
+) -> MqttAccess:
+    tls = t.get("tls", False)
+    if not isinstance(tls, bool):
+        raise w.fail("tls", "must be true or false")
+    ca_file: pathlib.Path | None = None
+    if "ca_file" in t:
+        ca_raw = t["ca_file"]
+        if not tls:
+            raise w.fail("ca_file", "needs tls = true")
+        if not isinstance(ca_raw, str) or not ca_raw:
+            raise w.fail("ca_file", "must be the path of a CA certificate (PEM)")
+        ca_file = (base_dir / ca_raw).resolve()
+        if not ca_file.is_file():
+            raise w.fail("ca_file", f"{ca_raw}: no such file")
+        try:
+            ssl.create_default_context(cafile=str(ca_file))
+        except (OSError, ssl.SSLError) as exc:
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0][:120]
+            raise w.fail("ca_file", f"{ca_raw}: not a usable CA certificate ({reason})") from None
+    username = t.get("username")
+    if username is not None and (not isinstance(username, str) or not username):
+        raise w.fail("username", "must be a non-empty string")
+    password_env = t.get("password_env")
+    password: str | None = None
+    if password_env is not None:
+        if not isinstance(password_env, str) or not _ENV_NAME.fullmatch(password_env):
+            raise w.fail("password_env", "must name an environment variable (A-Z, 0-9, _)")
+        if username is None:
+            raise w.fail("password_env", "needs a username")
+        password = environ.get(password_env)
+        if password is None:
+            raise w.fail("password_env", f"environment variable {password_env} is not set")
+        if not password:
+            raise w.fail("password_env", f"environment variable {password_env} is empty")
+    return MqttAccess(tls, ca_file, username, password_env, password)
 
 
 def _options(w: _Where, kind: DeviceKind, t: Mapping[str, Any]) -> dict[str, Any]:
