@@ -41,7 +41,11 @@ def build_driver(
     if ep.transport is TransportKind.SERIAL_LINE:
         link = SerialLink(ep, backoff=config.backoff, clock=clock)
     else:
-        link = MqttLink(ep, backoff=config.backoff, clock=clock)
+        access = config.mqtt
+        link = MqttLink(
+            ep, backoff=config.backoff, clock=clock, tls=access.tls, ca_file=access.ca_file,
+            username=access.username, password=access.password,
+        )  # fmt: skip
     return StubCounterDriver(config, link, clock=clock, events=events)
 
 

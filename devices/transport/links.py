@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import pathlib
 import random
 import secrets
+import ssl
 from typing import Protocol
 
 import aiomqtt
@@ -136,19 +138,36 @@ class MqttLink:
 
     aiomqtt leaves reconnection to us: a lost broker surfaces as MqttError (sometimes late, at the
     next publish or inside message iteration); the next read or write builds a new client after
-    the backoff delay and subscribes again.
+    the backoff delay and subscribes again. With ``tls`` the broker's certificate is checked
+    against ``ca_file`` (or the system's trust store) and its host name; the password is only
+    ever handed to aiomqtt, never put in a message.
     """
 
     def __init__(self, endpoint: Endpoint, *, backoff: BackoffPolicy | None = None,
                  clock: Clock = REAL_CLOCK, username: str | None = None,
-                 password: str | None = None) -> None:  # fmt: skip
+                 password: str | None = None, tls: bool = False,
+                 ca_file: pathlib.Path | None = None) -> None:  # fmt: skip
         if endpoint.transport is not TransportKind.MQTT:
             raise ValueError(f"not an MQTT endpoint: {endpoint.transport}")
         self.endpoint = endpoint
         self._backoff = _Backoff(backoff or BackoffPolicy(), clock, endpoint.describe())
         self._username, self._password = username, password
+        self._tls, self._ca_file = tls, ca_file
         self._stack: contextlib.AsyncExitStack | None = None
         self._client: aiomqtt.Client | None = None
+        if password is not None and not tls:
+            _log.warning("mqtt_password_without_tls", link=endpoint.describe())
+
+    def _tls_context(self) -> ssl.SSLContext | None:
+        if not self._tls:
+            return None
+        # Built per connection, not once: a CA file replaced on disk (rotation) takes effect at
+        # the next reconnect without restarting the appliance.
+        try:
+            return ssl.create_default_context(cafile=str(self._ca_file) if self._ca_file else None)
+        except (OSError, ssl.SSLError) as exc:
+            reason = f"TLS set-up failed: ca_file {self._ca_file} ({_short(exc)})"
+            raise self._backoff.failed(reason) from None
 
     async def _open(self) -> aiomqtt.Client:
         if self._client is not None:
@@ -158,6 +177,7 @@ class MqttLink:
             self.endpoint.host, self.endpoint.port,
             identifier=f"tablectl-dev-{secrets.token_hex(4)}",
             username=self._username, password=self._password, timeout=5, keepalive=10,
+            tls_context=self._tls_context(),
         )  # fmt: skip
         stack = contextlib.AsyncExitStack()
         try:
