@@ -277,6 +277,7 @@ class Supervisor:
                 self._busy = self.events.qsize() > 0
                 async with self._progress:
                     self._progress.notify_all()
+            _stop_if_cancelling()  # an event's device command can lose a cancel like a poll can
 
     async def _on_event(self, event: dev.DeviceEvent) -> None:
         name = event.device

@@ -20,6 +20,8 @@ from controller.cli import main as tablectl
 from controller.supervisor import logs
 from controller.supervisor.health import DeviceHealth
 from controller.supervisor.rig import TABLES, Rig
+from devices import commands as dc
+from devices.events import Key
 
 MakeRig = Callable[..., Awaitable[Rig]]
 CARD = re.compile(r"\b(10|[2-9AJQK])[SHDC]\b")
@@ -167,3 +169,33 @@ async def test_stop_ends_a_poll_that_swallowed_its_cancel(
             await sup.stop()
     assert not [e for e in captured if e["event"] == "task_did_not_stop"], captured
     assert any(e["event"] == "stopped" for e in captured)
+
+
+async def test_stop_ends_an_event_whose_device_command_swallowed_its_cancel(
+    table_rig: MakeRig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same loss of a cancel in the event consumer: a device command under way (here the
+    keypad's lock after Start Game) when shutdown cancels the consumer."""
+    rig = await table_rig("double-back-jack")
+    sup = rig.supervisor
+    await rig.dealer.open_table()
+    keypad = sup.drivers["keypad"]
+    real = keypad.send
+    in_send = asyncio.Event()
+
+    async def swallowing(command: dc.Command) -> None:
+        if in_send.is_set():  # shutdown's own lock goes through
+            return await real(command)
+        in_send.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.Event().wait()
+
+    monkeypatch.setattr(keypad, "send", swallowing)
+    rig.dealer.keypad.place_bet(1, 1)
+    rig.dealer.keypad.press(Key.START_GAME)
+    sup._poke["keypad"].set()
+    async with asyncio.timeout(10):
+        await in_send.wait()
+        with capture_logs() as captured:
+            await sup.stop()
+    assert not [e for e in captured if e["event"] == "task_did_not_stop"], captured
