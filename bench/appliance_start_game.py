@@ -5,7 +5,9 @@ The keypad of a Double Back Jack table is put on Modbus TCP and polled at 20 Hz 
 on the sensors, Start Game pressed on the simulated keypad (t0); the supervisor's poll sees the
 key, the core opens the round, the journal commits, the lock command is written; the simulator
 carrying out ``lock`` is t1. The floor then voids the round so the next press starts afresh. The
-bare round trip is a plain pymodbus read of the keypad's 33 registers in the same run.
+bare round trip is a plain pymodbus read of the keypad's 33 registers in the same run, back to
+back (the target's) and paced like the polls (printed beside it: on a VM a pause makes everything
+after it slower).
 Target: p99 within the poll interval plus three round trips (the past-posting window).
 
 The run also splits each sample where the time goes: press to the driver's event (the poll phase
@@ -145,6 +147,7 @@ async def bench(presses: int, journal_dir: Path | None = None) -> dict[str, Any]
     rng = random.Random(1)
     latencies: list[float] = []
     bare: list[float] = []
+    paced: list[float] = []
     pressed: list[float] = []
     marks = Marks()
     with tempfile.TemporaryDirectory(dir=journal_dir) as tmp:
@@ -185,6 +188,12 @@ async def bench(presses: int, journal_dir: Path | None = None) -> dict[str, Any]
                     rr = await client.read_holding_registers(0, count=33, device_id=3)
                     bare.append(time.perf_counter() - t0)
                     assert not rr.isError()
+                for _ in range(presses):  # the same read, paced like the polls: the cold path
+                    await asyncio.sleep(rng.uniform(0, POLL_S))
+                    t0 = time.perf_counter()
+                    rr = await client.read_holding_registers(0, count=33, device_id=3)
+                    paced.append(time.perf_counter() - t0)
+                    assert not rr.isError()
         finally:
             await sup.stop()
             await sim.stop()
@@ -195,7 +204,10 @@ async def bench(presses: int, journal_dir: Path | None = None) -> dict[str, Any]
                                "max": round(max(latencies) * 1000, 2),
                                "mean": round(statistics.mean(latencies) * 1000, 2)},
         "bare_modbus_rtt_ms": {"p50": round(pct(bare, 50), 3), "p99": round(pct(bare, 99), 3)},
+        # The target counts back-to-back round trips, the stricter reading; the paced ones (a
+        # read after a pause, as each poll is) are printed beside them.
         "target_p99_ms": round(POLL_S * 1000 + 3 * pct(bare, 99), 2),
+        "paced_modbus_rtt_ms": {"p50": round(pct(paced, 50), 3), "p99": round(pct(paced, 99), 3)},
         "bare_journal_commit_ms": {"p50": round(pct(commits, 50), 3), "p99": round(pct(commits, 99), 3)},
         "journal_dir": str(journal_dir or Path(tempfile.gettempdir())),
         "split_ms": marks.split(pressed),
