@@ -603,17 +603,30 @@ class Table:
         self._deal(card, req, step)
         self._advance(step)
 
+    def _other_batch_in_rack(self) -> str | None:
+        """673a.3(b)(5): the batch not in the shoe, when it sits in the discard rack of a table that
+        keeps two batches (the rack holds one batch at a time there)."""
+        if not self.two_batches:
+            return None
+        return next((back for back in self.batch_in(Place.DISCARD) if back != self.shoe_back), None)
+
+    def _refuse_other_in_rack(self) -> None:
+        other = self._other_batch_in_rack()
+        if other is not None:
+            raise self._refuse(
+                self._sec("3(b)(5)"),
+                f"the {other} batch is still in the discard rack; load it into the shuffler first",
+            )
+
     def _check_rack(self, step: Step) -> None:
         """673a.3(b)(5): only one batch in the discard rack at a time."""
-        others = [
-            b.back for b in self.batches.values() if b.back != self.shoe_back and b.location is Place.DISCARD
-        ]
-        if others and self.two_batches:
+        other = self._other_batch_in_rack()
+        if other is not None:
             self._alarm(
                 step,
                 self._sec("3(b)(5)"),
-                f"{self.shoe_back} cards went into the discard rack holding the {others[0]} batch",
-                f"separate the batches; load the {others[0]} batch into the shuffler",
+                f"{self.shoe_back} cards went into the discard rack holding the {other} batch",
+                f"separate the batches; load the {other} batch into the shuffler",
                 halts=False,
             )
 
@@ -693,14 +706,7 @@ class Table:
         return not self.manual and not self.options.self_shuffling_shoe
 
     def _ready_for_round(self) -> None:
-        others = [
-            b.back for b in self.batches.values() if b.back != self.shoe_back and b.location is Place.DISCARD
-        ]
-        if others and self.two_batches:
-            raise self._refuse(
-                self._sec("3(b)(5)"),
-                f"the {others[0]} batch is still in the discard rack; load it into the shuffler first",
-            )
+        self._refuse_other_in_rack()
         if self.in_round:
             raise self._refuse(self._sec("7"), f"round {self.round_no} is not finished")
         self._not_halted("a new round")
@@ -1040,14 +1046,8 @@ class Table:
     def _on_ReshuffleOrdered(self, inp: I.ReshuffleOrdered, step: Step) -> None:
         if self.shoe_back is None:
             raise self._refuse(self._sec("5(f)"), "no batch is in the shoe")
-        others = [
-            b.back for b in self.batches.values() if b.back != self.shoe_back and b.location is Place.DISCARD
-        ]
-        if others and self.two_batches and not self.in_round:
-            raise self._refuse(
-                self._sec("3(b)(5)"),
-                f"the {others[0]} batch is still in the discard rack; load it into the shuffler first",
-            )
+        if not self.in_round:
+            self._refuse_other_in_rack()
         self.emit(step, "reshuffle_ordered", by=inp.by, reason="floor")
         if not self.in_round:
             self._end_shoe(step)
