@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -20,6 +21,7 @@ from controller.cli import main as tablectl
 from controller.supervisor import logs
 from controller.supervisor.health import DeviceHealth
 from controller.supervisor.rig import TABLES, Rig
+from controller.supervisor.supervisor import Supervisor
 from devices import commands as dc
 from devices.events import Key
 
@@ -143,6 +145,23 @@ def test_config_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "table.game" in capsys.readouterr().err
 
 
+async def _lose_the_cancel(inside: asyncio.Event) -> None:
+    """Wait for a reply on its way and lose the cancel that lands meanwhile: what asyncio.wait_for
+    does on Python 3.11 when the reply and the cancel coincide (pymodbus awaits it)."""
+    inside.set()
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.Event().wait()
+
+
+async def _stop_once_inside(sup: Supervisor, inside: asyncio.Event) -> list[dict[str, Any]]:
+    """Stop the supervisor once a task is in ``_lose_the_cancel``; what the stop logged."""
+    async with asyncio.timeout(10):
+        await inside.wait()
+        with capture_logs() as captured:
+            await sup.stop()
+    return captured
+
+
 async def test_stop_ends_a_poll_that_swallowed_its_cancel(
     table_rig: MakeRig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,18 +174,12 @@ async def test_stop_ends_a_poll_that_swallowed_its_cancel(
     in_poll = asyncio.Event()
 
     async def swallowing() -> bool:
-        in_poll.set()
-        # What wait_for does on 3.11 when the reply and the cancel coincide: the cancel is lost.
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.Event().wait()  # a reply on its way when the cancel lands
+        await _lose_the_cancel(in_poll)
         return True
 
     monkeypatch.setattr(reader, "poll_once", swallowing)
     sup._poke["reader"].set()
-    async with asyncio.timeout(10):
-        await in_poll.wait()
-        with capture_logs() as captured:
-            await sup.stop()
+    captured = await _stop_once_inside(sup, in_poll)
     assert not [e for e in captured if e["event"] == "task_did_not_stop"], captured
     assert any(e["event"] == "stopped" for e in captured)
 
@@ -186,16 +199,11 @@ async def test_stop_ends_an_event_whose_device_command_swallowed_its_cancel(
     async def swallowing(command: dc.Command) -> None:
         if in_send.is_set():  # shutdown's own lock goes through
             return await real(command)
-        in_send.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.Event().wait()
+        await _lose_the_cancel(in_send)
 
     monkeypatch.setattr(keypad, "send", swallowing)
     rig.dealer.keypad.place_bet(1, 1)
     rig.dealer.keypad.press(Key.START_GAME)
     sup._poke["keypad"].set()
-    async with asyncio.timeout(10):
-        await in_send.wait()
-        with capture_logs() as captured:
-            await sup.stop()
+    captured = await _stop_once_inside(sup, in_send)
     assert not [e for e in captured if e["event"] == "task_did_not_stop"], captured
