@@ -804,19 +804,22 @@ class Table:
         pass
 
     def _apply_round_settled(self, p: dict[str, Any]) -> None:
-        # Cards on the layout go to the discard rack in order (673a.7(u)); the round is over.
-        if self.wild is not None:
-            self._wild_to_discard()
-            self.wild = None
-            return
-        if self.shoe_back is not None:
+        if self.wild is None:
+            self.dealer_stood = p["dealer"]["total"] >= 17 and len(p["dealer"]["cards"]) >= 2
+            if self.cover_target is not None:
+                seat, _ = self.cover_target
+                self.cut_reason = ("cover_on_dealer", 0) if seat == DEALER else ("cover_on_seat", seat)
+        self._clear_layout()
+
+    def _clear_layout(self) -> None:
+        """Cards on the layout go to the discard rack in order (673a.7(u)); the round is over."""
+        if self.round is not None and self.shoe_back is not None:
             self.batches[self.shoe_back].move(len(self.round_cards), Place.LAYOUT, Place.DISCARD)
-        self.dealer_stood = p["dealer"]["total"] >= 17 and len(p["dealer"]["cards"]) >= 2
         self.round = None
         self.round_cards = []
-        if self.cover_target is not None:
-            seat, _ = self.cover_target
-            self.cut_reason = ("cover_on_dealer", 0) if seat == DEALER else ("cover_on_seat", seat)
+        if self.wild is not None:
+            self._wild_to_discard()
+        self.wild = None
 
     # ----------------------------------------------------------------- decisions and offers
     def _on_KeyPressed(self, inp: I.KeyPressed, step: Step) -> None:
@@ -1035,13 +1038,7 @@ class Table:
             self._end_shoe(step)  # a DJ Wild deck is reshuffled after a void, never dealt from again
 
     def _apply_round_voided(self, p: dict[str, Any]) -> None:
-        if self.round is not None and self.shoe_back is not None:
-            self.batches[self.shoe_back].move(len(self.round_cards), Place.LAYOUT, Place.DISCARD)
-        self.round = None
-        self.round_cards = []
-        if self.wild is not None:
-            self._wild_to_discard()
-        self.wild = None
+        self._clear_layout()
 
     def _on_ReshuffleOrdered(self, inp: I.ReshuffleOrdered, step: Step) -> None:
         if self.shoe_back is None:
