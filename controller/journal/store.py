@@ -10,7 +10,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from controller.journal.chain import ROW_COLUMNS, ChainWalker, Row
+from controller.journal.chain import ROW_COLUMNS, ChainWalker, Problem, Row
 from controller.journal.model import (
     GENESIS_HASH,
     BrokenChainError,
@@ -117,7 +117,7 @@ def connect(path: str | Path, *, readonly: bool, create: bool) -> tuple[sqlite3.
     return conn, new
 
 
-def read_tail_problem(conn: sqlite3.Connection, count: int) -> BrokenChainError | None:
+def read_tail_problem(conn: sqlite3.Connection, count: int) -> Problem | None:
     """The cheap check done on open: the first record, the last ``count`` records and the head marker."""
     # One read transaction: another writer appending between our reads of the tail and of the head
     # would otherwise look exactly like a record added behind the journal's back.
@@ -141,10 +141,7 @@ def read_tail_problem(conn: sqlite3.Connection, count: int) -> BrokenChainError 
                 walker = ChainWalker(expected_seq=tail[0][0], prev_hash=None)
             for row in tail:
                 walker.feed(row)
-    problem = walker.finish(head, published[0] if published else None)
-    if problem is None:
-        return None
-    return BrokenChainError(problem.reason, problem.first_bad_seq)
+    return walker.finish(head, published[0] if published else None)
 
 
 def _record(row: Row) -> Record:
@@ -189,7 +186,8 @@ class Journal:
             problem = read_tail_problem(conn, TAIL_CHECK)
             if problem is not None:
                 raise BrokenChainError(
-                    f"{path}: {problem}; run tablectl journal verify for a full check", problem.first_bad_seq
+                    f"{path}: {problem.reason}; run tablectl journal verify for a full check",
+                    problem.first_bad_seq,
                 )
             if not readonly:
                 _fsync_dir(Path(path).resolve().parent)
