@@ -7,15 +7,8 @@ and ``asyncio.timeout`` is only a guard against a hang.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import pathlib
 import random
-import select
-import shutil
-import socket
-import subprocess
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
@@ -30,6 +23,7 @@ from devices.events import DeviceEvent
 from devices.transport.modbus import BusRegistry
 from sim.clock import VirtualClock
 from sim.table import SimTable, read_table
+from tests import mosquitto_fixtures
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TABLES = ROOT / "config" / "tables"
@@ -192,49 +186,17 @@ def seeded(seed: int = 1) -> random.Random:
 # -- mosquitto ------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def mosquitto(tmp_path: pathlib.Path) -> Iterator[int]:
     """Our own broker on a free port with its own config file; never the system one."""
-    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-    if not pathlib.Path(binary).exists():
-        pytest.skip("mosquitto is not installed")
-    port = _free_port()
+    port = mosquitto_fixtures.free_port()
     conf = tmp_path / "mosquitto.conf"
     conf.write_text(
         f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\n",
         encoding="utf-8",
     )
-    proc = subprocess.Popen([binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = mosquitto_fixtures.start(conf, ready_within_s=GUARD_S)
     try:
-        _wait_running(proc)
         yield port
     finally:
-        proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=5)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-def _wait_running(proc: subprocess.Popen[bytes]) -> None:
-    """Read the broker's log until it says it is running (its own event, no polling)."""
-    assert proc.stderr is not None
-    fd = proc.stderr.fileno()
-    log = b""
-    deadline = time.monotonic() + GUARD_S
-    while b" running" not in log:
-        left = deadline - time.monotonic()
-        ready, _, _ = select.select([fd], [], [], max(0.0, left))
-        if not ready:
-            raise RuntimeError("mosquitto did not report running")
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            raise RuntimeError(f"mosquitto exited with {proc.wait()}")
-        log += chunk
+        mosquitto_fixtures.stop(proc, within_s=5)

@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import getpass
 import logging
 import pathlib
 import re
 import shutil
-import signal
-import socket
 import subprocess
-import threading
 import tomllib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -42,6 +38,7 @@ from devices.profiles import load_profile
 from devices.transport.links import ByteLink
 from devices.transport.modbus import BusRegistry
 from sim.clock import VirtualClock
+from tests import mosquitto_fixtures
 from tests.devices.conftest import DEVICES, GUARD_S, ROOT, poll_until
 
 STUB_PROFILE = DEVICES / "ref-stub-counter.toml"
@@ -66,20 +63,7 @@ _started: list[subprocess.Popen[bytes]] = []
 def _kill_our_brokers() -> Iterator[None]:
     """Whatever a test did, no mosquitto started here outlives this module."""
     yield
-    for proc in _started:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _openssl(*args: str, cwd: pathlib.Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+    mosquitto_fixtures.kill_all(_started)
 
 
 @pytest.fixture(scope="module")
@@ -89,13 +73,8 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
         pytest.skip("openssl is not installed")
     d = tmp_path_factory.mktemp("pki")
     for ca in ("ca", "other-ca"):
-        _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{ca}.key", "-out",
-                 f"{ca}.crt", "-days", "2", "-subj", f"/CN=tablectl test {ca}", cwd=d)  # fmt: skip
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-             "-subj", "/CN=localhost", cwd=d)  # fmt: skip
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n", encoding="utf-8")
-    _openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-             "-out", "server.crt", "-days", "2", "-extfile", "san.ext", cwd=d)  # fmt: skip
+        mosquitto_fixtures.make_ca(d, ca, f"/CN=tablectl test {ca}")
+    mosquitto_fixtures.make_server_cert(d)
     (d / "not-a-cert.crt").write_text("this is not PEM\n", encoding="utf-8")
     return d
 
@@ -117,7 +96,7 @@ class SecureBroker:
 
     dir: pathlib.Path
     pki: pathlib.Path
-    port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=mosquitto_fixtures.free_port)
     proc: subprocess.Popen[bytes] | None = None
 
     def prepare(self) -> None:
@@ -130,44 +109,19 @@ class SecureBroker:
         acl += "\n# test only: sees everything, to show what the broker let through\nuser test-observer\n"
         acl += "topic read #\n"
         (self.dir / "acl").write_text(acl, encoding="utf-8")
-        (self.dir / "mosquitto.conf").write_text(
-            f"""per_listener_settings false
-allow_anonymous false
-password_file {passwd}
-acl_file {self.dir / "acl"}
-listener {self.port} 127.0.0.1
-cafile {self.pki / "ca.crt"}
-certfile {self.pki / "server.crt"}
-keyfile {self.pki / "server.key"}
-persistence false
-log_dest stderr
-log_type error
-log_type warning
-log_type notice
-log_type information
-user {getpass.getuser()}
-""",
-            encoding="utf-8",
-        )
+        conf = mosquitto_fixtures.tls_conf(
+            port=self.port, pki=self.pki, password_file=passwd, acl_file=self.dir / "acl",
+            extra="persistence false\n",
+        )  # fmt: skip
+        (self.dir / "mosquitto.conf").write_text(conf, encoding="utf-8")
 
     def start(self) -> None:
-        binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-        if not pathlib.Path(binary).exists():
-            pytest.skip("mosquitto is not installed")
         assert self.proc is None or self.proc.poll() is not None
-        self.proc = subprocess.Popen([binary, "-c", str(self.dir / "mosquitto.conf")],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+        self.proc = mosquitto_fixtures.start(self.dir / "mosquitto.conf", ready_within_s=GUARD_S)
         _started.append(self.proc)
-        _wait_running(self.proc)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=GUARD_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        mosquitto_fixtures.stop(self.proc, within_s=GUARD_S)
 
     def client(self, user: str, password: str | None = None) -> aiomqtt.Client:
         import ssl
@@ -176,25 +130,6 @@ user {getpass.getuser()}
             "127.0.0.1", self.port, username=user, password=password or PASSWORDS[user],
             tls_context=ssl.create_default_context(cafile=str(self.pki / "ca.crt")),
         )  # fmt: skip
-
-
-def _wait_running(proc: subprocess.Popen[bytes]) -> None:
-    """Drain the broker's log in a thread (a full pipe would stall it) until it says it is running."""
-    assert proc.stderr is not None
-    stderr = proc.stderr
-    running = threading.Event()
-    log: list[bytes] = []
-
-    def drain() -> None:
-        for line in iter(stderr.readline, b""):
-            log.append(line)
-            if b" running" in line:
-                running.set()
-        running.set()  # exited: let the waiter look
-
-    threading.Thread(target=drain, daemon=True, name="mosquitto-log").start()
-    if not running.wait(GUARD_S) or proc.poll() is not None:
-        raise RuntimeError(f"mosquitto did not start: {b''.join(log).decode(errors='replace')[-800:]}")
 
 
 @pytest.fixture

@@ -1,0 +1,122 @@
+"""What the tests' real-mosquitto fixtures are built from: a free port, a CA and a server
+certificate made with the openssl CLI, the TLS listener's config, and starting and stopping a
+broker. Nothing here sleeps to synchronise: a broker is ready when its log says so."""
+
+from __future__ import annotations
+
+import getpass
+import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def mosquitto_binary() -> str:
+    """The installed mosquitto; skips the test when there is none."""
+    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    if not pathlib.Path(binary).exists():
+        pytest.skip("mosquitto is not installed")
+    return binary
+
+
+def openssl(*args: str, cwd: pathlib.Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def make_ca(d: pathlib.Path, name: str, subject: str) -> None:
+    """``<name>.key`` and the self-signed ``<name>.crt`` in ``d``."""
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+            f"{name}.crt", "-days", "2", "-subj", subject, cwd=d)  # fmt: skip
+
+
+def make_server_cert(d: pathlib.Path) -> None:
+    """``server.key`` and ``server.crt`` for 127.0.0.1/localhost, signed by ``ca`` in ``d``."""
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+            "-subj", "/CN=localhost", cwd=d)  # fmt: skip
+    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n", encoding="utf-8")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "server.crt", "-days", "2", "-extfile", "san.ext", cwd=d)  # fmt: skip
+
+
+def tls_conf(
+    *, port: int, pki: pathlib.Path, password_file: pathlib.Path, acl_file: pathlib.Path, extra: str
+) -> str:
+    """A TLS listener on 127.0.0.1 with no anonymous access, a password file and an ACL; logs on
+    stderr (which ``start`` waits on). ``extra``: more lines (persistence and the like), each
+    ending in a newline."""
+    return f"""per_listener_settings false
+allow_anonymous false
+password_file {password_file}
+acl_file {acl_file}
+listener {port} 127.0.0.1
+cafile {pki / "ca.crt"}
+certfile {pki / "server.crt"}
+keyfile {pki / "server.key"}
+{extra}log_dest stderr
+log_type error
+log_type warning
+log_type notice
+log_type information
+user {getpass.getuser()}
+"""
+
+
+def start(conf: pathlib.Path, *, ready_within_s: float) -> subprocess.Popen[bytes]:
+    """mosquitto with ``conf``, once its log says it is running (skips when not installed)."""
+    proc = subprocess.Popen([mosquitto_binary(), "-c", str(conf)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        wait_running(proc, ready_within_s)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc
+
+
+def wait_running(proc: subprocess.Popen[bytes], within_s: float) -> None:
+    """Drain the broker's log in a thread (a full pipe would stall it) until it says it is running."""
+    assert proc.stderr is not None
+    stderr = proc.stderr
+    running = threading.Event()
+    log: list[bytes] = []
+
+    def drain() -> None:
+        for line in iter(stderr.readline, b""):
+            log.append(line)
+            if b" running" in line:
+                running.set()
+        running.set()  # exited: let the waiter look
+
+    threading.Thread(target=drain, daemon=True, name="mosquitto-log").start()
+    if not running.wait(within_s) or proc.poll() is not None:
+        raise RuntimeError(f"mosquitto did not start: {b''.join(log).decode(errors='replace')[-800:]}")
+
+
+def stop(proc: subprocess.Popen[bytes] | None, *, within_s: float) -> None:
+    """SIGTERM (mosquitto saves its persistence file and exits); SIGKILL if it has not in time."""
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=within_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def kill_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    """For an autouse fixture's teardown: no broker a test started outlives it, whatever happened."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
