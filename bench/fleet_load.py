@@ -22,17 +22,9 @@ from dataclasses import dataclass, field
 from controller.journal import Classification, Record
 from controller.telemetry.payloads import birth, death, encode, event_message, state
 from controller.telemetry.topics import TableTopics
+from sim.mqtt_broker.packets import encode_remaining_length
 
 KEEPALIVE_S = 60  # the tables publish ten times a second: the broker never needs a PINGREQ
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n % 128, n // 128
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def _utf8(text: str) -> bytes:
@@ -44,15 +36,14 @@ def connect_frame(client_id: str, will_topic: str, will: bytes) -> bytes:
     # MQTT 3.1.1 3.1.2.3: clean session (0x02), will flag (0x04), will QoS 1 (0x08), will retain (0x20).
     variable = _utf8("MQTT") + bytes([4, 0x02 | 0x04 | 0x08 | 0x20]) + struct.pack("!H", KEEPALIVE_S)
     body = variable + _utf8(client_id) + _utf8(will_topic) + struct.pack("!H", len(will)) + will
-    return b"\x10" + _varint(len(body)) + body
+    return b"\x10" + encode_remaining_length(len(body)) + body
 
 
 def publish_frame(topic: bytes, packet_id: int, payload: bytes, *, retain: bool = False) -> bytes:
     """PUBLISH at QoS 1 (3.3.1): 0x32, or 0x33 retained; topic is pre-encoded (length prefix included)."""
     body_len = len(topic) + 2 + len(payload)
-    return b"".join(
-        (b"\x33" if retain else b"\x32", _varint(body_len), topic, struct.pack("!H", packet_id), payload)
-    )
+    first = b"\x33" if retain else b"\x32"
+    return b"".join((first, encode_remaining_length(body_len), topic, struct.pack("!H", packet_id), payload))
 
 
 class _Acks(asyncio.Protocol):
