@@ -84,7 +84,6 @@ class ChainWalker:
             return Problem(seq, f"record {seq}: {invalid} (edited?)")
         _, at, kind, classification, payload, prev_hash, hash_ = row
         contents_ok = record_hash(seq, at, kind, classification, payload, prev_hash) == hash_
-        earlier = self.prev_hash
         self.prev_hash = hash_
         if not contents_ok:
             if link_ok:
@@ -93,7 +92,6 @@ class ChainWalker:
         if not link_ok:
             # The record's own hash covers its prev_hash, so that link is what was written when the
             # record was appended: it is the record before it that no longer is what it was.
-            assert earlier is not None
             return Problem(
                 seq - 1,
                 f"record {seq - 1}: not the record that record {seq} is chained to "
