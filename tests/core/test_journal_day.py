@@ -19,8 +19,7 @@ from controller.journal import Classification, Journal
 from controller.table.events import REVEALING_KINDS, SECRET_FIELDS
 from controller.table.recorder import JournaledTable
 from controller.table.virtual import VirtualTable
-
-SQLITE3 = "/usr/bin/sqlite3"
+from tests.journal import tamper
 
 
 def tablectl(*args: str) -> subprocess.CompletedProcess[str]:
@@ -43,15 +42,6 @@ def test_the_days_journal_verifies(day: Path) -> None:
     proc = tablectl("journal", "verify", str(day))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "chain intact" in proc.stdout
-
-
-def shell(path: Path, sql: str) -> None:
-    # An auditor's edit: the file refuses UPDATE/DELETE by trigger, so a tamperer drops them first.
-    subprocess.run(
-        [SQLITE3, str(path), f"DROP TRIGGER IF EXISTS records_no_update; DROP TRIGGER IF EXISTS "
-                             f"records_no_delete; {sql}"],
-        check=True, capture_output=True,
-    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -79,7 +69,7 @@ def test_any_single_changed_record_makes_verify_exit_1(day: Path, tmp_path: Path
     ).fetchone()[0]
     con.close()
     values = {"mid": mid, "secret": secret, "last": last, "before": mid - 1, "after": mid + 1}
-    shell(copy, sql.format(**values))
+    tamper(copy, sql.format(**values))  # with the sqlite3 shell, the append-only triggers dropped first
     proc = tablectl("journal", "verify", str(copy))
     assert proc.returncode == 1, proc.stdout
     assert bad.format(**values) in proc.stdout, proc.stdout
