@@ -17,6 +17,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -54,6 +55,19 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms"
 
 
+def _time_each(call: Callable[[Any], object], items: Sequence[Any]) -> tuple[list[float], float]:
+    """Each call's latency, sorted, and the wall time of the whole run."""
+    lat: list[float] = []
+    t_start = time.perf_counter()
+    for item in items:
+        t0 = time.perf_counter()
+        call(item)
+        lat.append(time.perf_counter() - t0)
+    wall = time.perf_counter() - t_start
+    lat.sort()
+    return lat, wall
+
+
 def bare_fsync(directory: pathlib.Path, count: int = 300) -> float:
     """Median time of write(4 KiB) + fsync on the same file system: the floor under any append."""
     path = directory / "fsync.probe"
@@ -84,14 +98,7 @@ def run(records: int, batch: int, directory: pathlib.Path) -> None:
         with Journal.open(tmpdir / "append.db") as j:
             for e in entries[:WARMUP]:
                 j.append(*e)
-            lat: list[float] = []
-            t_start = time.perf_counter()
-            for e in entries:
-                t0 = time.perf_counter()
-                j.append(*e)
-                lat.append(time.perf_counter() - t0)
-            wall = time.perf_counter() - t_start
-        lat.sort()
+            lat, wall = _time_each(lambda e: j.append(*e), entries)
         print(
             f"append() x{records}: median {_ms(statistics.median(lat))}, p90 {_ms(_pct(lat, 0.90))}, "
             f"p99 {_ms(_pct(lat, 0.99))}, max {_ms(lat[-1])}; {records / wall:,.0f} appends/s"
@@ -109,14 +116,7 @@ def run(records: int, batch: int, directory: pathlib.Path) -> None:
         batches = [entries[k : k + batch] for k in range(0, records, batch)]
         with Journal.open(tmpdir / "many.db") as j:
             j.append_many(batches[0])
-            blat: list[float] = []
-            t_start = time.perf_counter()
-            for b in batches:
-                t0 = time.perf_counter()
-                j.append_many(b)
-                blat.append(time.perf_counter() - t0)
-            wall = time.perf_counter() - t_start
-        blat.sort()
+            blat, wall = _time_each(j.append_many, batches)
         print(
             f"append_many() of {batch} x{len(batches)}: median {_ms(statistics.median(blat))} per batch, "
             f"p99 {_ms(_pct(blat, 0.99))}; {records / wall:,.0f} records/s"
