@@ -36,6 +36,13 @@ def _round(rig: Rig, boxes: tuple[int, ...] = (1, 3), count: int | None = None) 
     assert not rig.table.in_round
 
 
+def _dealt_and_count_due(rig: Rig) -> None:
+    """The next round dealt from an uncounted deck, and "next" refused: the stub is counted now."""
+    rig.next_shoe(counted=False)
+    _dealt(rig)
+    rig.refuse(I.KeyPressed(key="next"), "687a.9(f)")
+
+
 def _expected_stub(boxes: int) -> int:
     return DECK - (5 * boxes + 5 + 1)
 
@@ -91,9 +98,7 @@ def test_without_a_53_card_count_the_stub_is_counted_every_5_rounds() -> None:
     for n in range(1, 5):
         _round(rig)
         assert rig.table.round_no == n
-    rig.next_shoe(counted=False)
-    _dealt(rig)
-    rig.refuse(I.KeyPressed(key="next"), "687a.9(f)")
+    _dealt_and_count_due(rig)
     step = rig.feed(I.StubCounted(count=_expected_stub(2)))
     (counted,) = [e.payload for e in step.events if e.kind == "stub_counted"]
     assert counted["ok"] is True
@@ -102,9 +107,7 @@ def test_without_a_53_card_count_the_stub_is_counted_every_5_rounds() -> None:
     # the count starts again: four more rounds with "next", the fifth is counted
     for _ in range(4):
         _round(rig)
-    rig.next_shoe(counted=False)
-    _dealt(rig)
-    rig.refuse(I.KeyPressed(key="next"), "687a.9(f)")
+    _dealt_and_count_due(rig)
 
 
 def test_a_count_in_between_restarts_the_five_rounds() -> None:
@@ -116,9 +119,7 @@ def test_a_count_in_between_restarts_the_five_rounds() -> None:
     _round(rig, count=_expected_stub(2))
     for _ in range(4):
         _round(rig)
-    rig.next_shoe(counted=False)
-    _dealt(rig)
-    rig.refuse(I.KeyPressed(key="next"), "687a.9(f)")
+    _dealt_and_count_due(rig)
 
 
 def test_a_shuffler_that_counted_53_cards_needs_no_stub_count() -> None:
