@@ -33,12 +33,6 @@ class TableView:
     repeats: int = 0
     gaps: int = 0
     missing: int = 0  # sequence numbers never received, summed over the gaps
-    last_kind: str = ""
-    births: int = 0
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.site, self.table)
 
     @property
     def halted(self) -> bool:
@@ -89,7 +83,6 @@ class FleetView:
         elif leaf == "status":
             view.online = doc.get("online") is True
             if view.online:
-                view.births += 1
                 view.game = str(doc.get("game", view.game))
                 view.clean_exit = None
             else:
@@ -120,7 +113,6 @@ class FleetView:
             view.missing += seq - view.last_seq - 1
         view.last_seq = seq
         view.events += 1
-        view.last_kind = str(doc.get("kind", ""))
 
     def ordered(self) -> list[TableView]:
         return sorted(self.tables.values(), key=lambda v: (v.urgency(), v.site, v.table))
