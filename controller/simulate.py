@@ -15,7 +15,7 @@ import math
 import random
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -38,7 +38,7 @@ from controller.rules.requests import (
 )
 from controller.rules.round import Round
 from controller.rules.state import RoundState, SeatWagers
-from controller.rules.wagers import WAGER_KINDS, Wager
+from controller.rules.wagers import WAGER_KINDS, Settled, Wager
 from controller.shoe import MIN_CUT_FROM_END, Shoe, cut, shuffled_shoe
 from controller.strategy import BET, choose, insurance_stake, takes_second_chance
 
@@ -132,6 +132,25 @@ class Report:
             "rounds_per_second": round(self.rounds / self.seconds) if self.seconds else None,
         }
 
+    def add_round(self, settlements: Iterable[Settled], up: Card | None, busted: bool) -> None:
+        """One round: its settlements; the dealer's up card if the dealer played, and whether the
+        dealer busted."""
+        per_kind: dict[Wager, list[int]] = {}
+        for s in settlements:
+            acc = per_kind.get(s.wager)
+            if acc is None:
+                per_kind[s.wager] = [int(s.stake), int(s.stake) * s.halves]
+            else:
+                acc[0] += int(s.stake)
+                acc[1] += int(s.stake) * s.halves
+        for kind, (stake, x) in per_kind.items():
+            self.wagers[kind].add(stake, x)
+        if up is not None:
+            key = up_key(up)
+            self.up_rounds[key] += 1
+            if busted:
+                self.up_busts[key] += 1
+
 
 class TableSimulator:
     """Deals rounds from real shoes and answers the rules engine as the strategy says."""
@@ -207,22 +226,12 @@ class TableSimulator:
         while req is not None:
             req = rnd.answer(answers[type(req)](req))
         state = rnd.state
-
-        per_kind: dict[Wager, list[int]] = {}
-        for s in state.settlements:
-            acc = per_kind.get(s.wager)
-            if acc is None:
-                per_kind[s.wager] = [int(s.stake), int(s.stake) * s.halves]
-            else:
-                acc[0] += int(s.stake)
-                acc[1] += int(s.stake) * s.halves
-        for kind, (stake, x) in per_kind.items():
-            report.wagers[kind].add(stake, x)
-        if state.dealer_played:
-            key = up_key(state.dealer[0])
-            report.up_rounds[key] += 1
-            if rnd.procedure.dealer_total() > self.limit:
-                report.up_busts[key] += 1
+        played = state.dealer_played
+        report.add_round(
+            state.settlements,
+            state.dealer[0] if played else None,
+            played and rnd.procedure.dealer_total() > self.limit,
+        )
         if self.on_round is not None:
             self.on_round(state, rnd)
 
@@ -281,17 +290,12 @@ def simulate_through_core(
             if event.kind != "round_settled":
                 continue
             p = event.payload
-            per_kind: dict[Wager, list[int]] = {}
-            for s in p["settlements"]:
-                acc = per_kind.setdefault(Wager(s["wager"]), [0, 0])
-                acc[0] += s["stake"]
-                acc[1] += s["stake"] * s["halves"]
-            for kind, (stake, x) in per_kind.items():
-                report.wagers[kind].add(stake, x)
-            if p["dealer_played"]:
-                key = up_key(parse_card(p["dealer"]["cards"][0]))
-                report.up_rounds[key] += 1
-                report.up_busts[key] += p["dealer"]["total"] > limit
+            played = p["dealer_played"]
+            report.add_round(
+                (Settled(**{**s, "wager": Wager(s["wager"])}) for s in p["settlements"]),
+                parse_card(p["dealer"]["cards"][0]) if played else None,
+                played and p["dealer"]["total"] > limit,
+            )
 
     recorder = JournaledTable.open(journal_path, options, table_id=f"sim-{options.game.value}")
     if recorder.journal.last_seq > 1:
