@@ -36,7 +36,7 @@ from controller.rules.requests import (
     SecondChanceOffer,
     SurrenderOffer,
 )
-from controller.rules.round import Round
+from controller.rules.round import Round, check_wagers
 from controller.rules.state import RoundState, SeatWagers
 from controller.rules.wagers import WAGER_KINDS, Settled, Wager
 from controller.shoe import MIN_CUT_FROM_END, Shoe, cut, shuffled_shoe
@@ -173,6 +173,7 @@ class TableSimulator:
         side = {"bust_it": BET if options.bust_it else 0,
                 "match_the_dealer": BET if options.match_the_dealer else 0}  # fmt: skip
         self.wagers = [SeatWagers(seat=s, bet=BET, **side) for s in range(1, seats + 1)]
+        check_wagers(options, self.wagers)  # once: every round opens with these (checked=True)
         self.on_round = on_round
         self.round: Round
         self._answers: dict[type, Callable[[Any], Any]] = {
