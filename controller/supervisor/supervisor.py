@@ -39,7 +39,7 @@ from devices import commands as dc
 from devices import events as dev
 from devices.clock import REAL_CLOCK, Clock
 from devices.config import DeviceConfig
-from devices.drivers.base import Driver
+from devices.drivers.base import Driver, PollSchedule, stop_if_cancelling
 from devices.drivers.factory import build_drivers
 from devices.drivers.stub import StubCounterDriver
 from devices.errors import CommandRejected
@@ -49,15 +49,6 @@ from devices.transport.modbus import BusRegistry
 SAFE_STOP_S = 2.0  # how long shutdown waits for the keypad to lock its sensors
 RESTART_OK_AFTER_S = 30.0
 TICK_S = 60.0  # a driver that ran this long starts its backoff from the beginning again
-
-
-def _stop_if_cancelling() -> None:
-    """Raise the cancellation a library swallowed. pymodbus awaits ``asyncio.wait_for``, which on
-    Python 3.11 returns the reply instead of raising when a cancel lands as the reply arrives; the
-    task would then poll on as if never cancelled and outlive the shutdown that cancelled it."""
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
 
 
 class Supervisor:
@@ -212,8 +203,7 @@ class Supervisor:
     async def _poll_loop(self, driver: Driver) -> None:
         name = driver.name
         frames = isinstance(driver, StubCounterDriver)  # it waits on its line; no pause after data
-        interval = driver.config.poll_interval_s
-        due = self.clock.now()
+        schedule = PollSchedule(self.clock, driver.config.poll_interval_s)
         while True:
             self._polls_started[name] += 1
             try:
@@ -222,7 +212,7 @@ class Supervisor:
                 self._polls_done[name] += 1
                 async with self._progress:
                     self._progress.notify_all()
-            _stop_if_cancelling()
+            stop_if_cancelling()
             if ok and name in self._crashed:  # restarted and answering again
                 self._crashed.discard(name)
                 await self._set_health(name, DeviceHealth.ONLINE)
@@ -232,15 +222,9 @@ class Supervisor:
             if self.poll_on_demand:
                 await poke.wait()
             elif not poke.is_set():
-                # Fixed rate, not a fixed gap after each poll: the period stays the poll interval
-                # however long the poll took, and that period bounds how late a Start Game or a
-                # bet is seen (the past-posting window, 687a.9(b)). After an overrun, poll at once;
-                # never burst to catch up.
-                now = self.clock.now()
-                due = max(due + interval, now)
-                await self._sleep_or_poke(due - now, poke)
-            if poke.is_set():  # polled out of turn: the schedule starts again from here
-                due = self.clock.now()
+                await self._sleep_or_poke(schedule.wait_s(), poke)
+            if poke.is_set():  # polled out of turn
+                schedule.restart()
             poke.clear()
 
     async def _sleep_or_poke(self, seconds: float, poke: asyncio.Event) -> None:
@@ -277,7 +261,7 @@ class Supervisor:
                 self._busy = self.events.qsize() > 0
                 async with self._progress:
                     self._progress.notify_all()
-            _stop_if_cancelling()  # an event's device command can lose a cancel like a poll can
+            stop_if_cancelling()  # an event's device command can lose a cancel like a poll can
 
     async def _on_event(self, event: dev.DeviceEvent) -> None:
         name = event.device

@@ -1,4 +1,4 @@
-"""What every driver shares: health tracking, the event queue, the run loop."""
+"""What every driver shares: health tracking, the event queue, the run loop and its schedule."""
 
 from __future__ import annotations
 
@@ -28,6 +28,36 @@ from devices.events import (
     Health,
 )
 from devices.profiles import DeviceKind
+
+
+def stop_if_cancelling() -> None:
+    """Raise the cancellation a library swallowed. pymodbus (and aiomqtt) await
+    ``asyncio.wait_for``, which on Python 3.11 returns the reply instead of raising when a cancel
+    lands as the reply arrives; a loop that carried on would outlive the shutdown that cancelled it."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
+class PollSchedule:
+    """Polls at a fixed rate, not with a fixed gap after each poll: the period stays the poll
+    interval however long a poll took, and that period bounds how late a key press or a bet is
+    seen (the past-posting window of 687a.9(b)). After an overrun the next poll is due at once;
+    it never bursts to catch up."""
+
+    def __init__(self, clock: Clock, interval_s: float) -> None:
+        self.clock, self.interval_s = clock, interval_s
+        self.due = clock.now()
+
+    def wait_s(self) -> float:
+        """Seconds until the next poll is due, counted from the last one that was due."""
+        now = self.clock.now()
+        self.due = max(self.due + self.interval_s, now)
+        return self.due - now
+
+    def restart(self) -> None:
+        """A poll out of turn: the schedule starts again from now."""
+        self.due = self.clock.now()
 
 
 class Driver(ABC):
@@ -111,23 +141,11 @@ class Driver(ABC):
 
     async def run(self) -> None:
         try:
-            due = self.clock.now()
-            me = asyncio.current_task()
+            schedule = PollSchedule(self.clock, self.config.poll_interval_s)
             while True:
                 await self.poll_once()
-                if me is not None and me.cancelling():
-                    # Cancelled during the poll but the cancellation was swallowed below us (a
-                    # library catching CancelledError): stop anyway, or the task outlives its
-                    # supervisor's shutdown.
-                    raise asyncio.CancelledError
-                # Fixed rate, not a fixed gap: the period stays the poll interval however long the
-                # poll took, which bounds how late a key press or a bet is seen (the past-posting
-                # window of 687a.9(b)). After an overrun poll again at once; never burst to catch up.
-                due += self.config.poll_interval_s
-                now = self.clock.now()
-                if due < now:
-                    due = now
-                await self.clock.sleep(due - now)
+                stop_if_cancelling()
+                await self.clock.sleep(schedule.wait_s())
         finally:
             await self.close()
 

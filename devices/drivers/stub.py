@@ -8,7 +8,7 @@ import asyncio
 from devices.clock import REAL_CLOCK, Clock
 from devices.commands import Command, RequestStubCount
 from devices.config import DeviceConfig
-from devices.drivers.base import Driver
+from devices.drivers.base import Driver, stop_if_cancelling
 from devices.errors import CommandRejected, DeviceError, FrameDecodeError, TransportError
 from devices.events import DeviceDegraded, DeviceEvent, FrameError, StubCounted
 from devices.framing import Frame, LineDecoder, encode_frame
@@ -81,7 +81,9 @@ class StubCounterDriver(Driver):
     async def run(self) -> None:
         try:
             while True:
-                if not await self.poll_once():
+                ok = await self.poll_once()
+                stop_if_cancelling()  # a read of the line can lose a cancel like a Modbus poll can
+                if not ok:
                     # Do not spin on a dead link: its own backoff decides when to try again.
                     await self.clock.sleep(self.config.poll_interval_s)
         finally:
