@@ -9,15 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import getpass
 import json
 import os
 import pathlib
 import shutil
-import signal
-import socket
 import subprocess
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -28,6 +24,7 @@ import pytest
 import structlog
 
 from controller.telemetry.broker import BrokerSettings
+from tests import mosquitto_fixtures
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MOSQUITTO_DIR = ROOT / "config" / "mosquitto"
@@ -47,27 +44,7 @@ _started: list[subprocess.Popen[bytes]] = []
 def _kill_our_brokers() -> Iterator[None]:
     """Whatever a test did, no mosquitto of ours outlives the session."""
     yield
-    for proc in _started:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-def _binary() -> str:
-    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-    if not pathlib.Path(binary).exists():
-        pytest.skip("mosquitto is not installed")
-    return binary
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _openssl(*args: str, cwd: pathlib.Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+    mosquitto_fixtures.kill_all(_started)
 
 
 @pytest.fixture(scope="session")
@@ -76,13 +53,8 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     if shutil.which("openssl") is None:
         pytest.skip("openssl is not installed")
     d = tmp_path_factory.mktemp("pki")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-             "-days", "2", "-subj", "/CN=tablectl test CA", cwd=d)  # fmt: skip
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-             "-subj", "/CN=localhost", cwd=d)  # fmt: skip
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n", encoding="utf-8")
-    _openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-             "-out", "server.crt", "-days", "2", "-extfile", "san.ext", cwd=d)  # fmt: skip
+    mosquitto_fixtures.make_ca(d, "ca", "/CN=tablectl test CA")
+    mosquitto_fixtures.make_server_cert(d)
     return d
 
 
@@ -92,7 +64,7 @@ class Broker:
 
     dir: pathlib.Path
     pki: pathlib.Path
-    port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=mosquitto_fixtures.free_port)
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -115,67 +87,26 @@ class Broker:
                     [str(MOSQUITTO_DIR / "add-user.sh"), str(passwd), str(acl), role, name],
                     check=True, env=env, capture_output=True,
                 )  # fmt: skip
+        extra = f"persistence true\npersistence_location {self.dir}/\nmax_queued_messages 1000000\n"
         self.conf.write_text(
-            f"""per_listener_settings false
-allow_anonymous false
-password_file {passwd}
-acl_file {acl}
-listener {self.port} 127.0.0.1
-cafile {self.pki / "ca.crt"}
-certfile {self.pki / "server.crt"}
-keyfile {self.pki / "server.key"}
-persistence true
-persistence_location {self.dir}/
-max_queued_messages 1000000
-log_dest stderr
-log_type error
-log_type warning
-log_type notice
-log_type information
-user {getpass.getuser()}
-""",
+            mosquitto_fixtures.tls_conf(
+                port=self.port, pki=self.pki, password_file=passwd, acl_file=acl, extra=extra
+            ),
             encoding="utf-8",
         )
 
     def start(self) -> None:
         assert self.proc is None or self.proc.poll() is not None
-        self.proc = subprocess.Popen([_binary(), "-c", str(self.conf)], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)  # fmt: skip
+        self.proc = mosquitto_fixtures.start(self.conf, ready_within_s=GUARD_S)
         _started.append(self.proc)
-        _wait_running(self.proc)
 
     def stop(self) -> None:
         """SIGTERM: mosquitto saves its persistence file (retained messages, sessions) and exits."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        mosquitto_fixtures.stop(self.proc, within_s=10)
 
     def settings(self, user: str, *, keepalive: int = 5) -> BrokerSettings:
         ca = self.pki / "ca.crt"
         return BrokerSettings("127.0.0.1", self.port, True, ca, user, PASSWORD[user], keepalive)
-
-
-def _wait_running(proc: subprocess.Popen[bytes]) -> None:
-    """Drain the broker's log in a thread (a full pipe would stall it) until it says it is running."""
-    assert proc.stderr is not None
-    stderr = proc.stderr
-    running = threading.Event()
-    log: list[bytes] = []
-
-    def drain() -> None:
-        for line in iter(stderr.readline, b""):
-            log.append(line)
-            if b" running" in line:
-                running.set()
-        running.set()  # exited: let the waiter look
-
-    threading.Thread(target=drain, daemon=True, name="mosquitto-log").start()
-    if not running.wait(GUARD_S) or proc.poll() is not None:
-        raise RuntimeError(f"mosquitto did not start: {b''.join(log).decode(errors='replace')[-800:]}")
 
 
 @pytest.fixture
