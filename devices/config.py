@@ -148,8 +148,12 @@ def load_devices(
     *,
     source: str | None = None,
     environ: Mapping[str, str] | None = None,
+    topic_prefix: str = "tablectl/devices",
 ) -> list[DeviceConfig]:
     """Every ``[devices.<name>]`` section as a DeviceConfig, in file order.
+
+    An MQTT device without ``topic`` gets ``<topic_prefix>/<name>``; a table file's loader passes
+    ``tabledev/<site>/<table>``, the tree the shipped broker ACL gives devices.
 
     An MQTT device's ``password_env`` is read from ``environ`` (default ``os.environ``) here, so a
     missing password stops the start with the config's other errors, not at the first connect.
@@ -158,7 +162,7 @@ def load_devices(
     env = os.environ if environ is None else environ
     if not isinstance(devices_table, dict):
         raise ConfigError(f"{src}: devices: must be a table of [devices.<name>] sections")
-    out = [_one(name, t, base_dir, src, env) for name, t in devices_table.items()]
+    out = [_one(name, t, base_dir, src, env, topic_prefix) for name, t in devices_table.items()]
     seen: dict[tuple[tuple[str, str, int], int], str] = {}
     gaps: dict[tuple[str, str, int], float] = {}
     for d in out:
@@ -176,7 +180,9 @@ def load_devices(
     return out
 
 
-def _one(name: str, t: Any, base_dir: pathlib.Path, src: str, environ: Mapping[str, str]) -> DeviceConfig:
+def _one(
+    name: str, t: Any, base_dir: pathlib.Path, src: str, environ: Mapping[str, str], topic_prefix: str
+) -> DeviceConfig:
     w = _Where(src, name)
     if not isinstance(t, dict):
         raise ConfigError(f"{src}: devices.{name}: must be a table")
@@ -239,7 +245,7 @@ def _one(name: str, t: Any, base_dir: pathlib.Path, src: str, environ: Mapping[s
             baudrate=integer("baudrate", 1200, 921600, 19200),
         )
     if transport is TransportKind.MQTT:
-        topic = text("topic", f"tablectl/devices/{name}")
+        topic = text("topic", f"{topic_prefix}/{name}")
         if not topic or any(ch in topic for ch in "+#"):
             raise w.fail("topic", "must be a plain topic without wildcards")
         endpoint = Endpoint(transport, host=endpoint.host, port=endpoint.port, topic=topic)

@@ -71,6 +71,9 @@ def load_table_config(path: Path | str) -> TableConfig:
     if not _ID.match(table_id):
         raise ConfigError(f"{p}: table.id: letters, digits, '.', '_' and '-' only, at most 64 characters")
     site = _string(p, table, "site")
+    if not _ID.match(site):
+        # A topic level (tablectl/<site>/<table>, tabledev/...) and part of broker user names.
+        raise ConfigError(f"{p}: table.site: letters, digits, '.', '_' and '-' only, at most 64 characters")
     game_ref = _string(p, table, "game")
     game_path = p.parent / game_ref
     if not game_path.is_file():
@@ -85,7 +88,8 @@ def load_table_config(path: Path | str) -> TableConfig:
     devices_doc = doc.get("devices", {})
     if not isinstance(devices_doc, dict):
         raise ConfigError(f"{p}: devices: must be a table of [devices.<name>] sections")
-    devices = load_devices(devices_doc, p.parent, source=str(p))
+    # An MQTT device without a topic gets the one the shipped broker ACL grants it.
+    devices = load_devices(devices_doc, p.parent, source=str(p), topic_prefix=f"tabledev/{site}/{table_id}")
     kinds = Counter(d.kind for d in devices)
     for kind, n in kinds.items():
         if n > 1:

@@ -19,6 +19,7 @@ from structlog.testing import capture_logs
 
 from controller.cli import main as tablectl
 from controller.supervisor import logs
+from controller.supervisor.config import load_table_config
 from controller.supervisor.health import DeviceHealth
 from controller.supervisor.rig import TABLES, Rig
 from controller.supervisor.supervisor import Supervisor
@@ -143,6 +144,32 @@ def test_config_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     bad.write_text((TABLES / "dj-wild.toml").read_text().replace('"../games/dj-wild.toml"', '"nope.toml"'))
     assert tablectl(["config", "check", str(bad)]) == 2
     assert "table.game" in capsys.readouterr().err
+
+
+def test_a_bad_site_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "t.toml"
+    # The site is a topic level (tablectl/<site>/<table>) and part of broker user names.
+    text = (TABLES / "dj-wild.toml").read_text()
+    bad.write_text(text.replace('site = "example-floor"', 'site = "floor/+"'))
+    assert tablectl(["config", "check", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"{bad}: table.site: letters, digits, '.', '_' and '-' only, at most 64 characters"
+
+
+def test_an_mqtt_device_defaults_to_the_topic_the_acl_grants(tmp_path: Path) -> None:
+    table = tmp_path / "tables" / "djw.toml"
+    table.parent.mkdir()
+    text = (TABLES / "dj-wild.toml").read_text().replace("../", f"{TABLES.parent}/")
+    serial = 'transport = "serial-line"\npath = ""\nbaudrate = 9600'
+    text = text.replace(serial, 'transport = "mqtt"\nport = 1883')
+    table.write_text(text)
+    stub = next(d for d in load_table_config(table).devices if d.name == "stub")
+    # config/mosquitto/acl: pattern write tabledev/%u/+/out, the user being <site>/<table>.
+    assert stub.endpoint.topic == "tabledev/example-floor/djw-01/stub"
+    explicit = text.replace("port = 1883", 'port = 1883\ntopic = "lab/stub-7"')
+    table.write_text(explicit)
+    stub = next(d for d in load_table_config(table).devices if d.name == "stub")
+    assert stub.endpoint.topic == "lab/stub-7"
 
 
 async def _lose_the_cancel(inside: asyncio.Event) -> None:
