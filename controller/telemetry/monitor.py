@@ -11,6 +11,8 @@ burst of 5,000 messages a second never waits on rich.
 
 ``--http HOST:PORT`` serves the same view as a web page (``controller/telemetry/web.py``) from the
 same FleetView; ``--no-terminal`` leaves the terminal alone, for running the page as a service.
+The page answers only requests that name it by IP address, localhost or an ``--http-allow-host``
+name (the guard against DNS rebinding, see web.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import sys
 import time
@@ -104,13 +107,14 @@ async def run(
     *,
     http: tuple[str, int] | None = None,
     terminal: bool = True,
+    allow_hosts: Sequence[str] = (),
 ) -> None:
     """Consume the broker into one FleetView; draw it in the terminal and/or serve it over HTTP."""
     view = FleetView()
     page = None
     if http is not None:
         try:
-            page = await web.serve(view, *http)
+            page = await web.serve(view, *http, allow_hosts=allow_hosts)
         except OSError as e:  # address in use, not ours to bind, unknown host
             raise TablectlError(f"monitor: --http {_join(*http)}: {e.strerror or e}") from None
         host, port = page.address
@@ -148,6 +152,22 @@ def parse_http(value: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
+# RFC 1123 labels: letters, digits and '-'. A browser sends only those in Host (an IDN as its xn--
+# form), so a name with anything else could never match and is a mistake (a port, a URL, a space).
+_LABEL = re.compile(r"[A-Za-z0-9-]{1,63}")
+
+
+def parse_allow_host(value: str) -> str:
+    """A host name for --http-allow-host, as given (the page compares case-insensitively)."""
+    labels = value.removesuffix(".").split(".")
+    if len(value) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
+        raise TablectlError(
+            f"monitor: --http-allow-host {value!r}: expected a host name such as ops-proxy.example, "
+            "without port (IP addresses and localhost need no option)"
+        )
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tablectl monitor", description="Live view of all tables on the broker.")
     p.add_argument("--broker", required=True, help="mqtt://host:port or mqtts://host:port")
@@ -160,6 +180,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="also serve the fleet view as a web page there, e.g. 127.0.0.1:8080 (default: off). It has "
         "no login and shows what the broker publishes to monitors: bind it to localhost or behind the "
         "ops network's proxy",
+    )
+    p.add_argument(
+        "--http-allow-host",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="with --http: also answer requests for this host name, e.g. the ops proxy's name or this "
+        "machine's DNS name (repeatable). IP addresses and localhost are always answered; any other "
+        "name gets 421, so that a web site cannot point its own name at the page (DNS rebinding)",
     )
     p.add_argument(
         "--no-terminal",
@@ -178,9 +207,15 @@ def main(argv: Sequence[str]) -> int:
         http = parse_http(args.http) if args.http is not None else None
         if args.no_terminal and http is None:
             raise TablectlError("monitor: --no-terminal needs --http (there would be nothing to show)")
+        allow_hosts = [parse_allow_host(name) for name in args.http_allow_host]
+        if allow_hosts and http is None:
+            raise TablectlError("monitor: --http-allow-host needs --http (there is no page to answer for)")
         username, password = os.environ.get(ENV_USERNAME), os.environ.get(ENV_PASSWORD)
         settings = BrokerSettings(host, port, tls, args.ca_file, username, password)
-        asyncio.run(run(settings, args.refresh, args.duration, http=http, terminal=not args.no_terminal))
+        terminal = not args.no_terminal
+        asyncio.run(
+            run(settings, args.refresh, args.duration, http=http, terminal=terminal, allow_hosts=allow_hosts)
+        )
     except TablectlError as e:
         print(e, file=sys.stderr)
         return 2

@@ -8,6 +8,13 @@ close``): the page asks once a second, so keep-alive would save nothing worth it
 There is no login. The page shows only what the broker already published to every monitor
 account, and the server is read-only, but bind it to localhost or behind the ops network's proxy.
 
+Binding to localhost alone does not keep out DNS rebinding: a site whose DNS name starts answering
+with this address can read the page from any browser that reaches it (on this machine, or on the
+ops network), and same-origin does not stop it, as the name is still the site's own. That browser
+does send the site's name as ``Host``, so a ``Host`` that is not an IP literal, ``localhost`` or a
+name given with ``--http-allow-host`` gets 421 and nothing else. HTTP/1.0 without a ``Host`` is
+still served: no browser sends that, and old scripts and probes might.
+
 Everything a table sends is untrusted text (topic levels and payloads are whatever a publisher
 sent): the page has no server-side interpolation at all, its script writes with ``textContent``
 only, and ``/fleet.json`` escapes ``<``, ``>`` and ``&`` so it stays inert wherever it is pasted.
@@ -20,8 +27,10 @@ import base64
 import contextlib
 import email.utils
 import hashlib
+import ipaddress
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -149,11 +158,14 @@ _REASONS = {
     400: "Bad Request",
     404: "Not Found",
     405: "Method Not Allowed",
+    421: "Misdirected Request",
     503: "Service Unavailable",
 }
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _VERSION = re.compile(rb"HTTP/1\.[0-9]\Z")
 _TEXT = "text/plain; charset=utf-8"
+_PORT = re.compile(r"[0-9]*\Z")  # RFC 9110 4.2.1: port = *DIGIT, so "name:" is a name too
+_HOST_SHOWN = 64  # of a refused Host in the log line; the header can be as long as the head
 
 
 def fleet_json(view: FleetView) -> bytes:
@@ -210,6 +222,41 @@ class Refused(Exception):
 class Request:
     method: str
     path: str
+    host: str | None = None  # the Host header as sent (latin-1), None when there was none
+
+
+def host_name(name: str) -> str:
+    """The form names are compared in: DNS is case-insensitive and ``name.`` is ``name``."""
+    name = name.lower()
+    return name[:-1] if name.endswith(".") else name
+
+
+def answers_for(host: str, names: frozenset[str]) -> bool:
+    """Whether a Host value (with or without its port) is one the page may answer.
+
+    IP literals always: DNS rebinding needs a *name* the attacker's DNS points at us, and a browser
+    that sends an IP literal was navigated to that address itself, so same-origin already keeps
+    other sites' scripts out. ``localhost`` always: it is resolved on this machine, not by anyone's
+    DNS. ``names`` are the ones the operator vouched for, already in ``host_name`` form.
+    """
+    if host.startswith("["):
+        literal, bracket, port = host[1:].partition("]")
+        if not bracket or (port and not (port.startswith(":") and _PORT.match(port[1:]))):
+            return False
+        try:
+            ipaddress.IPv6Address(literal)
+        except ValueError:
+            return False
+        return True
+    name, _, port = host.partition(":")
+    if not _PORT.match(port):
+        return False
+    try:
+        ipaddress.IPv4Address(name)
+    except ValueError:
+        name = host_name(name)
+        return name == "localhost" or name in names
+    return True
 
 
 def parse_head(head: bytes) -> Request:
@@ -219,15 +266,17 @@ def parse_head(head: bytes) -> Request:
     if len(parts) != 3 or not _TOKEN.match(parts[0]) or not _VERSION.match(parts[2]) or not parts[1]:
         raise Refused(_plain(400, "bad request line"), "malformed request line")
     method, target, version = parts
-    hosts = 0
+    hosts: list[bytes] = []
     for line in lines[1:]:
-        name, colon, _value = line.partition(b":")
+        name, colon, value = line.partition(b":")
         # No obsolete line folding and no space before the colon (RFC 9112 5.1, 5.2): both are how
         # requests get smuggled past proxies that read them differently.
         if not colon or not _TOKEN.match(name):
             raise Refused(_plain(400, "bad header"), "malformed header")
-        hosts += name.lower() == b"host"
-    if version == b"HTTP/1.1" and hosts != 1:
+        if name.lower() == b"host":
+            hosts.append(value.strip(b" \t"))
+    # Two Hosts are refused in HTTP/1.0 too (RFC 9112 3.2): the Host check needs the one name.
+    if len(hosts) > 1 or (version == b"HTTP/1.1" and not hosts):
         raise Refused(_plain(400, "one Host header required"), "Host header missing or repeated")
     try:
         text = target.decode("ascii")
@@ -238,14 +287,21 @@ def parse_head(head: bytes) -> Request:
         raise Refused(_plain(400, "bad request target"), "malformed request target") from None
     if not split.path.startswith("/") and text != "*":
         raise Refused(_plain(400, "bad request target"), "malformed request target")
-    return Request(method.decode("ascii"), split.path)
+    return Request(method.decode("ascii"), split.path, hosts[0].decode("latin-1") if hosts else None)
+
+
+_MISDIRECTED = "unknown Host; start the monitor with --http-allow-host NAME"
 
 
 class FleetPage:
-    """Answers requests from one FleetView. ``start()`` binds; ``close()`` stops."""
+    """Answers requests from one FleetView. ``start()`` binds; ``close()`` stops.
 
-    def __init__(self, view: FleetView) -> None:
+    ``allow_hosts``: names besides IP literals and localhost that the page answers for in ``Host``.
+    """
+
+    def __init__(self, view: FleetView, allow_hosts: Iterable[str] = ()) -> None:
         self.view = view
+        self.allow_hosts = frozenset(host_name(name) for name in allow_hosts)
         self.server: asyncio.Server | None = None
         self._clients = 0
         self._handlers: set[asyncio.Task[Any]] = set()
@@ -272,6 +328,11 @@ class FleetPage:
 
     def respond(self, request: Request) -> tuple[Response, str | None]:
         """The response, and why the request was refused (None when it was not)."""
+        # First, and for every path: a rebound page must not learn even which paths exist.
+        if request.host is not None and not answers_for(request.host, self.allow_hosts):
+            shown = ascii(request.host[:_HOST_SHOWN])  # escapes what a terminal would act on
+            cut = "..." if len(request.host) > _HOST_SHOWN else ""
+            return _plain(421, _MISDIRECTED), f"unknown Host {shown}{cut}"
         if request.method not in ("GET", "HEAD"):
             return _plain(405, "only GET and HEAD", allow="GET, HEAD"), f"method {request.method}"
         if request.path == "/":
@@ -356,8 +417,8 @@ async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
                     break
 
 
-async def serve(view: FleetView, host: str, port: int) -> FleetPage:
+async def serve(view: FleetView, host: str, port: int, *, allow_hosts: Iterable[str] = ()) -> FleetPage:
     """Start the page for ``view`` on host:port (port 0: any free one, see ``FleetPage.address``)."""
-    page = FleetPage(view)
+    page = FleetPage(view, allow_hosts)
     await page.start(host, port)
     return page

@@ -1,6 +1,6 @@
 """The fleet view's web page over real sockets: the same rows as the terminal, refusals that leave
-the server serving, nothing a publisher sends ever becoming markup, and `tablectl monitor --http`
-end to end against the real broker."""
+the server serving, nothing a publisher sends ever becoming markup, no answer to a Host it does not
+know (DNS rebinding), and `tablectl monitor --http` end to end against the real broker."""
 
 from __future__ import annotations
 
@@ -105,8 +105,9 @@ async def exchange(port: int, raw: bytes) -> Reply:
                 await writer.wait_closed()
 
 
-async def get(port: int, path: str, method: str = "GET") -> Reply:
-    return await exchange(port, f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+async def get(port: int, path: str, method: str = "GET", host: str | None = None) -> Reply:
+    host = f"127.0.0.1:{port}" if host is None else host
+    return await exchange(port, f"{method} {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
 
 
 def _sha256(source: str) -> str:
@@ -218,10 +219,11 @@ async def test_head_has_the_headers_of_get_and_no_body(page: tuple[FleetView, in
 
 
 REFUSED = [
-    pytest.param(b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n", 404, id="unknown-path"),
-    pytest.param(b"GET /fleet.json/../x HTTP/1.1\r\nHost: x\r\n\r\n", 404, id="dot-dot"),
-    pytest.param(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", 405, id="post"),
-    pytest.param(b"DELETE /fleet.json HTTP/1.1\r\nHost: x\r\n\r\n", 405, id="delete"),
+    pytest.param(b"GET /nowhere HTTP/1.1\r\nHost: localhost\r\n\r\n", 404, id="unknown-path"),
+    pytest.param(b"GET /fleet.json/../x HTTP/1.1\r\nHost: localhost\r\n\r\n", 404, id="dot-dot"),
+    pytest.param(b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\n\r\nabc", 405, id="post"),
+    pytest.param(b"DELETE /fleet.json HTTP/1.1\r\nHost: localhost\r\n\r\n", 405, id="delete"),
+    pytest.param(b"GET / HTTP/1.1\r\nHost: evil.example\r\n\r\n", 421, id="unknown-host"),
     pytest.param(b"GARBAGE\r\n\r\n", 400, id="no-request-line"),
     pytest.param(b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 400, id="version"),
     pytest.param(b"GET  / HTTP/1.1\r\nHost: x\r\n\r\n", 400, id="double-space"),
@@ -229,6 +231,8 @@ REFUSED = [
     pytest.param(b"GET / HTTP/1.1\r\nHost : x\r\n\r\n", 400, id="space-before-colon"),
     pytest.param(b"GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", 400, id="obsolete-folding"),
     pytest.param(b"GET / HTTP/1.1\r\n\r\n", 400, id="no-host"),
+    pytest.param(b"GET / HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n\r\n", 400, id="two-hosts"),
+    pytest.param(b"GET / HTTP/1.0\r\nHost: localhost\r\nHost: evil.example\r\n\r\n", 400, id="two-hosts-1.0"),
     pytest.param(b"GET /\xff\xfe HTTP/1.1\r\nHost: x\r\n\r\n", 400, id="non-ascii-target"),
     pytest.param(b"GET x HTTP/1.1\r\nHost: x\r\n\r\n", 400, id="relative-target"),
     pytest.param(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 400, id="tls-hello"),
@@ -249,6 +253,87 @@ async def test_a_refused_request_leaves_the_server_serving(
             assert reply.headers["allow"] == "GET, HEAD"
         assert [e["event"] for e in logs] == ["http_refused"]  # one line, no traceback
     assert (await get(port, "/healthz")).status == 200  # a new connection is served as before
+
+
+MISDIRECTED = b"unknown Host; start the monitor with --http-allow-host NAME\n"
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD", "POST"])
+@pytest.mark.parametrize("path", ["/", "/fleet.json", "/healthz", "/nowhere"])
+async def test_a_host_the_page_does_not_answer_for_gets_421_on_every_path(
+    page: tuple[FleetView, int], path: str, method: str
+) -> None:
+    _, port = page
+    with structlog.testing.capture_logs() as logs:
+        reply = await get(port, path, method, host=f"rebound.evil.example:{port}")
+        # Before the method and the path: a rebound page learns nothing, not even which paths exist.
+        assert reply.status == 421
+        assert reply.body == (b"" if method == "HEAD" else MISDIRECTED)
+        assert int(reply.headers["content-length"]) == len(MISDIRECTED)
+        assert [(e["event"], e["status"]) for e in logs] == [("http_refused", 421)]
+        assert "rebound.evil.example" in logs[0]["reason"]
+    assert (await get(port, "/healthz")).status == 200  # and it goes on serving
+
+
+# Each form a browser sends when it was navigated to this address itself, and a look-alike name
+# that only a DNS server (the attacker's) could make point here.
+LITERALS = [
+    pytest.param("localhost:{port}", "localhost.evil.example:{port}", id="localhost"),
+    pytest.param("LOCALHOST", "evil-localhost", id="LOCALHOST"),
+    pytest.param("LocalHost.:{port}", "localhost.evil.example.:{port}", id="localhost-dot"),
+    pytest.param("127.0.0.1:{port}", "127.0.0.1.evil.example:{port}", id="ipv4"),
+    pytest.param("10.1.2.3", "10.1.2.3.nip.io", id="ipv4-no-port"),
+    pytest.param("[::1]:{port}", "[::1].evil.example:{port}", id="ipv6"),
+    pytest.param("[::1]", "::1", id="ipv6-no-port"),
+    pytest.param("127.0.0.1:", "127.0.0.1:80:80", id="empty-port"),
+]
+
+
+@pytest.mark.parametrize(("good", "look_alike"), LITERALS)
+async def test_ip_literals_and_localhost_need_no_option(
+    page: tuple[FleetView, int], good: str, look_alike: str
+) -> None:
+    _, port = page
+    assert (await get(port, "/fleet.json", host=good.format(port=port))).status == 200
+    assert (await get(port, "/fleet.json", host=look_alike.format(port=port))).status == 421
+
+
+async def test_an_allowed_name_is_answered_only_when_given(page: tuple[FleetView, int]) -> None:
+    _, default_port = page
+    hosts = ["ops-proxy.example", "OPS-Proxy.Example", "ops-proxy.example.", "Ops-Proxy.Example.:{port}"]
+    for host in hosts:
+        assert (await get(default_port, "/", host=host.format(port=default_port))).status == 421
+    allowing = await serve(FleetView(), "127.0.0.1", 0, allow_hosts=["Ops-Proxy.EXAMPLE", "fleet.example."])
+    port = allowing.address[1]
+    try:
+        for host in [*hosts, "fleet.example", "FLEET.example.:{port}"]:
+            assert (await get(port, "/", host=host.format(port=port))).status == 200, host
+        for host in ("evil.example", "proxy.example", "ops-proxy.example.evil.example", "example"):
+            assert (await get(port, "/", host=host)).status == 421, host
+    finally:
+        await allowing.close()
+
+
+async def test_http_1_0_without_host_is_still_served(page: tuple[FleetView, int]) -> None:
+    _, port = page
+    assert (await exchange(port, b"GET /healthz HTTP/1.0\r\n\r\n")).status == 200  # scripts, probes
+    # But when it does name a host, that is checked: nothing sets the version but the client.
+    assert (await exchange(port, b"GET /healthz HTTP/1.0\r\nHost: evil.example\r\n\r\n")).status == 421
+
+
+async def test_a_hostile_host_cannot_write_into_the_log(page: tuple[FleetView, int]) -> None:
+    _, port = page
+    # ESC clears a terminal, BEL rings it, a bare LF would start a forged log line, 0x85 is NEL.
+    hostile = b"evil\x1b[2J\x07\x00\x7f\x85\nlevel=error event=forged " + b"A" * 4000
+    with structlog.testing.capture_logs() as logs:
+        reply = await exchange(port, b"GET / HTTP/1.1\r\nHost: " + hostile + b"\r\n\r\n")
+        assert reply.status == 421
+        assert [e["event"] for e in logs] == ["http_refused"]
+    reason = logs[0]["reason"]
+    assert reason.isascii() and reason.isprintable()  # escaped, so no control character survives
+    assert reason.startswith("unknown Host 'evil\\x1b[2J\\x07") and reason.endswith("...")
+    assert len(reason) < 200
+    assert (await get(port, "/healthz")).status == 200
 
 
 async def test_a_client_that_leaves_mid_request_is_dropped_quietly(page: tuple[FleetView, int]) -> None:
@@ -307,6 +392,30 @@ def test_http_address_parsing() -> None:
             monitor.parse_http(bad)
 
 
+def test_allowed_host_names_are_checked() -> None:
+    for good in ("ops-proxy.example", "Ops-Proxy.Example.", "monitor-01", "xn--bcher-kva.example"):
+        assert monitor.parse_allow_host(good) == good
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["", ".", "ops proxy", "proxy:8080", "http://proxy/", "[::1]", "a..b", ".a", "bücher.example",
+     "under_score.example", "x" * 64 + ".example", "evil\nmonitor: forged"],
+)  # fmt: skip
+def test_a_bad_allowed_host_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], bad: str) -> None:
+    argv = ["--broker", "mqtt://127.0.0.1:1", "--http", "127.0.0.1:0", "--http-allow-host", "ok.example"]
+    assert monitor.main([*argv, "--http-allow-host", bad, "--no-terminal"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"monitor: --http-allow-host {bad!r}: expected a host name")
+    assert err.count("\n") == 1
+
+
+def test_http_allow_host_without_http_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert monitor.main(["--broker", "mqtt://127.0.0.1:1", "--http-allow-host", "ops-proxy.example"]) == 2
+    err = capsys.readouterr().err
+    assert "--http-allow-host needs --http" in err and err.count("\n") == 1
+
+
 def test_no_terminal_without_http_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert monitor.main(["--broker", "mqtt://127.0.0.1:1", "--no-terminal"]) == 2
     assert "--no-terminal needs --http" in capsys.readouterr().err
@@ -350,8 +459,8 @@ async def test_tablectl_monitor_serves_the_page(broker: Broker, tmp_path: pathli
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "controller.cli", "monitor", "--broker", f"mqtts://127.0.0.1:{broker.port}",
         "--ca-file", str(broker.pki / "ca.crt"), "--http", "127.0.0.1:0", "--no-terminal",
-        "--duration", str(GUARD_S), cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+        "--http-allow-host", "fleet.ops.example", "--duration", str(GUARD_S), cwd=ROOT, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert proc.stderr is not None
     try:
@@ -372,6 +481,9 @@ async def test_tablectl_monitor_serves_the_page(broker: Broker, tmp_path: pathli
         assert row["gaps"] == 0 and doc["summary"]["online"] >= 1
         page = await get(port, "/")
         assert page.status == 200 and b"fleet.json" in page.body
+        # The names given on the command line reach the page, and only those.
+        assert (await get(port, "/", host=f"Fleet.Ops.Example.:{port}")).status == 200
+        assert (await get(port, "/", host=f"other.ops.example:{port}")).status == 421
     finally:
         await telemetry.stop()
         writer.close()
