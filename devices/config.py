@@ -108,6 +108,10 @@ class DeviceConfig:
     sim: Mapping[str, Any] = field(default_factory=dict)  # simulator settings, for sim/ only
     source: str = ""  # "file: devices.name" for messages
     mqtt: MqttAccess = field(default_factory=MqttAccess)  # MQTT transport only
+    # The simulated device's own broker account ([devices.<name>.sim] username, password_env) with
+    # the section's tls and ca_file; ``mqtt`` above is the appliance's account, which the ACL lets
+    # read a device's frames but not write them.
+    sim_mqtt: MqttAccess = field(default_factory=MqttAccess)
 
     def with_endpoint(self, **changes: Any) -> DeviceConfig:
         from dataclasses import replace
@@ -121,6 +125,7 @@ _COMMON_KEYS: Final = {
     "write_attempts", "backoff_initial_s", "backoff_max_s", "backoff_jitter", "sim",
 }  # fmt: skip
 _MQTT_KEYS: Final = {"tls", "ca_file", "username", "password_env"}
+_SIM_MQTT_KEYS: Final = {"username", "password_env"}  # in [devices.<name>.sim]: the device's account
 # Upper case only: a password pasted into password_env by mistake is then refused by its shape
 # more often than it is named back in "not set" (the names people use are upper case anyway).
 _ENV_NAME: Final = re.compile(r"[A-Z_][A-Z0-9_]*")
@@ -156,7 +161,8 @@ def load_devices(
     ``tabledev/<site>/<table>``, the tree the shipped broker ACL gives devices.
 
     An MQTT device's ``password_env`` is read from ``environ`` (default ``os.environ``) here, so a
-    missing password stops the start with the config's other errors, not at the first connect.
+    missing password stops the start with the config's other errors, not at the first connect; so
+    is the simulated device's own (``[devices.<name>.sim]`` ``username`` and ``password_env``).
     """
     src = source or str(base_dir)
     env = os.environ if environ is None else environ
@@ -186,9 +192,7 @@ def _one(
     w = _Where(src, name)
     if not isinstance(t, dict):
         raise ConfigError(f"{src}: devices.{name}: must be a table")
-    if "password" in t:
-        # Table files are copied, diffed and attached to tickets; the value is never echoed.
-        raise w.fail("password", "a password is never written in the table config; use password_env")
+    _no_literal_password(w, t)
     kind_raw = t.get("kind")
     if kind_raw not in tuple(DeviceKind):
         raise w.fail("kind", f"must be one of {', '.join(DeviceKind)}")
@@ -264,6 +268,17 @@ def _one(
     sim = t.get("sim", {})
     if not isinstance(sim, dict):
         raise w.fail("sim", "must be a table")
+    # Other sim keys stay free-form (each simulator reads its own); only the account is checked here.
+    w_sim = _Where(src, f"{name}.sim")
+    _no_literal_password(w_sim, sim)
+    if transport is TransportKind.MQTT:
+        # The simulated device reaches the same broker as the appliance: same TLS, its own account.
+        sim_access = MqttAccess(access.tls, access.ca_file, *_mqtt_account(w_sim, sim, environ))
+    else:
+        extra = sorted(_SIM_MQTT_KEYS & set(sim))
+        if extra:
+            raise w_sim.fail(extra[0], 'only for transport = "mqtt"')
+        sim_access = MqttAccess()
     return DeviceConfig(
         name=name,
         kind=kind,
@@ -283,7 +298,14 @@ def _one(
         sim=sim,
         source=f"{src}: devices.{name}",
         mqtt=access,
+        sim_mqtt=sim_access,
     )
+
+
+def _no_literal_password(w: _Where, t: Mapping[str, Any]) -> None:
+    if "password" in t:
+        # Table files are copied, diffed and attached to tickets; the value is never echoed.
+        raise w.fail("password", "a password is never written in the table config; use password_env")
 
 
 def _mqtt_access(
@@ -307,6 +329,13 @@ def _mqtt_access(
         except (OSError, ssl.SSLError) as exc:
             reason = (str(exc).splitlines() or [type(exc).__name__])[0][:120]
             raise w.fail("ca_file", f"{ca_raw}: not a usable CA certificate ({reason})") from None
+    return MqttAccess(tls, ca_file, *_mqtt_account(w, t, environ))
+
+
+def _mqtt_account(
+    w: _Where, t: Mapping[str, Any], environ: Mapping[str, str]
+) -> tuple[str | None, str | None, str | None]:
+    """``username``, ``password_env`` and the password read from that variable, checked."""
     username = t.get("username")
     if username is not None and (not isinstance(username, str) or not username):
         raise w.fail("username", "must be a non-empty string")
@@ -322,7 +351,7 @@ def _mqtt_access(
             raise w.fail("password_env", f"environment variable {password_env} is not set")
         if not password:
             raise w.fail("password_env", f"environment variable {password_env} is empty")
-    return MqttAccess(tls, ca_file, username, password_env, password)
+    return username, password_env, password
 
 
 def _options(w: _Where, kind: DeviceKind, t: Mapping[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import secrets
 from typing import Protocol
 
@@ -12,8 +13,12 @@ import aiomqtt
 import structlog
 
 from devices.clock import REAL_CLOCK, Clock
+from devices.config import BackoffPolicy, MqttAccess
+from devices.drivers.base import stop_if_cancelling
+from devices.errors import LinkDown
 from devices.framing import Frame, LineDecoder, encode_frame
 from devices.profiles import Profile
+from devices.transport.links import login_refused, short_reason, tls_context
 from sim.faults import WireFaults
 from sim.models import StubCounterModel
 from sim.pty import Pty
@@ -68,45 +73,155 @@ class PtySink:
 
 
 class MqttSink:
-    """The device's side of an MQTT device: publishes on ``<topic>/out``, listens on ``/in``."""
+    """The device's side of an MQTT device: publishes on ``<topic>/out``, listens on ``/in``.
 
-    def __init__(self, host: str, port: int, topic: str) -> None:
+    It logs in as the device (``access``: the device's own account, with the TLS the appliance's
+    link uses, so the shipped ACL lets it write its ``out`` topic) and, like a real device, rides
+    out a broker restart: a lost connection is retried after the backoff policy's capped, doubling,
+    jittered delay and ``<topic>/in`` subscribed again. Frames sent while it is away are dropped, as
+    a stub counter without a buffer drops them. Only the first connection can fail ``open`` (one
+    LinkDown line): a refused login is not worth retrying, and a simulator that never came up should
+    say so rather than look like a device the appliance cannot see.
+    """
+
+    def __init__(self, host: str, port: int, topic: str, *, label: str = "",
+                 access: MqttAccess | None = None, backoff: BackoffPolicy | None = None,
+                 clock: Clock = REAL_CLOCK) -> None:  # fmt: skip
         self.host, self.port, self.topic = host, port, topic
         self.where = f"{host}:{port} {topic}"
-        self._client: aiomqtt.Client | None = None
+        self.label = label or self.where  # "<file>: devices.<name>" from SimTable, for messages
+        self.access = access or MqttAccess()
+        self.backoff = backoff or BackoffPolicy()
+        self.clock = clock
+        self._conn: _Connection | None = None
         self._task: asyncio.Task[None] | None = None
-        self._stack: contextlib.AsyncExitStack | None = None
+        self._closing = asyncio.Event()  # set by close(): the reconnect loop stops
+        self._rng = random.Random()  # jitter only
+        if self.access.password is not None and not self.access.tls:
+            _log.warning("sim_mqtt_password_without_tls", device=self.label)
+
+    async def _connect(self) -> _Connection:
+        a = self.access
+        stack = contextlib.AsyncExitStack()
+        try:
+            # The TLS context is built per connection, as the appliance's link builds it.
+            client = aiomqtt.Client(
+                self.host, self.port, identifier=f"tablectl-sim-{secrets.token_hex(4)}",
+                username=a.username, password=a.password, timeout=5, keepalive=10,
+                tls_context=tls_context(a.tls, a.ca_file),
+            )  # fmt: skip
+            await stack.enter_async_context(client)
+            await client.subscribe(f"{self.topic}/in", qos=1)
+        except BaseException:
+            await _close_quietly(stack)
+            raise
+        return _Connection(client, stack)
 
     async def open(self, on_bytes: _OnBytes) -> None:
-        client = aiomqtt.Client(self.host, self.port, identifier=f"tablectl-sim-{secrets.token_hex(4)}")
-        stack = contextlib.AsyncExitStack()
-        await stack.enter_async_context(client)
-        await client.subscribe(f"{self.topic}/in", qos=1)
-        self._client, self._stack = client, stack
+        self._closing.clear()
+        try:
+            conn = await self._connect()
+        except (aiomqtt.MqttError, OSError) as exc:
+            raise LinkDown(self._first_failure(exc)) from None
+        self._conn = conn
+        self._task = asyncio.create_task(self._run(on_bytes), name=f"sim-mqtt {self.topic}")
 
-        async def pump() -> None:
-            with contextlib.suppress(aiomqtt.MqttError):
-                async for msg in client.messages:
-                    if isinstance(msg.payload, bytes | bytearray):
-                        on_bytes(bytes(msg.payload))
+    def _first_failure(self, exc: BaseException) -> str:
+        reason = short_reason(exc)
+        if login_refused(exc):
+            who = f" as {self.access.username}" if self.access.username else " without an account"
+            return (
+                f"{self.label}: the broker at {self.host}:{self.port} refused the sim's login{who} ({reason})"
+            )
+        return f"{self.label}: the sim cannot connect to the broker at {self.host}:{self.port} ({reason})"
 
-        self._task = asyncio.create_task(pump())
+    async def _run(self, on_bytes: _OnBytes) -> None:
+        """Pump ``/in`` while connected; after a loss, reconnect until closed."""
+        failures = 0
+        while not self._closing.is_set():
+            conn = self._conn
+            if conn is not None:
+                await _pump(conn.client, on_bytes)
+                self._conn = None
+                conn.lost()
+                await _close_quietly(conn.stack)
+                if self._closing.is_set():
+                    return
+                _log.warning("sim_mqtt_lost", device=self.label, at=self.where)
+            failures += 1
+            await self.clock.sleep(self.backoff.delay(failures, self._rng.random()))
+            stop_if_cancelling()  # aiomqtt's wait_for can swallow the cancel of close()
+            if self._closing.is_set():
+                return
+            try:
+                conn = await self._connect()
+            except (aiomqtt.MqttError, OSError) as exc:
+                # Retried even when the login is refused: mid-run that is a broker being
+                # reconfigured, and the device would keep trying too.
+                event = "sim_mqtt_login_refused" if login_refused(exc) else "sim_mqtt_reconnect_failed"
+                _log.warning(event, device=self.label, at=self.where, reason=short_reason(exc))
+                continue
+            if self._closing.is_set():
+                await _close_quietly(conn.stack)
+                return
+            self._conn, failures = conn, 0
+            _log.info("sim_mqtt_reconnected", device=self.label, at=self.where)
 
     async def send(self, data: bytes) -> None:
-        if self._client is not None and data:
-            with contextlib.suppress(aiomqtt.MqttError):
-                await self._client.publish(f"{self.topic}/out", data, qos=1)
+        conn = self._conn
+        if conn is None or not data:
+            return  # away from the broker: the frame is gone, as on the real device
+        try:
+            async with asyncio.timeout(None) as deadline:
+                # A QoS 1 publish waits for the broker's ack, which a dead connection never sends;
+                # the loss ends the wait (see _Connection.lost) instead of aiomqtt's 5 s timeout.
+                conn.waiting.add(deadline)
+                try:
+                    await conn.client.publish(f"{self.topic}/out", data, qos=1)
+                finally:
+                    conn.waiting.discard(deadline)
+        except (aiomqtt.MqttError, TimeoutError):
+            pass  # the frame went down with the connection; never the simulator's problem
 
     async def close(self) -> None:
+        self._closing.set()
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.lost()
+            # Disconnecting first ends the pump's message loop; the cancel alone can be lost on
+            # Python 3.11 when it lands as one of aiomqtt's wait_for calls completes.
+            await _close_quietly(conn.stack)
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        stack, self._stack, self._client = self._stack, None, None
-        if stack is not None:
-            with contextlib.suppress(Exception):
-                await stack.aclose()
+
+
+class _Connection:
+    """One login to the broker, and the publishes waiting on its acks."""
+
+    def __init__(self, client: aiomqtt.Client, stack: contextlib.AsyncExitStack) -> None:
+        self.client, self.stack = client, stack
+        self.waiting: set[asyncio.Timeout] = set()
+
+    def lost(self) -> None:
+        now = asyncio.get_running_loop().time()
+        for deadline in list(self.waiting):
+            deadline.reschedule(now)
+
+
+async def _pump(client: aiomqtt.Client, on_bytes: _OnBytes) -> None:
+    """Hand on what arrives on ``/in`` until the connection ends (MqttError, or a disconnect)."""
+    with contextlib.suppress(aiomqtt.MqttError):
+        async for msg in client.messages:
+            if isinstance(msg.payload, bytes | bytearray):
+                on_bytes(bytes(msg.payload))
+
+
+async def _close_quietly(stack: contextlib.AsyncExitStack) -> None:
+    with contextlib.suppress(Exception):
+        await stack.aclose()
 
 
 class StubCounterSim:

@@ -170,7 +170,12 @@ class SimTable:
             else:
                 sink: PtySink | MqttSink
                 if ep.transport is TransportKind.MQTT:
-                    sink = MqttSink(ep.host, ep.port, ep.topic)
+                    cfg = info.config
+                    # The device's own account from its sim section, not the appliance's.
+                    sink = MqttSink(
+                        ep.host, ep.port, ep.topic, label=cfg.source or cfg.name,
+                        access=cfg.sim_mqtt, backoff=cfg.backoff, clock=self.clock,
+                    )  # fmt: skip
                 else:
                     sink = PtySink()
                 fs = StubCounterSim(

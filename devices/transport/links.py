@@ -12,11 +12,12 @@ import pathlib
 import random
 import secrets
 import ssl
-from typing import Protocol
+from typing import Final, Protocol
 
 import aiomqtt
 import serial  # type: ignore[import-untyped]
 import structlog
+from paho.mqtt.reasoncodes import ReasonCode
 
 from devices.clock import REAL_CLOCK, Clock
 from devices.config import BackoffPolicy, Endpoint, TransportKind
@@ -159,14 +160,12 @@ class MqttLink:
             _log.warning("mqtt_password_without_tls", link=endpoint.describe())
 
     def _tls_context(self) -> ssl.SSLContext | None:
-        if not self._tls:
-            return None
         # Built per connection, not once: a CA file replaced on disk (rotation) takes effect at
         # the next reconnect without restarting the appliance.
         try:
-            return ssl.create_default_context(cafile=str(self._ca_file) if self._ca_file else None)
+            return tls_context(self._tls, self._ca_file)
         except (OSError, ssl.SSLError) as exc:
-            reason = f"TLS set-up failed: ca_file {self._ca_file} ({_short(exc)})"
+            reason = f"TLS set-up failed: ca_file {self._ca_file} ({short_reason(exc)})"
             raise self._backoff.failed(reason) from None
 
     async def _open(self) -> aiomqtt.Client:
@@ -185,7 +184,7 @@ class MqttLink:
             await client.subscribe(f"{self.endpoint.topic}/out", qos=1)
         except (aiomqtt.MqttError, OSError) as exc:
             await _close_quietly(stack)
-            raise self._backoff.failed(f"cannot connect ({_short(exc)})") from None
+            raise self._backoff.failed(f"cannot connect ({short_reason(exc)})") from None
         self._backoff.succeeded()
         self._stack, self._client = stack, client
         return client
@@ -205,7 +204,7 @@ class MqttLink:
             raise DeviceTimeout(f"{where}: nothing received in {timeout_s}s") from None
         except aiomqtt.MqttError as exc:
             await self._drop()
-            raise self._backoff.failed(f"broker lost ({_short(exc)})") from None
+            raise self._backoff.failed(f"broker lost ({short_reason(exc)})") from None
         payload: object = msg.payload
         if isinstance(payload, bytes | bytearray):
             return bytes(payload)
@@ -217,10 +216,35 @@ class MqttLink:
             await client.publish(f"{self.endpoint.topic}/in", data, qos=1)
         except aiomqtt.MqttError as exc:
             await self._drop()
-            raise self._backoff.failed(f"publish failed ({_short(exc)})") from None
+            raise self._backoff.failed(f"publish failed ({short_reason(exc)})") from None
 
     async def close(self) -> None:
         await self._drop()
+
+
+def tls_context(tls: bool, ca_file: pathlib.Path | None) -> ssl.SSLContext | None:
+    """The TLS context of a connection to the device broker (None without TLS): the broker's
+    certificate is checked against ``ca_file`` (None: the system's trust store) and against the
+    host name connected to. Shared with the simulator's MqttSink, so a simulated device trusts
+    exactly what the appliance trusts. Raises OSError or ssl.SSLError for an unusable CA file."""
+    if not tls:
+        return None
+    return ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
+
+
+# CONNACK codes of a login the broker refused: MQTT 3.1.1's 4 and 5, and the MQTT 5 codes paho
+# reports them as (134 bad user name or password, 135 not authorised).
+_LOGIN_REFUSED: Final = frozenset({4, 5, 134, 135})
+
+
+def login_refused(exc: BaseException) -> bool:
+    """Whether a failed connect was the broker refusing the account, which no retry will fix
+    (unlike a broker that is down or restarting)."""
+    if not isinstance(exc, aiomqtt.MqttCodeError):
+        return False
+    rc = exc.rc
+    code = rc.value if isinstance(rc, ReasonCode) else rc
+    return code in _LOGIN_REFUSED
 
 
 async def _close_quietly(stack: contextlib.AsyncExitStack) -> None:
@@ -228,6 +252,7 @@ async def _close_quietly(stack: contextlib.AsyncExitStack) -> None:
         await stack.aclose()
 
 
-def _short(exc: BaseException) -> str:
+def short_reason(exc: BaseException) -> str:
+    """The first line of an exception's text (at most 120 characters), for a one-line error."""
     text = str(exc).splitlines()
     return (text[0] if text and text[0] else type(exc).__name__)[:120]
