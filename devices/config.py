@@ -15,7 +15,7 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from controller.cards import RANKS
 from controller.errors import ConfigError
@@ -92,6 +92,10 @@ class MqttAccess:
     password: str | None = field(default=None, repr=False)  # never in a repr, a log line or an error
 
 
+# Which end of an MQTT device's link a process is; see load_devices.
+Side = Literal["appliance", "sim", "both"]
+
+
 @dataclass(frozen=True)
 class DeviceConfig:
     name: str
@@ -154,8 +158,14 @@ def load_devices(
     source: str | None = None,
     environ: Mapping[str, str] | None = None,
     topic_prefix: str = "tablectl/devices",
+    side: Side = "appliance",
 ) -> list[DeviceConfig]:
     """Every ``[devices.<name>]`` section as a DeviceConfig, in file order.
+
+    ``side`` says which end of an MQTT device's link this process is, and so which password it
+    reads: the appliance's (the device section's ``password_env``), the simulated device's (its sim
+    section's) or, for a rig that runs both in one process, both. The other account is still
+    checked, but its variable need not be set: `tablectl run` never needs the device's password.
 
     An MQTT device without ``topic`` gets ``<topic_prefix>/<name>``; a table file's loader passes
     ``tabledev/<site>/<table>``, the tree the shipped broker ACL gives devices.
@@ -168,7 +178,7 @@ def load_devices(
     env = os.environ if environ is None else environ
     if not isinstance(devices_table, dict):
         raise ConfigError(f"{src}: devices: must be a table of [devices.<name>] sections")
-    out = [_one(name, t, base_dir, src, env, topic_prefix) for name, t in devices_table.items()]
+    out = [_one(name, t, base_dir, src, env, topic_prefix, side) for name, t in devices_table.items()]
     seen: dict[tuple[tuple[str, str, int], int], str] = {}
     gaps: dict[tuple[str, str, int], float] = {}
     for d in out:
@@ -187,7 +197,13 @@ def load_devices(
 
 
 def _one(
-    name: str, t: Any, base_dir: pathlib.Path, src: str, environ: Mapping[str, str], topic_prefix: str
+    name: str,
+    t: Any,
+    base_dir: pathlib.Path,
+    src: str,
+    environ: Mapping[str, str],
+    topic_prefix: str,
+    side: Side,
 ) -> DeviceConfig:
     w = _Where(src, name)
     if not isinstance(t, dict):
@@ -253,7 +269,7 @@ def _one(
         if not topic or any(ch in topic for ch in "+#"):
             raise w.fail("topic", "must be a plain topic without wildcards")
         endpoint = Endpoint(transport, host=endpoint.host, port=endpoint.port, topic=topic)
-        access = _mqtt_access(w, t, base_dir, environ)
+        access = _mqtt_access(w, t, base_dir, environ if side != "sim" else None)
     else:
         extra = sorted(_MQTT_KEYS & set(t))
         if extra:
@@ -273,7 +289,8 @@ def _one(
     _no_literal_password(w_sim, sim)
     if transport is TransportKind.MQTT:
         # The simulated device reaches the same broker as the appliance: same TLS, its own account.
-        sim_access = MqttAccess(access.tls, access.ca_file, *_mqtt_account(w_sim, sim, environ))
+        sim_environ = environ if side != "appliance" else None
+        sim_access = MqttAccess(access.tls, access.ca_file, *_mqtt_account(w_sim, sim, sim_environ))
     else:
         extra = sorted(_SIM_MQTT_KEYS & set(sim))
         if extra:
@@ -309,7 +326,7 @@ def _no_literal_password(w: _Where, t: Mapping[str, Any]) -> None:
 
 
 def _mqtt_access(
-    w: _Where, t: Mapping[str, Any], base_dir: pathlib.Path, environ: Mapping[str, str]
+    w: _Where, t: Mapping[str, Any], base_dir: pathlib.Path, environ: Mapping[str, str] | None
 ) -> MqttAccess:
     tls = t.get("tls", False)
     if not isinstance(tls, bool):
@@ -333,9 +350,10 @@ def _mqtt_access(
 
 
 def _mqtt_account(
-    w: _Where, t: Mapping[str, Any], environ: Mapping[str, str]
+    w: _Where, t: Mapping[str, Any], environ: Mapping[str, str] | None
 ) -> tuple[str | None, str | None, str | None]:
-    """``username``, ``password_env`` and the password read from that variable, checked."""
+    """``username``, ``password_env`` and the password read from that variable, checked; with
+    ``environ`` None (the other end's account) the variable is not read and the password is None."""
     username = t.get("username")
     if username is not None and (not isinstance(username, str) or not username):
         raise w.fail("username", "must be a non-empty string")
@@ -346,6 +364,8 @@ def _mqtt_account(
             raise w.fail("password_env", "must name an environment variable (A-Z, 0-9, _)")
         if username is None:
             raise w.fail("password_env", "needs a username")
+        if environ is None:
+            return username, password_env, None
         password = environ.get(password_env)
         if password is None:
             raise w.fail("password_env", f"environment variable {password_env} is not set")

@@ -60,7 +60,7 @@ def read_table(path: pathlib.Path) -> tuple[dict[str, Any], GameSpec, list[Devic
     Read by the controller's own loader, so a table the simulators accept is one the controller
     accepts too, with the same one-line errors.
     """
-    cfg = load_table_config(path)
+    cfg = load_table_config(path, side="sim")
     table = {"id": cfg.table_id, "site": cfg.site, "decks_per_batch": cfg.options.decks}
     return table, cfg.options.spec, list(cfg.devices)
 

@@ -17,7 +17,7 @@ from typing import Any
 from controller.errors import ConfigError, RuleViolation
 from controller.game_config import GameOptions, load_game_options
 from controller.games import GameId
-from devices.config import DeviceConfig, load_devices
+from devices.config import DeviceConfig, Side, load_devices
 from devices.profiles import DeviceKind
 
 # A table id names files (/var/lib/tablectl/<id>.db) and MQTT topics: keep it to safe characters.
@@ -51,7 +51,9 @@ def _string(path: Path, table: dict[str, Any], key: str) -> str:
     return value
 
 
-def load_table_config(path: Path | str) -> TableConfig:
+def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableConfig:
+    """``side``: which end of an MQTT device's link this process is (see ``load_devices``):
+    `tablectl run` reads only the appliance's password, `tablectl sim` only the device's."""
     p = Path(path)
     try:
         doc = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -89,7 +91,9 @@ def load_table_config(path: Path | str) -> TableConfig:
     if not isinstance(devices_doc, dict):
         raise ConfigError(f"{p}: devices: must be a table of [devices.<name>] sections")
     # An MQTT device without a topic gets the one the shipped broker ACL grants it.
-    devices = load_devices(devices_doc, p.parent, source=str(p), topic_prefix=f"tabledev/{site}/{table_id}")
+    devices = load_devices(
+        devices_doc, p.parent, source=str(p), topic_prefix=f"tabledev/{site}/{table_id}", side=side
+    )
     kinds = Counter(d.kind for d in devices)
     for kind, n in kinds.items():
         if n > 1:

@@ -109,7 +109,7 @@ async def virtual_table(
     """Simulators, supervisor (polling on demand, virtual clock) and dealer, started and stopped."""
     import asyncio
 
-    config = load_table_config(config_path)
+    config = load_table_config(config_path, side="both")  # the supervisor and the simulators
     clock = VirtualClock(start_at)
     sim = SimTable(config.devices, config.options.spec, seed=seed, clock=clock, decks=config.options.decks)
     await sim.start()

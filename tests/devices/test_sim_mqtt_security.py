@@ -161,7 +161,7 @@ async def test_the_simulated_stub_reaches_the_appliance_over_tls_as_its_device_a
     broker: SecureBroker, tmp_path: pathlib.Path, passwords: None
 ) -> None:
     path = write_table(tmp_path, broker)
-    cfg = load_table_config(path).devices[0]
+    cfg = load_table_config(path, side="both").devices[0]
     assert (cfg.sim_mqtt.tls, cfg.sim_mqtt.ca_file) == (cfg.mqtt.tls, cfg.mqtt.ca_file)
     assert (cfg.sim_mqtt.username, cfg.sim_mqtt.password) == (DEVICE, PASSWORDS[DEVICE])
     assert not [pw for pw in ALL_PASSWORDS if pw in repr(cfg)]
@@ -265,11 +265,29 @@ def test_an_unset_sim_password_variable_is_named_in_one_line(
     monkeypatch.delenv(DEVICE_ENV, raising=False)
     path = write_table(tmp_path, broker)
     with pytest.raises(ConfigError) as err:
-        load_table_config(path)
+        load_table_config(path, side="sim")
     assert (
         str(err.value)
         == f"{path}: devices.stub.sim.password_env: environment variable {DEVICE_ENV} is not set"
     )
+
+
+def test_each_end_reads_only_its_own_password(
+    broker: SecureBroker, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tablectl run` at a table never has the device's password, nor `tablectl sim` the appliance's."""
+    path = write_table(tmp_path, broker)
+    monkeypatch.setenv(APPLIANCE_ENV, PASSWORDS[APPLIANCE])
+    monkeypatch.delenv(DEVICE_ENV, raising=False)
+    [run_side] = load_table_config(path).devices
+    assert (run_side.mqtt.password, run_side.sim_mqtt.password) == (PASSWORDS[APPLIANCE], None)
+    assert run_side.sim_mqtt.password_env == DEVICE_ENV  # still checked, only not read
+    monkeypatch.delenv(APPLIANCE_ENV)
+    monkeypatch.setenv(DEVICE_ENV, PASSWORDS[DEVICE])
+    [sim_side] = load_table_config(path, side="sim").devices
+    assert (sim_side.mqtt.password, sim_side.sim_mqtt.password) == (None, PASSWORDS[DEVICE])
+    with pytest.raises(ConfigError, match=f"environment variable {APPLIANCE_ENV} is not set"):
+        load_table_config(path)
 
 
 @pytest.mark.parametrize("key", ["username", "password_env"])
@@ -296,7 +314,7 @@ def test_the_documented_sim_section_loads_with_the_production_example(
     shutil.copy(STUB_PROFILE, tmp_path / "devices" / STUB_PROFILE.name)
     shutil.copy(pki / "ca.crt", tmp_path / "mosquitto" / "ca.crt")
     environ = {"TABLECTL_MQTT_PASSWORD": "appliance-pw", "TABLECTL_SIM_STUB_PASSWORD": "device-pw"}
-    [cfg] = load_devices(tomllib.loads(example)["devices"], tmp_path / "tables", environ=environ)
+    [cfg] = load_devices(tomllib.loads(example)["devices"], tmp_path / "tables", environ=environ, side="both")
     assert (cfg.sim_mqtt.tls, cfg.sim_mqtt.ca_file) == (True, (tmp_path / "mosquitto" / "ca.crt").resolve())
     assert (cfg.sim_mqtt.password, cfg.mqtt.password) == ("device-pw", "appliance-pw")
     # The documented account is the one the ACL's own example block gives that device.
