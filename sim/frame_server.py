@@ -88,9 +88,10 @@ class MqttSink:
                  access: MqttAccess | None = None, backoff: BackoffPolicy | None = None,
                  clock: Clock = REAL_CLOCK) -> None:  # fmt: skip
         self.host, self.port, self.topic = host, port, topic
-        self.where = f"{host}:{port} {topic}"
-        self.label = label or self.where  # "<file>: devices.<name>" from SimTable, for messages
         self.access = access or MqttAccess()
+        scheme = "mqtts" if self.access.tls else "mqtt"
+        self.where = f"{scheme}://{host}:{port}/{topic}"  # one token: `tablectl sim` lists key=value
+        self.label = label or self.where  # "<file>: devices.<name>" from SimTable, for messages
         self.backoff = backoff or BackoffPolicy()
         self.clock = clock
         self._conn: _Connection | None = None

@@ -3,7 +3,8 @@
 The broker gets a CA and server certificate made with the openssl CLI, a password file made with
 mosquitto_passwd and a copy of config/mosquitto/acl with the device blocks its comments describe.
 The device's side is a small aiomqtt client in this file (publishes on ``<topic>/out``, answers
-``RQ`` on ``<topic>/in``) because the simulator's MqttSink speaks neither TLS nor passwords.
+``RQ`` on ``<topic>/in``), so that these tests pin the appliance's link alone;
+test_sim_mqtt_security.py puts the simulator's MqttSink on the other end.
 Nothing sleeps to synchronise: the broker is ready when its log says so, the link's backoff runs
 on a virtual clock, and waits for messages sit under ``asyncio.timeout`` guards.
 """

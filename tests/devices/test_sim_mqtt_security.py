@@ -246,6 +246,20 @@ async def test_a_refused_device_login_never_shows_the_password_in_any_log(
     assert not [s for s in seen if any(pw in s for pw in ALL_PASSWORDS)]
 
 
+async def test_the_listing_gives_the_broker_and_topic_as_one_value(
+    broker: SecureBroker, tmp_path: pathlib.Path, passwords: None
+) -> None:
+    """`tablectl sim` prints one ``key=value`` line per device; a space would split ``at``."""
+    table = SimTable.from_file(write_table(tmp_path, broker))
+    await table.start()
+    try:
+        [line] = table.listing()
+    finally:
+        await table.stop()
+    fields = dict(field.split("=", 1) for field in line.split()[1:])
+    assert fields["at"] == f"mqtts://127.0.0.1:{broker.port}/{TOPIC}"
+
+
 def test_a_literal_password_in_the_sim_section_is_refused_in_one_line(
     broker: SecureBroker, tmp_path: pathlib.Path, passwords: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
