@@ -11,6 +11,8 @@ import signal
 import socket
 import subprocess
 import threading
+from collections.abc import Iterator
+from typing import Protocol, TypeVar
 
 import pytest
 
@@ -120,3 +122,28 @@ def kill_all(procs: list[subprocess.Popen[bytes]]) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+class ManagedBroker(Protocol):
+    """What each test module's broker class offers: a directory to live in, its config written by
+    ``prepare``, and ``start``/``stop`` of the process."""
+
+    dir: pathlib.Path
+
+    def prepare(self) -> None: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+B = TypeVar("B", bound=ManagedBroker)
+
+
+def serving(broker: B) -> Iterator[B]:
+    """For a fixture to ``yield from``: the broker made, started and, whatever the test did, stopped."""
+    broker.dir.mkdir()
+    broker.prepare()
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()

@@ -135,14 +135,7 @@ class SecureBroker:
 
 @pytest.fixture
 def broker(tmp_path: pathlib.Path, pki: pathlib.Path) -> Iterator[SecureBroker]:
-    b = SecureBroker(tmp_path / "broker", pki)
-    b.dir.mkdir()
-    b.prepare()
-    b.start()
-    try:
-        yield b
-    finally:
-        b.stop()
+    yield from mosquitto_fixtures.serving(SecureBroker(tmp_path / "broker", pki))
 
 
 class FakeDevice:

@@ -66,14 +66,7 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 @pytest.fixture
 def broker(tmp_path: pathlib.Path, pki: pathlib.Path) -> Iterator[SecureBroker]:
-    b = SecureBroker(tmp_path / "broker", pki)
-    b.dir.mkdir()
-    b.prepare()
-    b.start()
-    try:
-        yield b
-    finally:
-        b.stop()  # the last broker this test started; a restart stopped the one before
+    yield from mosquitto_fixtures.serving(SecureBroker(tmp_path / "broker", pki))
 
 
 @pytest.fixture

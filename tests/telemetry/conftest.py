@@ -111,14 +111,7 @@ class Broker:
 
 @pytest.fixture
 def broker(tmp_path: pathlib.Path, pki: pathlib.Path) -> Iterator[Broker]:
-    b = Broker(tmp_path / "broker", pki)
-    b.dir.mkdir()
-    b.prepare()
-    b.start()
-    try:
-        yield b
-    finally:
-        b.stop()
+    yield from mosquitto_fixtures.serving(Broker(tmp_path / "broker", pki))
 
 
 @dataclass
