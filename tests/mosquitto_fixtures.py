@@ -50,6 +50,18 @@ def make_server_cert(d: pathlib.Path) -> None:
             "-out", "server.crt", "-days", "2", "-extfile", "san.ext", cwd=d)  # fmt: skip
 
 
+def make_pki(factory: pytest.TempPathFactory, *other_cas: str) -> pathlib.Path:
+    """A directory with a CA (``ca``) and the server certificate it signed for 127.0.0.1 and
+    localhost, plus CAs that signed nothing (``other_cas``) for tests of the wrong trust."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    d = factory.mktemp("pki")
+    for ca in ("ca", *other_cas):
+        make_ca(d, ca, f"/CN=tablectl test {ca}")
+    make_server_cert(d)
+    return d
+
+
 def tls_conf(
     *, port: int, pki: pathlib.Path, password_file: pathlib.Path, acl_file: pathlib.Path, extra: str
 ) -> str:

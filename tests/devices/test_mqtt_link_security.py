@@ -70,12 +70,7 @@ def _kill_our_brokers() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     """A CA and a server certificate for 127.0.0.1, and a second CA that signed nothing here."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    d = tmp_path_factory.mktemp("pki")
-    for ca in ("ca", "other-ca"):
-        mosquitto_fixtures.make_ca(d, ca, f"/CN=tablectl test {ca}")
-    mosquitto_fixtures.make_server_cert(d)
+    d = mosquitto_fixtures.make_pki(tmp_path_factory, "other-ca")
     (d / "not-a-cert.crt").write_text("this is not PEM\n", encoding="utf-8")
     return d
 

@@ -56,12 +56,7 @@ ALL_PASSWORDS = [*PASSWORDS.values(), WRONG_PASSWORD]
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    d = tmp_path_factory.mktemp("pki")
-    mosquitto_fixtures.make_ca(d, "ca", "/CN=tablectl test ca")
-    mosquitto_fixtures.make_server_cert(d)
-    return d
+    return mosquitto_fixtures.make_pki(tmp_path_factory)
 
 
 @pytest.fixture

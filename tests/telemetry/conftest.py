@@ -50,12 +50,7 @@ def _kill_our_brokers() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     """A CA and a server certificate for 127.0.0.1/localhost, made with the openssl CLI."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    d = tmp_path_factory.mktemp("pki")
-    mosquitto_fixtures.make_ca(d, "ca", "/CN=tablectl test CA")
-    mosquitto_fixtures.make_server_cert(d)
-    return d
+    return mosquitto_fixtures.make_pki(tmp_path_factory)
 
 
 @dataclass
