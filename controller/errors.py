@@ -12,6 +12,13 @@ class TablectlError(Exception):
     """Base for every error tablectl reports as a one-line message."""
 
 
+def short_reason(exc: BaseException) -> str:
+    """The first line of an exception's text (at most 120 characters), for a one-line error about
+    a library's failure (a broker, a TLS set-up): their texts can run to several lines."""
+    text = str(exc).splitlines()
+    return (text[0] if text and text[0] else type(exc).__name__)[:120]
+
+
 class RuleViolation(TablectlError):
     """An action, wager or card the regulation forbids."""
 

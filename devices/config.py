@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Any, Final, Literal
 
 from controller.cards import RANKS
-from controller.errors import ConfigError
+from controller.errors import ConfigError, short_reason
 from devices.errors import ProfileError
 from devices.profiles import DeviceKind, Profile, Protocol, load_profile
 
@@ -90,6 +90,18 @@ class MqttAccess:
     username: str | None = None
     password_env: str | None = None  # the variable the password came from, for messages
     password: str | None = field(default=None, repr=False)  # never in a repr, a log line or an error
+
+
+def tls_context(tls: bool, ca_file: pathlib.Path | None) -> ssl.SSLContext | None:
+    """The TLS context of a connection to the device broker (None without TLS): the broker's
+    certificate is checked against ``ca_file`` (None: the system's trust store) and against the
+    host name connected to. The config check, the appliance's MqttLink and the simulator's
+    MqttSink all build it here, so a simulated device trusts exactly what the appliance trusts and
+    a CA file the check accepted is one the link can use. Raises OSError or ssl.SSLError for an
+    unusable CA file."""
+    if not tls:
+        return None
+    return ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
 
 
 # Which end of an MQTT device's link a process is; see load_devices.
@@ -342,10 +354,9 @@ def _mqtt_access(
         if not ca_file.is_file():
             raise w.fail("ca_file", f"{ca_raw}: no such file")
         try:
-            ssl.create_default_context(cafile=str(ca_file))
+            tls_context(True, ca_file)
         except (OSError, ssl.SSLError) as exc:
-            reason = (str(exc).splitlines() or [type(exc).__name__])[0][:120]
-            raise w.fail("ca_file", f"{ca_raw}: not a usable CA certificate ({reason})") from None
+            raise w.fail("ca_file", f"{ca_raw}: not a usable CA certificate ({short_reason(exc)})") from None
     return MqttAccess(tls, ca_file, *_mqtt_account(w, t, environ))
 
 

@@ -12,13 +12,14 @@ from typing import Protocol
 import aiomqtt
 import structlog
 
+from controller.errors import short_reason
 from devices.clock import REAL_CLOCK, Clock
-from devices.config import BackoffPolicy, MqttAccess
+from devices.config import BackoffPolicy, MqttAccess, tls_context
 from devices.drivers.base import stop_if_cancelling
 from devices.errors import LinkDown
 from devices.framing import Frame, LineDecoder, encode_frame
 from devices.profiles import Profile
-from devices.transport.links import login_refused, short_reason, tls_context
+from devices.transport.links import login_refused
 from sim.faults import WireFaults
 from sim.models import StubCounterModel
 from sim.pty import Pty

@@ -22,7 +22,7 @@ from typing import Any
 import aiomqtt
 import structlog
 
-from controller.errors import TablectlError
+from controller.errors import TablectlError, short_reason
 from controller.journal import JournalError
 from controller.telemetry import payloads
 from controller.telemetry.broker import BrokerSettings
@@ -164,7 +164,7 @@ class Telemetry:
             try:
                 await self._connection()
             except (aiomqtt.MqttError, OSError) as e:
-                self._log.warning("telemetry.broker_unavailable", error=_short(e))
+                self._log.warning("telemetry.broker_unavailable", error=short_reason(e))
             except (JournalError, TablectlError) as e:
                 self._log.error("telemetry.journal_unavailable", error=str(e))
             if self.connected:  # the last attempt got in: start the backoff again from the bottom
@@ -382,8 +382,3 @@ def _json_object(body: bytes) -> dict[str, Any]:
     except (ValueError, UnicodeDecodeError):
         return {}
     return doc if isinstance(doc, dict) else {}
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).splitlines()
-    return (text[0] if text and text[0] else type(exc).__name__)[:120]

@@ -19,8 +19,9 @@ import serial  # type: ignore[import-untyped]
 import structlog
 from paho.mqtt.reasoncodes import ReasonCode
 
+from controller.errors import short_reason
 from devices.clock import REAL_CLOCK, Clock
-from devices.config import BackoffPolicy, Endpoint, TransportKind
+from devices.config import BackoffPolicy, Endpoint, TransportKind, tls_context
 from devices.errors import DeviceTimeout, LinkDown
 
 _log = structlog.get_logger("devices.link")
@@ -222,16 +223,6 @@ class MqttLink:
         await self._drop()
 
 
-def tls_context(tls: bool, ca_file: pathlib.Path | None) -> ssl.SSLContext | None:
-    """The TLS context of a connection to the device broker (None without TLS): the broker's
-    certificate is checked against ``ca_file`` (None: the system's trust store) and against the
-    host name connected to. Shared with the simulator's MqttSink, so a simulated device trusts
-    exactly what the appliance trusts. Raises OSError or ssl.SSLError for an unusable CA file."""
-    if not tls:
-        return None
-    return ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
-
-
 # CONNACK codes of a login the broker refused: MQTT 3.1.1's 4 and 5, and the MQTT 5 codes paho
 # reports them as (134 bad user name or password, 135 not authorised).
 _LOGIN_REFUSED: Final = frozenset({4, 5, 134, 135})
@@ -250,9 +241,3 @@ def login_refused(exc: BaseException) -> bool:
 async def _close_quietly(stack: contextlib.AsyncExitStack) -> None:
     with contextlib.suppress(Exception):
         await stack.aclose()
-
-
-def short_reason(exc: BaseException) -> str:
-    """The first line of an exception's text (at most 120 characters), for a one-line error."""
-    text = str(exc).splitlines()
-    return (text[0] if text and text[0] else type(exc).__name__)[:120]
