@@ -19,7 +19,7 @@ from devices.drivers.base import stop_if_cancelling
 from devices.errors import LinkDown
 from devices.framing import Frame, LineDecoder, encode_frame
 from devices.profiles import Profile
-from devices.transport.links import login_refused
+from devices.transport.links import close_quietly, login_refused
 from sim.faults import WireFaults
 from sim.models import StubCounterModel
 from sim.pty import Pty
@@ -115,7 +115,7 @@ class MqttSink:
             await stack.enter_async_context(client)
             await client.subscribe(f"{self.topic}/in", qos=1)
         except BaseException:
-            await _close_quietly(stack)
+            await close_quietly(stack)
             raise
         return _Connection(client, stack)
 
@@ -146,7 +146,7 @@ class MqttSink:
                 await _pump(conn.client, on_bytes)
                 self._conn = None
                 conn.lost()
-                await _close_quietly(conn.stack)
+                await close_quietly(conn.stack)
                 if self._closing.is_set():
                     return
                 _log.warning("sim_mqtt_lost", device=self.label, at=self.where)
@@ -164,7 +164,7 @@ class MqttSink:
                 _log.warning(event, device=self.label, at=self.where, reason=short_reason(exc))
                 continue
             if self._closing.is_set():
-                await _close_quietly(conn.stack)
+                await close_quietly(conn.stack)
                 return
             self._conn, failures = conn, 0
             _log.info("sim_mqtt_reconnected", device=self.label, at=self.where)
@@ -192,7 +192,7 @@ class MqttSink:
             conn.lost()
             # Disconnecting first ends the pump's message loop; the cancel alone can be lost on
             # Python 3.11 when it lands as one of aiomqtt's wait_for calls completes.
-            await _close_quietly(conn.stack)
+            await close_quietly(conn.stack)
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -219,11 +219,6 @@ async def _pump(client: aiomqtt.Client, on_bytes: _OnBytes) -> None:
         async for msg in client.messages:
             if isinstance(msg.payload, bytes | bytearray):
                 on_bytes(bytes(msg.payload))
-
-
-async def _close_quietly(stack: contextlib.AsyncExitStack) -> None:
-    with contextlib.suppress(Exception):
-        await stack.aclose()
 
 
 class StubCounterSim:

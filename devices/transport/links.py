@@ -184,7 +184,7 @@ class MqttLink:
             await stack.enter_async_context(client)
             await client.subscribe(f"{self.endpoint.topic}/out", qos=1)
         except (aiomqtt.MqttError, OSError) as exc:
-            await _close_quietly(stack)
+            await close_quietly(stack)
             raise self._backoff.failed(f"cannot connect ({short_reason(exc)})") from None
         self._backoff.succeeded()
         self._stack, self._client = stack, client
@@ -193,7 +193,7 @@ class MqttLink:
     async def _drop(self) -> None:
         stack, self._stack, self._client = self._stack, None, None
         if stack is not None:
-            await _close_quietly(stack)
+            await close_quietly(stack)
 
     async def read(self, timeout_s: float) -> bytes:
         client = await self._open()
@@ -238,6 +238,7 @@ def login_refused(exc: BaseException) -> bool:
     return code in _LOGIN_REFUSED
 
 
-async def _close_quietly(stack: contextlib.AsyncExitStack) -> None:
+async def close_quietly(stack: contextlib.AsyncExitStack) -> None:
+    """Leave a client's context on a connection that may already be dead; nothing to report."""
     with contextlib.suppress(Exception):
         await stack.aclose()
