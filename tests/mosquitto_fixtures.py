@@ -85,10 +85,16 @@ user {getpass.getuser()}
 """
 
 
+# Every broker start() launched, for kill_all(): a test that fails between a start and its stop
+# must not leave a broker running after the session.
+_STARTED: list[subprocess.Popen[bytes]] = []
+
+
 def start(conf: pathlib.Path, *, ready_within_s: float) -> subprocess.Popen[bytes]:
     """mosquitto with ``conf``, once its log says it is running (skips when not installed)."""
     proc = subprocess.Popen([mosquitto_binary(), "-c", str(conf)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)  # fmt: skip
+    _STARTED.append(proc)
     try:
         wait_running(proc, ready_within_s)
     except BaseException:
@@ -128,9 +134,11 @@ def stop(proc: subprocess.Popen[bytes] | None, *, within_s: float) -> None:
             proc.wait()
 
 
-def kill_all(procs: list[subprocess.Popen[bytes]]) -> None:
-    """For an autouse fixture's teardown: no broker a test started outlives it, whatever happened."""
-    for proc in procs:
+def kill_all() -> None:
+    """For the session's teardown (tests/conftest.py): no broker a test started outlives it,
+    whatever happened to the test."""
+    while _STARTED:
+        proc = _STARTED.pop()
         if proc.poll() is None:
             proc.kill()
             proc.wait()

@@ -9,9 +9,13 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import random
+import re
+import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import aiomqtt
 import pytest
 import structlog
 
@@ -200,3 +204,84 @@ def mosquitto(tmp_path: pathlib.Path) -> Iterator[int]:
         yield port
     finally:
         mosquitto_fixtures.stop(proc, within_s=5)
+
+
+# -- mosquitto with TLS, accounts and the shipped ACL (devices on MQTT, and their simulator) ----------
+
+STUB_PROFILE = DEVICES / "ref-stub-counter.toml"
+APPLIANCE = "site-a/t1"  # the table's own account, as for telemetry
+TOPIC = f"tabledev/{APPLIANCE}/stub"
+PASSWORDS = {
+    APPLIANCE: "Appliance-pw-7f3K",
+    "site-a/t2": "Other-table-pw-2xQ",
+    "device-site-a-t1-stub": "Device-pw-9LmZ",
+    "device-site-a-t2-stub": "Other-device-pw-4Rt",
+    "floor-console": "Floor-pw-1Hs",
+    "test-observer": "Observer-pw-6Vb",
+}
+WRONG_PASSWORD = "Wrong-pw-Zq81xx"
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """A CA and a server certificate for 127.0.0.1, and a second CA that signed nothing here."""
+    d = mosquitto_fixtures.make_pki(tmp_path_factory, "other-ca")
+    (d / "not-a-cert.crt").write_text("this is not PEM\n", encoding="utf-8")
+    return d
+
+
+def device_acl_block(site_table_device: str) -> str:
+    """The device block exactly as config/mosquitto/acl's comment shows it, for another device."""
+    shipped = (ROOT / "config" / "mosquitto" / "acl").read_text(encoding="utf-8")
+    example = re.findall(r"^#\s+((?:user|topic) .*example-floor.*)$", shipped, re.MULTILINE)
+    assert [line.split()[0] for line in example] == ["user", "topic", "topic"], example
+    dashed = site_table_device.replace("/", "-")
+    block = "\n".join(example)
+    block = block.replace("example-floor/djw-01/stub", site_table_device)
+    return block.replace("example-floor-djw-01-stub", dashed) + "\n"
+
+
+@dataclass
+class SecureBroker:
+    """mosquitto with a TLS listener, no anonymous access, a password file and the shipped ACL."""
+
+    dir: pathlib.Path
+    pki: pathlib.Path
+    port: int = field(default_factory=mosquitto_fixtures.free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    def prepare(self) -> None:
+        passwd = self.dir / "passwd"
+        passwd.touch(mode=0o600)
+        for user, password in PASSWORDS.items():
+            subprocess.run(["mosquitto_passwd", "-b", str(passwd), user, password], check=True)
+        acl = (ROOT / "config" / "mosquitto" / "acl").read_text(encoding="utf-8")
+        acl += "\n" + device_acl_block("site-a/t1/stub") + "\n" + device_acl_block("site-a/t2/stub")
+        acl += "\n# test only: sees everything, to show what the broker let through\nuser test-observer\n"
+        acl += "topic read #\n"
+        (self.dir / "acl").write_text(acl, encoding="utf-8")
+        conf = mosquitto_fixtures.tls_conf(
+            port=self.port, pki=self.pki, password_file=passwd, acl_file=self.dir / "acl",
+            extra="persistence false\n",
+        )  # fmt: skip
+        (self.dir / "mosquitto.conf").write_text(conf, encoding="utf-8")
+
+    def start(self) -> None:
+        assert self.proc is None or self.proc.poll() is not None
+        self.proc = mosquitto_fixtures.start(self.dir / "mosquitto.conf", ready_within_s=GUARD_S)
+
+    def stop(self) -> None:
+        mosquitto_fixtures.stop(self.proc, within_s=GUARD_S)
+
+    def client(self, user: str, password: str | None = None) -> aiomqtt.Client:
+        import ssl
+
+        return aiomqtt.Client(
+            "127.0.0.1", self.port, username=user, password=password or PASSWORDS[user],
+            tls_context=ssl.create_default_context(cafile=str(self.pki / "ca.crt")),
+        )  # fmt: skip
+
+
+@pytest.fixture
+def broker(tmp_path: pathlib.Path, pki: pathlib.Path) -> Iterator[SecureBroker]:
+    yield from mosquitto_fixtures.serving(SecureBroker(tmp_path / "broker", pki))

@@ -1,9 +1,10 @@
 """The simulated MQTT stub counter behind the secured broker: TLS, its own device account, the
 shipped ACL, and a broker restart, against a real mosquitto started here.
 
-The broker is test_mqtt_link_security's (a CA and server certificate from the openssl CLI, a
-mosquitto_passwd file, config/mosquitto/acl with the device blocks from its comment); this file
-puts ``tablectl sim``'s side where that file has a hand-written device. The appliance's side is the
+The broker is the one test_mqtt_link_security uses, from tests/devices/conftest.py (a CA and
+server certificate from the openssl CLI, a mosquitto_passwd file, config/mosquitto/acl with the
+device blocks from its comment); this file puts ``tablectl sim``'s side where that file has a
+hand-written device. The appliance's side is the
 driver ``tablectl run`` builds from the same table file. Nothing sleeps to synchronise: tests wait
 for the driver's events, or for a process to exit, under GUARD_S guards.
 """
@@ -19,7 +20,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from structlog.testing import capture_logs
@@ -35,16 +36,18 @@ from devices.events import DeviceEvent, DeviceOffline, DeviceOnline, StubCounted
 from sim.cli import main as sim_main
 from sim.frame_server import StubCounterSim
 from sim.table import SimTable
-from tests import mosquitto_fixtures
-from tests.devices.conftest import GUARD_S, ROOT, next_event, of_type
-from tests.devices.test_mqtt_link_security import (
+from tests.devices.conftest import (
     APPLIANCE,
+    GUARD_S,
     PASSWORDS,
+    ROOT,
     STUB_PROFILE,
     TOPIC,
     WRONG_PASSWORD,
     SecureBroker,
     device_acl_block,
+    next_event,
+    of_type,
 )
 
 DEVICE = "device-site-a-t1-stub"  # the account the shipped ACL's device block names
@@ -52,16 +55,6 @@ APPLIANCE_ENV = "TABLECTL_TEST_APPLIANCE_PASSWORD"
 DEVICE_ENV = "TABLECTL_TEST_SIM_DEVICE_PASSWORD"
 DEVICE_SIM = f'username = "{DEVICE}"\npassword_env = "{DEVICE_ENV}"\n'
 ALL_PASSWORDS = [*PASSWORDS.values(), WRONG_PASSWORD]
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    return mosquitto_fixtures.make_pki(tmp_path_factory)
-
-
-@pytest.fixture
-def broker(tmp_path: pathlib.Path, pki: pathlib.Path) -> Iterator[SecureBroker]:
-    yield from mosquitto_fixtures.serving(SecureBroker(tmp_path / "broker", pki))
 
 
 @pytest.fixture

@@ -37,14 +37,6 @@ PASSWORD = {
 }
 
 structlog.configure(cache_logger_on_first_use=False)
-_started: list[subprocess.Popen[bytes]] = []
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _kill_our_brokers() -> Iterator[None]:
-    """Whatever a test did, no mosquitto of ours outlives the session."""
-    yield
-    mosquitto_fixtures.kill_all(_started)
 
 
 @pytest.fixture(scope="session")
@@ -93,7 +85,6 @@ class Broker:
     def start(self) -> None:
         assert self.proc is None or self.proc.poll() is not None
         self.proc = mosquitto_fixtures.start(self.conf, ready_within_s=GUARD_S)
-        _started.append(self.proc)
 
     def stop(self) -> None:
         """SIGTERM: mosquitto saves its persistence file (retained messages, sessions) and exits."""
