@@ -22,21 +22,16 @@ from dataclasses import dataclass, field
 from controller.journal import Classification, Record
 from controller.telemetry.payloads import birth, death, encode, event_message, state
 from controller.telemetry.topics import TableTopics
-from sim.mqtt_broker.packets import encode_remaining_length
+from sim.mqtt_broker.packets import MAX_PACKET_ID, PacketType, encode_remaining_length, packet, utf8_field
 
 KEEPALIVE_S = 60  # the tables publish ten times a second: the broker never needs a PINGREQ
 
 
-def _utf8(text: str) -> bytes:
-    raw = text.encode("utf-8")
-    return struct.pack("!H", len(raw)) + raw
-
-
 def connect_frame(client_id: str, will_topic: str, will: bytes) -> bytes:
     # MQTT 3.1.1 3.1.2.3: clean session (0x02), will flag (0x04), will QoS 1 (0x08), will retain (0x20).
-    variable = _utf8("MQTT") + bytes([4, 0x02 | 0x04 | 0x08 | 0x20]) + struct.pack("!H", KEEPALIVE_S)
-    body = variable + _utf8(client_id) + _utf8(will_topic) + struct.pack("!H", len(will)) + will
-    return b"\x10" + encode_remaining_length(len(body)) + body
+    variable = utf8_field("MQTT") + bytes([4, 0x02 | 0x04 | 0x08 | 0x20]) + struct.pack("!H", KEEPALIVE_S)
+    body = variable + utf8_field(client_id) + utf8_field(will_topic) + struct.pack("!H", len(will)) + will
+    return packet(PacketType.CONNECT, 0, body)
 
 
 def publish_frame(topic: bytes, packet_id: int, payload: bytes, *, retain: bool = False) -> bytes:
@@ -51,10 +46,8 @@ class _Acks(asyncio.Protocol):
 
     def __init__(self) -> None:
         self.connected: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.closed = asyncio.get_running_loop().create_future()
         self.transport: asyncio.Transport | None = None
         self.received = 0  # bytes after the CONNACK
-        self.acks = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -68,13 +61,14 @@ class _Acks(asyncio.Protocol):
             self.connected.set_result(None)
             data = data[4:]
         self.received += len(data)
-        self.acks = self.received // 4  # only PUBACKs (0x40 0x02 id id) follow: nothing is subscribed
+
+    @property
+    def acks(self) -> int:
+        return self.received // 4  # only PUBACKs (0x40 0x02 id id) follow: nothing is subscribed
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.connected.done():
             self.connected.set_exception(exc or ConnectionError("closed before CONNACK"))
-        if not self.closed.done():
-            self.closed.set_result(None)
 
 
 @dataclass
@@ -88,11 +82,11 @@ class SimTable:
     state_topic: bytes = field(init=False)
 
     def __post_init__(self) -> None:
-        self.events_topic = _utf8(self.topics.events)
-        self.state_topic = _utf8(self.topics.state)
+        self.events_topic = utf8_field(self.topics.events)
+        self.state_topic = utf8_field(self.topics.state)
 
     def _next_id(self) -> int:
-        self.packet_id = self.packet_id % 65535 + 1
+        self.packet_id = self.packet_id % MAX_PACKET_ID + 1
         return self.packet_id
 
     def event(self, now: float) -> bytes:
@@ -122,7 +116,7 @@ async def open_tables(port: int, first: int, count: int, site: str = "bench") ->
         await proto.connected
         table = SimTable(topics, proto)
         status = encode(birth(identity, f"bench-{i}", 0, 0))
-        proto.transport.write(publish_frame(_utf8(topics.status), table._next_id(), status, retain=True))
+        proto.transport.write(publish_frame(utf8_field(topics.status), table._next_id(), status, retain=True))
         tables.append(table)
     return tables
 

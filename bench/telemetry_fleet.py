@@ -219,14 +219,11 @@ async def fleet(port: int, tables: int, rate: float, seconds: float, procs: int,
     q = ctx.Queue()
     started = time.time() + 2.0  # all workers start publishing together, after connecting
     per = tables // procs
-    if load == "wire":
-        per = tables // procs
-        workers = [ctx.Process(target=wire_worker_main, args=(port, p * per, per, rate, seconds, started, q))
-                   for p in range(procs)]  # fmt: skip
-    elif load == "light":
+    if load == "light":
         workers = [ctx.Process(target=light_worker_main, args=(port, tables, rate, seconds, started, q))]
     else:
-        workers = [ctx.Process(target=worker_main, args=(port, p * per, per, rate, seconds, started, q))
+        target = wire_worker_main if load == "wire" else worker_main
+        workers = [ctx.Process(target=target, args=(port, p * per, per, rate, seconds, started, q))
                    for p in range(procs)]  # fmt: skip
     for w in workers:
         w.start()

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sim.mqtt_broker.packets import (
+    MAX_PACKET_ID,
     PINGRESP,
     ConnackCode,
     Connect,
@@ -318,13 +319,13 @@ class EmbeddedBroker:
         if msg.qos == 0:
             self._send(client, publish(msg))
             return
-        if len(client.inflight) >= 0xFFFF:
-            self._drop(client, "65535 QoS 1 messages unacknowledged")
+        if len(client.inflight) >= MAX_PACKET_ID:
+            self._drop(client, f"{MAX_PACKET_ID} QoS 1 messages unacknowledged")
             return
         pid = client.next_packet_id
         while pid in client.inflight:
-            pid = pid % 0xFFFF + 1
-        client.next_packet_id = pid % 0xFFFF + 1  # 1..65535, never 0 [MQTT-2.3.1-1]
+            pid = pid % MAX_PACKET_ID + 1
+        client.next_packet_id = pid % MAX_PACKET_ID + 1  # 1..65535, never 0 [MQTT-2.3.1-1]
         # Unacknowledged messages are re-sent only on reconnection with a kept session [4.4]; with
         # clean sessions only, they are forgotten when the connection ends.
         client.inflight.add(pid)
@@ -350,7 +351,7 @@ class EmbeddedBroker:
         if client.closed:
             return
         client.closed = True
-        client.fail(client.reason, client.level)
+        client.dead = True  # nothing more is written to it; its reason is what ended it, or the default
         if client.client_id is not None and self._sessions.get(client.client_id) is client:
             del self._sessions[client.client_id]
         client.subscriptions.clear()

@@ -53,9 +53,6 @@ class ConnackCode(enum.IntEnum):
     NOT_AUTHORIZED = 5
 
 
-SUBACK_FAILURE = 0x80  # [3.9.3]
-
-
 class MalformedPacket(Exception):
     """A packet that breaks the specification: a protocol violation, the connection is closed [4.8]."""
 
@@ -148,11 +145,13 @@ def encode_remaining_length(length: int) -> bytes:
             return bytes(out)
 
 
-def _packet(ptype: PacketType, flags: int, body: bytes) -> bytes:
+def packet(ptype: PacketType, flags: int, body: bytes) -> bytes:
+    """A control packet: fixed header (type, flags, remaining length) and body [2.2]."""
     return bytes([ptype << 4 | flags]) + encode_remaining_length(len(body)) + body
 
 
-def _utf8(text: str) -> bytes:
+def utf8_field(text: str) -> bytes:
+    """A UTF-8 encoded string field: two bytes of length, then the bytes [1.5.3]."""
     data = text.encode("utf-8")
     return struct.pack("!H", len(data)) + data
 
@@ -361,7 +360,7 @@ def parse_empty(ptype: PacketType, body: bytes) -> None:
 
 def connack(session_present: bool, code: ConnackCode) -> bytes:
     # Session present is 0 with any refusal [MQTT-3.2.2-4].
-    return _packet(PacketType.CONNACK, 0, bytes([int(session_present and code == 0), code]))
+    return packet(PacketType.CONNACK, 0, bytes([int(session_present and code == 0), code]))
 
 
 def publish(message: Message, packet_id: int | None = None, *, dup: bool = False) -> bytes:
@@ -370,17 +369,17 @@ def publish(message: Message, packet_id: int | None = None, *, dup: bool = False
         raise ValueError("a packet id goes with QoS 1 and 2 only")
     flags = (0x08 if dup else 0) | message.qos << 1 | (0x01 if message.retain else 0)
     pid = b"" if packet_id is None else struct.pack("!H", packet_id)
-    return _packet(PacketType.PUBLISH, flags, _utf8(message.topic) + pid + message.payload)
+    return packet(PacketType.PUBLISH, flags, utf8_field(message.topic) + pid + message.payload)
 
 
 def ack(ptype: PacketType, packet_id: int) -> bytes:
     """PUBACK, PUBREC, PUBREL, PUBCOMP or UNSUBACK: the fixed header and the packet id."""
-    return _packet(ptype, REQUIRED_FLAGS[ptype], struct.pack("!H", packet_id))
+    return packet(ptype, REQUIRED_FLAGS[ptype], struct.pack("!H", packet_id))
 
 
 def suback(packet_id: int, codes: list[int]) -> bytes:
     """One return code per filter, in the order of the SUBSCRIBE [MQTT-3.8.4-5] [MQTT-3.9.3-1]."""
-    return _packet(PacketType.SUBACK, 0, struct.pack("!H", packet_id) + bytes(codes))
+    return packet(PacketType.SUBACK, 0, struct.pack("!H", packet_id) + bytes(codes))
 
 
-PINGRESP = _packet(PacketType.PINGRESP, 0, b"")
+PINGRESP = packet(PacketType.PINGRESP, 0, b"")
