@@ -83,6 +83,22 @@ def start_broker(directory: pathlib.Path, port: int) -> subprocess.Popen[bytes]:
 # -- the simulated tables (worker processes) ---------------------------------------------------
 
 
+# What a bench table publishes, (topic, JSON body), the same for the aiomqtt and the paho workers.
+def birth_message(base: str) -> tuple[str, str]:
+    birth = {"version": 1, "online": True, "game": "double-attack", "site": "bench", "table": base}
+    return f"{base}/status", json.dumps(birth)
+
+
+def event_message(base: str, seq: int, now: float) -> tuple[str, str]:
+    event = {"version": 1, "seq": seq, "at": now, "kind": "card_dealt", "classification": "public"}
+    return f"{base}/events", json.dumps({**event, "payload": {"box": 1, "card": "QH", "round": seq}})
+
+
+def state_message(base: str, seq: int) -> tuple[str, str]:
+    state = {"version": 1, "game": "double-attack", "snapshot": {"round": seq, "cards_in_shoe": 300}}
+    return f"{base}/state", json.dumps(state)
+
+
 async def tables_worker(
     port: int, first: int, count: int, rate: float, seconds: float, started: float
 ) -> int:
@@ -93,8 +109,7 @@ async def tables_worker(
         c.pending_calls_threshold = 10_000
     bases = [f"tablectl/bench/t{first + i:04d}" for i in range(count)]
     for c, base in zip(clients, bases, strict=True):
-        birth = {"version": 1, "online": True, "game": "double-attack", "site": "bench", "table": base}
-        await c.publish(f"{base}/status", json.dumps(birth), qos=1, retain=True)
+        await c.publish(*birth_message(base), qos=1, retain=True)
     seq = [0] * count
     sent = 0
     pending: set[asyncio.Task[None]] = set()
@@ -107,19 +122,12 @@ async def tables_worker(
         now = time.time()
         for i, (c, base) in enumerate(zip(clients, bases, strict=True)):
             seq[i] += 1
-            event = {"version": 1, "seq": seq[i], "at": now, "kind": "card_dealt", "classification": "public"}
-            body = json.dumps({**event, "payload": {"box": 1, "card": "QH", "round": seq[i]}})
-            task = asyncio.create_task(c.publish(f"{base}/events", body, qos=1))
+            task = asyncio.create_task(c.publish(*event_message(base, seq[i], now), qos=1))
             pending.add(task)
             task.add_done_callback(pending.discard)
             sent += 1
             if ticks % int(rate) == 0:  # once a second: the retained state
-                state = {
-                    "version": 1,
-                    "game": "double-attack",
-                    "snapshot": {"round": seq[i], "cards_in_shoe": 300},
-                }
-                t2 = asyncio.create_task(c.publish(f"{base}/state", json.dumps(state), qos=1, retain=True))
+                t2 = asyncio.create_task(c.publish(*state_message(base, seq[i]), qos=1, retain=True))
                 pending.add(t2)
                 t2.add_done_callback(pending.discard)
                 sent += 1
@@ -157,8 +165,7 @@ def light_worker_main(port: int, count: int, rate: float, seconds: float, starte
     client.loop_start()
     bases = [f"tablectl/bench/t{i:04d}" for i in range(count)]
     for base in bases:
-        birth = {"version": 1, "online": True, "game": "double-attack", "site": "bench", "table": base}
-        client.publish(f"{base}/status", json.dumps(birth), qos=1, retain=True)
+        client.publish(*birth_message(base), qos=1, retain=True)
     seq = [0] * count
     sent = 0
     period = 1.0 / rate
@@ -171,17 +178,10 @@ def light_worker_main(port: int, count: int, rate: float, seconds: float, starte
         now = time.time()
         for i, base in enumerate(bases):
             seq[i] += 1
-            event = {"version": 1, "seq": seq[i], "at": now, "kind": "card_dealt", "classification": "public"}
-            body = json.dumps({**event, "payload": {"box": 1, "card": "QH", "round": seq[i]}})
-            info = client.publish(f"{base}/events", body, qos=1)
+            info = client.publish(*event_message(base, seq[i], now), qos=1)
             sent += 1
             if ticks % int(rate) == 0:
-                state = {
-                    "version": 1,
-                    "game": "double-attack",
-                    "snapshot": {"round": seq[i], "cards_in_shoe": 300},
-                }
-                client.publish(f"{base}/state", json.dumps(state), qos=1, retain=True)
+                client.publish(*state_message(base, seq[i]), qos=1, retain=True)
                 sent += 1
         ticks += 1
         tick += period
