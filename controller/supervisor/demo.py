@@ -70,7 +70,7 @@ def demo_broker(args: argparse.Namespace, workdir: Path) -> Iterator[tuple[str, 
         yield f"mqtt://127.0.0.1:{port}", kind
 
 
-def _telemetry(args: argparse.Namespace, journal: Path, url: str | None) -> tuple[Any, Any]:
+def _telemetry(args: argparse.Namespace, journal: Path, url: str) -> tuple[Any, Any]:
     from controller.supervisor.config import load_table_config
     from controller.supervisor.wiring import build_telemetry
 
@@ -134,23 +134,23 @@ def main(argv: list[str]) -> int:
                 return 0
 
 
-async def _headless(args: argparse.Namespace, journal: Path, port: str, kind: BrokerKind) -> dict[str, Any]:
+async def _headless(args: argparse.Namespace, journal: Path, url: str, kind: BrokerKind) -> dict[str, Any]:
     rounds = 200 if args.rounds is None else args.rounds
     began = time.perf_counter()
-    telemetry, forwarder = _telemetry(args, journal, port)
+    telemetry, forwarder = _telemetry(args, journal, url)
     async with virtual_table(
         table_file(args.game), journal, seed=args.seed, boxes=args.boxes, telemetry=telemetry
     ) as rig:
         forwarder.supervisor = rig.supervisor
         await rig.dealer.open_table()
         await rig.dealer.play(rounds)
-        summary = _summary(rig, time.perf_counter() - began, port, kind)
+        summary = _summary(rig, time.perf_counter() - began, url, kind)
     result = verify_journal(journal)
     summary["journal_verified"] = result.ok
     return summary
 
 
-def _summary(rig: Rig, seconds: float, port: str, kind: BrokerKind) -> dict[str, Any]:
+def _summary(rig: Rig, seconds: float, url: str, kind: BrokerKind) -> dict[str, Any]:
     sup, stats = rig.supervisor, rig.dealer.stats
     snap = sup.snapshot()
     return {
@@ -165,14 +165,14 @@ def _summary(rig: Rig, seconds: float, port: str, kind: BrokerKind) -> dict[str,
         "journal_records": sup.jt.journal.last_seq if sup.jt else 0,
         "alarms_open": len(snap["alarms"]),
         "devices": snap["devices"],
-        "broker": port,
+        "broker": url,
         "broker_kind": kind,
         "seconds": round(seconds, 3),
         "table_hours": round(rig.clock.now() / 3600, 2),
     }
 
 
-async def _with_view(args: argparse.Namespace, journal: Path, port: str | None) -> int:
+async def _with_view(args: argparse.Namespace, journal: Path, url: str) -> int:
     from rich.live import Live
 
     from controller.supervisor.view import render
@@ -181,15 +181,15 @@ async def _with_view(args: argparse.Namespace, journal: Path, port: str | None) 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    telemetry, forwarder = _telemetry(args, journal, port)
+    telemetry, forwarder = _telemetry(args, journal, url)
     async with virtual_table(table_file(args.game), journal, seed=args.seed, boxes=args.boxes,
                              pace_s=max(0.0, args.pace), telemetry=telemetry) as rig:  # fmt: skip
         forwarder.supervisor = rig.supervisor
-        with Live(render(rig, port), refresh_per_second=8, screen=False) as live:
+        with Live(render(rig, url), refresh_per_second=8, screen=False) as live:
 
             async def refresh() -> None:
                 while True:
-                    live.update(render(rig, port))
+                    live.update(render(rig, url))
                     await asyncio.sleep(0.125)
 
             async def play() -> None:
@@ -207,5 +207,5 @@ async def _with_view(args: argparse.Namespace, journal: Path, port: str | None) 
             for t in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await t
-            live.update(render(rig, port))
+            live.update(render(rig, url))
     return 0

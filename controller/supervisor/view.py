@@ -21,7 +21,7 @@ _HEALTH_STYLE = {
 }
 
 
-def render(rig: Rig, broker: str | None) -> Group:
+def render(rig: Rig, broker: str) -> Group:
     snap: dict[str, Any] = rig.supervisor.snapshot()
     stats = rig.dealer.stats
     head = Text.assemble(
@@ -30,7 +30,7 @@ def render(rig: Rig, broker: str | None) -> Group:
         f"  round {snap.get('round', 0)}  ",
         ("in round" if snap.get("in_round") else "between rounds", "dim"),
         f"  table time {rig.clock.now() / 3600:.2f} h",
-        f"  telemetry to {broker or 'no broker'}",
+        f"  telemetry to {broker}",
     )
     shoe = RichTable(title="Shoe and batches", expand=True)
     shoe.add_column("batch")
