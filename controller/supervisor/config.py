@@ -20,7 +20,8 @@ from controller.games import GameId
 from devices.config import DeviceConfig, Side, load_devices
 from devices.profiles import DeviceKind
 
-# A table id names files (/var/lib/tablectl/<id>.db) and MQTT topics: keep it to safe characters.
+# The table id and site name files (/var/lib/tablectl/<id>.db), MQTT topic levels (tablectl/<site>/
+# <table>, tabledev/...) and broker user names: safe characters only.
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 # Devices the supervisor needs for each game; the rest are optional.
@@ -51,6 +52,14 @@ def _string(path: Path, table: dict[str, Any], key: str) -> str:
     return value
 
 
+def _identifier(path: Path, table: dict[str, Any], key: str) -> str:
+    value = _string(path, table, key)
+    if not _ID.match(value):
+        rule = "letters, digits, '.', '_' and '-' only, at most 64 characters"
+        raise ConfigError(f"{path}: table.{key}: {rule}")
+    return value
+
+
 def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableConfig:
     """``side``: which end of an MQTT device's link this process is (see ``load_devices``):
     `tablectl run` reads only the appliance's password, `tablectl sim` only the device's."""
@@ -69,13 +78,8 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
         raise ConfigError(
             f"{p}: {unknown[0]}: unknown section (expected [table], [devices.<name>] and [telemetry])"
         )
-    table_id = _string(p, table, "id")
-    if not _ID.match(table_id):
-        raise ConfigError(f"{p}: table.id: letters, digits, '.', '_' and '-' only, at most 64 characters")
-    site = _string(p, table, "site")
-    if not _ID.match(site):
-        # A topic level (tablectl/<site>/<table>, tabledev/...) and part of broker user names.
-        raise ConfigError(f"{p}: table.site: letters, digits, '.', '_' and '-' only, at most 64 characters")
+    table_id = _identifier(p, table, "id")
+    site = _identifier(p, table, "site")
     game_ref = _string(p, table, "game")
     game_path = p.parent / game_ref
     if not game_path.is_file():
