@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.games import GameSpec
-from controller.supervisor.config import load_table_config
+from controller.supervisor.config import TableConfig, load_table_config
 from devices.clock import REAL_CLOCK, Clock
 from devices.config import DeviceConfig, TransportKind
 from devices.events import Slot
@@ -54,15 +54,14 @@ class SimDeviceInfo:
         )
 
 
-def read_table(path: pathlib.Path) -> tuple[dict[str, Any], GameSpec, list[DeviceConfig]]:
-    """The ``[table]`` section, the game and the device configs of one table file.
+def read_table(path: pathlib.Path) -> tuple[GameSpec, list[DeviceConfig]]:
+    """The game and the device configs of one table file.
 
     Read by the controller's own loader, so a table the simulators accept is one the controller
     accepts too, with the same one-line errors.
     """
     cfg = load_table_config(path, side="sim")
-    table = {"id": cfg.table_id, "site": cfg.site, "decks_per_batch": cfg.options.decks}
-    return table, cfg.options.spec, list(cfg.devices)
+    return cfg.options.spec, list(cfg.devices)
 
 
 class SimTable:
@@ -89,9 +88,13 @@ class SimTable:
         self._wire()
 
     @classmethod
+    def from_config(cls, cfg: TableConfig, *, seed: int | None = None, clock: Clock = REAL_CLOCK) -> SimTable:
+        """The simulators of a loaded table config, with its game and its decks per batch."""
+        return cls(list(cfg.devices), cfg.options.spec, seed=seed, clock=clock, decks=cfg.options.decks)
+
+    @classmethod
     def from_file(cls, path: pathlib.Path, *, seed: int | None = None, clock: Clock = REAL_CLOCK) -> SimTable:
-        table, game, devices = read_table(path)
-        return cls(devices, game, seed=seed, clock=clock, decks=table.get("decks_per_batch"))
+        return cls.from_config(load_table_config(path, side="sim"), seed=seed, clock=clock)
 
     def _model(self, cfg: DeviceConfig) -> Any:
         sim, prof = cfg.sim, cfg.profile

@@ -111,7 +111,7 @@ async def virtual_table(
 
     config = load_table_config(config_path, side="both")  # the supervisor and the simulators
     clock = VirtualClock(start_at)
-    sim = SimTable(config.devices, config.options.spec, seed=seed, clock=clock, decks=config.options.decks)
+    sim = SimTable.from_config(config, seed=seed, clock=clock)
     await sim.start()
     supervisor: Supervisor | None = None
     try:

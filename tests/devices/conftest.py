@@ -162,7 +162,7 @@ async def rig_factory(clock: VirtualClock) -> AsyncIterator[Callable[..., Awaita
     rigs: list[Rig] = []
 
     async def make(table: str = "double-back-jack", seed: int = 1234) -> Rig:
-        _, game_spec, devices = read_table(TABLES / f"{table}.toml")
+        game_spec, devices = read_table(TABLES / f"{table}.toml")
         st = SimTable(devices, game_spec, seed=seed, clock=clock)
         await st.start()
         rig = Rig(st, clock)

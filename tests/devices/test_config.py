@@ -28,7 +28,7 @@ SHUFFLER: dict[str, Any] = {
 def test_example_tables_list_every_device_of_their_game(
     table: str, kinds: set[str], reader_mode: str | None
 ) -> None:
-    _, game, devices = read_table(TABLES / f"{table}.toml")
+    game, devices = read_table(TABLES / f"{table}.toml")
     assert game.id.value == table
     assert {d.kind.value for d in devices} == kinds
     readers = [d for d in devices if d.kind is DeviceKind.READER]
