@@ -43,7 +43,6 @@ from pymodbus.client import AsyncModbusTcpClient
 
 from controller.journal import Classification, Journal
 from controller.supervisor import logs
-from controller.supervisor import supervisor as supervisor_module
 from controller.supervisor.config import load_table_config
 from controller.supervisor.rig import TABLES
 from controller.supervisor.supervisor import Supervisor
@@ -155,15 +154,14 @@ def _sim_child(conn: Any, devices: list[Any], spec: Any, decks: int) -> None:
 
 
 async def _serve_sim(conn: Any, devices: list[Any], spec: Any, decks: int) -> None:
-    sim = SimTable(devices, spec, seed=1, decks=decks)
+    sim = SimInProcess(devices, spec, decks)  # in-process to the child, which is all it runs
     await sim.start()
-    control = SimControl(sim)
     inbox: asyncio.Queue[Any] = asyncio.Queue()
     loop = asyncio.get_running_loop()
     loop.add_reader(conn.fileno(), lambda: inbox.put_nowait(conn.recv()))
     try:
         while (msg := await inbox.get()) != ("stop",):
-            conn.send(await control.handle(msg))
+            conn.send(await sim.ask(*msg))
     finally:
         loop.remove_reader(conn.fileno())
         await sim.stop()
@@ -216,10 +214,7 @@ class Marks:
             "step_to_lock_sent": [self.lock[i][0] - self.step[i][1] for i in range(n)],
             "lock_write": [self.lock[i][1] - self.lock[i][0] for i in range(n)],
         }
-        return {k: {"p50": round(pct(v, 50), 3), "p99": round(pct(v, 99), 3)} for k, v in parts.items()}
-
-
-_ = supervisor_module  # the class the marks wrap lives there
+        return {k: p50_p99(v) for k, v in parts.items()}
 
 
 def bare_commits(path: Path, n: int, rng: random.Random) -> list[float]:
@@ -239,6 +234,10 @@ def bare_commits(path: Path, n: int, rng: random.Random) -> list[float]:
 def pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] * 1000
+
+
+def p50_p99(xs: list[float], digits: int = 3) -> dict[str, float]:
+    return {"p50": round(pct(xs, 50), digits), "p99": round(pct(xs, 99), digits)}
 
 
 async def bench(presses: int, journal_dir: Path | None = None, in_process: bool = False) -> dict[str, Any]:
@@ -302,17 +301,17 @@ async def bench(presses: int, journal_dir: Path | None = None, in_process: bool 
     return {
         "presses": len(latencies), "poll_interval_ms": POLL_S * 1000,
         "simulators": "in the controller's process" if in_process else "in their own process",
-        "start_to_locked_ms": {"p50": round(pct(latencies, 50), 2), "p99": round(pct(latencies, 99), 2),
+        "start_to_locked_ms": {**p50_p99(latencies, 2),
                                "max": round(max(latencies) * 1000, 2),
                                "mean": round(statistics.mean(latencies) * 1000, 2)},
         # Every round trip on the press's path follows a pause (the poll that sees the key, the
         # lock's write after the fsync), so the target counts the bare read made at the poll's
         # rhythm; the same read back to back, hot, is printed beside it with what it would make.
-        "bare_modbus_rtt_ms": {"p50": round(pct(paced, 50), 3), "p99": round(pct(paced, 99), 3)},
+        "bare_modbus_rtt_ms": p50_p99(paced),
         "target_p99_ms": round(POLL_S * 1000 + 3 * pct(paced, 99), 2),
-        "back_to_back_modbus_rtt_ms": {"p50": round(pct(bare, 50), 3), "p99": round(pct(bare, 99), 3)},
+        "back_to_back_modbus_rtt_ms": p50_p99(bare),
         "back_to_back_target_p99_ms": round(POLL_S * 1000 + 3 * pct(bare, 99), 2),
-        "bare_journal_commit_ms": {"p50": round(pct(commits, 50), 3), "p99": round(pct(commits, 99), 3)},
+        "bare_journal_commit_ms": p50_p99(commits),
         "journal_dir": str(journal_dir or Path(tempfile.gettempdir())),
         "split_ms": marks.split(pressed),
     }  # fmt: skip
