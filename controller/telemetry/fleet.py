@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from controller.telemetry.topics import parse_topic
 
@@ -136,6 +136,13 @@ class FleetView:
 # Levels rather than colours: each renderer maps them to its own styling.
 StatusLevel = Literal["unknown", "ok", "warn", "bad"]
 AlarmLevel = Literal["halt", "alarm", "none"]
+
+# What both renderers show, in order: (header, Row field). The terminal and the web page build
+# their columns from this one list, so they cannot show different columns or orders.
+COLUMNS: Final = (
+    ("table", "name"), ("status", "status"), ("game", "game"), ("round", "round"), ("shoe", "shoe"),
+    ("alarms", "alarms"), ("devices", "devices"), ("seq", "seq"), ("gaps", "gaps_text"),
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

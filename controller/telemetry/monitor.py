@@ -37,7 +37,7 @@ from rich.text import Text
 from controller.errors import TablectlError
 from controller.telemetry import web
 from controller.telemetry.broker import ENV_PASSWORD, ENV_USERNAME, BrokerSettings, parse_broker_url
-from controller.telemetry.fleet import FleetView
+from controller.telemetry.fleet import COLUMNS, FleetView, Row
 from controller.telemetry.topics import ROOT
 
 
@@ -62,26 +62,26 @@ _STATUS_STYLE = {"unknown": "dim", "ok": "green", "warn": "yellow", "bad": "bold
 _ALARM_STYLE = {"halt": "bold white on red", "alarm": "bold yellow", "none": ""}
 
 
+def _cell_style(r: Row, key: str) -> str:
+    if key == "status":
+        return _STATUS_STYLE[r.status_level]
+    if key == "alarms":
+        return _ALARM_STYLE[r.alarm_level]
+    if key == "gaps_text":
+        return "bold red" if r.gaps else "dim"
+    return ""
+
+
 def render(view: FleetView, rows: int, rate: float) -> Group:
     summary = view.summary()
     shown = view.rows(max(rows, 1))
     grid = RichTable(expand=True, pad_edge=False)
-    for name in ("table", "status", "game", "round", "shoe", "alarms", "devices", "seq", "gaps"):
-        grid.add_column(name, overflow="ellipsis", no_wrap=True)
+    for header, _ in COLUMNS:
+        grid.add_column(header, overflow="ellipsis", no_wrap=True)
     for r in shown:
         # Text, never str: rich would read a str as markup, and a table name or game is whatever a
         # publisher sent ("[/x]" would raise and stop the view; "[blink]" would style it).
-        grid.add_row(
-            Text(r.name),
-            Text(r.status, style=_STATUS_STYLE[r.status_level]),
-            Text(r.game),
-            Text(r.round),
-            Text(r.shoe),
-            Text(r.alarms, style=_ALARM_STYLE[r.alarm_level]),
-            Text(r.devices),
-            Text(str(r.seq)),
-            Text(r.gaps_text, style="bold red" if r.gaps else "dim"),
-        )
+        grid.add_row(*(Text(str(getattr(r, key)), style=_cell_style(r, key)) for _, key in COLUMNS))
     hidden = summary.tables - len(shown)
     footer = Text(f"... and {hidden} quieter tables" if hidden else "", style="dim")
     return Group(Text(f"{summary.text} ({rate:,.0f}/s)", style="bold"), grid, footer)

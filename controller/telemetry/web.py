@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 
 import structlog
 
-from controller.telemetry.fleet import FleetView
+from controller.telemetry.fleet import COLUMNS, FleetView
 
 log = structlog.get_logger("tablectl.monitor.web")
 
@@ -71,7 +71,7 @@ td.nogap { color: #888; }
 # Only textContent and element creation: a table name is whatever a publisher sent.
 _SCRIPT = """
 "use strict";
-const COLUMNS = ["name", "status", "game", "round", "shoe", "alarms", "devices", "seq", "gaps_text"];
+const COLUMNS = __COLUMNS__;
 const rowsEl = document.getElementById("rows");
 const summaryEl = document.getElementById("summary");
 const staleEl = document.getElementById("stale");
@@ -119,7 +119,7 @@ async function poll() {
   }
 }
 poll();
-"""
+""".replace("__COLUMNS__", json.dumps([key for _, key in COLUMNS]))
 
 
 def _csp_hash(source: str) -> str:
@@ -144,8 +144,7 @@ PAGE = f"""<!DOCTYPE html>
 <body>
 <div><span id="summary">waiting for the monitor...</span> <span id="stale"></span></div>
 <table>
-<thead><tr><th>table</th><th>status</th><th>game</th><th>round</th><th>shoe</th><th>alarms</th>
-<th>devices</th><th>seq</th><th>gaps</th></tr></thead>
+<thead><tr>{"".join(f"<th>{header}</th>" for header, _ in COLUMNS)}</tr></thead>
 <tbody id="rows"></tbody>
 </table>
 <script>{_SCRIPT}</script>
