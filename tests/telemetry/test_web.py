@@ -143,6 +143,16 @@ async def test_rows_come_alarms_first_in_fleet_view_order(page: tuple[FleetView,
     assert summary["text"].startswith("7 tables, 2 online, 2 with alarms, 2 stream gaps; ")
 
 
+async def test_the_json_follows_every_message(page: tuple[FleetView, int]) -> None:
+    """The document is kept between requests while no message came; the next message shows."""
+    view, port = page
+    before = (await get(port, "/fleet.json")).body
+    assert (await get(port, "/fleet.json")).body == before
+    view.ingest("tablectl/floor/late/status", json.dumps({"version": 1, "online": True}).encode())
+    after = (await get(port, "/fleet.json")).json()
+    assert "floor/late" in [row["name"] for row in after["rows"]]
+
+
 async def test_a_standard_client_reads_the_json(page: tuple[FleetView, int]) -> None:
     _, port = page
 
