@@ -4,6 +4,7 @@ plain Modbus master at the documented addresses, and stops cleanly on SIGINT or 
 from __future__ import annotations
 
 import os
+import pathlib
 import select
 import signal
 import subprocess
@@ -95,22 +96,26 @@ def test_tablectl_sim_stops_on_sigterm() -> None:
     assert _stop(proc, signal.SIGTERM) == 0
 
 
-def test_a_bad_config_is_one_line_and_exit_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def _refused(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], table: str, extra: str = "") -> str:
+    """``tablectl sim`` on a DJ Wild table file with this [table] id and ``extra`` sections: it
+    exits 2 with one line, returned."""
     bad = tmp_path / "t.toml"
     game = TABLES.parent / "games" / "dj-wild.toml"
-    bad.write_text(f'[table]\nid = "t1"\nsite = "s"\ngame = "{game}"\n[devices.x]\nkind = "toaster"\n')
+    bad.write_text(f'[table]\nid = "{table}"\nsite = "s"\ngame = "{game}"\n{extra}')
     assert main(["--config", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "devices.x.kind" in err
+    assert "\n" not in err
+    return err
+
+
+def test_a_bad_config_is_one_line_and_exit_2(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert "devices.x.kind" in _refused(tmp_path, capsys, "t1", '[devices.x]\nkind = "toaster"\n')
 
 
 def test_the_simulators_refuse_what_the_controller_refuses(
-    tmp_path, capsys: pytest.CaptureFixture[str]
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """One loader for both: a table the controller would not run is not simulated either."""
-    bad = tmp_path / "t.toml"
-    game = TABLES.parent / "games" / "dj-wild.toml"
-    bad.write_text(f'[table]\nid = "t 1"\nsite = "s"\ngame = "{game}"\n')
-    assert main(["--config", str(bad)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "table.id" in err
+    assert "table.id" in _refused(tmp_path, capsys, "t 1")
