@@ -140,8 +140,9 @@ _COMMON_KEYS: Final = {
     "device_id", "timeout_s", "poll_interval_s", "offline_after", "read_attempts",
     "write_attempts", "backoff_initial_s", "backoff_max_s", "backoff_jitter", "sim",
 }  # fmt: skip
-_MQTT_KEYS: Final = {"tls", "ca_file", "username", "password_env"}
-_SIM_MQTT_KEYS: Final = {"username", "password_env"}  # in [devices.<name>.sim]: the device's account
+_MQTT_KEYS: Final = frozenset({"tls", "ca_file", "username", "password_env"})
+# In [devices.<name>.sim]: the simulated device's own account.
+_SIM_MQTT_KEYS: Final = frozenset({"username", "password_env"})
 # Upper case only: a password pasted into password_env by mistake is then refused by its shape
 # more often than it is named back in "not set" (the names people use are upper case anyway).
 _ENV_NAME: Final = re.compile(r"[A-Z_][A-Z0-9_]*")
@@ -283,9 +284,7 @@ def _one(
         endpoint = Endpoint(transport, host=endpoint.host, port=endpoint.port, topic=topic)
         access = _mqtt_access(w, t, base_dir, environ if side != "sim" else None)
     else:
-        extra = sorted(_MQTT_KEYS & set(t))
-        if extra:
-            raise w.fail(extra[0], 'only for transport = "mqtt"')
+        _mqtt_only(w, _MQTT_KEYS, t)
         access = MqttAccess()
     gap_default = 5.0 if transport is TransportKind.MODBUS_RTU else 0.0
     endpoint = Endpoint(
@@ -304,9 +303,7 @@ def _one(
         sim_environ = environ if side != "appliance" else None
         sim_access = MqttAccess(access.tls, access.ca_file, *_mqtt_account(w_sim, sim, sim_environ))
     else:
-        extra = sorted(_SIM_MQTT_KEYS & set(sim))
-        if extra:
-            raise w_sim.fail(extra[0], 'only for transport = "mqtt"')
+        _mqtt_only(w_sim, _SIM_MQTT_KEYS, sim)
         sim_access = MqttAccess()
     return DeviceConfig(
         name=name,
@@ -329,6 +326,12 @@ def _one(
         mqtt=access,
         sim_mqtt=sim_access,
     )
+
+
+def _mqtt_only(w: _Where, keys: frozenset[str], t: Mapping[str, Any]) -> None:
+    extra = sorted(keys & set(t))
+    if extra:
+        raise w.fail(extra[0], 'only for transport = "mqtt"')
 
 
 def _no_literal_password(w: _Where, t: Mapping[str, Any]) -> None:
