@@ -23,7 +23,7 @@ from typing import Any
 from controller.cards import Card, parse_card
 from controller.errors import TablectlError
 from controller.game_config import GameOptions, default_options, load_game_options
-from controller.games import BLACKJACK_GAMES, GameId
+from controller.games import BLACKJACK_GAMES
 from controller.rules.down_under import masque_range
 from controller.rules.requests import (
     Action,
@@ -36,7 +36,7 @@ from controller.rules.requests import (
     SecondChanceOffer,
     SurrenderOffer,
 )
-from controller.rules.round import Round, check_wagers
+from controller.rules.round import PROCEDURES, Round, check_wagers
 from controller.rules.state import RoundState, SeatWagers
 from controller.rules.wagers import WAGER_KINDS, Settled, Wager
 from controller.shoe import MIN_CUT_FROM_END, Shoe, cut, shuffled_shoe
@@ -186,7 +186,7 @@ class TableSimulator:
             SurrenderOffer: lambda req: False,
             EvenMoneyOffer: lambda req: False,
         }
-        self.limit = 22 if options.game is GameId.DOWN_UNDER else 21
+        self.limit = PROCEDURES[options.game].dealer_limit  # bust above it (685a.3(d)(3): 22)
 
     def _new_shoe(self) -> Shoe:
         batch = self.batches[self.next_batch]
@@ -282,7 +282,7 @@ def simulate_through_core(
 
     options.validate()
     report = Report(game=options.game.value, decks=options.decks, seats=seats, rounds=rounds, seed=seed)
-    limit = 22 if options.game is GameId.DOWN_UNDER else 21
+    limit = PROCEDURES[options.game].dealer_limit
 
     def tally(step: Any) -> None:
         for event in step.events:
