@@ -1,0 +1,268 @@
+"""``tablectl archive``: one worker of the shared subscription, from the broker to PostgreSQL.
+
+Why paho-mqtt and not aiomqtt here: aiomqtt acknowledges a QoS 1 message as soon as it is queued,
+so a worker that died between receiving and committing would lose it. paho's ``manual_ack``
+lets the PUBACK wait for the commit; with a persistent session (a fixed client id,
+``clean_start=False`` and a session expiry) the broker sends every unacknowledged message again
+when the worker comes back. paho runs its network loop in its own thread; messages cross to the
+event loop through ``call_soon_threadsafe`` and the broker never has more than
+``receive_maximum`` unacknowledged ones out to us, which bounds the queue.
+
+An acknowledgement carries a packet id, which only means something on the connection that
+delivered the message; a message from an earlier connection is not acknowledged on a later one
+(the broker sends it again on the resumed session and the insert ignores the repeat).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import paho.mqtt.client as mqtt
+import psycopg
+import structlog
+from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+from paho.mqtt.subscribeoptions import SubscribeOptions
+
+from controller.archive.alarms import ChainAlarm
+from controller.archive.chain import sweep
+from controller.archive.messages import ArchivedEvent, Unreadable, parse_event
+from controller.archive.schema import migrate
+from controller.archive.store import EventStore
+from controller.telemetry.broker import BrokerSettings
+from controller.telemetry.topics import ROOT
+
+log = structlog.get_logger("tablectl.archive")
+
+
+@dataclass(frozen=True)
+class ArchiveSettings:
+    broker: BrokerSettings
+    dsn: str
+    group: str = "archive"
+    client_id: str = "tablectl-archive"
+    batch: int = 2000  # messages per transaction at most
+    receive_maximum: int = 10_000  # unacknowledged messages the broker may have out to us
+    session_expiry_s: int = 7 * 86400  # how long the broker keeps our queue while we are away
+    sweep_s: float = 1.0
+    gap_grace_s: float = 10.0
+    retry_max_s: float = 10.0
+
+    @property
+    def subscription(self) -> str:
+        return f"$share/{self.group}/{ROOT}/+/+/events"
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    connection: int  # which connection delivered it: an ack is only valid on that one
+    mid: int
+    qos: int
+    topic: str
+    body: bytes
+    received: datetime
+
+
+class ArchiveWorker:
+    def __init__(self, settings: ArchiveSettings) -> None:
+        self.settings = settings
+        self.stored = 0  # rows this worker inserted
+        self.duplicates = 0
+        self.unreadable = 0
+        self.db_failures = 0  # attempts PostgreSQL refused (it was away); the batch was kept
+        self.alarms: list[ChainAlarm] = []
+        self.subscribed = asyncio.Event()
+        self._connection = 0
+        self._queue: asyncio.Queue[Incoming] = asyncio.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: mqtt.Client | None = None
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._store: EventStore | None = None
+        self._log = log.bind(client_id=settings.client_id)
+        self._progress = asyncio.Event()
+
+    async def progressed(self) -> None:
+        """Returns after the next commit, sweep or failed attempt: for whoever waits on this worker."""
+        await self._progress.wait()
+
+    def _notify(self) -> None:
+        self._progress.set()
+        self._progress = asyncio.Event()
+
+    # -- MQTT: paho's thread ---------------------------------------------------------------------
+
+    def _on_connect(self, client: mqtt.Client, _u: object, _f: object, reason: Any, _p: object) -> None:
+        if reason.is_failure:
+            self._log.warning("archive.broker_refused", reason=str(reason))
+            return
+        self._connection += 1
+        client.subscribe(self.settings.subscription, options=SubscribeOptions(qos=1))
+
+    def _on_subscribe(self, _c: mqtt.Client, _u: object, _mid: int, reasons: Any, _p: object) -> None:
+        if self._loop is not None and all(not r.is_failure for r in reasons):
+            self._loop.call_soon_threadsafe(self.subscribed.set)
+
+    def _on_disconnect(self, _c: mqtt.Client, _u: object, _f: object, reason: Any, _p: object) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self.subscribed.clear)
+        self._log.warning("archive.broker_disconnected", reason=str(reason))
+
+    def _on_message(self, _c: mqtt.Client, _u: object, msg: mqtt.MQTTMessage) -> None:
+        item = Incoming(self._connection, msg.mid, msg.qos, msg.topic, bytes(msg.payload), datetime.now(UTC))
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+
+    def _start_mqtt(self) -> mqtt.Client:
+        s, b = self.settings, self.settings.broker
+        client = mqtt.Client(
+            CallbackAPIVersion.VERSION2, client_id=s.client_id, protocol=mqtt.MQTTv5, manual_ack=True
+        )
+        if b.username is not None:
+            client.username_pw_set(b.username, b.password)
+        context = b.tls_context()
+        if context is not None:
+            client.tls_set_context(context)
+        client.on_connect = self._on_connect
+        client.on_subscribe = self._on_subscribe
+        client.on_disconnect = self._on_disconnect
+        client.on_message = self._on_message
+        client.reconnect_delay_set(min_delay=1, max_delay=int(s.retry_max_s))
+        props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+        props.SessionExpiryInterval = s.session_expiry_s
+        props.ReceiveMaximum = s.receive_maximum
+        client.connect_async(b.host, b.port, keepalive=b.keepalive, clean_start=False, properties=props)
+        client.loop_start()
+        return client
+
+    def _ack(self, items: list[Incoming]) -> None:
+        client = self._client
+        assert client is not None
+        for item in items:
+            if item.qos > 0 and item.connection == self._connection:
+                client.ack(item.mid, item.qos)
+
+    def _publish_alarms(self, found: list[ChainAlarm]) -> None:
+        client = self._client
+        for alarm in found:
+            self._log.error("archive.chain_alarm", site=alarm.site, table=alarm.table_id, seq=alarm.seq,
+                            alarm=alarm.kind, detail=alarm.detail)  # fmt: skip
+            self.alarms.append(alarm)
+            if client is not None:
+                client.publish(alarm.topic, json.dumps(alarm.message()), qos=1)
+
+    # -- PostgreSQL -------------------------------------------------------------------------------
+
+    async def _db(self) -> EventStore:
+        if self._store is None:
+            self._conn = await psycopg.AsyncConnection.connect(self.settings.dsn, autocommit=True)
+            await migrate(self._conn)
+            self._store = EventStore(self._conn)
+        return self._store
+
+    async def _drop_db(self) -> None:
+        conn, self._conn, self._store = self._conn, None, None
+        if conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                await conn.close()
+
+    async def _until_committed(self, events: list[ArchivedEvent], stop: asyncio.Event) -> bool:
+        """Store the batch, retrying while PostgreSQL is away; False when asked to stop first."""
+        delay = 0.2
+        while True:
+            try:
+                store = await self._db()
+                result = await store.store(events)
+            except psycopg.OperationalError as e:
+                self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
+                self.db_failures += 1
+                self._notify()
+                await self._drop_db()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await stop.wait()
+                if stop.is_set():
+                    return False
+                delay = min(delay * 2, self.settings.retry_max_s)
+                continue
+            self.stored += result.inserted
+            self.duplicates += result.duplicates
+            self._publish_alarms(result.alarms)
+            return True
+
+    async def _sweep(self) -> None:
+        try:
+            await self._db()
+            assert self._conn is not None
+            self._publish_alarms(await sweep(self._conn, gap_grace_s=self.settings.gap_grace_s))
+        except psycopg.OperationalError as e:
+            self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
+            await self._drop_db()
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    async def _next_batch(self, wait_s: float) -> list[Incoming]:
+        try:
+            async with asyncio.timeout(wait_s):
+                first = await self._queue.get()
+        except TimeoutError:
+            return []
+        batch = [first]
+        while len(batch) < self.settings.batch and not self._queue.empty():
+            batch.append(self._queue.get_nowait())
+        return batch
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Archive until ``stop`` is set; what was received but not committed is left unacknowledged."""
+        self._loop = asyncio.get_running_loop()
+        await self._db_ready(stop)
+        self._client = self._start_mqtt()
+        self._log.info("archive.started", subscription=self.settings.subscription)
+        next_sweep = time.monotonic() + self.settings.sweep_s
+        try:
+            while not stop.is_set():
+                batch = await self._next_batch(max(0.0, min(next_sweep - time.monotonic(), 0.5)))
+                if batch and not await self._commit_batch(batch, stop):
+                    return
+                if time.monotonic() >= next_sweep:
+                    await self._sweep()
+                    self._notify()
+                    next_sweep = time.monotonic() + self.settings.sweep_s
+        finally:
+            self._client.disconnect()
+            self._client.loop_stop()
+            await self._drop_db()
+            self._log.info("archive.stopped", stored=self.stored, duplicates=self.duplicates)
+
+    async def _db_ready(self, stop: asyncio.Event) -> None:
+        # The schema is brought up to date before anything is received: a worker that cannot reach
+        # PostgreSQL does not take messages off the broker for nothing.
+        while not stop.is_set():
+            try:
+                await self._db()
+                return
+            except psycopg.OperationalError as e:
+                self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await stop.wait()
+
+    async def _commit_batch(self, batch: list[Incoming], stop: asyncio.Event) -> bool:
+        events: list[ArchivedEvent] = []
+        for item in batch:
+            try:
+                events.append(parse_event(item.topic, item.body, item.received))
+            except Unreadable as e:
+                self.unreadable += 1
+                self._log.warning("archive.unreadable", error=str(e))
+        if not await self._until_committed(events, stop):
+            return False
+        self._ack(batch)
+        self._notify()
+        return True
