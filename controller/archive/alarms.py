@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from controller.telemetry.topics import ROOT
+from controller.telemetry.topics import ARCHIVE_LEVEL, ROOT
 
 KINDS = ("fork", "gap", "changed_hash", "bad_hash")
 
@@ -21,7 +21,7 @@ class ChainAlarm:
 
     @property
     def topic(self) -> str:
-        return f"{ROOT}/{self.site}/archive/alarms"
+        return f"{ROOT}/{self.site}/{ARCHIVE_LEVEL}/alarms"
 
     def message(self) -> dict[str, Any]:
         return {"version": 1, "site": self.site, "table": self.table_id, "seq": self.seq, "alarm": self.kind,

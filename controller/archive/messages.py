@@ -13,7 +13,6 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any
 
 from controller.journal import Classification, canonical_json, record_hash
 from controller.telemetry.topics import parse_topic
@@ -119,13 +118,28 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
     if prev is not None and (not isinstance(prev, str) or not _HASH.match(prev)):
         raise Unreadable(f"{where} seq {seq}: prev_hash is not 64 lowercase hex digits")
     at_f = float(at)
+    payload_json = canonical_json(payload)
+    if "\\u0000" in payload_json:
+        raise Unreadable(f"{where} seq {seq}: payload holds a NUL character (PostgreSQL's jsonb has none)")
     return ArchivedEvent(
         parsed.site, parsed.table, seq, datetime.fromtimestamp(at_f, UTC).date(), at_f, kind,
-        classification, False, canonical_json(payload), hash_, prev,
+        classification, False, payload_json, hash_, prev,
     )  # fmt: skip
 
 
-def as_row(e: ArchivedEvent) -> tuple[Any, ...]:
-    """The columns COPY writes, in store.COLUMNS order."""
-    return (e.site, e.table_id, e.seq, e.day, e.at, e.kind, e.classification, e.withheld, e.payload_json,
-            e.hash, e.prev_hash)  # fmt: skip
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _text(value: str | None) -> str:
+    return "\\N" if value is None else value.translate(_COPY_ESCAPES)
+
+
+def copy_line(e: ArchivedEvent) -> str:
+    """The row in COPY's text format, in store.COLUMNS order: one string per row, joined per batch,
+    instead of a psycopg adapter call for each of eleven values."""
+    at = "\\N" if e.at is None else repr(e.at)
+    return (
+        f"{_text(e.site)}\t{_text(e.table_id)}\t{e.seq}\t{e.day.isoformat()}\t{at}\t{_text(e.kind)}\t"
+        f"{e.classification}\t{'t' if e.withheld else 'f'}\t{_text(e.payload_json)}\t{_text(e.hash)}\t"
+        f"{_text(e.prev_hash)}\n"
+    )

@@ -131,3 +131,15 @@ async def test_a_journal_rewritten_after_archiving_is_caught_by_archive_verify(
     # on the table's day in 2027 (docs/journal.md, "The archive").
     assert (table["table"], table["events"], table["rounds"], table["shoes"]) == ("dab-06", 31, 4, 4)
     assert table["alarms_by_section"] == {"665a.5(c)": 4} and table["gaps"] == 0
+
+
+def test_the_archive_alarm_topic_is_no_table() -> None:
+    """``tablectl/<site>/archive/alarms`` must not show up as a table called archive in the fleet
+    view (which subscribes to tablectl/#), and no table may be called archive."""
+    from controller.errors import ConfigError
+    from controller.telemetry.topics import TableTopics, parse_topic
+
+    assert parse_topic(f"tablectl/{SITE}/archive/alarms") is None
+    assert parse_topic(f"tablectl/{SITE}/dab-01/alarms") is not None
+    with pytest.raises(ConfigError, match="reserved for the casino's archive"):
+        TableTopics(SITE, "archive")
