@@ -36,6 +36,7 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 from controller.archive.alarms import ChainAlarm
 from controller.archive.chain import sweep
 from controller.archive.messages import ArchivedEvent, Unreadable, parse_event
+from controller.archive.mqtt_client import BufferedClient
 from controller.archive.schema import migrate
 from controller.archive.store import EventStore
 from controller.telemetry.broker import BrokerSettings
@@ -133,7 +134,7 @@ class ArchiveWorker:
 
     def _start_mqtt(self) -> mqtt.Client:
         s, b = self.settings, self.settings.broker
-        client = mqtt.Client(
+        client = BufferedClient(
             CallbackAPIVersion.VERSION2, client_id=s.client_id, protocol=mqtt.MQTTv5, manual_ack=True
         )
         if b.username is not None:
@@ -242,17 +243,16 @@ class ArchiveWorker:
         await self._db_ready(stop)
         self._client = self._start_mqtt()
         self._log.info("archive.started", subscription=self.settings.subscription)
-        next_sweep = time.monotonic() + self.settings.sweep_s
+        # Two stages, so the next batch is parsed while PostgreSQL commits this one. The queue holds
+        # one parsed batch: commits (and so acknowledgements) stay in the order messages came.
+        parsed: asyncio.Queue[tuple[list[Incoming], list[ArchivedEvent]]] = asyncio.Queue(maxsize=1)
+        parser = asyncio.create_task(self._parse_loop(parsed, stop))
         try:
-            while not stop.is_set():
-                batch = await self._next_batch(max(0.0, min(next_sweep - time.monotonic(), 0.5)))
-                if batch and not await self._commit_batch(batch, stop):
-                    return
-                if time.monotonic() >= next_sweep:
-                    await self._sweep()
-                    self._notify()
-                    next_sweep = time.monotonic() + self.settings.sweep_s
+            await self._commit_loop(parsed, stop)
         finally:
+            parser.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await parser
             self._client.disconnect()
             self._client.loop_stop()
             await self._drop_db()
@@ -272,22 +272,44 @@ class ArchiveWorker:
                     async with asyncio.timeout(1.0):
                         await stop.wait()
 
-    async def _commit_batch(self, batch: list[Incoming], stop: asyncio.Event) -> bool:
-        events: list[ArchivedEvent] = []
-        t0 = time.perf_counter()
-        for item in batch:
+    async def _parse_loop(
+        self, parsed: asyncio.Queue[tuple[list[Incoming], list[ArchivedEvent]]], stop: asyncio.Event
+    ) -> None:
+        while not stop.is_set():
+            batch = await self._next_batch(0.5)
+            if not batch:
+                continue
+            t0 = time.perf_counter()
+            events: list[ArchivedEvent] = []
+            for item in batch:
+                try:
+                    events.append(parse_event(item.topic, item.body, item.received))
+                except Unreadable as e:
+                    self.unreadable += 1
+                    self._log.warning("archive.unreadable", error=str(e))
+            self.timings["parse_s"] += time.perf_counter() - t0
+            await parsed.put((batch, events))
+
+    async def _commit_loop(
+        self, parsed: asyncio.Queue[tuple[list[Incoming], list[ArchivedEvent]]], stop: asyncio.Event
+    ) -> None:
+        next_sweep = time.monotonic() + self.settings.sweep_s
+        while not stop.is_set():
             try:
-                events.append(parse_event(item.topic, item.body, item.received))
-            except Unreadable as e:
-                self.unreadable += 1
-                self._log.warning("archive.unreadable", error=str(e))
-        t1 = time.perf_counter()
-        if not await self._until_committed(events, stop):
-            return False
-        t2 = time.perf_counter()
-        self._ack(batch)
-        self.timings["parse_s"] += t1 - t0
-        self.timings["commit_s"] += t2 - t1
-        self.timings["ack_s"] += time.perf_counter() - t2
-        self._notify()
-        return True
+                async with asyncio.timeout(max(0.0, min(next_sweep - time.monotonic(), 0.5))):
+                    batch, events = await parsed.get()
+            except TimeoutError:
+                pass
+            else:
+                t1 = time.perf_counter()
+                if not await self._until_committed(events, stop):
+                    return  # asked to stop while PostgreSQL was away: nothing acknowledged
+                t2 = time.perf_counter()
+                self._ack(batch)
+                self.timings["commit_s"] += t2 - t1
+                self.timings["ack_s"] += time.perf_counter() - t2
+                self._notify()
+            if time.monotonic() >= next_sweep:
+                await self._sweep()
+                self._notify()
+                next_sweep = time.monotonic() + self.settings.sweep_s
