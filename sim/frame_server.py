@@ -210,7 +210,10 @@ class _Connection:
     def lost(self) -> None:
         now = asyncio.get_running_loop().time()
         for deadline in list(self.waiting):
-            deadline.reschedule(now)
+            # lost() runs twice for one loss (the pump's end, then close()); the first call's
+            # deadline may already have fired, and a Timeout that is expiring refuses reschedule().
+            if not deadline.expired():
+                deadline.reschedule(now)
 
 
 async def _pump(client: aiomqtt.Client, on_bytes: _OnBytes) -> None:
