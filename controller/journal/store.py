@@ -10,6 +10,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from controller.bounded import MAX_RECORD_BYTES, InputRefused, load_json
 from controller.journal.chain import ROW_COLUMNS, ChainWalker, Problem, Row
 from controller.journal.model import (
     GENESIS_HASH,
@@ -147,8 +148,9 @@ def read_tail_problem(conn: sqlite3.Connection, count: int) -> Problem | None:
 def _record(row: Row) -> Record:
     seq, at, kind, classification, payload, prev_hash, hash_ = row
     try:
-        return Record(seq, at, kind, Classification(classification), json.loads(payload), prev_hash, hash_)
-    except (ValueError, TypeError):
+        doc = load_json(payload, max_bytes=MAX_RECORD_BYTES)
+        return Record(seq, at, kind, Classification(classification), doc, prev_hash, hash_)
+    except (ValueError, TypeError, InputRefused):
         raise JournalError(f"record {seq}: cannot be read (edited?); run tablectl journal verify") from None
 
 

@@ -8,12 +8,12 @@ Every problem is one ConfigError line: ``<file>: <key>: <rule>``.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError, RuleViolation
 from controller.game_config import GameOptions, load_game_options
 from controller.games import GameId
@@ -65,11 +65,9 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
     `tablectl run` reads only the appliance's password, `tablectl sim` only the device's."""
     p = Path(path)
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(f"{p}: cannot read: {e.strerror or e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{p}: not valid TOML: {e}") from None
+        doc = read_toml(p)
+    except InputRefused as e:
+        raise ConfigError(f"{p}: {e}") from None
     table = doc.get("table")
     if not isinstance(table, dict):
         raise ConfigError(f"{p}: table: a [table] section is required")

@@ -7,11 +7,11 @@ result, before the supervisor is ever called, so a malformed message changes not
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from controller.bounded import InputRefused, load_json
 from controller.telemetry.payloads import PAYLOAD_VERSION
 
 _TEXT = re.compile(r"[^\x00-\x1f\x7f]{1,64}\Z")  # a name or id: printable, short, one line
@@ -84,12 +84,10 @@ def parse_command(name: str, payload: bytes) -> Command:
     spec = COMMANDS.get(name)
     if spec is None:
         raise Refused("unknown command (allowed: " + ", ".join(sorted(COMMANDS)) + ")")
-    if len(payload) > MAX_COMMAND_BYTES:
-        raise Refused(f"payload larger than {MAX_COMMAND_BYTES} bytes")
     try:
-        doc = json.loads(payload)
-    except (ValueError, UnicodeDecodeError):
-        raise Refused("payload is not JSON") from None
+        doc = load_json(payload, max_bytes=MAX_COMMAND_BYTES)
+    except InputRefused as e:
+        raise Refused(f"payload {e}") from None
     if not isinstance(doc, dict):
         raise Refused("payload must be a JSON object")
     raw_id, raw_who = doc.get("id"), doc.get("who")

@@ -17,11 +17,11 @@ import hashlib
 import importlib.metadata
 import os
 import platform
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError
 from controller.journal import canonical_json
 from controller.journal.store import FORMAT_VERSION
@@ -64,10 +64,10 @@ def game_name(table: Mapping[str, Any], base_dir: Path) -> str:
         return "unknown"
     path = base_dir / ref
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        doc = read_toml(path)
         if isinstance(doc.get("game"), str):
             return str(doc["game"])
-    except (OSError, tomllib.TOMLDecodeError):
+    except InputRefused:
         pass
     return Path(ref).stem
 

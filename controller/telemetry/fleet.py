@@ -11,10 +11,10 @@ seen from a table sets the baseline (a monitor that starts late has not lost any
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from controller.bounded import MAX_MESSAGE_BYTES, InputRefused, load_json
 from controller.telemetry.topics import parse_topic
 
 
@@ -69,8 +69,8 @@ class FleetView:
         if parsed is None or parsed.leaf == "cmd":
             return
         try:
-            doc = json.loads(payload)
-        except (ValueError, UnicodeDecodeError):
+            doc = load_json(payload, max_bytes=MAX_MESSAGE_BYTES)
+        except InputRefused:
             self.malformed += 1
             return
         if not isinstance(doc, dict):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
@@ -22,6 +21,7 @@ from typing import Any
 import aiomqtt
 import structlog
 
+from controller.bounded import MAX_MESSAGE_BYTES, InputRefused, load_json
 from controller.errors import TablectlError, short_reason
 from controller.journal import JournalError
 from controller.telemetry import payloads
@@ -378,7 +378,7 @@ def _bytes(payload: object) -> bytes:
 
 def _json_object(body: bytes) -> dict[str, Any]:
     try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        doc = load_json(body, max_bytes=MAX_MESSAGE_BYTES)
+    except InputRefused:
         return {}
     return doc if isinstance(doc, dict) else {}
