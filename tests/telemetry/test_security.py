@@ -112,7 +112,10 @@ async def test_only_the_floor_may_command_a_table(broker: Broker, tmp_path: path
 
 
 BAD_COMMANDS = [
-    ("order_reshuffle", b"not json", "not JSON"),
+    # Issue 11: 3 KB of nested '[' raised RecursionError and ended the telemetry task; the results
+    # of every command after it prove the listener lives on.
+    ("order_reshuffle", b"[" * 3000, "nested deeper than"),
+    ("order_reshuffle", b"not json", "not valid JSON"),
     ("order_reshuffle", b"[1, 2]", "JSON object"),
     ("order_reshuffle", b'{"version": 1, "id": "b1", "who": "f", "role": "dealer"}', "role"),
     ("order_reshuffle", b'{"version": 2, "id": "b2", "who": "f", "role": "floor"}', "version"),
