@@ -56,6 +56,9 @@ class FleetView:
         self.tables: dict[tuple[str, str], TableView] = {}
         self.messages = 0
         self.malformed = 0
+        self.fold_errors = 0  # messages whose folding raised (a bug): counted and skipped
+        self.last_fold_error: str | None = None
+        self.stopped: str | None = None  # why the fold loop is no longer running; /healthz says so
 
     def table(self, site: str, table: str) -> TableView:
         view = self.tables.get((site, table))
