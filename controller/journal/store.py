@@ -130,6 +130,11 @@ def unreadable(path: str | Path, error: BaseException) -> JournalError:
     return DamagedJournalError(path, _first_bad_page(path) or short_reason(error))
 
 
+def is_damage(error: sqlite3.DatabaseError) -> bool:
+    """SQLite's own word that the file's bytes are wrong (not, say, a dropped table)."""
+    return getattr(error, "sqlite_errorcode", None) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
 def _first_bad_page(path: str | Path) -> str | None:
     try:
         conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
@@ -254,11 +259,10 @@ class Journal:
                 )
             if not readonly:
                 _fsync_dir(Path(path).resolve().parent)
-        except sqlite3.DatabaseError as e:
-            conn.close()
-            raise unreadable(path, e) from None
         except sqlite3.Error as e:
             conn.close()
+            if isinstance(e, sqlite3.DatabaseError) and is_damage(e):
+                raise unreadable(path, e) from None
             raise JournalError(f"{path}: cannot open: {e}") from None
         except BaseException:
             conn.close()
@@ -395,9 +399,9 @@ class Journal:
         while True:
             try:
                 rows = conn.execute(_READ_FROM, (last, _READ_CHUNK)).fetchall()
-            except sqlite3.DatabaseError as e:
-                raise unreadable(self.path, e) from None
             except sqlite3.Error as e:
+                if isinstance(e, sqlite3.DatabaseError) and is_damage(e):
+                    raise unreadable(self.path, e) from None
                 raise JournalError(f"{self.path}: cannot read records: {e}") from None
             yield from rows
             if len(rows) < _READ_CHUNK:

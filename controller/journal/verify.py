@@ -9,7 +9,7 @@ from pathlib import Path
 
 from controller.journal.chain import ROW_COLUMNS, ChainWalker
 from controller.journal.model import JournalError
-from controller.journal.store import DamagedJournalError, connect, unreadable
+from controller.journal.store import DamagedJournalError, connect, is_damage, unreadable
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,7 @@ def verify_journal(path: str | Path) -> VerifyResult:
             cursor = conn.execute("SELECT published_seq FROM telemetry_cursor WHERE id = 1").fetchone()
             conn.execute("COMMIT")
         except sqlite3.DatabaseError as e:
-            damage = unreadable(path, e)
+            damage = unreadable(path, e) if is_damage(e) else None
             if isinstance(damage, DamagedJournalError):
                 after = walker.rows  # the records before the damage were read and chained
                 return VerifyResult(
