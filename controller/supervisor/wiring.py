@@ -43,7 +43,15 @@ def build_telemetry(
     except InputRefused as e:
         raise ConfigError(f"{config.path}: {e}") from None
     forwarder = CommandForwarder()
-    telemetry = telemetry_from_config(
-        doc, config.path.parent, broker_url, journal_path, command=forwarder, game=config.options.game.value
-    )
+    try:
+        telemetry = telemetry_from_config(
+            doc,
+            config.path.parent,
+            broker_url,
+            journal_path,
+            command=forwarder,
+            game=config.options.game.value,
+        )
+    except ConfigError as e:
+        raise ConfigError(f"{config.path}: {e}") from None  # the one line names the file too
     return telemetry, forwarder

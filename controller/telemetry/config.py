@@ -72,6 +72,9 @@ def game_name(table: Mapping[str, Any], base_dir: Path) -> str:
     return Path(ref).stem
 
 
+TELEMETRY_KEYS = frozenset({"broker", "username", "password", "ca_file", "keepalive_s", "require_tls"})
+
+
 def telemetry_from_config(
     table_doc: dict[str, Any],
     base_dir: str | Path,
@@ -95,6 +98,11 @@ def telemetry_from_config(
     section = table_doc.get("telemetry", {})
     if not isinstance(section, dict):
         raise ConfigError("telemetry: [telemetry] must be a table")
+    unknown = sorted(set(section) - TELEMETRY_KEYS)
+    if unknown:  # a misspelt require_tls would otherwise be silently off
+        raise ConfigError(
+            f"telemetry.{unknown[0]}: unknown key (expected {', '.join(sorted(TELEMETRY_KEYS))})"
+        )
     url = broker_url or section.get("broker")
     if url is None:
         return None
