@@ -58,6 +58,10 @@ ACTIONS: dict[str, Action] = {
     "mark_out_of_order": _a(
         {FLOOR}, "673a.13(l): a device covered or signed out of order", None, {"device": str},
     ),
+    "device_restored": _a(
+        {FLOOR}, "a device marked out of order is back in service (shoe, keypad, reader, shuffler)",
+        None, {"device": str},
+    ),
     "shuffler_restored": _a(
         {FLOOR}, "the shuffler is back in service", lambda a, who: [I.ShufflerRestored(by=who)],
     ),

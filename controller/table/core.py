@@ -127,6 +127,12 @@ class Table:
         self.next_alarm = 1
         self.last_seats: tuple[int, ...] = ()
         self.expiry_warned: set[str] = set()
+        # The devices themselves: the last value of each counter the controller acted on (a
+        # restart diffs the device against it), devices the floor marked out of order (kind ->
+        # who), devices that failed (kind -> the alarm raised for it).
+        self.device_seen: dict[str, dict[str, int]] = {}
+        self.out_of_order: dict[str, str] = {}
+        self.failed_devices: dict[str, int] = {}
         self.now = 0.0
 
     # ================================================================== public API
@@ -198,6 +204,8 @@ class Table:
                      None if self.held_card is None else str(self.held_card), self.rounds_since_stub_count,
                      self.dealer_stood,
                      self.last_seats, sorted(self.expiry_warned)),
+            "devices": (sorted(self.out_of_order.items()), sorted(self.failed_devices.items()),
+                        sorted((d, sorted(c.items())) for d, c in self.device_seen.items())),
         }  # fmt: skip
 
     def snapshot(self) -> dict[str, Any]:
@@ -221,6 +229,7 @@ class Table:
             ],
             "shuffler_out_of_order": self.shuffler_out_of_order,
             "reader_failed": self.reader_failed,
+            "out_of_order": sorted(self.out_of_order),
         }
 
     # ================================================================== helpers for handlers
@@ -710,6 +719,8 @@ class Table:
         if self.in_round:
             raise self._refuse(self._sec("7"), f"round {self.round_no} is not finished")
         self._not_halted("a new round")
+        if "shoe" in self.out_of_order:
+            raise self._refuse(self._sec("7(a)"), "the dealing shoe is marked out of order")
         if self.shoe_back is None:
             raise self._refuse(self._sec("7(a)"), "no batch is in the shoe")
         if self.reshuffle_due and not self.cover_reached:
@@ -1289,3 +1300,98 @@ class Table:
             return
         batch = self.batches[self.shoe_back]
         batch.move(batch.places[Place.LAYOUT], Place.LAYOUT, Place.DISCARD)
+
+    # ================================================================== the devices themselves
+    # Counters the controller acted on are journalled by the shell (JournaledTable) as
+    # ``device_seen`` in the same transaction as what they caused; the core only keeps them, so a
+    # restart knows where each device's history was read up to.
+    def _apply_device_seen(self, p: dict[str, Any]) -> None:
+        self.device_seen.setdefault(p["device"], {}).update(p["counters"])
+
+    def _gap_section(self, what: str) -> str:
+        return {"cards": self._sec("3(b)"), "keys": self._sec("decisions")}.get(what, self._sec("peek"))
+
+    def _on_DeviceGap(self, inp: I.DeviceGap, step: Step) -> None:
+        """One alarm for what a device did that cannot be known; never a card invented."""
+        unaccounted = max(0, inp.unaccounted)
+        batch = self.batches[self.shoe_back] if self.shoe_back else None
+        if inp.what == "cards" and inp.remaining is not None and batch is not None:
+            # The shoe's own count says how many left it unseen (none when a counter only glitched).
+            unaccounted = max(0, batch.places[Place.SHOE] - inp.remaining)
+        if unaccounted and inp.what == "cards" and batch is not None:
+            unaccounted = min(unaccounted, batch.places[Place.SHOE])
+            self.emit(step, "cards_unaccounted", back=batch.back, count=unaccounted, device=inp.device)
+        if inp.what == "cards":
+            action = (
+                "count the shoe and the discard rack; compare the round in play with the layout and "
+                "void it if they differ"
+                if unaccounted
+                else "no card is unaccounted for; check the shoe if it happens again"
+            )
+        elif inp.what == "keys":
+            action = "the dealer presses again any decision the table view does not show"
+        else:
+            action = "insert the hole card again if the round still asks for the reader"
+        self._alarm(
+            step,
+            self._gap_section(inp.what),
+            f"{inp.device}: {inp.reason}; {unaccounted} {inp.what} unaccounted for",
+            action,
+            halts=False,
+        )
+
+    def _apply_cards_unaccounted(self, p: dict[str, Any]) -> None:
+        # Which cards is not known: they count as out of the shoe, in the discard rack.
+        self.batches[p["back"]].move(p["count"], Place.SHOE, Place.DISCARD)
+
+    def _on_DeviceOutOfOrder(self, inp: I.DeviceOutOfOrder, step: Step) -> None:
+        if inp.device == "shuffler":
+            self._on_ShufflerOutOfOrder(I.ShufflerOutOfOrder(by=inp.by), step)
+            return
+        if inp.device in self.out_of_order:
+            raise self._refuse("device", f"the {inp.device} is already marked out of order")
+        self.emit(step, "device_out_of_order", device=inp.device, by=inp.by)
+        if inp.device == "reader":
+            self._on_ReaderFailed(I.ReaderFailed(code=0), step)
+
+    def _apply_device_out_of_order(self, p: dict[str, Any]) -> None:
+        self.out_of_order[p["device"]] = p["by"]
+
+    def _on_DeviceRestored(self, inp: I.DeviceRestored, step: Step) -> None:
+        if inp.device == "shuffler":
+            self._on_ShufflerRestored(I.ShufflerRestored(by=inp.by), step)
+            return
+        if inp.device not in self.out_of_order:
+            raise self._refuse("device", f"the {inp.device} is not marked out of order")
+        self.emit(step, "device_restored", device=inp.device, by=inp.by)
+        if inp.device == "reader" and self.reader_failed:
+            self._on_ReaderReplaced(I.ReaderReplaced(by=inp.by), step)
+
+    def _apply_device_restored(self, p: dict[str, Any]) -> None:
+        self.out_of_order.pop(p["device"], None)
+
+    def _on_DeviceFailed(self, inp: I.DeviceFailed, step: Step) -> None:
+        if inp.device in self.failed_devices:
+            return
+        self.emit(step, "device_failed", device=inp.device, reason=inp.reason, alarm=self.next_alarm)
+        self._alarm(
+            step,
+            self._sec("7(a)"),
+            f"the dealing {inp.device} has failed ({inp.reason})",
+            f"no round till the {inp.device} is back; repair or replace it",
+            halts=True,
+        )
+
+    def _apply_device_failed(self, p: dict[str, Any]) -> None:
+        self.failed_devices[p["device"]] = p["alarm"]
+
+    def _on_DeviceBack(self, inp: I.DeviceBack, step: Step) -> None:
+        alarm = self.failed_devices.get(inp.device)
+        if alarm is None:
+            return
+        self.emit(step, "device_back", device=inp.device)
+        if self.alarms[alarm].acknowledged_by is None:
+            self.emit(step, "alarm_acknowledged", id=alarm, by=f"{inp.device} back")
+
+    def _apply_device_back(self, p: dict[str, Any]) -> None:
+        self.failed_devices.pop(p["device"], None)

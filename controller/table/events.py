@@ -73,6 +73,14 @@ CLASSIFICATION: dict[str, Classification] = {
     "dealing_resumed": P,
     "reader_failed": P,
     "reader_replaced": P,
+    # the devices themselves: what the controller last saw of their counters (restarts replay
+    # from there), counters that cannot be trusted, devices out of order or failed
+    "device_seen": P,  # a counter's value only (how many cards drawn, keys pressed): public
+    "cards_unaccounted": P,  # a count only: which cards is not known
+    "device_out_of_order": P,
+    "device_restored": P,
+    "device_failed": P,
+    "device_back": P,
 }
 
 # Payload fields that carry a card or a reader answer. Telemetry must never find one of these in

@@ -245,3 +245,51 @@ class AlarmAcknowledged(Input):
 @dataclass(frozen=True, slots=True)
 class Tick(Input):
     """Time passing with nothing else happening (deck expiry warnings)."""
+
+
+# -- the devices themselves (restarts, glitches, out of order) -------------------------------
+@dataclass(frozen=True, slots=True)
+class DeviceGap(Input):
+    """Things a device did that the controller cannot know: cards drawn, keys pressed or reader
+    results that fell out of the device's history while the controller was down, or a counter
+    that went backwards, jumped or reset. ``what`` is "cards", "keys" or "reader results";
+    ``unaccounted`` how many are not known. For the shoe, ``remaining`` is its own count after
+    the event, so the table's count is brought to it (the cards unaccounted left the shoe)."""
+
+    device: str
+    what: str
+    reason: str
+    unaccounted: int
+    remaining: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceOutOfOrder(Input):
+    """673a.13(l) and its like: the floor covers or signs a device out of order. ``device`` is its
+    kind (shoe, keypad, reader, shuffler, stub_counter)."""
+
+    device: str
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRestored(Input):
+    """The floor puts a device marked out of order back in service."""
+
+    device: str
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceFailed(Input):
+    """The dealing shoe stopped answering or reports a failure: no round till it is back."""
+
+    device: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceBack(Input):
+    """A failed device answers again."""
+
+    device: str

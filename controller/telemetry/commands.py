@@ -33,6 +33,7 @@ COMMANDS: dict[str, dict[str, Arg]] = {
     "acknowledge_alarm": {"alarm": Arg(int, minimum=1)},
     "order_reshuffle": {},
     "mark_out_of_order": {"device": Arg(str, pattern=_DEVICE)},
+    "device_restored": {"device": Arg(str, pattern=_DEVICE)},
     "verify_inspection": {"back": Arg(str), "dealer": Arg(str, required=False)},
     "new_dealer": {"name": Arg(str)},
     "reader_replaced": {},

@@ -89,6 +89,9 @@ class Driver(ABC):
         self.health = Health.STARTING
         self.last_error = ""
         self._failures_in_row = 0
+        # What the controller last acted on of this device's counters (from the journal): the
+        # first poll is diffed against it, so what happened while the controller was down is seen.
+        self.baseline: dict[str, int] = {}
         self.log = structlog.get_logger("devices").bind(device=config.name, kind=config.kind.value)
 
     # -- events and health ----------------------------------------------------------------------
