@@ -96,6 +96,7 @@ class Supervisor:
         self._polls_done: dict[str, int] = {}
         self._poke: dict[str, asyncio.Event] = {}
         self._start_sent: set[dev.Slot] = set()
+        self._eject_sent: set[dev.Slot] = set()
         self._crashed: set[str] = set()
         self._auto_refused: dict[I.Input, int] = {}
         self._steps = 0
@@ -403,6 +404,8 @@ class Supervisor:
         except Untranslatable as e:
             self.log.error("command_not_sent", device=cmd.device, error=str(e))
             return
+        if isinstance(command, dc.EjectToShoe):
+            self._eject_sent.add(command.slot)  # not to be sent again by _reconcile
         await self._send_device(DeviceKind(cmd.device), command)
 
     async def _send_device(self, kind: DeviceKind, command: dc.Command) -> bool:
@@ -460,6 +463,17 @@ class Supervisor:
             ):
                 self._start_sent.add(slot)
                 await self._send_device(DeviceKind.SHUFFLER, dc.StartShuffle(slot))
+        if t.shoe_back is not None and t.batches[t.shoe_back].location is Place.SHOE:
+            # The journal has the batch in the shoe but the shuffler still holds it ready: the
+            # controller died between journalling batch_to_shoe and the eject. Carry it out now.
+            for in_slot, shown in slots.items():
+                if shown.back != t.shoe_back:
+                    continue
+                if shown.state is not dev.ShufflerState.READY:
+                    self._eject_sent.discard(in_slot)
+                elif in_slot not in self._eject_sent:
+                    self._eject_sent.add(in_slot)
+                    await self._send_device(DeviceKind.SHUFFLER, dc.EjectToShoe(in_slot))
         if t.two_batches and t.shoe_back is None and not t.in_round:
             for batch in t.batches.values():
                 held = batch.back in self._backs()

@@ -10,7 +10,6 @@ the virtual clock, and the conftest's ``asyncio.timeout`` is the only guard.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Awaitable, Callable
 from typing import Any
 

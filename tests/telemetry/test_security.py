@@ -173,8 +173,10 @@ async def test_a_malformed_command_is_refused_and_changes_nothing(
 
 
 def test_the_allow_list_is_the_issue_s() -> None:
+    # Issue 11 adds device_restored (the undo of mark_out_of_order).
     assert set(COMMANDS) == {"acknowledge_alarm", "order_reshuffle", "mark_out_of_order", "verify_inspection",
-                             "new_dealer", "reader_replaced", "first_player_seated"}  # fmt: skip
+                             "new_dealer", "reader_replaced", "first_player_seated",
+                             "device_restored"}  # fmt: skip
 
 
 def test_broker_urls() -> None:
