@@ -15,8 +15,11 @@ import argparse
 import asyncio
 import json
 import platform
+import sys
 import time
 from datetime import UTC, datetime
+
+import structlog
 
 from sim.kill9 import Result, run_once
 
@@ -61,6 +64,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--game", default="down-under")
     args = p.parse_args()
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))  # stdout is the JSON
     print(json.dumps(asyncio.run(soak(args.kills, args.kills_per_shoe, args.seed, args.game)), indent=2))
 
 

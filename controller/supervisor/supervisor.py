@@ -293,7 +293,8 @@ class Supervisor:
     async def _device_policy(self, event: dev.DeviceEvent, old: DeviceHealth, new: DeviceHealth) -> None:
         """What a device's health means for the table (673a.13(j)-(l); a failed shoe; the keypad)."""
         kind = self.kinds.get(event.device)
-        if isinstance(event, dev.DeviceOnline) and kind is DeviceKind.KEYPAD:
+        marked = new is DeviceHealth.OUT_OF_ORDER  # only the floor's device_restored clears it
+        if isinstance(event, dev.DeviceOnline) and kind is DeviceKind.KEYPAD and not marked:
             self.translator.progressive_closed = False
             if not self.table.in_round:
                 await self._send_device(DeviceKind.KEYPAD, dc.UnlockSensors())
