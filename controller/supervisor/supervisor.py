@@ -298,6 +298,11 @@ class Supervisor:
             self.translator.progressive_closed = False
             if not self.table.in_round:
                 await self._send_device(DeviceKind.KEYPAD, dc.UnlockSensors())
+        wild = self.table.wild
+        if isinstance(event, dev.DeviceOnline) and kind is DeviceKind.STUB_COUNTER and wild and wild.dealt:
+            # Back after a restart or an outage while the stub is due: its count may have gone by
+            # unheard; the last one again (the driver knows which counts the journal has).
+            await self._send_device(DeviceKind.STUB_COUNTER, dc.RequestStubCount())
         rnd = self.table.round
         if isinstance(event, dev.DeviceOnline) and kind is DeviceKind.READER and rnd and rnd.state.dealer:
             # Back after a restart or an outage mid-round: the peek device needs the up card again.

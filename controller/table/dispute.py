@@ -38,6 +38,7 @@ DURING_ROUND = {
     "wild_round_dealt",
     "stub_counted",
     "deck_removed",
+    "cards_unaccounted",  # cards that left the shoe unseen mid-round (a restart, a reset shoe)
 }
 
 

@@ -4,7 +4,6 @@ MQTT. It sends a heartbeat frame every second or so and a count frame after each
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from devices.clock import REAL_CLOCK, Clock
 from devices.commands import Command, RequestStubCount
@@ -37,7 +36,6 @@ class StubCounterDriver(Driver):
         self._decoder = LineDecoder(self.profile)
         self._last_seq: int | None = None
         self._device_health = 0
-        self._asked = False
 
     async def _poll(self) -> None:  # pragma: no cover - poll_once is overridden
         raise NotImplementedError
@@ -46,11 +44,6 @@ class StubCounterDriver(Driver):
         """Read what the line has (waiting at most one heartbeat period) and act on it."""
         if self._last_seq is None and "count_seq" in self.baseline:
             self._last_seq = self.baseline["count_seq"]  # counts the journal has are not news
-        if not self._asked and self.baseline and "request" in self.profile.frames:
-            # After a restart: the last count again, in case the stub was counted meanwhile.
-            self._asked = True
-            with contextlib.suppress(CommandRejected):
-                await self._send(RequestStubCount())
         try:
             data = await self.link.read(self.heartbeat_timeout_s)
         except TransportError as exc:

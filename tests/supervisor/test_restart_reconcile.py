@@ -38,8 +38,10 @@ class Bench:
     supervisor: Supervisor | None = None
     dealer: VirtualDealer | None = None
 
+    game: str = GAME
+
     async def start(self) -> Supervisor:
-        config = load_table_config(table_file(GAME), side="both")
+        config = load_table_config(table_file(self.game), side="both")
         sup = Supervisor(
             config, self.journal, clock=self.clock, wall=lambda: EPOCH + self.clock.now(),
             devices=fast_backoff(quiet_wire(self.sim.driver_configs())), rng=random.Random(3),
@@ -62,12 +64,12 @@ class Bench:
 
 
 @contextlib.asynccontextmanager
-async def bench(tmp_path: Path) -> AsyncIterator[Bench]:
-    config = load_table_config(table_file(GAME), side="both")
+async def bench(tmp_path: Path, game: str = GAME) -> AsyncIterator[Bench]:
+    config = load_table_config(table_file(game), side="both")
     clock = VirtualClock()
     sim = SimTable.from_config(config, seed=7, clock=clock)
     await sim.start()
-    b = Bench(sim, clock, tmp_path / "t.db")
+    b = Bench(sim, clock, tmp_path / "t.db", game=game)
     try:
         async with asyncio.timeout(60):
             yield b
@@ -169,3 +171,60 @@ async def test_out_of_order_survives_a_restart_until_the_floor_restores_it(tmp_p
         await b.stop()
         sup = await b.start()
         assert sup.table.out_of_order == {} and not sup.shoe_failed
+
+
+async def test_a_reader_result_while_down_is_read_on_start(tmp_path: Path) -> None:
+    async with bench(tmp_path) as b:
+        sup = await b.start()
+        assert b.dealer is not None
+        await b.dealer.open_table()
+        await b.dealer.play_round()
+        shoe, keypad = b.sim.devices["shoe"].model, b.sim.devices["keypad"].model
+        reader = b.sim.devices["reader"].model
+        keypad.place_bet(1, 1)
+        keypad.press(Key.START_GAME)
+        await sup.settle("keypad")
+        while sup.table.round is not None and isinstance(sup.table.round.request, CardFor):
+            shoe.draw()
+            await sup.settle("shoe")
+        rnd = sup.table.round
+        assert rnd is not None and type(rnd.request).__name__ == "ReaderUse"
+        hole = rnd.state.dealer[1]
+        before = len(journal_kinds(b.journal))
+        await b.stop()
+        reader.insert(hole)  # the dealer uses the reader while the appliance restarts
+        sup = await b.start()
+        new = [k for k, _ in journal_kinds(b.journal)[before:]]
+        assert "reader_result" in new and "alarm_raised" not in new
+        assert sup.table.device_seen["reader"]["insert_seq"] == reader.insert_seq
+        rnd = sup.table.round
+        assert rnd is None or type(rnd.request).__name__ != "ReaderUse"  # the round went on
+
+
+async def test_a_stub_counted_while_down_is_read_on_start(tmp_path: Path) -> None:
+    """687a.9(f)-(g): the stub counter counted while the appliance restarted; on start the driver
+    asks for the last count again and the round ends as it would have."""
+    async with bench(tmp_path, "dj-wild") as b:
+        sup = await b.start()
+        assert b.dealer is not None
+        await b.dealer.open_table()
+        await b.dealer.until(lambda: sup.table.shoe_back is not None, "a deck in the dealer's hand")
+        keypad = b.sim.devices["keypad"].model
+        keypad.place_bet(1, 1)
+        keypad.press(Key.START_GAME)
+        await sup.settle("keypad")
+        keypad.press(Key.NEXT)  # the hands are dealt
+        await sup.settle("keypad")
+        wild = sup.table.wild
+        assert wild is not None and wild.dealt
+        stub_cards = wild.stub_expected
+        await b.stop()
+        frames = b.sim.devices["stub"].frame_sim
+        assert frames is not None
+        await frames.count(stub_cards)
+        sup = await b.start()
+        async with asyncio.timeout(10):
+            await sup.wait_for(lambda: sup.table.wild is None)
+        counted = [p for k, p in journal_kinds(b.journal) if k == "stub_counted"]
+        assert counted[-1]["count"] == stub_cards and counted[-1]["ok"]
+        assert sup.table.device_seen["stub"]["count_seq"] == b.sim.devices["stub"].model.seq
