@@ -71,6 +71,20 @@ async def test_floor_commands_reach_the_table_over_mqtt(
         (result,) = [m.json() for m in floor.on("cmd/order_reshuffle/result")]
         assert result["ok"] is True, result
 
+        # Issue 11: out of order and back, over MQTT, each journalled with who sent it.
+        for name in ("mark_out_of_order", "device_restored"):
+            body = {
+                "version": 1,
+                "id": name,
+                "who": "floor-bo",
+                "role": "floor",
+                "args": {"device": "keypad"},
+            }
+            await send(broker, name, body)
+            await floor.wait_for(lambda ms, n=name: any(m.topic.endswith(f"cmd/{n}/result") for m in ms))
+            (done,) = [m.json() for m in floor.on(f"cmd/{name}/result")]
+            assert done["ok"] is True, done
+
         before = rig.supervisor.jt.journal.last_seq if rig.supervisor.jt else 0
         await send(
             broker,
@@ -92,3 +106,10 @@ async def test_floor_commands_reach_the_table_over_mqtt(
     with Journal.open(journal, create=False, readonly=True) as j:
         reshuffles = [r for r in j.records() if r.kind == "reshuffle_ordered"]
     assert [r.payload["by"] for r in reshuffles if r.payload.get("reason") == "floor"] == ["floor-ann"]
+    with Journal.open(journal, create=False, readonly=True) as j:
+        marks = [
+            (r.kind, r.payload["by"])
+            for r in j.records()
+            if r.kind.startswith("device_") and "by" in r.payload
+        ]
+    assert marks == [("device_out_of_order", "floor-bo"), ("device_restored", "floor-bo")]
