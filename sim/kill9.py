@@ -392,7 +392,7 @@ async def _play_shoe(app: Appliance, dealer: Dealer, rng: random.Random, kills: 
             break
         kind = dealer.next_action(t, appliance_up=True)
         if kind is None:
-            await app.wait(lambda t=t: _moved(dealer, t), "the table to move on")  # type: ignore[misc]
+            await app.wait(lambda t=t: _moved(dealer, t), "the table to move on")
             continue
         actions += 1
         if at and actions >= at[0]:

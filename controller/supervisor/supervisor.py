@@ -513,6 +513,10 @@ class Supervisor:
             return {"ok": False, "error": str(e)}
         if self.jt is None or self._stopped:
             return {"ok": False, "error": f"{name}: the table is not running"}
+        if not self.ready.is_set():
+            # Reconciliation first: what the devices did while the controller was down is read
+            # and journalled before any person's action is taken.
+            return {"ok": False, "error": f"{name}: the table is reading its devices; send it again"}
         async with self._lock:
             try:
                 inputs = self._inputs_of(name, args, who, action)

@@ -228,3 +228,19 @@ async def test_a_stub_counted_while_down_is_read_on_start(tmp_path: Path) -> Non
         counted = [p for k, p in journal_kinds(b.journal) if k == "stub_counted"]
         assert counted[-1]["count"] == stub_cards and counted[-1]["ok"]
         assert sup.table.device_seen["stub"]["count_seq"] == b.sim.devices["stub"].model.seq
+
+
+async def test_no_command_is_taken_before_the_devices_are_read(tmp_path: Path) -> None:
+    """Reconciliation comes before anything else: a floor command that arrives while the devices
+    are still being read after a start is refused with one line (and changes nothing)."""
+    async with bench(tmp_path) as b:
+        config = load_table_config(table_file(GAME), side="both")
+        devices = b.sim.driver_configs()
+        sup = Supervisor(config, b.journal, clock=b.clock, devices=devices, poll_on_demand=True)
+        await sup.start()
+        try:
+            result = await sup.command("new_dealer", {"name": "d"}, "floor-1", "floor")
+            assert not result["ok"] and "reading its devices" in result["error"]
+            assert [k for k, _ in journal_kinds(b.journal)] == ["table_opened"]
+        finally:
+            await sup.stop()
