@@ -56,7 +56,8 @@ class DoubleBackJack(BlackjackProcedure):
             rs.reader_report = bool(report)
             rs.reader_agrees = bool(report) == self.dealer_blackjack()
             if up.is_ace:
-                self.settle_insurance(bool(report), INSURANCE_PAYS, "673a.8(a), 673a.12(c)")
+                # 673a.8(a): insurance wins on a 10-value hole card, whatever the reader said.
+                self.settle_insurance(self.dealer_blackjack(), INSURANCE_PAYS, "673a.8(a), 673a.12(c)")
             if report:
                 # 673a.7(h): no more cards; each Blackjack Wager is collected.
                 rs.hole_turned = True
@@ -109,6 +110,8 @@ class DoubleBackJack(BlackjackProcedure):
         # Surrender: before any other decision and never after a split (673a.9(a), ruling D5).
         if len(box.hands) > 1 or hand.from_split:
             return ("673a.9(a)", "surrender is decided before splitting, not after")
+        if hand.stood:
+            return ("673a.9(a)", "surrender is decided before standing, not after")
         if not first_decision:
             return ("673a.9(a)", "surrender is the first decision on the first two cards")
         return None

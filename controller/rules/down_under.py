@@ -94,7 +94,8 @@ class DownUnder(BlackjackProcedure):
         rs.hole_exposed = is_large(up) and light is MasqueRange.LARGE
         dealer_bj = rs.hole_exposed and self.dealer_blackjack()
         if up.is_ace:
-            self.settle_insurance(dealer_bj, INSURANCE_PAYS, "685a.8(a), 685a.11(b)")
+            # 685a.8(a): insurance wins on a 10-value hole card, even behind a wrong light.
+            self.settle_insurance(self.dealer_blackjack(), INSURANCE_PAYS, "685a.8(a), 685a.11(b)")
         if dealer_bj:
             rs.hole_turned = True
             for box in rs.boxes:

@@ -129,7 +129,7 @@ class BlackjackProcedure:
         if why is not None:
             raise why
         if action is Action.STAND:
-            hand.done = True
+            hand.done = hand.stood = True
         elif action is Action.HIT:
             hand.acted = True
             hand.add((yield CardFor(box.seat, hand.index)))

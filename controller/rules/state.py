@@ -29,6 +29,8 @@ class Box:
     double_attack: int = 0
     insurance: int = 0
     early_surrender: bool = False  # D5: surrendered before the reader, settled after it
+    bust_it_settled: bool = False  # 665a.9(b)(2)(i) or a dead box settled it before 665a.7(m)
+    dead: bool = False  # called dead (673a.13(g),(h) and the like): out of this round
     hands: list[Hand] = field(default_factory=list)
 
     @property

@@ -712,6 +712,13 @@ class Table:
         self._not_halted("a new round")
         if self.shoe_back is None:
             raise self._refuse(self._sec("7(a)"), "no batch is in the shoe")
+        if self._expired(self.batches[self.shoe_back]):
+            # 673a.3(c) (ruling G6): cards past their 24 hours are no longer "opened for use"; a
+            # round that started before the hour is finished, no new one starts.
+            raise self._refuse(
+                self._sec("3(c)"),
+                f"the {self.shoe_back} decks were opened over 24 hours ago; end the shoe and change them",
+            )
         if self.reshuffle_due and not self.cover_reached:
             raise self._refuse(self._sec("5(f)"), "a reshuffle was ordered: the batch is reshuffled first")
         # A cover card that came out between rounds: that round is played, then the batch is
@@ -941,21 +948,40 @@ class Table:
             if inp.blackjack is None:
                 raise self._refuse(self._sec("peek"), "the reader reports whether the dealer has Blackjack")
             answer = inp.blackjack
+            if answer != rnd.procedure.dealer_blackjack():
+                self._reader_malfunctioned(step)
+                return
         self.emit(step, "reader_used", round=self.round_no)
         self.emit(step, "reader_result", round=self.round_no, result=answer)
         state = rnd.state
         if state.hole_exposed:
             self.emit(step, "hole_card_exposed", round=self.round_no, hole=str(state.dealer[1]))
         if not state.reader_agrees:
-            section = "685a.12(h)" if req.masque else self._sec("reader_failed")
+            # 685a.12(h): a wrong light is the one reader error with a remedy other than stopping:
+            # each player continues with the decisions made, or the hand is called dead.
             self._alarm(
                 step,
-                section,
-                "the reader's answer does not match the hole card",
-                "rule under the section: continue with the decisions made, or call the hands dead",
+                "685a.12(h)",
+                "the reader's light does not match the hole card",
+                "for each hand: continue with the decisions made, or call the hand dead",
                 halts=False,
             )
         self._advance(step)
+
+    def _reader_malfunctioned(self, step: Step) -> None:
+        """673a.13(j), 665a.13(i): a peek reader whose answer is wrong has malfunctioned; the dealer
+        may not continue dealing until it is repaired or replaced. The answer is not used: the round
+        waits at the reader, and the hole card is read again by the replacement. Nothing said
+        publicly tells which way the reader was wrong."""
+        self.emit(step, "reader_used", round=self.round_no)
+        self.emit(step, "reader_failed", code=0)
+        self._alarm(
+            step,
+            self._reader_failed_section(),
+            "the card reader malfunctioned",
+            "stop dealing until the reader is repaired or replaced; then read the hole card again",
+            halts=True,
+        )
 
     def _apply_reader_used(self, p: dict[str, Any]) -> None:
         pass

@@ -348,3 +348,63 @@ def test_673a_13f_not_enough_cards_the_discards_are_reshuffled_and_the_round_fin
         assert all(b.conserved() for b in table.batches.values())
     # The round was finished, then the whole batch went back to be reshuffled (673a.7(d)).
     assert table.shoe_back is None and not table.alarms
+
+
+@pytest.mark.parametrize(("game", "section", "pays"), [(DBJ, "673a.13(j)", 10), (DA, "665a.13(i)", 12.5)])
+def test_a_reader_that_answers_wrongly_stops_dealing_and_insurance_follows_the_hole_card(
+    game: str, section: str, pays: float
+) -> None:
+    """673a.13(j), 665a.13(i): a malfunctioning reader stops dealing until it is replaced; there is
+    no 685a.12(h) remedy in these chapters. 673a.8(a), 665a.8(a): insurance wins on the hole card.
+    Up AD, hole KC, insurance 5; the reader says "no Blackjack"."""
+    d = make(game)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    if game == DA:
+        d.draw("AD")  # the up card first (665a.7(e))
+        d.feed(I.KeyPressed(key="next"))  # no Double Attack
+        d.deal("9H 7S KC")
+    else:
+        d.deal("9H AD 7S KC")
+    d.feed(I.WagerPlaced(seat=1, amount=5))
+    if game == DBJ:
+        d.feed(I.KeyPressed(key="next"))  # no early surrender (ruling D5)
+    d.feed(I.ReaderReport(blackjack=False))
+    alarm = [e for e in d.events if e.kind == "alarm_raised"][-1].payload
+    assert (alarm["section"], alarm["halts"]) == (section, True)
+    assert "hole" not in alarm["message"] and d.table.reader_failed
+    before = d.table.fingerprint()
+    for answer in (False, True):  # the broken reader is not used again
+        with pytest.raises(RuleViolation, match="^" + re.escape(section)):
+            d.feed(I.ReaderReport(blackjack=answer))
+    with pytest.raises(RuleViolation):
+        d.feed(I.KeyPressed(key="stand"))  # no decision before the hole card is read
+    assert d.table.fingerprint() == before
+    with pytest.raises(RuleViolation, match="^" + re.escape(section)):
+        d.feed(I.AlarmAcknowledged(alarm=alarm["id"], by="floor-1"))
+    d.feed(I.ReaderReplaced(by="tech-1"))
+    d.feed(I.ReaderReport(blackjack=True))  # the replacement reads the hole card right
+    settled = [e for e in d.events if e.kind == "round_settled"][-1].payload
+    nets = {
+        (s["wager"], s["section"].split(",")[0]): s["stake"] * s["halves"] / 2 for s in settled["settlements"]
+    }
+    assert nets[("insurance", f"{section[:4]}.8(a)")] == pays
+    assert sum(v for (w, _), v in nets.items() if w == "bet") == -10
+
+
+def test_673a_3c_no_round_opens_with_cards_past_24_hours() -> None:
+    """673a.3(c) (ruling G6): the decks are changed at least once every 24 hours; a round that
+    opened before the 24 hours ran out is finished, but no round opens after."""
+    d = make(DBJ)
+    opened = d.table.batches["blue"].opened_at
+    assert opened is not None
+    d.now = opened + 24 * 3600 - 10
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.now += 20  # past the 24 hours in the middle of the round
+    d.deal("9H 7D 6C 4S")
+    d.feed(I.KeyPressed(key="stand"))
+    d.draw("KC")  # the dealer's 11 draws to 21: the round is finished
+    assert d.kinds()[-1] == "round_settled"
+    before = d.table.fingerprint()
+    with pytest.raises(RuleViolation, match=r"^673a\.3\(c\)"):
+        d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    assert d.table.fingerprint() == before
