@@ -62,7 +62,7 @@ class DoubleAttack(BlackjackProcedure):
 
         # 665a.7(g): insurance on an ace; the reader on an ace, K, Q or J.
         if up.is_ace:
-            yield from self.offer_insurance(rs.boxes)
+            yield from self.offer_insurance([b for b in rs.boxes if not b.dead])
         if up.is_ace or up.is_face:
             report = yield ReaderUse(masque=False)
             rs.reader_report = bool(report)
@@ -79,7 +79,7 @@ class DoubleAttack(BlackjackProcedure):
         # 665a.7(h)(1): a player Blackjack is paid at once, even money on Bet and Double Attack.
         for box in rs.boxes:
             hand = box.first
-            if hand.blackjack:
+            if hand.blackjack and not hand.settled:
                 rs.settle_hand(hand, EVEN, "blackjack", "665a.7(h)(1), 665a.12(a)")
                 rs.settle(box.seat, 0, Wager.DOUBLE_ATTACK, box.double_attack, EVEN,
                           "665a.7(h)(1), 665a.12(a)")  # fmt: skip
@@ -197,6 +197,7 @@ class DoubleAttack(BlackjackProcedure):
         rs = self.rs
         dealer_bj = self.dealer_blackjack()
         d = self.dealer_total()
+        rs.start_final_settlement()
         for box in reversed(rs.boxes):
             for hand in reversed(box.hands):
                 if hand.settled:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from controller.rules.hand import Hand
 from controller.rules.procedure import BlackjackProcedure, Procedure, Refusal
-from controller.rules.requests import Action, CardFor, ReaderUse, SecondChanceOffer, SurrenderOffer
+from controller.rules.requests import DEALER, Action, CardFor, ReaderUse, SecondChanceOffer, SurrenderOffer
 from controller.rules.state import Box
 from controller.rules.wagers import EVEN, HALF_LOST, LOSE, PUSH, Wager, odds
 
@@ -27,8 +27,15 @@ class DoubleBackJack(BlackjackProcedure):
         rs = self.rs
         # 673a.7(e): a card to each box, the up card, a second card to each box, the hole card.
         yield from self.deal_to_boxes()
-        yield from self.deal_to_dealer(face_up=True)
-        yield from self.deal_to_boxes()
+        first = yield CardFor(DEALER, 0)
+        if first is None:
+            # 673a.13(e): the dealer missed his first card; the players get their second cards,
+            # then the dealer his two.
+            yield from self.deal_to_boxes()
+            yield from self.deal_to_dealer(face_up=True)
+        else:
+            rs.dealer.append(first)
+            yield from self.deal_to_boxes()
         yield from self.deal_to_dealer(face_up=False)
         up = rs.dealer[0]
 
@@ -61,6 +68,7 @@ class DoubleBackJack(BlackjackProcedure):
             if report:
                 # 673a.7(h): no more cards; each Blackjack Wager is collected.
                 rs.hole_turned = True
+                rs.start_final_settlement()
                 for box in rs.boxes:
                     hand = box.first
                     if hand.settled:
@@ -149,6 +157,8 @@ class DoubleBackJack(BlackjackProcedure):
         """673a.7(l): one more card, its value (an ace 1) subtracted from the hand."""
         hand.second_chance = stake
         card = yield CardFor(box.seat, hand.index, purpose="second_chance")
+        if card is None:  # called dead instead
+            return
         hand.add_second_chance(card)
         hand.done = True
         t = hand.total
@@ -169,6 +179,7 @@ class DoubleBackJack(BlackjackProcedure):
         """673a.7(q)-(s), dealer's right first."""
         rs = self.rs
         d = self.dealer_total()
+        rs.start_final_settlement()
         for box in reversed(rs.boxes):
             for hand in reversed(box.hands):
                 if hand.settled:

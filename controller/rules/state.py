@@ -18,6 +18,7 @@ class SeatWagers:
     bet: int
     bust_it: int = 0
     match_the_dealer: int = 0
+    player: str = ""  # who bets on this box, when known: one player may hold adjacent boxes
 
 
 @dataclass(slots=True, eq=False)
@@ -50,6 +51,11 @@ class RoundState:
     hole_turned: bool = False
     dealer_played: bool = False  # the dealer's hand was played out by the drawing rule
     irregularities: list[str] = field(default_factory=list)
+    final_from: int | None = None  # index of the first end-of-round settlement (673a.7(t))
+
+    def start_final_settlement(self) -> None:
+        if self.final_from is None:
+            self.final_from = len(self.settlements)
 
     def settle(
         self, seat: int, hand: int | None, wager: Wager, stake: int, halves: int, section: str
