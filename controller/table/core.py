@@ -135,6 +135,7 @@ class Table:
         self.last_seats: tuple[int, ...] = ()
         self.expiry_warned: set[str] = set()
         self.held_exposed = False  # 673a.13(c): the held card was exposed to the players
+        self.hole_shown = False  # this round's hole_card_turned is out
         self.refused_seats: set[int] = set()  # 673a.13(c): took no more cards this round
         self.wagering_seats: frozenset[int] | None = None  # 673a.6(b): seats still allowed this shoe
         self.reader_inspected_day: str | None = None  # 673a.2(d): the gaming day last inspected
@@ -209,7 +210,7 @@ class Table:
                      None if self.held_card is None else str(self.held_card), self.rounds_since_stub_count,
                      self.dealer_stood,
                      self.last_seats, sorted(self.expiry_warned)),
-            "irregular": (self.held_exposed, sorted(self.refused_seats),
+            "irregular": (self.held_exposed, self.hole_shown, sorted(self.refused_seats),
                           None if self.wagering_seats is None else sorted(self.wagering_seats),
                           self.reader_inspected_day),
         }  # fmt: skip
@@ -765,6 +766,7 @@ class Table:
         self.cover_target = None
         self.last_seats = tuple(w.seat for w in wagers)
         self.refused_seats = set()
+        self.hole_shown = False
         if self.options.bar_non_wagering:
             # 673a.6(b): who sat this round out may not wager on the next ones of this shoe.
             self.wagering_seats = frozenset(self.last_seats)
@@ -815,6 +817,10 @@ class Table:
                 self.emit(step, "decision", round=self.round_no, seat=req.seat, hand=req.hand, action="stand")
             else:
                 break
+        if rnd is not None and rnd.state.hole_turned and not (rnd.state.hole_exposed or self.hole_shown):
+            # 673a.7(n), 665a.7(l), 685a.7(l): the hole card is turned when the players are done,
+            # before the dealer draws (unless 685a.7(h) already showed it).
+            self.emit(step, "hole_card_turned", round=self.round_no, hole=str(rnd.state.dealer[1]))
         if rnd is not None and rnd.request is None:
             self._finish_round(step)
 
@@ -826,7 +832,7 @@ class Table:
             # 673a.13(c): refused by the players and not used by the dealer: to the discard rack.
             held = self.held_card
             self.emit(step, "exposed_card_discarded", round=self.round_no, card=str(held), back=held.back)
-        if state.dealer and not state.hole_exposed:
+        if state.dealer and not (state.hole_exposed or self.hole_shown):
             self.emit(step, "hole_card_turned", round=self.round_no, hole=str(state.dealer[1]))
         self.emit(step, "round_settled", round=self.round_no, **self._settlement())
         if self.reshuffle_due:
@@ -861,7 +867,7 @@ class Table:
         }
 
     def _apply_hole_card_turned(self, p: dict[str, Any]) -> None:
-        pass
+        self.hole_shown = True
 
     def _apply_round_settled(self, p: dict[str, Any]) -> None:
         if self.wild is None:

@@ -109,7 +109,7 @@ def test_an_exposed_card_nobody_takes_goes_to_the_discard_rack(game: str, sectio
         d.draw("3D")
     d.feed(I.HeldCardExposed(by="dealer-1"))
     d.feed(I.ExposedCardRefused(seat=1))
-    assert d.kinds()[-3:] == ["exposed_card_discarded", "hole_card_turned", "round_settled"]
+    assert d.kinds()[-3:] == ["hole_card_turned", "exposed_card_discarded", "round_settled"]
     assert settled(d)["dealer"]["total"] == 17
     assert all(b.conserved() for b in d.table.batches.values())
 

@@ -408,3 +408,36 @@ def test_673a_3c_no_round_opens_with_cards_past_24_hours() -> None:
     with pytest.raises(RuleViolation, match=r"^673a\.3\(c\)"):
         d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
     assert d.table.fingerprint() == before
+
+
+@pytest.mark.parametrize("game", [DBJ, DA, DU])
+def test_the_hole_card_is_turned_after_the_players_and_before_the_dealer_draws(game: str) -> None:
+    """673a.7(n), 665a.7(l), 685a.7(l): box 1 (9H 6C) stands; the hole card 4S is turned, then the
+    dealer's 11 draws KC (in 665a the Bust It card, 665a.7(m))."""
+    d = make(game)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    if game == DA:
+        d.draw("7D")
+        d.feed(I.KeyPressed(key="next"))
+        d.deal("9H 6C 4S")
+    else:
+        d.deal("9H 7D 6C 4S")
+    if game == DU:
+        d.feed(I.ReaderReport(light=MasqueRange.SMALL))
+    step = d.feed(I.KeyPressed(key="stand"))
+    assert [e.kind for e in step.events] == ["decision", "hole_card_turned"]
+    assert step.events[-1].payload["hole"] == "4S"
+    step = d.draw("KC")
+    assert [e.kind for e in step.events] == ["card_dealt", "round_settled"]
+
+
+def test_685a_7l_a_hole_card_already_shown_is_not_turned_again() -> None:
+    """685a.7(h),(l): up KD and hole QS are both Large: the hole card is shown after the reader,
+    and not turned a second time."""
+    d = make(DU)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.deal("9H KD 9C QS")
+    step = d.feed(I.ReaderReport(light=MasqueRange.LARGE))
+    assert "hole_card_exposed" in [e.kind for e in step.events]
+    d.feed(I.KeyPressed(key="stand"))
+    assert "hole_card_turned" not in d.kinds() and d.kinds()[-1] == "round_settled"

@@ -205,3 +205,14 @@ def test_665a_9b2i_surrender_meets_a_dealer_blackjack() -> None:
     )
     assert result["dealer"]["blackjack"] is True
     assert net(result) == {"bet": -10, "bust_it": -5, "total": -15}
+
+
+def test_685a_10d_dealer_blackjack_after_a_split_returns_the_split_wager() -> None:
+    """685a.10(d): "collect only the amount of the initial Bet Wager ... and return the additional
+    amount wagered in splitting pairs". Up 10H, hole AS behind a wrong (blue) light; s1 8S 8D splits:
+    8S 3C (11) and 8D 2S (10) stand. The dealer's Blackjack takes the first hand's 10 and returns
+    the split hand's 10."""
+    result = play(options(DU), "8S 10H 8D AS 3C 2S 9C", seat(1, 10, "split"), reader=MasqueRange.SMALL)
+    assert result["dealer"]["blackjack"] is True
+    assert [h["result"] for h in result["seats"][0]["hands"]] == ["lose", "push"]
+    assert net(result) == {"bet": -10, "total": -10}
