@@ -441,3 +441,18 @@ def test_685a_7l_a_hole_card_already_shown_is_not_turned_again() -> None:
     assert "hole_card_exposed" in [e.kind for e in step.events]
     d.feed(I.KeyPressed(key="stand"))
     assert "hole_card_turned" not in d.kinds() and d.kinds()[-1] == "round_settled"
+
+
+@pytest.mark.parametrize(("game", "section"), [(DBJ, "673a.6(c)"), (DU, "685a.6(c)")])
+def test_wagers_go_down_before_the_first_card(game: str, section: str) -> None:
+    """673a.6(c), 685a.6(c): every wager but insurance, doubles and splits (and 673a's Second
+    Chance) is placed before the first card; a wager pressed in at a decision is refused."""
+    d = make(game)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.deal("9H 7D 6C 4S")
+    if game == DU:
+        d.feed(I.ReaderReport(light=MasqueRange.SMALL))
+    before = d.table.fingerprint()
+    with pytest.raises(RuleViolation, match="^" + re.escape(section)):
+        d.feed(I.WagerPlaced(seat=1, amount=5))
+    assert d.table.fingerprint() == before
