@@ -939,10 +939,7 @@ class Table:
         rnd = self._round_or_refuse()
         req = rnd.request
         if not isinstance(req, InsuranceOffer | DoubleAttackOffer) or req.seat != inp.seat:
-            # 673a.6(c), 685a.6(c): every wager but those the procedure offers goes down before the
-            # first card. (665a.6 has no such clause: its Double Attack comes after the up card.)
-            later = self._sec("6") if self.chapter == "665a" else self._sec("6(c)")
-            section = self._sec("8(b)") if isinstance(req, ReaderUse) else later
+            section = self._sec("8(b)") if isinstance(req, ReaderUse) else self._sec("wager_timing")
             raise self._refuse(section, f"no wager is being taken from seat {inp.seat} now")
         if not 0 <= inp.amount <= req.maximum:
             section = "665a.6(e)" if isinstance(req, DoubleAttackOffer) else self._sec("8(b)")

@@ -20,6 +20,9 @@ BY_NAME: Final[dict[str, dict[str, str]]] = {
     "no_cards_dead": {"673a": "673a.13(g)", "665a": "665a.13(f)", "685a": "685a.12(f)"},
     "card_not_dealt": {"673a": "673a.13(h)", "665a": "665a.13(g)", "685a": "685a.12(g)"},
     "deal": {"673a": "673a.7(e)", "665a": "665a.7(f)", "685a": "685a.7(e)"},
+    # Wagers other than those the procedure offers go down before the first card; 665a.6 has no
+    # such clause (its Double Attack wager comes after the up card).
+    "wager_timing": {"673a": "673a.6(c)", "665a": "665a.6", "685a": "685a.6(c)"},
     "insufficient_cards": {"673a": "673a.13(f)", "665a": "665a.13(e)", "685a": "685a.12(e)"},
     "dealer_extra": {"673a": "673a.13(d)", "665a": "665a.13(d)", "685a": "685a.12(d)"},
     "reader_misuse": {"673a": "673a.13(i)", "665a": "665a.13(h)(2)", "685a": "685a.12(h)"},

@@ -249,6 +249,7 @@ def test_a_player_bets_on_at_most_the_submitted_number_of_adjacent_boxes(game: s
         (1, [(2, "collect"), (3, "pay"), (1, "pay")]),  # 673a.7(t)(1): all losing, then all winning
         (2, [(3, "pay"), (2, "collect"), (1, "pay")]),  # 673a.7(t)(2): player by player
     ],
+    ids=["673a.7(t)(1)", "673a.7(t)(2)"],
 )
 def test_673a_7t_the_dealer_is_told_to_collect_and_pay_in_the_submitted_order(
     procedure: int, order: list[tuple[int, str]]

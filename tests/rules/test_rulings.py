@@ -187,6 +187,7 @@ def test_hole_card_is_turned_after_the_players(game: str) -> None:
         # the Masque light says Small over a K hole (685a.12(h)); insurance still wins 2 to 1.
         (DU, "9H AD 7S KC 5D", MasqueRange.SMALL, {"bet": -10, "insurance": 10, "total": 0}),
     ],
+    ids=["673a.8(a)", "665a.8(a)", "685a.8(a)"],
 )
 def test_insurance_is_settled_on_the_hole_card_not_the_readers_answer(
     game: str, shoe: str, reader: object, want: dict[str, float]
