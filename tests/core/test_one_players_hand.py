@@ -269,6 +269,25 @@ def test_673a_7t_the_dealer_is_told_to_collect_and_pay_in_the_submitted_order(
     assert all(x["amount"] == 10 and x["wager"] == "bet" for x in told)
 
 
+@pytest.mark.parametrize(
+    ("procedure", "order"),
+    [(1, [(2, "collect"), (3, "pay"), (1, "pay")]), (2, [(3, "pay"), (2, "collect"), (1, "pay")])],
+    ids=["685a.7(r)(1)", "685a.7(r)(2)"],
+)
+def test_685a_7r_the_dealer_is_told_to_collect_and_settle_in_the_submitted_order(
+    procedure: int, order: list[tuple[int, str]]
+) -> None:
+    """685a.7(r)(1),(2): boxes 1 10H 9C (19), 2 8S 5H (13), 3 10D 8H (18) stand against the
+    dealer's 7D KC (17, a yellow light): boxes 1 and 3 win, box 2 loses."""
+    d = make(DU, settlement_procedure=procedure)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10), SeatWagers(2, 10), SeatWagers(3, 10))))
+    d.deal("10H 8S 10D 7D 9C 5H 8H KC")
+    d.feed(I.ReaderReport(light=MasqueRange.LARGE))
+    for _ in range(3):
+        d.feed(I.KeyPressed(key="stand"))
+    assert [(x["seat"], x["action"]) for x in settled(d)["dealer_order"]] == order
+
+
 def test_665a_7p_double_attack_pays_and_collects_player_by_player() -> None:
     """665a.7(p): one procedure, player by player from the dealer's right; no submission key."""
     d = open_two_boxes(DA)

@@ -261,18 +261,19 @@ def test_687a_9a1_dj_wild_is_never_shuffled_by_hand() -> None:
         d.feed(I.HandShuffled(back="red", dealer="d1"))
 
 
-def test_673a_5h_a_self_shuffling_shoe_skips_the_cut() -> None:
+@pytest.mark.parametrize(("game", "section"), [(DBJ, "673a.5(h)"), (DA, "665a.5(h)"), (DU, "685a.5(h)")])
+def test_673a_5h_a_self_shuffling_shoe_skips_the_cut(game: str, section: str) -> None:
     """673a.5(h), 665a.5(h), 685a.5(h), 685a.3(a): an approved shoe that reshuffles and counts by itself, or a
     continuous shuffler, skips the cut procedure of (b)-(g) and has no cover card."""
     from dataclasses import replace
 
     from controller.table.core import Table
 
-    table = Table(replace(default_options(DU), self_shuffling_shoe=True))
+    table = Table(replace(default_options(game), self_shuffling_shoe=True))
     table.handle(I.DecksOpened(back="blue", dealer="d1", floorperson="f1"), 1.0)
     step = table.handle(I.BatchToShoe(back="blue"), 2.0)  # no shuffle, no cut, no cover card
     assert [e.kind for e in step.events] == ["batch_to_shoe"] and not step.commands
-    with pytest.raises(RuleViolation, match=r"^685a\.5\(h\)"):
+    with pytest.raises(RuleViolation, match="^" + re.escape(section)):
         table.handle(I.CoverCardReached(), 3.0)
     with pytest.raises(Exception, match=r"687a\.9\(a\)\(1\)"):
         replace(default_options("dj-wild"), self_shuffling_shoe=True).validate()
