@@ -15,6 +15,7 @@ from controller.game_config import default_options
 from controller.rules.requests import CardFor, Decision, MasqueRange
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
+from controller.table.core import Table
 from controller.table.events import REVEALING_KINDS
 from tests.core.conftest import Desk, make
 
@@ -43,6 +44,11 @@ def refused(d: Desk, inp: I.Input, section: str) -> None:
     with pytest.raises(RuleViolation, match="^" + re.escape(section)):
         d.feed(inp)
     assert d.table.fingerprint() == before
+
+
+def replays(d: Desk) -> None:
+    """The journal's events rebuild the same table (the new event kinds replay)."""
+    assert Table.replay(d.table.options, d.events).fingerprint() == d.table.fingerprint()
 
 
 def open_two_boxes(game: str) -> Desk:
@@ -84,6 +90,7 @@ def test_673a_13c_an_exposed_card_refused_by_one_player_goes_to_the_next() -> No
     assert hands(d, 1) == [["9H", "6C"]] and hands(d, 2) == [["8S", "5H", "3D"]]
     assert settled(d)["dealer"]["cards"] == ["7D", "4S", "10C"]
     assert all(b.conserved() for b in d.table.batches.values())
+    replays(d)
 
 
 @pytest.mark.parametrize(("game", "section"), [(DBJ, "673a.13(c)"), (DA, "665a.13(c)"), (DU, "685a.12(c)")])
@@ -112,6 +119,7 @@ def test_an_exposed_card_nobody_takes_goes_to_the_discard_rack(game: str, sectio
     assert d.kinds()[-3:] == ["hole_card_turned", "exposed_card_discarded", "round_settled"]
     assert settled(d)["dealer"]["total"] == 17
     assert all(b.conserved() for b in d.table.batches.values())
+    replays(d)
 
 
 # -- 673a.13(e): the dealer misses his first card --------------------------------------------------
@@ -132,6 +140,7 @@ def test_673a_13e_the_dealer_missed_his_first_card() -> None:
     ]
     assert dealt == [(1, "9H"), (2, "8S"), (1, "6C"), (2, "5H"), (0, "7D"), (0, "4S")]
     assert isinstance(d.table.round.request, Decision)  # type: ignore[union-attr]
+    replays(d)
 
 
 @pytest.mark.parametrize(("game", "section"), [(DA, "665a.7(f)"), (DU, "685a.7(e)")])
@@ -161,6 +170,7 @@ def test_a_box_the_deal_passed_by_is_dead_and_its_wagers_returned(game: str, sec
     assert hands(d, 1) == [[]] and hands(d, 2) == [["8S", "5H"]]
     assert lines(d, 1) == [("bet", 10, 0, section)]
     assert lines(d, 2)[0][:3] == ("bet", 10, -2)  # 13 against 21
+    replays(d)
 
 
 @pytest.mark.parametrize(("game", "section"), [(DBJ, "673a.13(h)"), (DA, "665a.13(g)"), (DU, "685a.12(g)")])
@@ -197,6 +207,7 @@ def test_685a_12h_a_wrong_light_each_hand_dead_or_played_on() -> None:
     assert settled(d)["dealer"]["cards"] == ["7D", "KC"]
     assert lines(d, 1) == [("bet", 10, 0, "685a.12(h)")]
     assert lines(d, 2) == [("bet", 10, -2, "685a.7(q)(2)")]
+    replays(d)
 
 
 # -- 673a.6(b): barring a patron who sat out a round until the reshuffle ------------------------
@@ -219,6 +230,7 @@ def test_673a_6b_a_box_that_sat_out_may_not_wager_until_the_reshuffle() -> None:
     play(1, 2)
     desk.feed(I.ReshuffleOrdered(by="floor-1"))  # (b)(2): after a reshuffle anyone may wager
     assert desk.table.wagering_seats is None
+    replays(desk)
 
 
 def test_without_the_key_nobody_is_barred() -> None:
@@ -316,3 +328,4 @@ def test_the_reader_is_inspected_each_gaming_day(game: str, section: str) -> Non
     refused(desk, I.RoundOpened(wagers=(SeatWagers(1, 10),)), section)
     desk.feed(I.ReaderInspected(floorperson="floor-2"))
     desk.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    replays(desk)
