@@ -98,6 +98,8 @@ class DoubleAttack(BlackjackProcedure):
     # -- decisions -------------------------------------------------------------------------
     def check(self, action: Action, hand: Hand, box: Box) -> Refusal | None:
         t = hand.total
+        if hand.result == "surrender":  # only asked of a script's leftover decisions
+            return ("665a.9(a)", "the player discontinued play on this hand by surrendering")
         if action is Action.STAND:
             return None
         if action is Action.HIT:

@@ -95,6 +95,8 @@ class DoubleBackJack(BlackjackProcedure):
     def check(self, action: Action, hand: Hand, box: Box) -> Refusal | None:
         t = hand.total
         first_decision = not hand.acted and len(hand.cards) == 2
+        if hand.result == "surrender":  # only asked of a script's leftover decisions
+            return ("673a.9(a)", "the player discontinued play on this hand by surrendering")
         if action is Action.STAND:
             return None
         if action is Action.HIT:
