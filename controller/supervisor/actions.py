@@ -73,6 +73,30 @@ ACTIONS: dict[str, Action] = {
         {FLOOR}, "673a.13(j): the card reader repaired or replaced; dealing resumes",
         lambda a, who: [I.ReaderReplaced(by=who)],
     ),
+    "reader_inspected": _a(
+        {FLOOR}, "673a.2(d): the floorperson inspected the card reader at the start of the gaming day",
+        lambda a, who: [I.ReaderInspected(floorperson=who)],
+    ),
+    "held_card_exposed": _a(
+        {FLOOR, DEALER}, "673a.13(c): the card drawn in error was exposed to the players",
+        lambda a, who: [I.HeldCardExposed(by=who)],
+    ),
+    "exposed_card_refused": _a(
+        {DEALER}, "673a.13(c): the player deciding refuses the exposed card; no more cards for him",
+        lambda a, who: [I.ExposedCardRefused(seat=a["seat"])], {"seat": int},
+    ),
+    "dealer_card_missed": _a(
+        {DEALER}, "673a.13(e): the dealer missed his first or second card; players are dealt first",
+        lambda a, who: [I.DealerCardMissed(by=who)],
+    ),
+    "hand_called_dead": _a(
+        {FLOOR, DEALER}, "673a.13(g),(h), 685a.12(h): one box's hand dead, its wagers returned",
+        lambda a, who: [I.HandCalledDead(seat=a["seat"], by=who)], {"seat": int},
+    ),
+    "patron_permitted": _a(
+        {FLOOR}, "673a.6(b)(1): a box barred for sitting out a round may wager again",
+        lambda a, who: [I.PatronPermitted(seat=a["seat"], by=who)], {"seat": int},
+    ),
     "first_player_seated": _a(
         {FLOOR, DEALER}, "673a.5(c)(1): the first player at a new game is offered the cut",
         lambda a, who: [I.FirstPlayerSeated(seat=a["seat"])], {"seat": int},
