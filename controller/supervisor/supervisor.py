@@ -101,6 +101,7 @@ class Supervisor:
         self._auto_refused: dict[I.Input, int] = {}
         self._steps = 0
         self._stopped = False
+        self._listeners: list[Callable[[], None]] = []
 
     # ================================================================== lifecycle
     @property
@@ -313,6 +314,7 @@ class Supervisor:
         self.log.info("device_health", device=name, health=health.value, was=old.value if old else None)
         self.telemetry.device_health(name, health.value)
         self.telemetry.state_changed(self.snapshot())
+        self._changed()
         if not self.ready.is_set() and all(h is not DeviceHealth.CONNECTING for h in self.health.values()):
             self.ready.set()
             t = self.table
@@ -358,6 +360,7 @@ class Supervisor:
             self.telemetry.journal_appended()
             if not isinstance(self.telemetry, NullTelemetry):
                 self.telemetry.state_changed(self.snapshot())
+            self._changed()
         return step
 
     async def _carry_out(self, cmd: CoreCommand) -> None:
@@ -448,11 +451,13 @@ class Supervisor:
 
     # ================================================================== authorised commands
     async def command(self, name: str, args: dict[str, Any], who: str, role: str) -> dict[str, Any]:
-        """A dealer or floor action (the MQTT layer calls this). Refusals change nothing."""
+        """A dealer or floor action from the one allow-list (actions.ACTIONS), by the signed-in
+        person ``who`` (the console) or the floor account's ``who`` (MQTT). Refusals change nothing."""
         try:
             action = actions.check(name, args, who, role)
         except actions.BadAction as e:
-            self.log.warning("command_refused", command=name if isinstance(name, str) else None, error=str(e))
+            known = isinstance(name, str) and name in actions.ACTIONS
+            self.log.warning("command_refused", command=name if known else None, error=str(e))
             return {"ok": False, "error": str(e)}
         if self.jt is None or self._stopped:
             return {"ok": False, "error": f"{name}: the table is not running"}
@@ -484,25 +489,32 @@ class Supervisor:
                 raise actions.BadAction(f"key: unknown key {args['key']!r}") from None
             return self.translator.key_inputs(key.value, self.table)
         if name == "start_round":
-            boxes = args["boxes"]
-            if not boxes or not all(isinstance(b, int) and not isinstance(b, bool) for b in boxes):
-                raise actions.BadAction("start_round: boxes must be a non-empty list of box numbers")
-            return self.translator.key_inputs(dev.Key.START_GAME.value, self.table, tuple(boxes))
+            return self.translator.key_inputs(dev.Key.START_GAME.value, self.table, tuple(args["boxes"]))
         if name == "mark_out_of_order":
             return self._out_of_order(args["device"], who)
+        if name == "device_restored":
+            return self._restored(args["device"], who)
+        if name == "shuffler_restored":
+            return self._restored(DeviceKind.SHUFFLER.value, who)
         raise actions.BadAction(f"{name}: not implemented")  # pragma: no cover
 
-    def _out_of_order(self, device: str, who: str) -> list[I.Input]:
+    def _device_named(self, action: str, device: str) -> str:
+        """The device called ``device`` at this table, by name or by kind."""
         name = (
             device
             if device in self.kinds
             else next((n for n, k in self.kinds.items() if k.value == device), None)
         )
         if name is None:
-            raise actions.BadAction(f"mark_out_of_order: no device {device!r} at this table")
+            raise actions.BadAction(f"{action}: no device {device!r} at this table")
+        return name
+
+    def _out_of_order(self, device: str, who: str) -> list[I.Input]:
+        name = self._device_named("mark_out_of_order", device)
         kind = self.kinds[name]
         self.health[name] = DeviceHealth.OUT_OF_ORDER
         self.telemetry.device_health(name, DeviceHealth.OUT_OF_ORDER.value)
+        self._changed()
         if kind is DeviceKind.SHUFFLER:
             return [I.ShufflerOutOfOrder(by=who)]
         if kind is DeviceKind.READER:
@@ -512,6 +524,39 @@ class Supervisor:
         if kind is DeviceKind.SHOE:
             self.shoe_failed = True
         return []
+
+    def _restored(self, device: str, who: str) -> list[I.Input]:
+        """673a.13(l): a device marked out of order back in service; the next poll says whether it
+        answers (its health goes to online here and to fault again if it does not)."""
+        name = self._device_named("device_restored", device)
+        kind = self.kinds[name]
+        if self.health.get(name) is not DeviceHealth.OUT_OF_ORDER and not (
+            kind is DeviceKind.SHUFFLER and self.table.shuffler_out_of_order
+        ):
+            raise actions.BadAction(f"device_restored: {name} is not marked out of order")
+        self.health[name] = DeviceHealth.ONLINE
+        self.telemetry.device_health(name, DeviceHealth.ONLINE.value)
+        self._changed()
+        if kind is DeviceKind.SHUFFLER:
+            return [I.ShufflerRestored(by=who)] if self.table.shuffler_out_of_order else []
+        if kind is DeviceKind.READER:
+            return [I.ReaderReplaced(by=who)] if self.table.reader_failed else []
+        if kind is DeviceKind.KEYPAD:
+            self.translator.progressive_closed = False
+        if kind is DeviceKind.SHOE:
+            self.shoe_failed = False
+        return []
+
+    # ================================================================== change listeners
+    def on_change(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener`` after every journalled step and device health change (the console's
+        live updates); returns the function that removes it. Listeners must not block."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            listener()
 
     # ================================================================== views and waiting
     def snapshot(self) -> dict[str, Any]:

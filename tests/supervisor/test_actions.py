@@ -1,0 +1,57 @@
+"""The one allow-list: the docs list exactly its actions, every action is reachable through the
+supervisor, and a device marked out of order comes back (673a.13(l))."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from controller.supervisor.actions import ACTIONS, markdown_table
+from controller.supervisor.health import DeviceHealth
+from controller.supervisor.rig import ROOT, Rig
+from controller.telemetry.commands import COMMANDS
+
+MakeRig = Callable[..., Awaitable[Rig]]
+GENERATED = re.compile(
+    r"<!-- actions: generated from controller/supervisor/actions.py -->\n(.*?)\n<!-- /actions -->", re.S
+)
+
+
+def _generated(doc: str) -> str:
+    match = GENERATED.search((ROOT / doc).read_text(encoding="utf-8"))
+    assert match is not None, f"{doc}: the generated actions table is missing"
+    return match.group(1)
+
+
+def test_install_md_lists_the_allow_list() -> None:
+    assert _generated("docs/install.md") == markdown_table(), "regenerate with markdown_table()"
+
+
+def test_mqtt_md_lists_the_floor_s_actions() -> None:
+    table = _generated("docs/mqtt.md")
+    assert table == markdown_table(frozenset({"floor"}))
+    assert {n for n in ACTIONS if f"`{n}`" in table} == set(COMMANDS)
+
+
+def test_every_action_is_carried_out_by_the_supervisor() -> None:
+    source = (Path(ROOT) / "controller/supervisor/supervisor.py").read_text(encoding="utf-8")
+    for action in ACTIONS.values():
+        assert action.build is not None or f'name == "{action.name}"' in source, action.name
+        assert action.roles and re.match(r"6[0-9]{2}a\.", action.section), action.name
+
+
+async def test_a_device_marked_out_of_order_is_restored(table_rig: MakeRig) -> None:
+    rig = await table_rig("double-back-jack")
+    sup = rig.supervisor
+    assert (await sup.command("mark_out_of_order", {"device": "shuffler"}, "floor-7", "floor"))["ok"]
+    assert sup.table.shuffler_out_of_order and sup.health["shuffler"] is DeviceHealth.OUT_OF_ORDER
+    restored = await sup.command("device_restored", {"device": "shuffler"}, "floor-7", "floor")
+    assert restored["ok"] and restored["events"] == ["shuffler_restored"], restored
+    assert not sup.table.shuffler_out_of_order and sup.health["shuffler"] is DeviceHealth.ONLINE
+    for device in ("reader", "keypad", "shoe"):
+        assert (await sup.command("mark_out_of_order", {"device": device}, "floor-7", "floor"))["ok"]
+        assert sup.health[device] is DeviceHealth.OUT_OF_ORDER
+        assert (await sup.command("device_restored", {"device": device}, "floor-7", "floor"))["ok"]
+        assert sup.health[device] is DeviceHealth.ONLINE
+    assert not sup.table.reader_failed and not sup.shoe_failed and not sup.translator.progressive_closed
