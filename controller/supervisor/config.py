@@ -73,10 +73,10 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
     table = doc.get("table")
     if not isinstance(table, dict):
         raise ConfigError(f"{p}: table: a [table] section is required")
-    unknown = sorted(set(doc) - {"table", "devices", "telemetry"})
+    unknown = sorted(set(doc) - {"table", "devices", "telemetry", "console"})
     if unknown:
         raise ConfigError(
-            f"{p}: {unknown[0]}: unknown section (expected [table], [devices.<name>] and [telemetry])"
+            f"{p}: {unknown[0]}: unknown section (expected [table], [devices.<name>], [telemetry], [console])"
         )
     table_id = _identifier(p, table, "id")
     site = _identifier(p, table, "site")
