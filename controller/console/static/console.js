@@ -187,7 +187,8 @@ async function run(name, args) {
   const r = $("result");
   r.dataset.action = name;
   r.className = doc.ok ? "good" : "error";
-  r.textContent = name + ": " + (doc.ok ? "done" : doc.error);
+  const error = String(doc.error || "");
+  r.textContent = doc.ok ? name + ": done" : error.startsWith(name + ":") ? error : name + ": " + error;
 }
 
 start();
