@@ -38,10 +38,17 @@ def parse_listen(text: str, where: str) -> tuple[str, int]:
 
 
 def console_settings(
-    doc: dict[str, Any], base: Path, source: str, listen: str | None = None, users: Path | None = None
+    doc: dict[str, Any],
+    base: Path,
+    source: str,
+    listen: str | None = None,
+    users: Path | None = None,
+    *,
+    need_users: bool = True,
 ) -> ConsoleSettings | None:
     """The console's settings from the table file's ``[console]`` and the command line, or None
-    when neither asks for a console."""
+    when neither asks for a console. ``need_users=False`` checks the section alone (the users
+    file may still come from ``--users``)."""
     section = doc.get("console")
     if section is None and listen is None and users is None:
         return None
@@ -61,6 +68,8 @@ def console_settings(
         host, port = parse_listen(raw, f"{source}: console.listen")
     if users is None:
         raw_users = section.get("users")
+        if raw_users is None and not need_users:
+            raw_users = "-"
         if raw_users is None:
             raise ConfigError(f"{source}: console.users: the console needs a users file (or --users FILE)")
         if not isinstance(raw_users, str) or not raw_users:

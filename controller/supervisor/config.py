@@ -110,6 +110,9 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
         raise ConfigError(
             f"{p}: devices.{shuffler.name}.sim.decks: must match the game's decks_per_batch ({options.decks})"
         )
+    from controller.console.settings import console_settings
+
+    console_settings(doc, p.parent, str(p), need_users=False)  # [console] checked here too
     return TableConfig(p, table_id, site, options, devices)
 
 

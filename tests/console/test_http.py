@@ -5,6 +5,7 @@ actions, the journal naming the signed-in person, and no traceback ever."""
 from __future__ import annotations
 
 import json
+import re
 
 import aiohttp
 import pytest
@@ -194,3 +195,25 @@ async def _event(r: aiohttp.ClientResponse) -> dict[str, object]:
             data = json.loads(line[6:])
         elif line == "\n" and data is not None:
             return data
+
+
+CARD = re.compile(r"\b(10|[2-9AJQK])[SHDC]\b|rank")
+
+
+async def test_the_display_never_carries_a_card(console_rig: ConsoleRig) -> None:
+    """Through whole rounds, every state the dealer display could show names no card: the hole
+    card, the reader's answer and the shoe's order are not public, and the display reads none."""
+    rig = console_rig.rig
+    await rig.dealer.open_table()
+    seen: list[str] = []
+    async with console_rig.client() as c:
+        await sign_in(c, "dan")
+
+        async def look() -> None:
+            async with c.get("/api/display") as r:
+                seen.append(await r.text())
+
+        rig.dealer.pace = look
+        await rig.dealer.play(3)
+    assert len(seen) > 30 and any('"decision"' in s for s in seen)
+    assert not any(CARD.search(s) for s in seen)
