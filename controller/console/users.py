@@ -161,7 +161,10 @@ def main(argv: list[str], stdin: TextIO | None = None) -> int:
             password = _read_password(stdin or sys.stdin)
             users[args.name] = User(args.name, args.role, hash_password(password))
         save_users(args.file, users)
-        print(f"{args.action}: {args.name}", file=sys.stderr)
+        print(
+            f"{args.name}: {'removed from' if args.action == 'remove' else 'saved in'} {args.file}",
+            file=sys.stderr,
+        )
         return 0
     except (ConfigError, OSError) as e:
         print(f"tablectl users: {e}", file=sys.stderr)
