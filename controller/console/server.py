@@ -8,11 +8,13 @@
     GET  /api/events         the same, live, as server-sent events
     POST /api/actions/<name> an action of the one allow-list, as the signed-in person
 
-Defences: the session cookie is HttpOnly, SameSite=Strict and expires; every POST must be JSON
-(an HTML form on another site cannot send that without a CORS preflight, which is never granted),
-must come from this origin when the browser says where it came from, and once signed in must
-carry the session's CSRF token in ``X-CSRF-Token``. Bodies are at most 8 KiB. Every error is
-one line of JSON; a bug is logged by its type and answered "internal error", never a traceback.
+Defences: a request must name the console by IP address, ``localhost`` or a name the operator
+allowed (``[console] allow_hosts``), else 421, so a DNS-rebinding site gets nothing. The session
+cookie is HttpOnly, SameSite=Strict and expires. Every POST must be JSON (an HTML form on another
+site cannot send that without a CORS preflight, which is never granted), must come from this
+origin when the browser says where it came from, and once signed in must carry the session's
+CSRF token in ``X-CSRF-Token``. Bodies are at most 8 KiB. Every error is one line of JSON; a bug
+is logged by its type and answered "internal error", never a traceback.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from controller.console.users import MAX_PASSWORD, NAME, User, hash_password, lo
 from controller.errors import ConfigError
 from controller.supervisor import actions
 from controller.supervisor.supervisor import Supervisor
+from controller.telemetry.web import answers_for, host_name
 
 COOKIE = "tablectl_session"
 SESSION_S = 12 * 3600  # a shift; then sign in again
@@ -96,9 +99,15 @@ CONSOLE: web.AppKey[Console] = web.AppKey("console")
 
 class Console:
     def __init__(
-        self, supervisor: Supervisor, users: Path, *, clock: Callable[[], float] = time.monotonic
+        self,
+        supervisor: Supervisor,
+        users: Path,
+        *,
+        allow_hosts: tuple[str, ...] = (),
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.supervisor = supervisor
+        self.allow_hosts = frozenset(host_name(h) for h in allow_hosts)
         self.users_path = users
         self.clock = clock
         self.log = structlog.get_logger("tablectl.console")
@@ -168,6 +177,11 @@ class Console:
     async def _guard(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
+        host = request.headers.get("Host")
+        if host is None or not answers_for(host, self.allow_hosts):
+            response: web.StreamResponse = _error(421, "this console answers to its address or allowed names")
+            response.headers.update(HEADERS)
+            return response
         try:
             response = await handler(request)
         except web.HTTPException as e:

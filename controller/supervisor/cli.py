@@ -72,7 +72,9 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
         if settings is not None:
             from controller.console.server import Console
 
-            console = Console(supervisor, settings.users)  # a bad users file stops here, exit 2
+            console = Console(
+                supervisor, settings.users, allow_hosts=settings.allow_hosts
+            )  # a bad users file stops here, exit 2
         return asyncio.run(_run(supervisor, console, settings))
     except TablectlError as e:
         print(f"tablectl run: {e}", file=sys.stderr)

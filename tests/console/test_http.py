@@ -128,6 +128,21 @@ async def test_cross_site_requests_are_refused(console_rig: ConsoleRig) -> None:
                 "Content-Security-Policy"]  # fmt: skip
 
 
+async def test_only_its_address_and_allowed_names_are_answered(console_rig: ConsoleRig) -> None:
+    """DNS rebinding: a site whose name resolves to the console gets 421 and nothing else."""
+    async with console_rig.client() as c:
+        for host in ["evil.example", "evil.example:8470", "127.0.0.1.evil.example"]:
+            async with c.post("/api/login", json={"user": "flo", "password": PASSWORDS["flo"]},
+                              headers={"Host": host}) as r:  # fmt: skip
+                assert r.status == 421 and (await r.json())["ok"] is False and "Set-Cookie" not in r.headers
+        for host in ["localhost:8470", "127.0.0.1"]:
+            async with c.get("/", headers={"Host": host}) as r:
+                assert r.status == 200
+    console_rig.console.allow_hosts = frozenset({"table-12.pit.example"})
+    async with console_rig.client() as c, c.get("/", headers={"Host": "Table-12.Pit.Example."}) as r:
+        assert r.status == 200
+
+
 async def test_oversized_and_malformed_bodies_are_refused_in_one_line(console_rig: ConsoleRig) -> None:
     async with console_rig.client() as c:
         big = json.dumps({"user": "flo", "password": "x" * 20_000})
