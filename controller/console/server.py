@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import hmac
 import json
 import secrets
@@ -46,6 +47,7 @@ MAX_BODY = 8 * 1024
 LOGIN_FAILURES = 5  # failed sign-ins allowed per address and per name within LOGIN_WINDOW_S
 LOGIN_WINDOW_S = 300.0
 MAX_TRACKED = 10_000  # addresses and names remembered for the rate limit (oldest forgotten first)
+MAX_SESSIONS = 256  # at one table; past this the oldest session ends (a bounded dict, not a leak)
 HEARTBEAT_S = 15.0  # an SSE comment this often, so a dead client's stream ends
 STATIC = Path(__file__).with_name("static")
 RESULT_KEYS = ("ok", "error", "events", "seq")
@@ -297,6 +299,8 @@ class Console:
         token, now = secrets.token_urlsafe(32), self.clock()
         session = Session(user.name, user.role, secrets.token_urlsafe(32), now + SESSION_S, since=time.time())
         self.sessions = {t: s for t, s in self.sessions.items() if s.expires > now}
+        while len(self.sessions) >= MAX_SESSIONS:
+            del self.sessions[next(iter(self.sessions))]  # the oldest (dicts keep insertion order)
         self.sessions[token] = session
         self.log.info("login", user=user.name, role=user.role)
         response = web.json_response({"ok": True, "user": user.name, "role": user.role, "csrf": session.csrf})
@@ -351,6 +355,11 @@ class Console:
         self._session(request)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", **HEADERS})
         await response.prepare(request)
+        with contextlib.suppress(ConnectionResetError):  # the browser went away
+            await self._stream(request, response)
+        return response
+
+    async def _stream(self, request: web.Request, response: web.StreamResponse) -> None:
         version = -1
         while not self._closing:
             try:
@@ -368,7 +377,6 @@ class Console:
                 await asyncio.wait_for(tick.wait(), HEARTBEAT_S)
             except TimeoutError:
                 await response.write(b": still here\n\n")
-        return response
 
     async def action(self, request: web.Request) -> web.StreamResponse:
         session = self._session(request)

@@ -232,3 +232,15 @@ async def test_the_display_never_carries_a_card(console_rig: ConsoleRig) -> None
         await rig.dealer.play(3)
     assert len(seen) > 30 and any('"decision"' in s for s in seen)
     assert not any(CARD.search(s) for s in seen)
+
+
+async def test_sessions_are_bounded(console_rig: ConsoleRig, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("controller.console.server.MAX_SESSIONS", 2)
+    async with console_rig.client() as first, console_rig.client() as second, console_rig.client() as third:
+        for c in (first, second, third):
+            await sign_in(c, "dan")
+        assert len(console_rig.console.sessions) == 2
+        async with first.get("/api/display") as r:
+            assert r.status == 401  # the oldest session ended
+        async with third.get("/api/display") as r:
+            assert r.status == 200
