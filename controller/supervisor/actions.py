@@ -5,7 +5,7 @@ The table console (``controller/console``), the MQTT ``cmd/<name>`` topics
 each has one name, the roles that may use it, its checked arguments, the section it carries out
 and the core inputs it becomes. Anything else is refused in one line and changes nothing. Every
 action that reaches the core names who did it (the signed-in person), so the journal records it.
-docs/install.md and docs/mqtt.md list this table; tests/supervisor/test_actions.py checks them.
+docs/install.md and docs/mqtt.md list this table (action_docs.py writes it there; a test checks).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.table import inputs as I
+from devices.events import Key
 
 FLOOR, DEALER = "floor", "dealer"
 ROLES = frozenset({FLOOR, DEALER})
@@ -40,9 +41,12 @@ class Arg:
     minimum: int | None = None
     maximum: int | None = None
     pattern: re.Pattern[str] = TEXT
+    choices: tuple[str, ...] = ()  # a string that must be one of these
 
     def describe(self) -> str:
         """For the docs and the console's forms."""
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
         kind = {int: "int", str: "str", bool: "bool", list: "list of int"}[self.kind]
         if self.minimum is not None and self.maximum is not None:
             kind += f" {self.minimum}..{self.maximum}"
@@ -71,7 +75,7 @@ class Action:
             "doc": self.doc,
             "args": {
                 k: {"kind": a.kind.__name__, "required": a.required, "min": a.minimum, "max": a.maximum,
-                    "doc": a.doc}
+                    "choices": list(a.choices), "doc": a.doc}
                 for k, a in self.args.items()
             },
         }  # fmt: skip
@@ -147,7 +151,7 @@ _ALL: list[Action] = [
        lambda a, who: [I.BatchToShoe(back=a["back"])], back=_BACK),
     # The keypad's keys, for when the keypad has failed (the main game goes on).
     _a("key", {DEALER}, "673a.7(i)", "a keypad key, for a failed keypad", None,
-       key=Arg(str, "start_game, next, hit, stand, double, split, surrender or second_chance")),
+       key=Arg(str, "the key pressed", choices=tuple(k.value for k in Key))),
     _a("start_round", {DEALER}, "673a.7",
        "Start Game for the boxes listed (a failed keypad: no Progressive wagers)",
        None, boxes=Arg(list, "box numbers with a wager", minimum=1, maximum=6)),
@@ -173,6 +177,8 @@ def _check_arg(action: str, key: str, arg: Arg, value: object) -> None:
             raise BadAction(f"{bad} must be a list of integers")
         values = value
     else:
+        if arg.choices and value not in arg.choices:
+            raise BadAction(f"{bad} must be {arg.describe()}")
         if not isinstance(value, str) or not arg.pattern.match(value):
             raise BadAction(f"{bad} must be a short one-line string")
         return
@@ -221,14 +227,3 @@ def check(name: object, args: object, who: object, role: object) -> Action:
 def allowed(name: str, role: str) -> bool:
     action = ACTIONS.get(name)
     return action is not None and role in action.roles
-
-
-def markdown_table(roles: frozenset[str] = ROLES) -> str:
-    """The allow-list as the Markdown table of docs/install.md and docs/mqtt.md."""
-    lines = ["| name | roles | section | args | what |", "|---|---|---|---|---|"]
-    for a in _ALL:
-        if not a.roles & roles:
-            continue
-        args = ", ".join(f"`{k}` ({v.describe()})" for k, v in a.args.items())
-        lines.append(f"| `{a.name}` | {', '.join(sorted(a.roles))} | {a.section} | {args} | {a.doc} |")
-    return "\n".join(lines)

@@ -40,7 +40,7 @@ CARD = re.compile(r"\b(10|[2-9AJQK])[SHDC]\b")
         ("new_dealer", {"name": "x", "extra": 1}, "floor", "unknown argument"),
         ("first_player_seated", {"seat": True}, "dealer", "must be an integer"),
         ("alarm_acknowledged", {"alarm": 99}, "floor", "alarm: no active alarm 99"),
-        ("key", {"key": "jump"}, "dealer", "unknown key"),
+        ("key", {"key": "jump"}, "dealer", "argument 'key' must be one of start_game, hit"),
         ("start_round", {"boxes": []}, "dealer", "list of 1 to 6 integers"),
         ("start_round", {"boxes": [7]}, "dealer", "out of range"),
         ("device_restored", {"device": "shoe"}, "floor", "not marked out of order"),

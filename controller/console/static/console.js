@@ -148,6 +148,9 @@ function drawActions() {
       if (arg.kind === "bool") {
         input = el("select");
         for (const v of ["false", "true"]) { const o = el("option", v); o.value = v; input.append(o); }
+      } else if (arg.choices.length) {
+        input = el("select");
+        for (const v of arg.choices) { const o = el("option", v.replaceAll("_", " ")); o.value = v; input.append(o); }
       } else if (name === "device" || name === "back") {
         input = el("select"); input.dataset.choices = name;
       } else {
