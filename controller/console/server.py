@@ -282,7 +282,8 @@ class Console:
         keys = [f"addr:{request.remote}"] + ([f"user:{name_key}"] if name_key else [])
         wait = self.failures.retry_after(*keys)
         if wait > 0:
-            self.log.warning("login_rate_limited", user=name_key, remote=request.remote)
+            known = name_key if name_key in self.users() else None
+            self.log.warning("login_rate_limited", user=known, remote=request.remote)
             response = _error(429, f"too many failed sign-ins; try again in {int(wait) + 1} s")
             response.headers["Retry-After"] = str(int(wait) + 1)
             return response
@@ -294,7 +295,8 @@ class Console:
             ok = await asyncio.to_thread(verify_password, password, encoded) and user is not None
         if not ok or user is None:
             self.failures.failed(*keys)
-            self.log.warning("login_failed", user=name_key, remote=request.remote)
+            # A name nobody has is not logged: it may be a password typed into the wrong field.
+            self.log.warning("login_failed", user=user.name if user else None, remote=request.remote)
             return _error(401, "wrong name or password")
         token, now = secrets.token_urlsafe(32), self.clock()
         session = Session(user.name, user.role, secrets.token_urlsafe(32), now + SESSION_S, since=time.time())

@@ -91,10 +91,12 @@ async def test_the_floor_acknowledges_an_alarm_and_a_batch_is_shuffled_by_hand(
     dealer = await open_signed_in(browser, console_rig.url + "/", "dan")
     await expect(floor.locator("#people")).to_contain_text("dan (dealer)")
     size = sup.table.batches["red"].size
+    await act(dealer, "first_player_seated", seat="2")  # 673a.5(c)(1): the first player cuts
     await act(dealer, "hand_shuffled", back="red")
-    await expect(dealer.locator("#turn")).to_have_text(
-        "dealer: the cut of the red batch is offered to dealer"
-    )
+    turn = dealer.locator("#turn")
+    await expect(turn).to_have_text("box 2: the cut of the red batch is offered to box 2")
+    await act(dealer, "cut_refused", seat="2")  # 673a.5(b): then the dealer cuts
+    await expect(turn).to_have_text("dealer: the cut of the red batch is offered to dealer")
     await act(dealer, "cut_made", at="100", by="0")  # 673a.5(d): 10 or more cards from either end
     await expect(dealer.locator("#turn")).to_have_text("dealer: place the cover card")
     await act(dealer, "cover_card_placed", from_bottom=str(size // 2))
