@@ -333,7 +333,9 @@ class Supervisor:
             self.log.error("journal_failed", device=origin, input=type(inp).__name__, error=str(e))
         return None
 
-    async def _step(self, inp: I.Input, origin: str | None, who: str | None) -> Step:
+    async def _step(
+        self, inp: I.Input, origin: str | None, who: str | None, taken_by: dict[str, str] | None = None
+    ) -> Step:
         """Core decides, journal commits, then the effects. Raises what the core or journal raise."""
         assert self.jt is not None
         if self.shoe_failed and isinstance(inp, I.RoundOpened | I.WildRoundOpened):
@@ -341,7 +343,7 @@ class Supervisor:
             section = f"{self.table.chapter}.7(a)"
             raise RuleViolation(section, "the dealing shoe has failed; dealing is stopped")
         before = self.table.in_round
-        step = self.jt.handle(inp, self.wall())  # journalled (committed) before any effect
+        step = self.jt.handle(inp, self.wall(), taken_by)  # journalled (committed) before any effect
         # Effects first, then the bookkeeping: the lock after Start Game is the past-posting window
         # (687a.9(b)), so nothing that is not an effect (log lines, telemetry) goes before it.
         for cmd in step.commands:
@@ -471,7 +473,7 @@ class Supervisor:
             kinds: list[str] = []
             for inp in inputs:
                 try:
-                    step = await self._step(inp, None, who)
+                    step = await self._step(inp, None, who, {"action": name, "who": who, "role": role})
                 except (RuleViolation, JournalError) as e:
                     self.log.warning("refused", input=type(inp).__name__, who=who, error=str(e))
                     return {"ok": False, "error": str(e), "events": kinds}

@@ -59,11 +59,16 @@ class JournaledTable:
         table = Table.replay(stored, (DomainEvent(r.kind, r.payload, r.at) for r in records), stored_id)
         return cls(table, journal)
 
-    def handle(self, inp: Input, now: float) -> Step:
+    def handle(self, inp: Input, now: float, taken_by: dict[str, str] | None = None) -> Step:
+        """``taken_by`` (``action``, ``who``, ``role``): a person's action, journalled as an
+        ``action_taken`` record in the same transaction as the events it led to."""
         step = self.table.handle(inp, now)
         if step.events:
+            events = step.events
+            if taken_by is not None:
+                events = [DomainEvent("action_taken", dict(taken_by), now), *events]
             try:
-                self.journal.append_many([(e.kind, e.payload, e.classification, e.at) for e in step.events])
+                self.journal.append_many([(e.kind, e.payload, e.classification, e.at) for e in events])
             except Exception:
                 # Not journalled, so it did not happen: rebuild the table from what is.
                 self.table = self._replayed()

@@ -110,6 +110,20 @@ async def test_the_journal_records_the_signed_in_person(console_rig: ConsoleRig)
     with Journal.open(sup.journal_path, create=False, readonly=True) as j:
         opened = [r.payload for r in j.records() if r.kind == "decks_opened"]
     assert opened[-1]["floorperson"] == "flo" and opened[-1]["dealer"] == "dan"
+    # Every action says who took it, in the same transaction as the events it led to; an action
+    # whose input carries no person (a new dealer's name is not who announced it) too.
+    async with console_rig.client() as c:
+        csrf = await sign_in(c, "dan")
+        async with c.post(
+            "/api/actions/new_dealer", json={"name": "eve"}, headers={"X-CSRF-Token": csrf}
+        ) as r:
+            assert (await r.json())["ok"] is True
+    with Journal.open(sup.journal_path, create=False, readonly=True) as j:
+        kinds = [(r.kind, r.payload) for r in j.records()]
+    taken = [p for k, p in kinds if k == "action_taken"]
+    assert taken == [{"action": "inspection_verified", "who": "flo", "role": "floor"},
+                     {"action": "new_dealer", "who": "dan", "role": "dealer"}]  # fmt: skip
+    assert kinds[-2:] == [("action_taken", taken[-1]), ("new_dealer", {"name": "eve"})]
 
 
 async def test_cross_site_requests_are_refused(console_rig: ConsoleRig) -> None:
