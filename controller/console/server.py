@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import structlog
 from aiohttp import web
@@ -232,7 +233,8 @@ class Console:
     def _same_origin(request: web.Request) -> None:
         """403 unless the browser says the request comes from this origin (or says nothing)."""
         origin = request.headers.get("Origin")
-        if origin is not None and origin != f"{request.scheme}://{request.host}":
+        # The host only: behind a TLS proxy the browser's origin is https:// and ours is http://.
+        if origin is not None and urlsplit(origin).netloc.lower() != request.host.lower():
             raise web.HTTPForbidden(reason="cross-site request refused")
         if request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
             raise web.HTTPForbidden(reason="cross-site request refused")
@@ -313,7 +315,9 @@ class Console:
             httponly=True,
             samesite="Strict",
             path="/",
-            secure=request.secure,
+            # Behind a TLS proxy the cookie goes back over https only. (A client that claims https
+            # without it only makes its own cookie unusable.)
+            secure=request.secure or request.headers.get("X-Forwarded-Proto") == "https",
         )
         self._changed()  # the floor console shows who is signed in
         return response

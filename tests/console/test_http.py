@@ -131,6 +131,17 @@ async def test_cross_site_requests_are_refused(console_rig: ConsoleRig) -> None:
         async with c.post("/api/login", json={"user": "flo", "password": PASSWORDS["flo"]},
                           headers={"Origin": "http://evil.example"}) as r:  # fmt: skip
             assert r.status == 403 and (await r.json())["error"] == "cross-site request refused"
+        async with c.post("/api/login", json={"user": "flo", "password": PASSWORDS["flo"]},
+                          headers={"Origin": "http://127.0.0.1.evil.example"}) as r:  # fmt: skip
+            assert r.status == 403
+        # Behind a TLS proxy: the browser's origin is https, the console's own scheme http.
+        host = console_rig.url.removeprefix("http://")
+        proxied = {"Origin": f"https://{host}", "X-Forwarded-Proto": "https"}
+        async with c.post(
+            "/api/login", json={"user": "flo", "password": PASSWORDS["flo"]}, headers=proxied
+        ) as r:
+            assert r.status == 200 and "Secure" in r.headers["Set-Cookie"]
+        c.cookie_jar.clear()
         # A form on another site can post text/plain without a preflight: not JSON, refused.
         async with c.post("/api/login", data="user=flo", headers={"Content-Type": "text/plain"}) as r:
             assert r.status == 415
