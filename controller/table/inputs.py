@@ -168,6 +168,57 @@ class ReaderReplaced(Input):
     by: str
 
 
+@dataclass(frozen=True, slots=True)
+class ReaderInspected(Input):
+    """673a.2(d), 665a.2(d), 685a.2(d): the floorperson assigned to the table inspected the card
+    reader at the beginning of the gaming day (no tampering, in working order)."""
+
+    floorperson: str
+
+
+# -- irregularities with one player's hand ---------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class HeldCardExposed(Input):
+    """673a.13(c), 665a.13(c), 685a.12(c): the card drawn in error, held aside, was exposed to the
+    players. It is still dealt as the next card, but a player may refuse it."""
+
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExposedCardRefused(Input):
+    """673a.13(c): the player now deciding refuses the exposed card and takes no more cards this
+    round; his hands stand."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class DealerCardMissed(Input):
+    """673a.13(e): the dealer missed dealing his first (or second) card to himself; he deals the
+    players their first two cards, then himself."""
+
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class HandCalledDead(Input):
+    """One player's hand is dead and its wagers returned: no cards dealt to the box (673a.13(g)),
+    a requested card not dealt and the player chose a dead hand (673a.13(h)), or a wrong Masque
+    light (685a.12(h)). The section is decided by the table core from the state."""
+
+    seat: int
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class PatronPermitted(Input):
+    """673a.6(b)(1): the house lets a patron barred for sitting out a round wager again."""
+
+    seat: int
+    by: str
+
+
 # -- DJ Wild Stud Poker dealt from the hand (687a.9) -------------------------------------------
 @dataclass(frozen=True, slots=True)
 class WildRoundOpened(Input):
