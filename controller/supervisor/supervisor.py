@@ -101,6 +101,7 @@ class Supervisor:
         self._auto_refused: dict[I.Input, int] = {}
         self._steps = 0
         self._stopped = False
+        self._listeners: list[Callable[[], None]] = []
 
     # ================================================================== lifecycle
     @property
@@ -335,6 +336,7 @@ class Supervisor:
         self.log.info("device_health", device=name, health=health.value, was=old.value if old else None)
         self.telemetry.device_health(name, health.value)
         self.telemetry.state_changed(self.snapshot())
+        self._changed()
         if not self.ready.is_set() and all(h is not DeviceHealth.CONNECTING for h in self.health.values()):
             self.ready.set()
             t = self.table
@@ -371,7 +373,12 @@ class Supervisor:
         return None
 
     async def _step(
-        self, inp: I.Input, origin: str | None, who: str | None, seen: Seen | None = None
+        self,
+        inp: I.Input,
+        origin: str | None,
+        who: str | None,
+        seen: Seen | None = None,
+        taken_by: dict[str, str] | None = None,
     ) -> Step:
         """Core decides, journal commits, then the effects. Raises what the core or journal raise."""
         assert self.jt is not None
@@ -381,7 +388,7 @@ class Supervisor:
             raise RuleViolation(section, "the dealing shoe has failed; dealing is stopped")
         before = self.table.in_round
         last = self.jt.journal.last_seq
-        step = self.jt.handle(inp, self.wall(), seen)  # journalled (committed) before any effect
+        step = self.jt.handle(inp, self.wall(), seen, taken_by)  # journalled (committed) before any effect
         # Effects first, then the bookkeeping: the lock after Start Game is the past-posting window
         # (687a.9(b)), so nothing that is not an effect (log lines, telemetry) goes before it.
         for cmd in step.commands:
@@ -400,6 +407,7 @@ class Supervisor:
             self.telemetry.journal_appended()
             if not isinstance(self.telemetry, NullTelemetry):
                 self.telemetry.state_changed(self.snapshot())
+            self._changed()
         elif self.jt.journal.last_seq != last:  # only the device's counters went in
             self.telemetry.journal_appended()
         return step
@@ -505,11 +513,13 @@ class Supervisor:
 
     # ================================================================== authorised commands
     async def command(self, name: str, args: dict[str, Any], who: str, role: str) -> dict[str, Any]:
-        """A dealer or floor action (the MQTT layer calls this). Refusals change nothing."""
+        """A dealer or floor action from the one allow-list (actions.ACTIONS), by the signed-in
+        person ``who`` (the console) or the floor account's ``who`` (MQTT). Refusals change nothing."""
         try:
             action = actions.check(name, args, who, role)
         except actions.BadAction as e:
-            self.log.warning("command_refused", command=name if isinstance(name, str) else None, error=str(e))
+            known = isinstance(name, str) and name in actions.ACTIONS
+            self.log.warning("command_refused", command=name if known else None, error=str(e))
             return {"ok": False, "error": str(e)}
         if self.jt is None or self._stopped:
             return {"ok": False, "error": f"{name}: the table is not running"}
@@ -527,7 +537,7 @@ class Supervisor:
             kinds: list[str] = []
             for inp in inputs:
                 try:
-                    step = await self._step(inp, None, who)
+                    step = await self._step(inp, None, who, {"action": name, "who": who, "role": role})
                 except (RuleViolation, JournalError) as e:
                     self.log.warning("refused", input=type(inp).__name__, who=who, error=str(e))
                     return {"ok": False, "error": str(e), "events": kinds}
@@ -538,24 +548,20 @@ class Supervisor:
     def _inputs_of(self, name: str, args: dict[str, Any], who: str, action: actions.Action) -> list[I.Input]:
         if action.build is not None:
             return action.build(args, who)
-        if name == "key":
-            try:
-                key = dev.Key(args["key"])
-            except ValueError:
-                raise actions.BadAction(f"key: unknown key {args['key']!r}") from None
-            return self.translator.key_inputs(key.value, self.table)
+        if name == "key":  # one of dev.Key's values: checked against the allow-list's choices
+            return self.translator.key_inputs(args["key"], self.table)
         if name == "start_round":
-            boxes = args["boxes"]
-            if not boxes or not all(isinstance(b, int) and not isinstance(b, bool) for b in boxes):
-                raise actions.BadAction("start_round: boxes must be a non-empty list of box numbers")
-            return self.translator.key_inputs(dev.Key.START_GAME.value, self.table, tuple(boxes))
+            return self.translator.key_inputs(dev.Key.START_GAME.value, self.table, tuple(args["boxes"]))
         if name == "mark_out_of_order":
             return self._out_of_order(args["device"], who)
         if name == "device_restored":
             return self._restored(args["device"], who)
+        if name == "shuffler_restored":
+            return self._restored(DeviceKind.SHUFFLER.value, who)
         raise actions.BadAction(f"{name}: not implemented")  # pragma: no cover
 
     def _device_named(self, action: str, device: str) -> str:
+        """The device called ``device`` at this table, by name or by kind."""
         name = (
             device
             if device in self.kinds
@@ -572,6 +578,7 @@ class Supervisor:
         kind = self.kinds[name]
         self.health[name] = DeviceHealth.OUT_OF_ORDER
         self.telemetry.device_health(name, DeviceHealth.OUT_OF_ORDER.value)
+        self._changed()
         if kind is DeviceKind.KEYPAD:
             self.translator.progressive_closed = True
         return [I.DeviceOutOfOrder(device=kind.value, by=who)]
@@ -587,7 +594,19 @@ class Supervisor:
             self.telemetry.device_health(name, self.health[name].value)
             if kind is DeviceKind.KEYPAD and up:
                 self.translator.progressive_closed = False
+            self._changed()
         return [I.DeviceRestored(device=kind.value, by=who)]
+
+    # ================================================================== change listeners
+    def on_change(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener`` after every journalled step and device health change (the console's
+        live updates); returns the function that removes it. Listeners must not block."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            listener()
 
     # ================================================================== views and waiting
     def snapshot(self) -> dict[str, Any]:

@@ -1329,6 +1329,10 @@ class Table:
             raise self._refuse(self._sec("7(c)"), "a new dealer comes in between rounds")
         self.emit(step, "new_dealer", name=inp.name)
 
+    def _apply_action_taken(self, p: dict[str, Any]) -> None:
+        """Who took the action whose events follow in the same step (journalled by the recorder):
+        a record for the people who read the journal; it changes nothing at the table."""
+
     def _apply_new_dealer(self, p: dict[str, Any]) -> None:
         self.dealer_name = p["name"]
         if self.shoe_back is not None and self.blackjack:

@@ -73,6 +73,7 @@ CLASSIFICATION: dict[str, Classification] = {
     "stub_counted": P,  # the count only; the stub's contents are never known to the core
     "deck_removed": P,
     # floor and alarms
+    "action_taken": P,  # who (signed in) took a dealer or floor action; the events after it say what
     "alarm_raised": P,
     "alarm_acknowledged": P,
     "dealing_halted": P,

@@ -78,14 +78,21 @@ class JournaledTable:
         table = Table.replay(stored, (DomainEvent(r.kind, r.payload, r.at) for r in records), stored_id)
         return cls(table, journal)
 
-    def handle(self, inp: Input, now: float, seen: Seen | None = None) -> Step:
-        """The core's step, journalled in one transaction with ``seen`` (when given)."""
+    def handle(
+        self, inp: Input, now: float, seen: Seen | None = None, taken_by: dict[str, str] | None = None
+    ) -> Step:
+        """The core's step, journalled in one transaction with ``seen`` (the device's counters,
+        when given) and ``taken_by`` (``action``, ``who``, ``role``: a person's action, as an
+        ``action_taken`` record before the events it led to)."""
         step = self.table.handle(inp, now)
         marks = [] if seen is None or seen.known(self.table) else [seen.event(now)]
-        if step.events or marks:
+        events = list(step.events)
+        if events and taken_by is not None:
+            events = [DomainEvent("action_taken", dict(taken_by), now), *events]
+        if events or marks:
             try:
                 self.journal.append_many(
-                    [(e.kind, e.payload, e.classification, e.at) for e in [*step.events, *marks]]
+                    [(e.kind, e.payload, e.classification, e.at) for e in [*events, *marks]]
                 )
             except Exception:
                 # Not journalled, so it did not happen: rebuild the table from what is.

@@ -66,9 +66,11 @@ async def test_floor_commands_reach_the_table_over_mqtt(
         )
         await floor.wait_for(lambda ms: any(m.topic.endswith("/events") for m in ms))
 
-        await send(broker, "order_reshuffle", {"version": 1, "id": "r1", "who": "floor-ann", "role": "floor"})
-        await floor.wait_for(lambda ms: any(m.topic.endswith("cmd/order_reshuffle/result") for m in ms))
-        (result,) = [m.json() for m in floor.on("cmd/order_reshuffle/result")]
+        await send(
+            broker, "reshuffle_ordered", {"version": 1, "id": "r1", "who": "floor-ann", "role": "floor"}
+        )
+        await floor.wait_for(lambda ms: any(m.topic.endswith("cmd/reshuffle_ordered/result") for m in ms))
+        (result,) = [m.json() for m in floor.on("cmd/reshuffle_ordered/result")]
         assert result["ok"] is True, result
 
         # Issue 11: out of order and back, over MQTT, each journalled with who sent it.
@@ -88,11 +90,11 @@ async def test_floor_commands_reach_the_table_over_mqtt(
         before = rig.supervisor.jt.journal.last_seq if rig.supervisor.jt else 0
         await send(
             broker,
-            "acknowledge_alarm",
+            "alarm_acknowledged",
             {"version": 1, "id": "a1", "who": "floor-ann", "role": "floor", "args": {"alarm": "one"}},
         )
-        await floor.wait_for(lambda ms: any(m.topic.endswith("cmd/acknowledge_alarm/result") for m in ms))
-        (refused,) = [m.json() for m in floor.on("cmd/acknowledge_alarm/result")]
+        await floor.wait_for(lambda ms: any(m.topic.endswith("cmd/alarm_acknowledged/result") for m in ms))
+        (refused,) = [m.json() for m in floor.on("cmd/alarm_acknowledged/result")]
         assert refused["ok"] is False and "\n" not in refused["error"]
         assert (rig.supervisor.jt.journal.last_seq if rig.supervisor.jt else 0) == before  # nothing changed
 
