@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("run", help="run the controller of one table (tablectl run --help)")
     sub.add_parser("demo", help="a whole table on this machine, played by a virtual dealer")
     sub.add_parser("config", help="tablectl config check FILE: validate a table config")
+    sub.add_parser("users", help="people who may sign in to the table console (tablectl users --help)")
     sub.add_parser("monitor", help="live view of every table on an MQTT broker (tablectl monitor --help)")
 
     journal = sub.add_parser("journal", help="verify a journal or show a round from it")
@@ -125,6 +126,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from sim.cli import main as sim_main
 
         return sim_main(argv[1:])
+    if argv[:1] == ["users"]:
+        from controller.console.users import main as users_main
+
+        return users_main(argv[1:])
     if argv[:1] == ["monitor"]:
         from controller.telemetry.monitor import main as monitor_main
 

@@ -34,7 +34,7 @@ from controller.rules.requests import (
 )
 from controller.rules.round import Round
 from controller.rules.state import SeatWagers
-from controller.rules.wagers import WAGER_KINDS, Wager
+from controller.rules.wagers import WAGER_KINDS, Wager, as_number
 
 SHOE_RAN_OUT = {  # the chapter's "insufficient cards" irregularity
     GameId.DOUBLE_BACK_JACK: "673a.13(f)",
@@ -275,16 +275,12 @@ class ScriptedRound:
             "seats": [
                 {
                     **box,
-                    "net": {k.value: _number(v) for k, v in nets[box["seat"]].items()},
-                    "total": _number(sum(nets[box["seat"]].values(), Fraction(0))),
+                    "net": {k.value: as_number(v) for k, v in nets[box["seat"]].items()},
+                    "total": as_number(sum(nets[box["seat"]].values(), Fraction(0))),
                 }
                 for box in outcome["boxes"]
             ],
         }
-
-
-def _number(x: Fraction) -> int | float:
-    return int(x) if x.denominator == 1 else float(x)
 
 
 def run_script(text: str) -> dict[str, Any]:

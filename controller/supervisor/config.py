@@ -71,10 +71,10 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
     table = doc.get("table")
     if not isinstance(table, dict):
         raise ConfigError(f"{p}: table: a [table] section is required")
-    unknown = sorted(set(doc) - {"table", "devices", "telemetry"})
+    unknown = sorted(set(doc) - {"table", "devices", "telemetry", "console"})
     if unknown:
         raise ConfigError(
-            f"{p}: {unknown[0]}: unknown section (expected [table], [devices.<name>] and [telemetry])"
+            f"{p}: {unknown[0]}: unknown section (expected [table], [devices.<name>], [telemetry], [console])"
         )
     table_id = _identifier(p, table, "id")
     site = _identifier(p, table, "site")
@@ -109,6 +109,9 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
         raise ConfigError(
             f"{p}: devices.{shuffler.name}.sim.decks: must match the game's decks_per_batch ({options.decks})"
         )
+    from controller.console.settings import console_settings
+
+    console_settings(doc, p.parent, str(p), need_users=False)  # [console] checked here too
     return TableConfig(p, table_id, site, options, devices)
 
 

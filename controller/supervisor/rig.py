@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -105,8 +105,10 @@ async def virtual_table(
     telemetry: Telemetry | None = None,
     pace_s: float = 0.0,
     start_at: float = 0.0,
+    wire: Callable[[list[DeviceConfig]], list[DeviceConfig]] | None = None,
 ) -> AsyncIterator[Rig]:
-    """Simulators, supervisor (polling on demand, virtual clock) and dealer, started and stopped."""
+    """Simulators, supervisor (polling on demand, virtual clock) and dealer, started and stopped.
+    ``wire`` may change where the supervisor finds each device (a test's proxy in between)."""
     import asyncio
 
     config = load_table_config(config_path, side="both")  # the supervisor and the simulators
@@ -117,7 +119,7 @@ async def virtual_table(
     try:
         supervisor = Supervisor(
             config, journal_path, clock=clock, wall=lambda: EPOCH + clock.now(), telemetry=telemetry,
-            devices=fast_backoff(quiet_wire(sim.driver_configs())),
+            devices=fast_backoff(quiet_wire((wire or list)(sim.driver_configs()))),
             rng=random.Random(seed), poll_on_demand=True,
         )  # fmt: skip
         await supervisor.start()

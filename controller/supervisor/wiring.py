@@ -15,14 +15,6 @@ from controller.supervisor.config import TableConfig
 from controller.supervisor.supervisor import Supervisor
 from controller.telemetry import Telemetry, telemetry_from_config
 
-# The MQTT command names (docs/mqtt.md: what ops sends) and the supervisor's actions (the facts
-# it journals) are worded from either side; these are the ones that differ.
-MQTT_TO_ACTION = {
-    "acknowledge_alarm": "alarm_acknowledged",
-    "order_reshuffle": "reshuffle_ordered",
-    "verify_inspection": "inspection_verified",
-}
-
 
 class CommandForwarder:
     def __init__(self) -> None:
@@ -31,7 +23,7 @@ class CommandForwarder:
     async def __call__(self, name: str, args: dict[str, Any], who: str, role: str) -> dict[str, Any]:
         if self.supervisor is None:
             return {"ok": False, "error": "the table is starting; send the command again"}
-        return await self.supervisor.command(MQTT_TO_ACTION.get(name, name), args, who, role)
+        return await self.supervisor.command(name, args, who, role)
 
 
 def build_telemetry(

@@ -94,11 +94,14 @@ class Driver(ABC):
         self.events: asyncio.Queue[DeviceEvent] = (
             events if events is not None else asyncio.Queue(EVENT_QUEUE_MAX)
         )
-        self._held: collections.deque[DeviceEvent] = collections.deque()
+        self._held_events: collections.deque[DeviceEvent] = collections.deque()
         self._frame_errors_held = 0
         self.health = Health.STARTING
         self.last_error = ""
         self._failures_in_row = 0
+        # What the controller last acted on of this device's counters (from the journal): the
+        # first poll is diffed against it, so what happened while the controller was down is seen.
+        self.baseline: dict[str, int] = {}
         self.log = structlog.get_logger("devices").bind(device=config.name, kind=config.kind.value)
 
     # -- events and health ----------------------------------------------------------------------
@@ -106,21 +109,21 @@ class Driver(ABC):
     def emit(self, event: DeviceEvent) -> None:
         # Log the kind of event only: its fields may hold a card or a reader answer.
         self.log.debug("device_event", kind_of_event=type(event).__name__)
-        if self._held or self.events.full():
+        if self._held_events or self.events.full():
             # The queue is bounded: a device event is never dropped, it waits here and the driver
             # polls no more until it is taken (flush_events), so the device's own ring holds the
             # rest. A frame error is only counted: it says nothing the next one would not.
             if isinstance(event, FrameError):
                 self._frame_errors_held += event.count
             else:
-                self._held.append(event)
+                self._held_events.append(event)
             return
         self.events.put_nowait(event)
 
     async def flush_events(self) -> None:
         """Hand on what emit() held back, waiting for room: called before the next poll."""
-        while self._held:
-            await self.events.put(self._held.popleft())
+        while self._held_events:
+            await self.events.put(self._held_events.popleft())
         if self._frame_errors_held:
             count, self._frame_errors_held = self._frame_errors_held, 0
             await self.events.put(FrameError(self.name, "frame errors while the event queue was full", count))
