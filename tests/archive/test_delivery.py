@@ -125,7 +125,11 @@ async def test_a_broker_restart_loses_nothing(broker: Broker, db: str, tmp_path:
         await until(lambda: worker.stored == 50, worker)
         broker.stop()
         await until(lambda: not worker.subscribed.is_set(), worker)
-        broker.start()  # same port, same persistence file: the session is back
+        # Same port, same persistence file. mosquitto 2.0.11 restores the session but not its shared
+        # subscription (checked by hand: a plain one comes back, a $share one does not), so the
+        # worker subscribes again on every connect, and events published before that are not
+        # queued for it: the chain sweep would raise them as a gap (docs/scale-out.md).
+        broker.start()
         async with asyncio.timeout(GUARD_S):
             await worker.subscribed.wait()
         await publish(broker.port, events_topic("dab-02"), bodies[50:])
