@@ -115,7 +115,13 @@ class ArchiveWorker:
         client.subscribe(self.settings.subscription, options=SubscribeOptions(qos=1))
 
     def _on_subscribe(self, _c: mqtt.Client, _u: object, _mid: int, reasons: Any, _p: object) -> None:
-        if self._loop is not None and all(not r.is_failure for r in reasons):
+        refused = [str(r) for r in reasons if r.is_failure]
+        if refused:
+            # An ACL without read on the events topics: say so, or the worker would wait for ever.
+            self._log.error(
+                "archive.subscribe_refused", subscription=self.settings.subscription, reason=refused[0]
+            )
+        elif self._loop is not None:
             self._loop.call_soon_threadsafe(self.subscribed.set)
 
     def _on_disconnect(self, _c: mqtt.Client, _u: object, _f: object, reason: Any, _p: object) -> None:
