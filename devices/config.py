@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 
 from controller.cards import RANKS
 from controller.errors import ConfigError, short_reason
+from controller.shipped import resolve_ref, shipped_names
 from devices.errors import ProfileError
 from devices.profiles import DeviceKind, Profile, Protocol, load_profile
 
@@ -233,8 +234,13 @@ def _one(
     prof_raw = t.get("profile")
     if not isinstance(prof_raw, str) or not prof_raw:
         raise w.fail("profile", "must be the path of a device profile (config/devices/*.toml)")
+    prof_path = resolve_ref(base_dir, prof_raw, "devices")
+    if prof_path is None:
+        shipped = ", ".join(shipped_names("devices"))
+        why = f"no profile at {prof_raw} (relative to the table file) nor a shipped one ({shipped})"
+        raise w.fail("profile", why)
     try:
-        profile = load_profile((base_dir / prof_raw).resolve())
+        profile = load_profile(prof_path)
     except ProfileError as exc:
         raise w.fail("profile", str(exc)) from None
     if profile.kind is not kind:

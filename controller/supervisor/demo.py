@@ -29,8 +29,9 @@ from typing import Any, Literal
 from controller.errors import TablectlError
 from controller.games import GameId
 from controller.journal import verify_journal
+from controller.shipped import table_file
 from controller.supervisor import logs
-from controller.supervisor.rig import Rig, table_file, virtual_table
+from controller.supervisor.rig import Rig, virtual_table
 from sim.mqtt_broker import embedded_broker_thread
 
 BrokerKind = Literal["mosquitto", "embedded", "external"]

@@ -13,8 +13,9 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
+from controller.shipped import table_file
 from controller.supervisor.config import load_table_config
-from controller.supervisor.rig import table_file, virtual_table
+from controller.supervisor.rig import virtual_table
 from controller.supervisor.wiring import build_telemetry
 from controller.telemetry.broker import ENV_PASSWORD, ENV_USERNAME
 from sim.mqtt_broker import EmbeddedBroker, embedded_broker_thread
