@@ -4,6 +4,7 @@ folder, finds its shipped games, device profiles and example tables and plays a 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import venv
@@ -20,9 +21,15 @@ def _run(*cmd: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_the_wheel_installed_alone_plays_a_demo_from_an_empty_folder(tmp_path: Path) -> None:
-    dist, env, empty = tmp_path / "dist", tmp_path / "venv", tmp_path / "empty"
+    dist, env, empty, src = tmp_path / "dist", tmp_path / "venv", tmp_path / "empty", tmp_path / "src"
     empty.mkdir()
-    built = _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, ROOT, cwd=tmp_path)
+    # Built from a copy: setuptools leaves build/ and *.egg-info in the tree it builds.
+    junk = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for part in ("controller", "devices", "sim", "config"):
+        shutil.copytree(ROOT / part, src / part, symlinks=True, ignore=junk)
+    for part in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / part, src / part)
+    built = _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, src, cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     (wheel,) = dist.glob("tablectl-*.whl")
     venv.create(env, with_pip=True)
