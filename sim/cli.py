@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
             logger_factory=structlog.PrintLoggerFactory(sys.stderr),
         )
     try:
-        table = SimTable.from_file(args.config, seed=args.seed)
+        table = SimTable.from_file(args.config, seed=args.seed, at_configured=True)
     except TablectlError as exc:
         print(f"tablectl sim: {exc}", file=sys.stderr)
         return 2

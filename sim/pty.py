@@ -35,6 +35,10 @@ class PtyBridge:
         self.cut = False
 
     @property
+    def is_open(self) -> bool:
+        return self._host is not None
+
+    @property
     def host_path(self) -> str:
         assert self._host is not None, "bridge not open"
         return self._host.path
@@ -70,3 +74,29 @@ class PtyBridge:
                 loop.remove_reader(p.fd)
                 p.close()
         self._host = self._device = None
+
+
+def _is_ours(path: str) -> bool:
+    """A link a simulator made: a symlink to a pty line (live or left over from a killed run)."""
+    return os.path.islink(path) and os.readlink(path).startswith("/dev/pts/")
+
+
+def link_line(path: str, line: str) -> None:
+    """Make ``path`` (a table's configured serial path) a symlink to the pty ``line``, so the
+    appliance opens the path it is configured with. Its folder is made when missing; a leftover
+    link of a killed simulator is replaced; anything else at ``path`` is never touched."""
+    if os.path.lexists(path):
+        if not _is_ours(path):
+            raise FileExistsError(f"{path}: exists and is not a simulator's pty link; not replacing it")
+        os.unlink(path)
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    os.symlink(line, path)
+
+
+def unlink_line(path: str, line: str) -> None:
+    """Remove the link made by ``link_line`` if it still points at ``line``."""
+    with contextlib.suppress(OSError):
+        if os.readlink(path) == line:
+            os.unlink(path)

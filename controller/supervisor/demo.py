@@ -37,14 +37,32 @@ from sim.mqtt_broker import embedded_broker_thread
 BrokerKind = Literal["mosquitto", "embedded", "external"]
 
 
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a whole number of rounds, 1 or more")
+    return n
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tablectl demo", description="A table played by a virtual dealer.")
     p.add_argument("--game", default=GameId.DOWN_UNDER.value, choices=[g.value for g in GameId])
-    p.add_argument("--rounds", type=int, default=None, help="rounds (default: until Ctrl-C; 200 headless)")
+    p.add_argument(
+        "--rounds",
+        type=_positive,
+        default=None,
+        help="rounds, 1 or more (default: until Ctrl-C; 200 headless)",
+    )
     p.add_argument("--boxes", type=int, default=6, choices=range(1, 7), metavar="1-6")
     p.add_argument("--no-ui", action="store_true", help="no terminal view; print a JSON summary at the end")
     p.add_argument("--seed", type=int, default=None, help="seed shuffles and dealer (repeatable)")
-    p.add_argument("--journal", type=Path, default=None, help="journal file (default: a temporary one)")
+    p.add_argument(
+        "--journal", type=Path, default=None,
+        help="a new journal file to keep (default: a temporary one); the demo starts a fresh table",
+    )  # fmt: skip
     p.add_argument("--pace", type=float, default=0.15, help="real seconds per dealer action in the view")
     where = p.add_mutually_exclusive_group()
     where.add_argument(
@@ -114,7 +132,11 @@ def broker(workdir: Path, *, embedded: bool = False) -> Iterator[tuple[int, Brok
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.journal is not None and args.journal.exists():
+        # The virtual dealer opens a fresh table; an old journal's table would be mid-day.
+        parser.error(f"--journal {args.journal}: already exists; the demo writes a new journal")
     # Logs would tear the terminal view; headless they go to stderr so stdout is the JSON only.
     level = logging.WARNING if args.no_ui else logging.CRITICAL
     logs.configure(level, stream=sys.stderr)

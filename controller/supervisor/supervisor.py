@@ -98,6 +98,8 @@ class Supervisor:
         self._poke: dict[str, asyncio.Event] = {}
         self._start_sent: set[dev.Slot] = set()
         self._crashed: set[str] = set()
+        self._answered: set[str] = set()  # devices heard from since start (ready needs them all)
+        self._waiting_said: set[str] = set()
         self._auto_refused: dict[I.Input, int] = {}
         self._steps = 0
         self._stopped = False
@@ -267,6 +269,12 @@ class Supervisor:
         name = event.device
         old = self.health.get(name, DeviceHealth.CONNECTING)
         new = health_after(old, event)
+        unheard = name not in self._answered and name not in self._waiting_said and not self.ready.is_set()
+        if unheard and isinstance(event, dev.DeviceOffline | dev.DeviceDegraded):
+            # Not ready, and why: the device that has not answered, where it is, what failed.
+            self._waiting_said.add(name)
+            where = self.drivers[name].config.endpoint.describe() if name in self.drivers else None
+            self.log.warning("waiting_for_device", device=name, where=where, error=event.reason)
         if new is not old:
             await self._set_health(name, new)
         async with self._lock:
@@ -313,7 +321,11 @@ class Supervisor:
         self.log.info("device_health", device=name, health=health.value, was=old.value if old else None)
         self.telemetry.device_health(name, health.value)
         self.telemetry.state_changed(self.snapshot())
-        if not self.ready.is_set() and all(h is not DeviceHealth.CONNECTING for h in self.health.values()):
+        if health in (DeviceHealth.ONLINE, DeviceHealth.OUT_OF_ORDER):
+            # Degraded is no answer (a failed connect says so); out of order: the floor's mark
+            # stands whether the device answers or not.
+            self._answered.add(name)
+        if not self.ready.is_set() and self._answered >= set(self.health):
             self.ready.set()
             t = self.table
             seq = self.jt.journal.last_seq if self.jt else 0
