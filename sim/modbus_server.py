@@ -24,6 +24,7 @@ from sim.faults import WireFaults
 from sim.models import SimRefused
 from sim.pty import PtyBridge, link_line, unlink_line
 from sim.registers import command, render
+from sim.rtu_gate import RtuGate
 
 _log = structlog.get_logger("sim.modbus")
 
@@ -139,7 +140,7 @@ class ModbusRtuSim:
         self.devices = devices
         self.baudrate = baudrate
         self.link = link
-        self.bridge = PtyBridge()
+        self.bridge = PtyBridge(RtuGate(d.device_id for d in devices))
         self._server: ModbusSerialServer | None = None
 
     @property
@@ -155,6 +156,7 @@ class ModbusRtuSim:
             framer=FramerType.RTU,
             port=self.bridge.device_path,
             baudrate=self.baudrate,
+            broadcast_enable=True,  # id 0 writes reach every device here, unanswered (sim/rtu_gate.py)
             trace_packet=_shaper(self.devices, 0),  # RTU: device id is the first byte
         )
         await server.serve_forever(background=True)

@@ -11,6 +11,11 @@ import asyncio
 import contextlib
 import os
 import tty
+from typing import Protocol
+
+
+class Gate(Protocol):
+    def feed(self, data: bytes) -> tuple[bytes, bytes]: ...
 
 
 class Pty:
@@ -29,10 +34,14 @@ class Pty:
 
 
 class PtyBridge:
-    def __init__(self) -> None:
+    """``gate`` (optional) sees the host's bytes first: it returns what goes on to the device end
+    and what is answered straight back to the host (see sim/rtu_gate.py)."""
+
+    def __init__(self, gate: Gate | None = None) -> None:
         self._host: Pty | None = None
         self._device: Pty | None = None
         self.cut = False
+        self.gate = gate
 
     @property
     def is_open(self) -> bool:
@@ -63,9 +72,16 @@ class PtyBridge:
             return
         except OSError:
             data = b""  # the other program closed its end; keep the bridge up for it to reopen
-        if data and not self.cut:
-            with contextlib.suppress(BlockingIOError, OSError):
+        if not data or self.cut:
+            return
+        reply = b""
+        if self.gate is not None and self._host is not None and src == self._host.fd:
+            data, reply = self.gate.feed(data)
+        with contextlib.suppress(BlockingIOError, OSError):
+            if data:
                 os.write(dst, data)
+            if reply:
+                os.write(src, reply)
 
     def close(self) -> None:
         loop = asyncio.get_running_loop()
