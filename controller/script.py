@@ -292,5 +292,21 @@ def run_script(text: str) -> dict[str, Any]:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise ScriptError(f"script: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
-    options, shoe, seats = parse_script(doc)
+    options, shoe, seats = parse_script(unwrap_case(doc))
     return ScriptedRound(options, shoe, seats).play()
+
+
+CASE_KEYS = {"cite", "why", "script", "expect", "error"}
+
+
+def unwrap_case(doc: Any) -> Any:
+    """A hand-derived case file (tests/scripts/: ``cite``, ``why``, ``script`` and ``expect`` or
+    ``error``) plays its ``script``; a bare script plays as it is."""
+    if not isinstance(doc, dict) or "script" not in doc:
+        return doc
+    unknown = set(doc) - CASE_KEYS
+    if unknown:
+        raise ScriptError(
+            f"case: unknown key {sorted(unknown)[0]!r} (a case has {', '.join(sorted(CASE_KEYS))})"
+        )
+    return doc["script"]

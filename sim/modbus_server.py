@@ -140,7 +140,7 @@ class ModbusRtuSim:
         self.devices = devices
         self.baudrate = baudrate
         self.link = link
-        self.bridge = PtyBridge(RtuGate(d.device_id for d in devices))
+        self.bridge = PtyBridge(RtuGate({d.device_id for d in devices}))
         self._server: ModbusSerialServer | None = None
 
     @property

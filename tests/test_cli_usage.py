@@ -38,3 +38,15 @@ def test_demo_refuses_an_existing_journal(tmp_path: Path, capsys: pytest.Capture
     old.write_bytes(b"")
     assert _exit(["demo", "--no-ui", "--rounds", "1", "--journal", str(old)]) == 2
     assert f"--journal {old}: already exists" in capsys.readouterr().err
+
+
+def test_simulate_dj_wild_is_refused_with_the_reason_and_the_demo_that_plays_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["simulate", "--game", "dj-wild", "--rounds", "10", "--seed", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        "\n" not in err
+        and "687a" in err
+        and err.endswith("tablectl demo --game dj-wild plays it through its devices")
+    )
