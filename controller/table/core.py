@@ -36,6 +36,7 @@ from controller.rules.round import Round, check_wagers
 from controller.rules.state import SeatWagers
 from controller.shoe import MIN_CUT_FROM_END, min_cover_from_bottom
 from controller.table import inputs as I
+from controller.table.asking import asking
 from controller.table.batches import Batch, Place, ShufflerState
 from controller.table.events import DomainEvent
 from controller.table.sections import section
@@ -221,6 +222,7 @@ class Table:
             ],
             "shuffler_out_of_order": self.shuffler_out_of_order,
             "reader_failed": self.reader_failed,
+            "asking": asking(self),  # what the dealer display shows next (controller/table/asking.py)
         }
 
     # ================================================================== helpers for handlers
