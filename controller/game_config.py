@@ -11,15 +11,21 @@ Keys under ``[rulings]`` are the readings of ambiguous text listed in docs/rulin
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError, RuleViolation
 from controller.games import GameId, GameSpec, game_spec
 
 MAX_BOXES = 6  # 673a.2(a), 665a.2(a), 685a.2(a): no more than six players
+# Where the Rules Submission names how many adjacent boxes one player may bet on in a round.
+ADJACENT_BOXES: dict[GameId, str] = {
+    GameId.DOUBLE_BACK_JACK: "673a.6(e)",
+    GameId.DOUBLE_ATTACK: "665a.6(g)",
+    GameId.DOWN_UNDER: "685a.6(f)",
+}
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,8 @@ _CHOICES: dict[str, tuple[object, ...]] = {
 # Which rulings mean something in which chapter; a key for another game is a mistake worth
 # refusing (someone copied the wrong file).
 _RULING_GAMES: dict[str, tuple[GameId, ...]] = {
+    # 665a.7(p) has one settlement procedure; only 673a.7(t) and 685a.7(r) offer two.
+    "settlement_procedure": (GameId.DOUBLE_BACK_JACK, GameId.DOWN_UNDER),
     "busted_hand_pushes_on_dealer_22": (GameId.DOUBLE_BACK_JACK,),
     "second_chance_stake": (GameId.DOUBLE_BACK_JACK,),
     "insurance_after_paid_blackjack": (GameId.DOUBLE_BACK_JACK,),
@@ -74,6 +82,15 @@ class GameOptions:
     game: GameId
     decks: int  # per batch
     boxes: int = MAX_BOXES
+    # 673a.6(e), 665a.6(g), 685a.6(f): adjacent boxes one player may bet on in a round (the Rules
+    # Submission names it; not the number of seats, which is ``boxes``).
+    boxes_per_player: int = 2
+    # 673a.6(b), 665a.6(b), 685a.6(b): the house may bar a patron who sat out a round of this
+    # shoe from wagering until the reshuffle (or until the floor lets him back in).
+    bar_non_wagering: bool = False
+    # 673a.2(d), 665a.2(d), 685a.2(d): refuse rounds until the reader's daily inspection is
+    # recorded (off until the dealer and floor consoles carry the inspection at every table).
+    reader_inspection_required: bool = False
     automated_shuffler: bool = True  # two batches of different back colours (…3(b))
     # An approved shoe that reshuffles and counts by itself, or a continuous shuffler (673a.5(h),
     # 665a.5(h), 685a.5(h); 685a.3(a)): no cut, no cover card, no batch alternation.
@@ -94,6 +111,11 @@ class GameOptions:
         if not 1 <= self.boxes <= MAX_BOXES:
             raise RuleViolation(
                 f"{spec.chapter}.2(a)", f"a table has 1 to {MAX_BOXES} betting positions, not {self.boxes}"
+            )
+        adjacent = ADJACENT_BOXES.get(self.game)
+        if adjacent is not None and not 1 <= self.boxes_per_player <= self.boxes:
+            raise RuleViolation(
+                adjacent, f"a player may bet on 1 to {self.boxes} adjacent boxes, not {self.boxes_per_player}"
             )
         if self.match_the_dealer and self.decks not in (6, 8):
             raise RuleViolation(
@@ -146,6 +168,9 @@ def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
         "game",
         "decks_per_batch",
         "boxes",
+        "boxes_per_player",
+        "bar_non_wagering",
+        "reader_inspection_required",
         "automated_shuffler",
         "self_shuffling_shoe",
         "wagers",
@@ -172,6 +197,14 @@ def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
         kwargs["decks"] = _expect(where, "decks_per_batch", doc["decks_per_batch"], int)
     if "boxes" in doc:
         kwargs["boxes"] = _expect(where, "boxes", doc["boxes"], int)
+    for key in ("boxes_per_player", "bar_non_wagering", "reader_inspection_required"):
+        if key in doc and gid not in ADJACENT_BOXES:
+            raise ConfigError(f"{where}: {key}: applies to the blackjack games, not {game_spec(gid).title}")
+    if "boxes_per_player" in doc:
+        kwargs["boxes_per_player"] = _expect(where, "boxes_per_player", doc["boxes_per_player"], int)
+    for key in ("bar_non_wagering", "reader_inspection_required"):
+        if key in doc:
+            kwargs[key] = _expect(where, key, doc[key], bool)
     if "self_shuffling_shoe" in doc:
         kwargs["self_shuffling_shoe"] = _expect(
             where, "self_shuffling_shoe", doc["self_shuffling_shoe"], bool
@@ -202,7 +235,8 @@ def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
         games = _RULING_GAMES.get(key)
         if games is not None and gid not in games:
             raise ConfigError(
-                f"{where}: rulings.{key}: applies to {game_spec(games[0]).title}, not {game_spec(gid).title}"
+                f"{where}: rulings.{key}: applies to {' and '.join(game_spec(g).title for g in games)}, "
+                f"not {game_spec(gid).title}"
             )
         ruling_kwargs[key] = value
 
@@ -225,10 +259,20 @@ def options_to_dict(options: GameOptions) -> dict[str, Any]:
     wagers = {
         name: getattr(options, name) for name, (game, _) in _WAGER_GAMES.items() if game == options.game
     }
+    per_player = (
+        {
+            "boxes_per_player": options.boxes_per_player,
+            "bar_non_wagering": options.bar_non_wagering,
+            "reader_inspection_required": options.reader_inspection_required,
+        }
+        if options.game in ADJACENT_BOXES
+        else {}
+    )
     return {
         "game": options.game.value,
         "decks_per_batch": options.decks,
         "boxes": options.boxes,
+        **per_player,
         "automated_shuffler": options.automated_shuffler,
         "self_shuffling_shoe": options.self_shuffling_shoe,
         "wagers": wagers,
@@ -241,6 +285,8 @@ def _key_for(section: str) -> str:
         return "wagers.match_the_dealer"
     if section.endswith(".2(a)"):
         return "boxes"
+    if section in ADJACENT_BOXES.values():
+        return "boxes_per_player"
     if section == "G3":
         return "rulings.min_chip"
     if section in ("665a.6(f)", "687a.9(b)"):
@@ -253,11 +299,7 @@ def _key_for(section: str) -> str:
 def load_game_options(path: Path | str) -> GameOptions:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"{p}: cannot read: {e.strerror}") from None
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{p}: not valid TOML: {e}") from None
+        doc = read_toml(p)
+    except InputRefused as e:
+        raise ConfigError(f"{p}: {e}") from None
     return options_from_dict(doc, str(p))

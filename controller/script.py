@@ -9,12 +9,12 @@ decisions are read.
 
 from __future__ import annotations
 
-import json
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from controller.bounded import MAX_CONFIG_BYTES, InputRefused, load_json
 from controller.cards import Card, CardError, parse_card
 from controller.errors import RuleViolation, ScriptError
 from controller.game_config import GameOptions, default_options
@@ -34,7 +34,7 @@ from controller.rules.requests import (
 )
 from controller.rules.round import Round
 from controller.rules.state import SeatWagers
-from controller.rules.wagers import WAGER_KINDS, Wager
+from controller.rules.wagers import WAGER_KINDS, Wager, as_number
 
 SHOE_RAN_OUT = {  # the chapter's "insufficient cards" irregularity
     GameId.DOUBLE_BACK_JACK: "673a.13(f)",
@@ -275,23 +275,19 @@ class ScriptedRound:
             "seats": [
                 {
                     **box,
-                    "net": {k.value: _number(v) for k, v in nets[box["seat"]].items()},
-                    "total": _number(sum(nets[box["seat"]].values(), Fraction(0))),
+                    "net": {k.value: as_number(v) for k, v in nets[box["seat"]].items()},
+                    "total": as_number(sum(nets[box["seat"]].values(), Fraction(0))),
                 }
                 for box in outcome["boxes"]
             ],
         }
 
 
-def _number(x: Fraction) -> int | float:
-    return int(x) if x.denominator == 1 else float(x)
-
-
 def run_script(text: str) -> dict[str, Any]:
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ScriptError(f"script: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+        doc = load_json(text, max_bytes=MAX_CONFIG_BYTES)
+    except InputRefused as e:
+        raise ScriptError(f"script: {e}") from None
     options, shoe, seats = parse_script(unwrap_case(doc))
     return ScriptedRound(options, shoe, seats).play()
 

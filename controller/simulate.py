@@ -172,7 +172,9 @@ class TableSimulator:
         self.shoes = 1
         side = {"bust_it": BET if options.bust_it else 0,
                 "match_the_dealer": BET if options.match_the_dealer else 0}  # fmt: skip
-        self.wagers = [SeatWagers(seat=s, bet=BET, **side) for s in range(1, seats + 1)]
+        self.wagers = [
+            SeatWagers(s, BET, side["bust_it"], side["match_the_dealer"]) for s in range(1, seats + 1)
+        ]
         check_wagers(options, self.wagers)  # once: every round opens with these (checked=True)
         self.on_round = on_round
         self.round: Round

@@ -93,10 +93,26 @@ class DeviceOffline(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceGlitch(DeviceEvent):
+    """A device's counters could not be trusted: one went backwards, jumped past the device's
+    history, stood still while the device's own count moved, or the device was reset. Nothing is
+    read from its history for that poll (no card or key is invented); ``unaccounted`` is how many
+    ``what`` (cards, keys, reader results) the controller cannot know about, and for the shoe
+    ``remaining`` its own count when that is what settles it."""
+
+    what: str
+    reason: str
+    unaccounted: int = 0
+    remaining: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class FrameError(DeviceEvent):
-    """A frame or register block was rejected; the driver carries on with the next one."""
+    """A frame or register block was rejected; the driver carries on with the next one.
+    ``count``: how many in a row this one event stands for (a burst is one event)."""
 
     reason: str
+    count: int = 1
 
 
 # -- shuffler -----------------------------------------------------------------------------------
@@ -172,6 +188,7 @@ class CardDrawn(DeviceEvent):
     face_up: bool = field(repr=False)
     sequence: int = 0  # the shoe's draw counter
     remaining: int = 0
+    batch: int = 0  # the shoe's batch counter (how many batches it has been loaded with)
 
     @property
     def back(self) -> str | None:

@@ -22,6 +22,7 @@ import structlog
 from controller.errors import TablectlError
 from controller.games import BLACKJACK_GAMES
 from controller.supervisor.config import load_table_config
+from controller.supervisor.logs import route_stdlib_logging
 from sim.table import SimTable
 from sim.wire_dealer import TableStopped, WireDealer
 
@@ -55,6 +56,7 @@ def main(argv: list[str]) -> int:
             wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
             logger_factory=structlog.PrintLoggerFactory(sys.stderr),
         )
+        route_stdlib_logging(logging.WARNING)  # pymodbus's frame dumps hold the devices' cards
     if args.dealer and args.rounds < 1:
         print("tablectl sim: --rounds: must be 1 or more", file=sys.stderr)
         return 2

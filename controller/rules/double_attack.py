@@ -62,13 +62,14 @@ class DoubleAttack(BlackjackProcedure):
 
         # 665a.7(g): insurance on an ace; the reader on an ace, K, Q or J.
         if up.is_ace:
-            yield from self.offer_insurance(rs.boxes)
+            yield from self.offer_insurance([b for b in rs.boxes if not b.dead])
         if up.is_ace or up.is_face:
             report = yield ReaderUse(masque=False)
             rs.reader_report = bool(report)
             rs.reader_agrees = bool(report) == self.dealer_blackjack()
             if up.is_ace:
-                self.settle_insurance(bool(report), INSURANCE_PAYS, "665a.8(a), 665a.12(b)")
+                # 665a.8(a): insurance wins on a K, Q or J hole card, whatever the reader said.
+                self.settle_insurance(self.dealer_blackjack(), INSURANCE_PAYS, "665a.8(a), 665a.12(b)")
             if report:
                 rs.hole_turned = True
                 self.settle_bust_it()
@@ -78,7 +79,7 @@ class DoubleAttack(BlackjackProcedure):
         # 665a.7(h)(1): a player Blackjack is paid at once, even money on Bet and Double Attack.
         for box in rs.boxes:
             hand = box.first
-            if hand.blackjack:
+            if hand.blackjack and not hand.settled:
                 rs.settle_hand(hand, EVEN, "blackjack", "665a.7(h)(1), 665a.12(a)")
                 rs.settle(box.seat, 0, Wager.DOUBLE_ATTACK, box.double_attack, EVEN,
                           "665a.7(h)(1), 665a.12(a)")  # fmt: skip
@@ -97,6 +98,8 @@ class DoubleAttack(BlackjackProcedure):
     # -- decisions -------------------------------------------------------------------------
     def check(self, action: Action, hand: Hand, box: Box) -> Refusal | None:
         t = hand.total
+        if hand.result == "surrender":  # only asked of a script's leftover decisions
+            return ("665a.9(a)", "the player discontinued play on this hand by surrendering")
         if action is Action.STAND:
             return None
         if action is Action.HIT:
@@ -124,6 +127,8 @@ class DoubleAttack(BlackjackProcedure):
                 return ("665a.11(c)", "pairs may be split at most three times, four hands")
             return None
         # Surrender: any time before standing while the hand is under 21 (665a.9(a), 665a.7(k)).
+        if hand.stood:
+            return ("665a.9(a)", "a player may not elect to surrender after deciding to stand")
         if t >= 21:
             return ("665a.7(k)", "a hand totalling 21 or more may not surrender")
         return None
@@ -145,9 +150,25 @@ class DoubleAttack(BlackjackProcedure):
         yield from ()  # a procedure step like the base one, though it needs no card
 
     def surrender(self, hand: Hand, box: Box) -> None:
-        # 665a.9(b)(1),(2)(ii): half of the Bet and Double Attack wagers; ruling A2 for a double.
-        # 665a.9(b)(2)(i) cannot arise: the reader is used before any decision (ruling A4).
         rs = self.rs
+        up = rs.dealer[0]
+        if (up.is_ace or up.is_face) and self.dealer_blackjack():
+            # 665a.9(b)(2)(i): the whole Bet and the Bust It wager are collected, the Double Attack
+            # wager returned. Reached only when the reader did not find the Blackjack (ruling A4);
+            # a Double Down and a split wager come back as 665a.10(b) and 665a.11(d) say.
+            section = "665a.9(b)(2)(i)"
+            split_hand = hand.from_split and hand.index > 0
+            rs.settle(hand.seat, hand.index, Wager.BET, hand.bet, PUSH if split_hand else LOSE,
+                      "665a.11(d)" if split_hand else section)  # fmt: skip
+            rs.settle(hand.seat, hand.index, Wager.BET, hand.double_down, PUSH, "665a.10(b)")
+            rs.settle(hand.seat, hand.index, Wager.DOUBLE_ATTACK, hand.double_attack, PUSH, section)
+            if box.bust_it and not box.bust_it_settled:
+                rs.settle(box.seat, None, Wager.BUST_IT, box.bust_it, LOSE, section)
+                box.bust_it_settled = True
+            hand.result = "surrender"
+            hand.settled = hand.done = True
+            return
+        # 665a.9(b)(1),(2)(ii): half of the Bet and Double Attack wagers; ruling A2 for a double.
         section = "665a.9(b)"
         rs.settle(hand.seat, hand.index, Wager.BET, hand.bet, HALF_LOST, section)
         dd_outcome = HALF_LOST if self.rulings.surrender_double_down == "half" else LOSE
@@ -163,7 +184,7 @@ class DoubleAttack(BlackjackProcedure):
         first_two = total(rs.dealer[:2])[0]
         busted_in_three = first_two < 17 and len(rs.dealer) >= 3 and total(rs.dealer[:3])[0] > 21
         for box in reversed(rs.boxes):
-            if not box.bust_it:
+            if not box.bust_it or box.bust_it_settled:
                 continue
             if busted_in_three:
                 halves, line = bust_it_pays(rs.dealer[:3])
@@ -178,6 +199,7 @@ class DoubleAttack(BlackjackProcedure):
         rs = self.rs
         dealer_bj = self.dealer_blackjack()
         d = self.dealer_total()
+        rs.start_final_settlement()
         for box in reversed(rs.boxes):
             for hand in reversed(box.hands):
                 if hand.settled:

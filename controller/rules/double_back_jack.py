@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from controller.rules.hand import Hand
 from controller.rules.procedure import BlackjackProcedure, Procedure, Refusal
-from controller.rules.requests import Action, CardFor, ReaderUse, SecondChanceOffer, SurrenderOffer
+from controller.rules.requests import DEALER, Action, CardFor, ReaderUse, SecondChanceOffer, SurrenderOffer
 from controller.rules.state import Box
 from controller.rules.wagers import EVEN, HALF_LOST, LOSE, PUSH, Wager, odds
 
@@ -27,8 +27,15 @@ class DoubleBackJack(BlackjackProcedure):
         rs = self.rs
         # 673a.7(e): a card to each box, the up card, a second card to each box, the hole card.
         yield from self.deal_to_boxes()
-        yield from self.deal_to_dealer(face_up=True)
-        yield from self.deal_to_boxes()
+        first = yield CardFor(DEALER, 0)
+        if first is None:
+            # 673a.13(e): the dealer missed his first card; the players get their second cards,
+            # then the dealer his two.
+            yield from self.deal_to_boxes()
+            yield from self.deal_to_dealer(face_up=True)
+        else:
+            rs.dealer.append(first)
+            yield from self.deal_to_boxes()
         yield from self.deal_to_dealer(face_up=False)
         up = rs.dealer[0]
 
@@ -56,10 +63,12 @@ class DoubleBackJack(BlackjackProcedure):
             rs.reader_report = bool(report)
             rs.reader_agrees = bool(report) == self.dealer_blackjack()
             if up.is_ace:
-                self.settle_insurance(bool(report), INSURANCE_PAYS, "673a.8(a), 673a.12(c)")
+                # 673a.8(a): insurance wins on a 10-value hole card, whatever the reader said.
+                self.settle_insurance(self.dealer_blackjack(), INSURANCE_PAYS, "673a.8(a), 673a.12(c)")
             if report:
                 # 673a.7(h): no more cards; each Blackjack Wager is collected.
                 rs.hole_turned = True
+                rs.start_final_settlement()
                 for box in rs.boxes:
                     hand = box.first
                     if hand.settled:
@@ -86,6 +95,8 @@ class DoubleBackJack(BlackjackProcedure):
     def check(self, action: Action, hand: Hand, box: Box) -> Refusal | None:
         t = hand.total
         first_decision = not hand.acted and len(hand.cards) == 2
+        if hand.result == "surrender":  # only asked of a script's leftover decisions
+            return ("673a.9(a)", "the player discontinued play on this hand by surrendering")
         if action is Action.STAND:
             return None
         if action is Action.HIT:
@@ -109,6 +120,8 @@ class DoubleBackJack(BlackjackProcedure):
         # Surrender: before any other decision and never after a split (673a.9(a), ruling D5).
         if len(box.hands) > 1 or hand.from_split:
             return ("673a.9(a)", "surrender is decided before splitting, not after")
+        if hand.stood:
+            return ("673a.9(a)", "surrender is decided before standing, not after")
         if not first_decision:
             return ("673a.9(a)", "surrender is the first decision on the first two cards")
         return None
@@ -146,6 +159,8 @@ class DoubleBackJack(BlackjackProcedure):
         """673a.7(l): one more card, its value (an ace 1) subtracted from the hand."""
         hand.second_chance = stake
         card = yield CardFor(box.seat, hand.index, purpose="second_chance")
+        if card is None:  # called dead instead
+            return
         hand.add_second_chance(card)
         hand.done = True
         t = hand.total
@@ -166,6 +181,7 @@ class DoubleBackJack(BlackjackProcedure):
         """673a.7(q)-(s), dealer's right first."""
         rs = self.rs
         d = self.dealer_total()
+        rs.start_final_settlement()
         for box in reversed(rs.boxes):
             for hand in reversed(box.hands):
                 if hand.settled:

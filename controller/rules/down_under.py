@@ -71,7 +71,7 @@ class DownUnder(BlackjackProcedure):
 
         # 685a.7(f): Match-the-Dealer, settled before the reader, dealer's right first.
         for box in reversed(rs.boxes):
-            if box.match_the_dealer:
+            if box.match_the_dealer and not box.dead:
                 win = match_the_dealer(up, box.first.cards, rs.options.decks, self.rulings.match_both_cards)
                 if win is None:
                     rs.settle(box.seat, None, Wager.MATCH_THE_DEALER, box.match_the_dealer, LOSE, "685a.7(f)")
@@ -94,9 +94,11 @@ class DownUnder(BlackjackProcedure):
         rs.hole_exposed = is_large(up) and light is MasqueRange.LARGE
         dealer_bj = rs.hole_exposed and self.dealer_blackjack()
         if up.is_ace:
-            self.settle_insurance(dealer_bj, INSURANCE_PAYS, "685a.8(a), 685a.11(b)")
+            # 685a.8(a): insurance wins on a 10-value hole card, even behind a wrong light.
+            self.settle_insurance(self.dealer_blackjack(), INSURANCE_PAYS, "685a.8(a), 685a.11(b)")
         if dealer_bj:
             rs.hole_turned = True
+            rs.start_final_settlement()
             for box in rs.boxes:
                 hand = box.first
                 if hand.settled:
@@ -176,6 +178,7 @@ class DownUnder(BlackjackProcedure):
         rs = self.rs
         d = self.dealer_total()
         dealer_bj = self.dealer_blackjack()  # only when the reader's light was wrong
+        rs.start_final_settlement()
         for box in reversed(rs.boxes):
             for hand in reversed(box.hands):
                 if hand.settled:

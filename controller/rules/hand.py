@@ -63,6 +63,7 @@ class Hand:
     split_aces: bool = False
     doubled: bool = False
     acted: bool = False  # a decision other than the first has been taken on this hand
+    stood: bool = False  # the player decided to stand (665a.9(a): no surrender after that)
     done: bool = False
     settled: bool = False  # the Bet (and its companions) are settled; nothing more to do
     result: str = ""  # blackjack | win | lose | push | surrender, of the Bet wager

@@ -21,7 +21,7 @@ from controller.rules.requests import (
     Request,
 )
 from controller.rules.state import Box, RoundState
-from controller.rules.wagers import Wager
+from controller.rules.wagers import PUSH, Wager
 
 Procedure = Generator[Request, Any, None]
 Refusal = tuple[str, str]  # (section, reason)
@@ -48,7 +48,11 @@ class BlackjackProcedure:
     def deal_to_boxes(self) -> Procedure:
         """One card face up to each box, farthest to the dealer's left first (…7(e)(1))."""
         for box in self.rs.boxes:
-            box.hands[0].add((yield CardFor(box.seat, 0)))
+            if box.dead:
+                continue
+            card = yield CardFor(box.seat, 0)
+            if card is not None:  # None: the box was called dead instead (Round.call_dead)
+                box.hands[0].add(card)
 
     def deal_to_dealer(self, *, face_up: bool) -> Procedure:
         self.rs.dealer.append((yield CardFor(DEALER, 0, face_up=face_up)))
@@ -109,12 +113,15 @@ class BlackjackProcedure:
 
     def play_box(self, box: Box) -> Procedure:
         i = 0
-        while i < len(box.hands):
+        while i < len(box.hands) and not box.dead:
             hand = box.hands[i]
             if len(hand.cards) == 1:  # a hand formed by a split gets its second card now
-                hand.add((yield CardFor(box.seat, hand.index, purpose="split")))
+                card = yield CardFor(box.seat, hand.index, purpose="split")
+                if card is None:  # called dead instead
+                    return
+                hand.add(card)
                 self.after_split_card(hand)
-            while not hand.done:
+            while not hand.done and not box.dead:
                 legal = self.legal_actions(hand, box)
                 if len(legal) == 1:  # only STAND is ever always allowed
                     hand.done = True  # nothing to decide (21, split aces, after a double)
@@ -129,20 +136,29 @@ class BlackjackProcedure:
         if why is not None:
             raise why
         if action is Action.STAND:
-            hand.done = True
+            hand.done = hand.stood = True
         elif action is Action.HIT:
             hand.acted = True
-            hand.add((yield CardFor(box.seat, hand.index)))
+            card = yield CardFor(box.seat, hand.index)
+            if card is None:  # the card was not dealt and the hand called dead (673a.13(h))
+                return
+            hand.add(card)
             yield from self.after_draw(hand, box)
         elif action is Action.DOUBLE:
             hand.acted = True
             hand.doubled = True
             hand.double_down = self.double_maximum(box)  # the most the rules allow
-            hand.add((yield CardFor(box.seat, hand.index, purpose="double")))
+            card = yield CardFor(box.seat, hand.index, purpose="double")
+            if card is None:
+                return
+            hand.add(card)
             yield from self.after_draw(hand, box)
         elif action is Action.SPLIT:
             self.split(hand, box)
-            hand.add((yield CardFor(box.seat, hand.index, purpose="split")))
+            card = yield CardFor(box.seat, hand.index, purpose="split")
+            if card is None:
+                return
+            hand.add(card)
             self.after_split_card(hand)
         elif action is Action.SURRENDER:
             hand.acted = True
@@ -179,6 +195,26 @@ class BlackjackProcedure:
 
     def surrender(self, hand: Hand, box: Box) -> None:
         raise NotImplementedError
+
+    # -- a hand called dead ----------------------------------------------------------------
+    def call_dead(self, box: Box, section: str) -> None:
+        """The box's hands are dead (673a.13(g),(h), 665a.13(f),(g), 685a.12(f)-(h)): whatever is
+        still on the layout for them comes back (ruling G8). A box that got no card is not in this
+        round at all, so its side wagers come back too; otherwise a Bust It wager, decided by the
+        dealer's cards alone, stays for 665a.7(m)."""
+        rs = self.rs
+        for hand in box.hands:
+            if hand.settled:
+                continue
+            rs.settle(box.seat, hand.index, Wager.SECOND_CHANCE, hand.second_chance, PUSH, section)
+            rs.settle(box.seat, hand.index, Wager.DOUBLE_ATTACK, hand.double_attack, PUSH, section)
+            rs.settle_hand(hand, PUSH, "dead", section)
+        if not box.first.cards:
+            if box.bust_it and not box.bust_it_settled:
+                rs.settle(box.seat, None, Wager.BUST_IT, box.bust_it, PUSH, section)
+                box.bust_it_settled = True
+            rs.settle(box.seat, None, Wager.MATCH_THE_DEALER, box.match_the_dealer, PUSH, section)
+        box.dead = True
 
     # -- the dealer ------------------------------------------------------------------------
     def dealer_total(self) -> int:

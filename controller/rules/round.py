@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from controller.errors import RuleViolation
-from controller.game_config import GameOptions
+from controller.game_config import ADJACENT_BOXES, GameOptions
 from controller.games import GameId
 from controller.rules.double_attack import DoubleAttack
 from controller.rules.double_back_jack import DoubleBackJack
 from controller.rules.down_under import DownUnder
 from controller.rules.hand import Hand
 from controller.rules.procedure import BlackjackProcedure
-from controller.rules.requests import Request
+from controller.rules.requests import Action, CardFor, Decision, Request
 from controller.rules.state import Box, RoundState, SeatWagers
 
 PROCEDURES: dict[GameId, type[BlackjackProcedure]] = {
@@ -61,6 +61,29 @@ def check_wagers(options: GameOptions, wagers: list[SeatWagers]) -> None:
                 raise RuleViolation("685a.6(e)", "this table does not offer the Match-the-Dealer wager")
             if w.match_the_dealer < 0:
                 raise RuleViolation("685a.6(e)", "a wager cannot be negative")
+    check_boxes_per_player(options, wagers)
+
+
+def check_boxes_per_player(options: GameOptions, wagers: list[SeatWagers]) -> None:
+    """673a.6(e), 665a.6(g), 685a.6(f): a player bets on at most the Rules Submission's number of
+    boxes, and they are adjacent. Boxes whose player is not known are not grouped."""
+    section = ADJACENT_BOXES[options.game]
+    by_player: dict[str, list[int]] = {}
+    for w in wagers:
+        if w.player:
+            by_player.setdefault(w.player, []).append(w.seat)
+    for player, seats in by_player.items():
+        seats.sort()
+        if len(seats) > options.boxes_per_player:
+            raise RuleViolation(
+                section,
+                f"player {player} bets on {len(seats)} boxes; the Rules Submission allows "
+                f"{options.boxes_per_player}",
+            )
+        if seats[-1] - seats[0] != len(seats) - 1:
+            raise RuleViolation(
+                section, f"player {player}'s boxes {', '.join(map(str, seats))} are not adjacent"
+            )
 
 
 class Round:
@@ -105,6 +128,19 @@ class Round:
     @property
     def finished(self) -> bool:
         return self.request is None
+
+    def call_dead(self, seat: int, section: str) -> None:
+        """One box's hands called dead (the table core checked when this is allowed). A card or a
+        decision the round was waiting for from that box is answered: no card, stand."""
+        box = next(b for b in self.state.boxes if b.seat == seat)
+        self.procedure.call_dead(box, section)
+        while self.request is not None and getattr(self.request, "seat", None) == seat:
+            if isinstance(self.request, CardFor):
+                self.answer(None)
+            elif isinstance(self.request, Decision):
+                self.answer(Action.STAND)
+            else:  # pragma: no cover - the table core refuses a dead call at an offer
+                raise RuleViolation(section, f"seat {seat} is answering an offer")
 
     def answer(self, value: Any) -> Request | None:
         """Resume the procedure with the answer to the current request; return the next one."""

@@ -18,6 +18,7 @@ class SeatWagers:
     bet: int
     bust_it: int = 0
     match_the_dealer: int = 0
+    player: str = ""  # who bets on this box, when known: one player may hold adjacent boxes
 
 
 @dataclass(slots=True, eq=False)
@@ -29,6 +30,8 @@ class Box:
     double_attack: int = 0
     insurance: int = 0
     early_surrender: bool = False  # D5: surrendered before the reader, settled after it
+    bust_it_settled: bool = False  # 665a.9(b)(2)(i) or a dead box settled it before 665a.7(m)
+    dead: bool = False  # called dead (673a.13(g),(h) and the like): out of this round
     hands: list[Hand] = field(default_factory=list)
 
     @property
@@ -48,6 +51,11 @@ class RoundState:
     hole_turned: bool = False
     dealer_played: bool = False  # the dealer's hand was played out by the drawing rule
     irregularities: list[str] = field(default_factory=list)
+    final_from: int | None = None  # index of the first end-of-round settlement (673a.7(t))
+
+    def start_final_settlement(self) -> None:
+        if self.final_from is None:
+            self.final_from = len(self.settlements)
 
     def settle(
         self, seat: int, hand: int | None, wager: Wager, stake: int, halves: int, section: str

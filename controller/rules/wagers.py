@@ -40,6 +40,11 @@ HALF_LOST = -1  # surrender: half collected, half returned
 EVEN = odds(1)
 
 
+def as_number(x: Fraction) -> int | float:
+    """A money amount for JSON: whole chips as an int, a half chip as a float (7.5)."""
+    return int(x) if x.denominator == 1 else float(x)
+
+
 class Settled(NamedTuple):
     """One wager's settlement: who, which wager, the stake, the net in half-stakes, and why."""
 

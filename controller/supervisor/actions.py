@@ -1,143 +1,246 @@
-"""Dealer and floor actions that are not device events: an allow-list of names, the roles that
-may use each, and the checked arguments each takes. Anything else is refused in one line and
-changes nothing. Every action that reaches the core names who did it, so the journal records it.
+"""The one allow-list of dealer and floor actions that are not device events.
+
+The table console (``controller/console``), the MQTT ``cmd/<name>`` topics
+(``controller/telemetry/commands.py``) and the supervisor all take their actions from ``ACTIONS``:
+each has one name, the roles that may use it, its checked arguments, the section it carries out
+and the core inputs it becomes. Anything else is refused in one line and changes nothing. Every
+action that reaches the core names who did it (the signed-in person), so the journal records it.
+docs/install.md and docs/mqtt.md list this table (action_docs.py writes it there; a test checks).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from controller.table import inputs as I
+from devices.events import Key
 
 FLOOR, DEALER = "floor", "dealer"
 ROLES = frozenset({FLOOR, DEALER})
 DEVICES = ("shuffler", "shoe", "reader", "keypad", "stub_counter")
+
+TEXT = re.compile(r"[^\x00-\x1f\x7f]{1,64}\Z")  # a name: printable, short, one line
+DEVICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
+BACK = re.compile(r"[a-z][a-z0-9_\-]{0,31}\Z")
+SECTION = re.compile(r"6[0-9]{2}a\.[0-9]+(\([0-9a-z]+\))*\Z")
+MAX_LIST = 6  # boxes at a table
 
 
 class BadAction(Exception):
     """A refused command: unknown name, wrong role or bad arguments (one line)."""
 
 
-@dataclass(frozen=True)
-class Action:
-    roles: frozenset[str]
-    args: dict[str, type | tuple[type, ...]]  # required arguments and their types
-    optional: dict[str, type | tuple[type, ...]]
-    # Builds the core inputs; None for actions the supervisor carries out itself.
-    build: Callable[[dict[str, Any], str], list[I.Input]] | None
+@dataclass(frozen=True, slots=True)
+class Arg:
+    kind: type  # int, str, bool or list (a list of ints)
     doc: str
+    required: bool = True
+    minimum: int | None = None
+    maximum: int | None = None
+    pattern: re.Pattern[str] = TEXT
+    choices: tuple[str, ...] = ()  # a string that must be one of these
+
+    def describe(self) -> str:
+        """For the docs and the console's forms."""
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        kind = {int: "int", str: "str", bool: "bool", list: "list of int"}[self.kind]
+        if self.minimum is not None and self.maximum is not None:
+            kind += f" {self.minimum}..{self.maximum}"
+        elif self.minimum is not None:
+            kind += f" >= {self.minimum}"
+        return kind + ("" if self.required else ", optional")
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    name: str
+    roles: frozenset[str]
+    section: str  # where the rule is, in 673a (the same rule in 665a/685a/687a.9 where it applies)
+    doc: str
+    args: dict[str, Arg]
+    # Builds the core inputs from checked arguments and who did it; None for the actions the
+    # supervisor carries out itself (devices out of order or back, keys of a failed keypad).
+    build: Callable[[dict[str, Any], str], list[I.Input]] | None
+
+    def public(self) -> dict[str, Any]:
+        """The action as the console shows it (no callables)."""
+        return {
+            "name": self.name,
+            "roles": sorted(self.roles),
+            "section": self.section,
+            "doc": self.doc,
+            "args": {
+                k: {"kind": a.kind.__name__, "required": a.required, "min": a.minimum, "max": a.maximum,
+                    "choices": list(a.choices), "doc": a.doc}
+                for k, a in self.args.items()
+            },
+        }  # fmt: skip
 
 
 def _a(
+    name: str,
     roles: set[str],
+    section: str,
     doc: str,
     build: Callable[[dict[str, Any], str], list[I.Input]] | None,
-    args: dict[str, type | tuple[type, ...]] | None = None,
-    optional: dict[str, type | tuple[type, ...]] | None = None,
+    /,
+    **args: Arg,
 ) -> Action:
-    return Action(frozenset(roles), args or {}, optional or {}, build, doc)
+    return Action(name, frozenset(roles), section, doc, args, build)
 
 
-ACTIONS: dict[str, Action] = {
-    "inspection_verified": _a(
-        {FLOOR}, "673a.4: a batch's new decks inspected by the dealer, verified by the floorperson",
-        lambda a, who: [I.DecksOpened(back=a["back"], dealer=a["dealer"], floorperson=who,
-                                      preinspected=bool(a.get("preinspected", False)))],
-        {"back": str, "dealer": str}, {"preinspected": bool},
-    ),
-    "new_dealer": _a(
-        {FLOOR, DEALER}, "673a.7(c): a new dealer comes to the table (burns a card)",
-        lambda a, who: [I.NewDealer(name=a["name"])], {"name": str},
-    ),
-    "reshuffle_ordered": _a(
-        {FLOOR}, "673a.5(f): the floor orders the batch reshuffled",
-        lambda a, who: [I.ReshuffleOrdered(by=who)],
-    ),
-    "mark_out_of_order": _a(
-        {FLOOR}, "673a.13(l): a device covered or signed out of order", None, {"device": str},
-    ),
-    "shuffler_restored": _a(
-        {FLOOR}, "the shuffler is back in service", lambda a, who: [I.ShufflerRestored(by=who)],
-    ),
-    "alarm_acknowledged": _a(
-        {FLOOR}, "the floor has dealt with an alarm",
-        lambda a, who: [I.AlarmAcknowledged(alarm=a["alarm"], by=who)], {"alarm": int},
-    ),
-    "reader_replaced": _a(
-        {FLOOR}, "673a.13(j): the card reader repaired or replaced; dealing resumes",
-        lambda a, who: [I.ReaderReplaced(by=who)],
-    ),
-    "first_player_seated": _a(
-        {FLOOR, DEALER}, "673a.5(c)(1): the first player at a new game is offered the cut",
-        lambda a, who: [I.FirstPlayerSeated(seat=a["seat"])], {"seat": int},
-    ),
-    "misdeal_determined": _a(
-        {FLOOR, DEALER}, "687a.9(h): after a wrong stub count, were the cards misdealt?",
-        lambda a, who: [I.MisdealDetermined(misdealt=a["misdealt"], by=who)], {"misdealt": bool},
-    ),
-    "void_round": _a(
-        {FLOOR}, "a floor ruling voiding the round (665a.13(h)(1), 685a.12(h))",
-        lambda a, who: [I.VoidRound(by=who, section=a["section"])], {"section": str},
-    ),
-    "no_gaming_activity": _a(
-        {FLOOR}, "673a.5(g): no gaming activity; the next cut goes to the first player",
-        lambda a, who: [I.NoGamingActivity(by=who)],
-    ),
-    "hand_shuffled": _a(
-        {DEALER}, "673a.13(l): a batch shuffled by hand once the shuffler is out of order",
-        lambda a, who: [I.HandShuffled(back=a["back"], dealer=who)], {"back": str},
-    ),
-    "cut_refused": _a({DEALER}, "673a.5(c)", lambda a, who: [I.CutRefused(seat=a["seat"])], {"seat": int}),
-    "cut_made": _a(
-        {DEALER}, "673a.5(d): the cover card put `at` cards from the top by seat `by` (0: dealer)",
-        lambda a, who: [I.CutMade(at=a["at"], by=a["by"])], {"at": int, "by": int},
-    ),
-    "cover_card_placed": _a(
-        {DEALER}, "673a.5(d)", lambda a, who: [I.CoverCardPlaced(from_bottom=a["from_bottom"])],
-        {"from_bottom": int},
-    ),
-    "recut_ordered": _a({FLOOR}, "673a.5(e)", lambda a, who: [I.RecutOrdered(by=who)]),
-    "batch_to_shoe": _a(
-        {DEALER}, "a hand-shuffled, cut batch goes into the shoe",
-        lambda a, who: [I.BatchToShoe(back=a["back"])],
-        {"back": str},
-    ),
+_SEAT = Arg(int, "seat number", minimum=1, maximum=6)
+_BACK = Arg(str, "the batch's back colour", pattern=BACK)
+_DEVICE = Arg(str, "a device's name or kind (shuffler, shoe, reader, keypad, stub_counter)", pattern=DEVICE)
+
+_ALL: list[Action] = [
+    _a("inspection_verified", {FLOOR}, "673a.4",
+       "a batch's new decks inspected by the dealer, verified by the floorperson",
+       lambda a, who: [I.DecksOpened(back=a["back"], dealer=a["dealer"], floorperson=who,
+                                     preinspected=bool(a.get("preinspected", False)))],
+       back=_BACK, dealer=Arg(str, "the dealer who inspected them"),
+       preinspected=Arg(bool, "decks inspected before they came to the table", required=False)),
+    _a("new_dealer", {FLOOR, DEALER}, "673a.7(c)", "a new dealer comes to the table (a card is burned)",
+       lambda a, who: [I.NewDealer(name=a["name"])], name=Arg(str, "the dealer's name")),
+    _a("reshuffle_ordered", {FLOOR}, "673a.5(f)", "the floor orders the batch reshuffled",
+       lambda a, who: [I.ReshuffleOrdered(by=who)]),
+    _a("mark_out_of_order", {FLOOR}, "673a.13(l)", "a device covered or signed out of order",
+       None, device=_DEVICE),
+    _a("device_restored", {FLOOR}, "673a.13(l)", "a device marked out of order is back in service",
+       None, device=_DEVICE),
+    _a("shuffler_restored", {FLOOR}, "673a.13(l)",
+       "the shuffler is back in service (device_restored shuffler)", None),
+    _a("alarm_acknowledged", {FLOOR}, "673a.13", "the floor has dealt with an alarm",
+       lambda a, who: [I.AlarmAcknowledged(alarm=a["alarm"], by=who)],
+       alarm=Arg(int, "the alarm's id", minimum=1)),
+    _a("reader_replaced", {FLOOR}, "673a.13(j)", "the card reader repaired or replaced; dealing resumes",
+       lambda a, who: [I.ReaderReplaced(by=who)]),
+    _a("reader_inspected", {FLOOR}, "673a.2(d)",
+       "the floorperson inspected the card reader at the start of the gaming day",
+       lambda a, who: [I.ReaderInspected(floorperson=who)]),
+    _a("held_card_exposed", {FLOOR, DEALER}, "673a.13(c)",
+       "the card drawn in error was exposed to the players",
+       lambda a, who: [I.HeldCardExposed(by=who)]),
+    _a("exposed_card_refused", {DEALER}, "673a.13(c)",
+       "the player deciding refuses the exposed card; no more cards for him",
+       lambda a, who: [I.ExposedCardRefused(seat=a["seat"])], seat=_SEAT),
+    _a("dealer_card_missed", {DEALER}, "673a.13(e)",
+       "the dealer missed his first or second card; players are dealt first",
+       lambda a, who: [I.DealerCardMissed(by=who)]),
+    _a("hand_called_dead", {FLOOR, DEALER}, "673a.13(g)",
+       "one box's hand dead, its wagers returned (673a.13(g),(h), 665a.13(f),(g), 685a.12(f)-(h))",
+       lambda a, who: [I.HandCalledDead(seat=a["seat"], by=who)], seat=_SEAT),
+    _a("patron_permitted", {FLOOR}, "673a.6(b)(1)", "a box barred for sitting out a round may wager again",
+       lambda a, who: [I.PatronPermitted(seat=a["seat"], by=who)], seat=_SEAT),
+    _a("first_player_seated", {FLOOR, DEALER}, "673a.5(c)(1)",
+       "the first player at a new game is offered the cut",
+       lambda a, who: [I.FirstPlayerSeated(seat=a["seat"])], seat=_SEAT),
+    _a("misdeal_determined", {FLOOR, DEALER}, "687a.9(h)",
+       "after a wrong stub count: were the cards misdealt?",
+       lambda a, who: [I.MisdealDetermined(misdealt=a["misdealt"], by=who)],
+       misdealt=Arg(bool, "true when the cards were misdealt")),
+    _a("void_round", {FLOOR}, "665a.13(h)(1)", "a floor ruling voiding the round (also 685a.12(h))",
+       lambda a, who: [I.VoidRound(by=who, section=a["section"])],
+       section=Arg(str, "the section the ruling applies, e.g. 665a.13(h)(1)", pattern=SECTION)),
+    _a("no_gaming_activity", {FLOOR}, "673a.5(g)",
+       "no gaming activity; the next cut goes to the first player",
+       lambda a, who: [I.NoGamingActivity(by=who)]),
+    _a("recut_ordered", {FLOOR}, "673a.5(e)", "the floor orders the cut made again",
+       lambda a, who: [I.RecutOrdered(by=who)]),
+    _a("hand_shuffled", {DEALER}, "673a.13(l)", "a batch shuffled by hand once the shuffler is out of order",
+       lambda a, who: [I.HandShuffled(back=a["back"], dealer=who)], back=_BACK),
+    _a("cut_refused", {DEALER}, "673a.5(c)", "the seat offered the cut refuses it",
+       lambda a, who: [I.CutRefused(seat=a["seat"])], seat=_SEAT),
+    _a("cut_made", {DEALER}, "673a.5(d)",
+       "the cover card put `at` cards from the top by seat `by` (0: dealer)",
+       lambda a, who: [I.CutMade(at=a["at"], by=a["by"])],
+       at=Arg(int, "cards from the top", minimum=1, maximum=520),
+       by=Arg(int, "the seat that cut, 0 for the dealer", minimum=0, maximum=6)),
+    _a("cover_card_placed", {DEALER}, "673a.5(d)",
+       "the cover card placed `from_bottom` cards from the bottom",
+       lambda a, who: [I.CoverCardPlaced(from_bottom=a["from_bottom"])],
+       from_bottom=Arg(int, "cards from the bottom", minimum=1, maximum=520)),
+    _a("batch_to_shoe", {DEALER}, "673a.3(b)(4)", "a hand-shuffled, cut batch goes into the shoe",
+       lambda a, who: [I.BatchToShoe(back=a["back"])], back=_BACK),
     # The keypad's keys, for when the keypad has failed (the main game goes on).
-    "key": _a({DEALER}, "a keypad key: start_game, hit, stand, double, ...", None, {"key": str}),
-    "start_round": _a(
-        {DEALER}, "Start Game for the boxes listed (a failed keypad: no Progressive wagers)", None,
-        {"boxes": list},
-    ),
-}  # fmt: skip
+    _a("key", {DEALER}, "673a.7(i)", "a keypad key, for a failed keypad", None,
+       key=Arg(str, "the key pressed", choices=tuple(k.value for k in Key))),
+    _a("start_round", {DEALER}, "673a.7",
+       "Start Game for the boxes listed (a failed keypad: no Progressive wagers)",
+       None, boxes=Arg(list, "box numbers with a wager", minimum=1, maximum=6)),
+]  # fmt: skip
+ACTIONS: dict[str, Action] = {a.name: a for a in _ALL}
 
 
-def check(name: str, args: Any, who: Any, role: Any) -> Action:
-    """The action, or BadAction naming the first problem."""
+def _check_arg(action: str, key: str, arg: Arg, value: object) -> None:
+    bad = f"{action}: argument {key!r}"
+    if arg.kind is bool:
+        if not isinstance(value, bool):
+            raise BadAction(f"{bad} must be true or false")
+        return
+    if arg.kind is int:
+        # bool is an int in Python: a seat of `true` is a mistake, not seat 1.
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise BadAction(f"{bad} must be an integer")
+        values = [value]
+    elif arg.kind is list:
+        if not isinstance(value, list) or not 1 <= len(value) <= MAX_LIST:
+            raise BadAction(f"{bad} must be a list of 1 to {MAX_LIST} integers")
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in value):
+            raise BadAction(f"{bad} must be a list of integers")
+        values = value
+    else:
+        if arg.choices and value not in arg.choices:
+            raise BadAction(f"{bad} must be {arg.describe()}")
+        if not isinstance(value, str) or not arg.pattern.match(value):
+            raise BadAction(f"{bad} must be a short one-line string")
+        return
+    for v in values:
+        if (arg.minimum is not None and v < arg.minimum) or (arg.maximum is not None and v > arg.maximum):
+            raise BadAction(f"{bad} is out of range ({arg.describe()})")
+
+
+def lookup(name: object) -> Action:
+    """The action called ``name``, or BadAction naming the ones there are."""
     action = ACTIONS.get(name) if isinstance(name, str) else None
     if action is None:
-        raise BadAction(f"unknown command {name!r}; known: {', '.join(sorted(ACTIONS))}")
-    if not isinstance(who, str) or not who.strip():
-        raise BadAction(f"{name}: who must name the person")
-    if role not in action.roles:
-        raise BadAction(
-            f"{name}: the {role!r} role may not do this (allowed: {', '.join(sorted(action.roles))})"
-        )
+        raise BadAction("unknown command (allowed: " + ", ".join(sorted(ACTIONS)) + ")")
+    return action
+
+
+def check_args(action: Action, args: object) -> dict[str, Any]:
+    """The arguments, checked against the action's; BadAction naming the first problem."""
+    name = action.name
     if not isinstance(args, dict):
         raise BadAction(f"{name}: args must be an object")
-    allowed = action.args | action.optional
-    for key in args:
-        if key not in allowed:
-            raise BadAction(f"{name}: unknown argument {key!r}")
-    for key, kind in allowed.items():
-        if key not in args:
-            if key in action.args:
-                raise BadAction(f"{name}: missing argument {key!r}")
-            continue
-        value = args[key]
-        # bool is an int in Python: a seat of `true` is a mistake, not seat 1.
-        if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
-            want = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
-            raise BadAction(f"{name}: argument {key!r} must be a {want}")
+    extra = sorted(k for k in args if k not in action.args)
+    if extra:
+        raise BadAction(f"{name}: unknown argument {str(extra[0])[:32]!r}")
+    for key, arg in action.args.items():
+        if key in args:
+            _check_arg(name, key, arg, args[key])
+        elif arg.required:
+            raise BadAction(f"{name}: missing argument {key!r}")
+    return dict(args)
+
+
+def check(name: object, args: object, who: object, role: object) -> Action:
+    """The action, or BadAction naming the first problem."""
+    action = lookup(name)
+    if not isinstance(who, str) or not TEXT.match(who):
+        raise BadAction(f"{action.name}: who must name the person")
+    if role not in action.roles:
+        raise BadAction(
+            f"{action.name}: the {role!r} role may not do this (allowed: {', '.join(sorted(action.roles))})"
+        )
+    check_args(action, args)
     return action
+
+
+def allowed(name: str, role: str) -> bool:
+    action = ACTIONS.get(name)
+    return action is not None and role in action.roles

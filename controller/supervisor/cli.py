@@ -1,4 +1,5 @@
-"""``tablectl run --config FILE [--journal PATH]``: the appliance at one table.
+"""``tablectl run --config FILE [--journal PATH] [--console HOST:PORT --users FILE]``: the appliance
+at one table, with its table console (dealer display and floor console) when asked for.
 
 Runs until SIGTERM or SIGINT, then leaves the devices safe (sensors locked), closes the journal,
 tells telemetry and exits 0. A bad config or a journal that belongs to another table exits 2 with
@@ -13,7 +14,10 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from controller.bounded import InputRefused, read_toml
+from controller.console.settings import ConsoleSettings, console_settings
 from controller.errors import ConfigError, TablectlError
 from controller.supervisor import logs
 from controller.supervisor.config import TableConfig, load_table_config
@@ -21,6 +25,9 @@ from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
 from controller.supervisor.wiring import build_telemetry
 from devices.config import TransportKind
+
+if TYPE_CHECKING:
+    from controller.console.server import Console
 
 JOURNAL_DIR = Path("/var/lib/tablectl")
 
@@ -34,6 +41,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="mqtt:// or mqtts:// URL for ops telemetry (credentials from the config or the environment)",
     )
+    p.add_argument(
+        "--console",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve the table console here (default [console] listen, else 127.0.0.1:8470)",
+    )
+    p.add_argument("--users", type=Path, default=None, help="the console's users file (tablectl users add)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 
@@ -57,7 +71,15 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
         supervisor = Supervisor(config, journal, telemetry=telemetry)
         if forwarder is not None:
             forwarder.supervisor = supervisor
-        return asyncio.run(_run(supervisor))
+        settings = _console_settings(config.path, args.console, args.users)
+        console = None
+        if settings is not None:
+            from controller.console.server import Console
+
+            console = Console(
+                supervisor, settings.users, allow_hosts=settings.allow_hosts
+            )  # a bad users file stops here, exit 2
+        return asyncio.run(_run(supervisor, console, settings))
     except TablectlError as e:
         print(f"tablectl run: {e}", file=sys.stderr)
         return 2
@@ -83,12 +105,28 @@ def _require_endpoints(config: TableConfig) -> None:
         )
 
 
-async def _run(supervisor: Supervisor) -> int:
+def _console_settings(path: Path, listen: str | None, users: Path | None) -> ConsoleSettings | None:
+    try:
+        doc = read_toml(path)
+    except InputRefused as e:
+        raise ConfigError(f"{path}: {e}") from None
+    return console_settings(doc, path.parent, str(path), listen, users)
+
+
+async def _run(supervisor: Supervisor, console: Console | None, settings: ConsoleSettings | None) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await supervisor.run(stop)
+    await supervisor.start()
+    try:
+        if console is not None and settings is not None:
+            await console.start(settings.host, settings.port)
+        await stop.wait()
+    finally:
+        if console is not None:
+            await console.stop()
+        await supervisor.stop()
     return 0
 
 

@@ -22,11 +22,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from controller.errors import TablectlError
+from controller.errors import ConfigError, TablectlError
 from controller.games import GameId
 from controller.journal import verify_journal
 from controller.shipped import table_file
@@ -87,6 +87,13 @@ def _parser() -> argparse.ArgumentParser:
         help="a new journal file to keep (default: a temporary one); the demo starts a fresh table",
     )  # fmt: skip
     p.add_argument("--pace", type=float, default=0.15, help="real seconds per dealer action in the view")
+    p.add_argument(
+        "--console",
+        default=None,
+        metavar="HOST:PORT",
+        help="also serve the table console here (needs --users; see docs/console.md)",
+    )
+    p.add_argument("--users", type=Path, default=None, help="the console's users file (tablectl users add)")
     where = p.add_mutually_exclusive_group()
     where.add_argument(
         "--broker",
@@ -180,13 +187,36 @@ def main(argv: list[str]) -> int:
                 return 0
 
 
+@contextlib.asynccontextmanager
+async def _console(args: argparse.Namespace, rig: Rig) -> AsyncIterator[None]:
+    """The table console in front of the demo's table, when ``--console`` asks for it."""
+    if args.console is None and args.users is None:
+        yield
+        return
+    from controller.console.server import Console
+    from controller.console.settings import DEFAULT_HOST, DEFAULT_PORT, parse_listen
+
+    if args.users is None:
+        raise ConfigError("--console needs --users FILE (tablectl users add NAME --role floor --file FILE)")
+    host, port = parse_listen(args.console or f"{DEFAULT_HOST}:{DEFAULT_PORT}", "--console")
+    console = Console(rig.supervisor, args.users)
+    await console.start(host, port)
+    try:
+        yield
+    finally:
+        await console.stop()
+
+
 async def _headless(args: argparse.Namespace, journal: Path, url: str, kind: BrokerKind) -> dict[str, Any]:
     rounds = 200 if args.rounds is None else args.rounds
     began = time.perf_counter()
     telemetry, forwarder = _telemetry(args, journal, url)
-    async with virtual_table(
-        table_file(args.game), journal, seed=args.seed, boxes=args.boxes, telemetry=telemetry
-    ) as rig:
+    async with (
+        virtual_table(
+            table_file(args.game), journal, seed=args.seed, boxes=args.boxes, telemetry=telemetry
+        ) as rig,
+        _console(args, rig),
+    ):
         forwarder.supervisor = rig.supervisor
         await rig.dealer.open_table()
         await rig.dealer.play(rounds)
@@ -263,7 +293,8 @@ async def _with_view(args: argparse.Namespace, journal: Path, url: str) -> int:
         loop.add_signal_handler(sig, stop.set)
     telemetry, forwarder = _telemetry(args, journal, url)
     async with virtual_table(table_file(args.game), journal, seed=args.seed, boxes=args.boxes,
-                             pace_s=max(0.0, args.pace), telemetry=telemetry) as rig:  # fmt: skip
+                             pace_s=max(0.0, args.pace), telemetry=telemetry) as rig,\
+            _console(args, rig):  # fmt: skip
         forwarder.supervisor = rig.supervisor
         with Live(render(rig, url), refresh_per_second=8, screen=False) as live:
 

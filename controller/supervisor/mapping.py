@@ -27,9 +27,10 @@ from controller.rules.requests import (
 from controller.rules.requests import MasqueRange as CoreRange
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
-from controller.table.batches import Place
+from controller.table.batches import Place, ShufflerState
 from controller.table.core import Command as CoreCommand
 from controller.table.core import Table
+from controller.table.recorder import Seen
 from devices import commands as dc
 from devices import events as dev
 
@@ -87,7 +88,15 @@ class Translator:
                     first = [I.BatchToShuffler(back=back)]  # loaded and started between two polls
                 return [*first, I.ShuffleStarted(back=back)]
             case dev.ShuffleDone(slot=slot, cards_counted=counted):
-                return [I.ShuffleCompleted(back=self.back_of(slot), cards_counted=counted)]
+                back = self.back_of(slot)
+                batch = table.batches.get(back)
+                unseen = (
+                    batch is not None
+                    and batch.location is Place.SHUFFLER
+                    and (batch.shuffler is ShufflerState.UNSHUFFLED)
+                )  # started and done while the controller was down
+                return [*([I.ShuffleStarted(back=back)] if unseen else []),
+                        I.ShuffleCompleted(back=back, cards_counted=counted)]  # fmt: skip
             case dev.ShufflerJammed(slot=slot, code=code):
                 return [I.ShuffleFailed(back=self.back_of(slot), reason=f"jammed, code {code}")]
             case dev.ShuffleIncomplete(slot=slot, reason=reason):
@@ -96,6 +105,12 @@ class Translator:
                 return [] if table.shuffler_out_of_order else [I.ShufflerOutOfOrder(by="device")]
             case dev.CardDrawn(card=card, face_up=face_up, remaining=remaining):
                 return [I.CardDrawn(card=card, face_up_in_shoe=face_up, remaining=remaining)]
+            case dev.DeviceGlitch(what=what, reason=reason, unaccounted=n, remaining=remaining):
+                return [I.DeviceGap(event.device, what, reason, n, remaining)]
+            case dev.DrawsMissed(count=n):
+                return [I.DeviceGap(event.device, "cards", "drawn beyond the shoe's history, unseen", n)]
+            case dev.KeysMissed(count=n):
+                return [I.DeviceGap(event.device, "keys", "pressed beyond the keypad's history, unseen", n)]
             case dev.CoverCardReached():
                 return [] if table.options.self_shuffling_shoe else [I.CoverCardReached()]
             case dev.ReaderResult(blackjack=blackjack):
@@ -177,6 +192,23 @@ class Translator:
             case ("keypad", "set_light", (int() as box, bool() as on)):
                 return dc.SetLight(box, SIDE_SPOT, on)
         raise Untranslatable(f"no device command for {cmd.device}.{cmd.action}")
+
+
+def seen_of(event: dev.DeviceEvent) -> Seen | None:
+    """The counters a device event was read up to: journalled with what the event caused, so a
+    restart reads the device on from there (nothing lost, nothing read twice)."""
+    match event:
+        case dev.CardDrawn(sequence=seq, remaining=remaining, batch=batch):
+            return Seen(event.device, (("draw_seq", seq), ("remaining", remaining), ("batch_seq", batch)))
+        case dev.ButtonPressed(sequence=seq):
+            return Seen(event.device, (("key_seq", seq),))
+        case dev.ReaderResult(sequence=seq) | dev.MasqueRange(sequence=seq):
+            return Seen(event.device, (("insert_seq", seq),))
+        case dev.StubCounted(sequence=seq):
+            return Seen(event.device, (("count_seq", seq),))
+        case dev.ShuffleDone(cycle=cycle):
+            return Seen(event.device, (("cycle", cycle),))
+    return None
 
 
 def is_dj_wild(table: Table) -> bool:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-import tomllib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from controller.bounded import read_toml
 from controller.shipped import shipped_dir, table_file
 from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.supervisor import Supervisor
@@ -59,7 +59,7 @@ def concrete_config(game: str, sim: SimTable, out: Path, poll_interval_s: float 
     """The example table file pointed at where ``sim`` listens (for ``tablectl run`` against
     simulators started in another process: tests and benchmarks)."""
     src = table_file(game)
-    doc = tomllib.loads(src.read_text(encoding="utf-8"))
+    doc = read_toml(src)
     lines = ["[table]"]
     table = doc["table"]
     table["game"] = str((src.parent / table["game"]).resolve())
@@ -102,8 +102,10 @@ async def virtual_table(
     telemetry: Telemetry | None = None,
     pace_s: float = 0.0,
     start_at: float = 0.0,
+    wire: Callable[[list[DeviceConfig]], list[DeviceConfig]] | None = None,
 ) -> AsyncIterator[Rig]:
-    """Simulators, supervisor (polling on demand, virtual clock) and dealer, started and stopped."""
+    """Simulators, supervisor (polling on demand, virtual clock) and dealer, started and stopped.
+    ``wire`` may change where the supervisor finds each device (a test's proxy in between)."""
     import asyncio
 
     config = load_table_config(config_path, side="both")  # the supervisor and the simulators
@@ -114,7 +116,7 @@ async def virtual_table(
     try:
         supervisor = Supervisor(
             config, journal_path, clock=clock, wall=lambda: EPOCH + clock.now(), telemetry=telemetry,
-            devices=fast_backoff(quiet_wire(sim.driver_configs())),
+            devices=fast_backoff(quiet_wire((wire or list)(sim.driver_configs()))),
             rng=random.Random(seed), poll_on_demand=True,
         )  # fmt: skip
         await supervisor.start()

@@ -28,18 +28,18 @@ from controller.rules.requests import DEALER
 from controller.supervisor import actions
 from controller.supervisor.config import TableConfig
 from controller.supervisor.health import DeviceHealth, health_after
-from controller.supervisor.mapping import Translator, Untranslatable
+from controller.supervisor.mapping import Translator, Untranslatable, seen_of
 from controller.supervisor.telemetry import NullTelemetry, Telemetry
 from controller.table import inputs as I
 from controller.table.batches import Place, ShufflerState
 from controller.table.core import Command as CoreCommand
 from controller.table.core import Step, Table
-from controller.table.recorder import JournaledTable
+from controller.table.recorder import JournaledTable, Seen
 from devices import commands as dc
 from devices import events as dev
 from devices.clock import REAL_CLOCK, Clock
 from devices.config import DeviceConfig
-from devices.drivers.base import Driver, PollSchedule, stop_if_cancelling
+from devices.drivers.base import EVENT_QUEUE_MAX, Driver, PollSchedule, stop_if_cancelling
 from devices.drivers.factory import build_drivers
 from devices.drivers.stub import StubCounterDriver
 from devices.errors import CommandRejected
@@ -81,13 +81,12 @@ class Supervisor:
             ("red", "blue"),
         )  # fmt: skip
         self.translator = Translator((str(backs[0]), str(backs[1])))
-        self.events: asyncio.Queue[dev.DeviceEvent] = asyncio.Queue()
+        self.events: asyncio.Queue[dev.DeviceEvent] = asyncio.Queue(EVENT_QUEUE_MAX)  # see Driver.emit
         self.health: dict[str, DeviceHealth] = {}
         self.kinds: dict[str, DeviceKind] = {d.name: d.kind for d in self.device_configs}
         self.drivers: dict[str, Driver] = {}
         self.jt: JournaledTable | None = None
         self.ready = asyncio.Event()  # journal replayed and every device answered once
-        self.shoe_failed = False  # a failed shoe stops dealing (the core has no input for it)
         self._buses: BusRegistry | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._lock = asyncio.Lock()
@@ -97,12 +96,14 @@ class Supervisor:
         self._polls_done: dict[str, int] = {}
         self._poke: dict[str, asyncio.Event] = {}
         self._start_sent: set[dev.Slot] = set()
+        self._eject_sent: set[dev.Slot] = set()
         self._crashed: set[str] = set()
         self._answered: set[str] = set()  # devices heard from since start (ready needs them all)
         self._waiting_said: set[str] = set()
         self._auto_refused: dict[I.Input, int] = {}
         self._steps = 0
         self._stopped = False
+        self._listeners: list[Callable[[], None]] = []
 
     # ================================================================== lifecycle
     @property
@@ -125,10 +126,17 @@ class Supervisor:
         drivers, self._buses = build_drivers(self.device_configs, clock=self.clock, events=self.events)
         for d in drivers:
             self.drivers[d.name] = d
+            # Reconciliation: each driver's first poll is diffed against what the journal says the
+            # controller last acted on, so what the device did meanwhile is handled as if live.
+            d.baseline = dict(t.device_seen.get(d.name, {}))
             self.health[d.name] = DeviceHealth.CONNECTING
+            if self.kinds[d.name].value in t.out_of_order:  # marked by the floor before a restart
+                self.health[d.name] = DeviceHealth.OUT_OF_ORDER
+                if self.kinds[d.name] is DeviceKind.KEYPAD:
+                    self.translator.progressive_closed = True
             self._polls_started[d.name] = self._polls_done[d.name] = 0
             self._poke[d.name] = asyncio.Event()
-            self.telemetry.device_health(d.name, DeviceHealth.CONNECTING.value)
+            self.telemetry.device_health(d.name, self.health[d.name].value)
         self._tasks.append(asyncio.create_task(self._consume(), name="supervisor-events"))
         self._tasks.append(asyncio.create_task(self._tick(), name="supervisor-tick"))
         for d in drivers:
@@ -215,6 +223,7 @@ class Supervisor:
                 async with self._progress:
                     self._progress.notify_all()
             stop_if_cancelling()
+            await driver.flush_events()  # a full event queue holds this device, not the others
             if ok and name in self._crashed:  # restarted and answering again
                 self._crashed.discard(name)
                 await self._set_health(name, DeviceHealth.ONLINE)
@@ -277,20 +286,38 @@ class Supervisor:
             self.log.warning("waiting_for_device", device=name, where=where, error=event.reason)
         if new is not old:
             await self._set_health(name, new)
+        if isinstance(event, dev.FrameError):
+            # One line per event, and a burst is one or two events (the driver coalesces): the
+            # reason is the decoder's own text, never the bytes.
+            self.log.warning("frame_errors", device=name, count=event.count, reason=event.reason)
+            return  # nothing for the table, so not under the table's lock
         async with self._lock:
-            for inp in self.translator.inputs(event, self.table):
-                if await self._feed(inp, origin=name) is None:
+            seen = seen_of(event)
+            inputs = self.translator.inputs(event, self.table)
+            for i, inp in enumerate(inputs):
+                last = i == len(inputs) - 1
+                if await self._feed(inp, origin=name, seen=seen if last else None) is None:
                     break  # the rest of this event's inputs depend on the refused one
+                if last:
+                    seen = None  # journalled with the step
+            if seen is not None:  # acted on though nothing came of it: not to be read again
+                self._mark(seen)
             await self._device_policy(event, old, new)
             await self._reconcile()
 
     async def _device_policy(self, event: dev.DeviceEvent, old: DeviceHealth, new: DeviceHealth) -> None:
         """What a device's health means for the table (673a.13(j)-(l); a failed shoe; the keypad)."""
         kind = self.kinds.get(event.device)
-        if isinstance(event, dev.DeviceOnline) and kind is DeviceKind.KEYPAD:
+        marked = new is DeviceHealth.OUT_OF_ORDER  # only the floor's device_restored clears it
+        if isinstance(event, dev.DeviceOnline) and kind is DeviceKind.KEYPAD and not marked:
             self.translator.progressive_closed = False
             if not self.table.in_round:
                 await self._send_device(DeviceKind.KEYPAD, dc.UnlockSensors())
+        wild = self.table.wild
+        if isinstance(event, dev.DeviceOnline) and kind is DeviceKind.STUB_COUNTER and wild and wild.dealt:
+            # Back after a restart or an outage while the stub is due: its count may have gone by
+            # unheard; the last one again (the driver knows which counts the journal has).
+            await self._send_device(DeviceKind.STUB_COUNTER, dc.RequestStubCount())
         rnd = self.table.round
         if isinstance(event, dev.DeviceOnline) and kind is DeviceKind.READER and rnd and rnd.state.dealer:
             # Back after a restart or an outage mid-round: the peek device needs the up card again.
@@ -301,14 +328,16 @@ class Supervisor:
         if kind is DeviceKind.READER and failed and not self.table.reader_failed:
             await self._feed(I.ReaderFailed(code=getattr(event, "code", 0)), origin=event.device)
         elif kind is DeviceKind.SHOE and isinstance(event, dev.DeviceOffline | dev.DeviceOnline):
-            self.shoe_failed = failed
             if failed:
                 self.log.error(
                     "dealing_halted", device=event.device,
                     error=f"{self.table.chapter}.7(a): the dealing shoe has failed; no round till it is back",
                 )  # fmt: skip
+                reason = getattr(event, "reason", "") or "no answer"
+                await self._feed(I.DeviceFailed(device="shoe", reason=reason), origin=event.device)
             else:
                 self.log.info("dealing_may_resume", device=event.device)
+                await self._feed(I.DeviceBack(device="shoe"), origin=event.device)
         elif kind is DeviceKind.KEYPAD and failed:
             self.translator.progressive_closed = True
             self.log.warning("progressive_closed", device=event.device, why="the keypad has failed")
@@ -321,6 +350,7 @@ class Supervisor:
         self.log.info("device_health", device=name, health=health.value, was=old.value if old else None)
         self.telemetry.device_health(name, health.value)
         self.telemetry.state_changed(self.snapshot())
+        self._changed()
         if health in (DeviceHealth.ONLINE, DeviceHealth.OUT_OF_ORDER):
             # Degraded is no answer (a failed connect says so); out of order: the floor's mark
             # stands whether the device answers or not.
@@ -331,11 +361,28 @@ class Supervisor:
             seq = self.jt.journal.last_seq if self.jt else 0
             self.log.info("ready", round=t.round_no, in_round=t.in_round, seq=seq)
 
+    @property
+    def shoe_failed(self) -> bool:
+        """A failed shoe stops dealing (no round opens till it is back or restored)."""
+        shoe = next((n for n, k in self.kinds.items() if k is DeviceKind.SHOE), None)
+        return shoe is not None and self.health.get(shoe) in (DeviceHealth.FAULT, DeviceHealth.OUT_OF_ORDER)
+
     # ================================================================== the core, journal first
-    async def _feed(self, inp: I.Input, origin: str | None, who: str | None = None) -> Step | None:
+    def _mark(self, seen: Seen) -> None:
+        assert self.jt is not None
+        try:
+            self.jt.mark(seen, self.wall())
+        except JournalError as e:
+            self.log.error("journal_failed", device=seen.device, input="device_seen", error=str(e))
+            return
+        self.telemetry.journal_appended()
+
+    async def _feed(
+        self, inp: I.Input, origin: str | None, who: str | None = None, seen: Seen | None = None
+    ) -> Step | None:
         """Handle one input through the journal; None when it was refused (logged, one line)."""
         try:
-            return await self._step(inp, origin, who)
+            return await self._step(inp, origin, who, seen)
         except RuleViolation as e:
             self.log.warning("refused", device=origin, input=type(inp).__name__, who=who, error=str(e))
         except JournalError as e:
@@ -343,7 +390,14 @@ class Supervisor:
             self.log.error("journal_failed", device=origin, input=type(inp).__name__, error=str(e))
         return None
 
-    async def _step(self, inp: I.Input, origin: str | None, who: str | None) -> Step:
+    async def _step(
+        self,
+        inp: I.Input,
+        origin: str | None,
+        who: str | None,
+        seen: Seen | None = None,
+        taken_by: dict[str, str] | None = None,
+    ) -> Step:
         """Core decides, journal commits, then the effects. Raises what the core or journal raise."""
         assert self.jt is not None
         if self.shoe_failed and isinstance(inp, I.RoundOpened | I.WildRoundOpened):
@@ -351,7 +405,8 @@ class Supervisor:
             section = f"{self.table.chapter}.7(a)"
             raise RuleViolation(section, "the dealing shoe has failed; dealing is stopped")
         before = self.table.in_round
-        step = self.jt.handle(inp, self.wall())  # journalled (committed) before any effect
+        last = self.jt.journal.last_seq
+        step = self.jt.handle(inp, self.wall(), seen, taken_by)  # journalled (committed) before any effect
         # Effects first, then the bookkeeping: the lock after Start Game is the past-posting window
         # (687a.9(b)), so nothing that is not an effect (log lines, telemetry) goes before it.
         for cmd in step.commands:
@@ -370,6 +425,9 @@ class Supervisor:
             self.telemetry.journal_appended()
             if not isinstance(self.telemetry, NullTelemetry):
                 self.telemetry.state_changed(self.snapshot())
+            self._changed()
+        elif self.jt.journal.last_seq != last:  # only the device's counters went in
+            self.telemetry.journal_appended()
         return step
 
     async def _carry_out(self, cmd: CoreCommand) -> None:
@@ -378,6 +436,8 @@ class Supervisor:
         except Untranslatable as e:
             self.log.error("command_not_sent", device=cmd.device, error=str(e))
             return
+        if isinstance(command, dc.EjectToShoe):
+            self._eject_sent.add(command.slot)  # not to be sent again by _reconcile
         await self._send_device(DeviceKind(cmd.device), command)
 
     async def _send_device(self, kind: DeviceKind, command: dc.Command) -> bool:
@@ -435,6 +495,17 @@ class Supervisor:
             ):
                 self._start_sent.add(slot)
                 await self._send_device(DeviceKind.SHUFFLER, dc.StartShuffle(slot))
+        if t.shoe_back is not None and t.batches[t.shoe_back].location is Place.SHOE:
+            # The journal has the batch in the shoe but the shuffler still holds it ready: the
+            # controller died between journalling batch_to_shoe and the eject. Carry it out now.
+            for in_slot, shown in slots.items():
+                if shown.back != t.shoe_back:
+                    continue
+                if shown.state is not dev.ShufflerState.READY:
+                    self._eject_sent.discard(in_slot)
+                elif in_slot not in self._eject_sent:
+                    self._eject_sent.add(in_slot)
+                    await self._send_device(DeviceKind.SHUFFLER, dc.EjectToShoe(in_slot))
         if t.two_batches and t.shoe_back is None and not t.in_round:
             for batch in t.batches.values():
                 held = batch.back in self._backs()
@@ -460,14 +531,20 @@ class Supervisor:
 
     # ================================================================== authorised commands
     async def command(self, name: str, args: dict[str, Any], who: str, role: str) -> dict[str, Any]:
-        """A dealer or floor action (the MQTT layer calls this). Refusals change nothing."""
+        """A dealer or floor action from the one allow-list (actions.ACTIONS), by the signed-in
+        person ``who`` (the console) or the floor account's ``who`` (MQTT). Refusals change nothing."""
         try:
             action = actions.check(name, args, who, role)
         except actions.BadAction as e:
-            self.log.warning("command_refused", command=name if isinstance(name, str) else None, error=str(e))
+            known = isinstance(name, str) and name in actions.ACTIONS
+            self.log.warning("command_refused", command=name if known else None, error=str(e))
             return {"ok": False, "error": str(e)}
         if self.jt is None or self._stopped:
             return {"ok": False, "error": f"{name}: the table is not running"}
+        if not self.ready.is_set():
+            # Reconciliation first: what the devices did while the controller was down is read
+            # and journalled before any person's action is taken.
+            return {"ok": False, "error": f"{name}: the table is reading its devices; send it again"}
         async with self._lock:
             try:
                 inputs = self._inputs_of(name, args, who, action)
@@ -478,7 +555,9 @@ class Supervisor:
             kinds: list[str] = []
             for inp in inputs:
                 try:
-                    step = await self._step(inp, None, who)
+                    step = await self._step(
+                        inp, None, who, taken_by={"action": name, "who": who, "role": role}
+                    )
                 except (RuleViolation, JournalError) as e:
                     self.log.warning("refused", input=type(inp).__name__, who=who, error=str(e))
                     return {"ok": False, "error": str(e), "events": kinds}
@@ -489,41 +568,65 @@ class Supervisor:
     def _inputs_of(self, name: str, args: dict[str, Any], who: str, action: actions.Action) -> list[I.Input]:
         if action.build is not None:
             return action.build(args, who)
-        if name == "key":
-            try:
-                key = dev.Key(args["key"])
-            except ValueError:
-                raise actions.BadAction(f"key: unknown key {args['key']!r}") from None
-            return self.translator.key_inputs(key.value, self.table)
+        if name == "key":  # one of dev.Key's values: checked against the allow-list's choices
+            return self.translator.key_inputs(args["key"], self.table)
         if name == "start_round":
-            boxes = args["boxes"]
-            if not boxes or not all(isinstance(b, int) and not isinstance(b, bool) for b in boxes):
-                raise actions.BadAction("start_round: boxes must be a non-empty list of box numbers")
-            return self.translator.key_inputs(dev.Key.START_GAME.value, self.table, tuple(boxes))
+            return self.translator.key_inputs(dev.Key.START_GAME.value, self.table, tuple(args["boxes"]))
         if name == "mark_out_of_order":
             return self._out_of_order(args["device"], who)
+        if name == "device_restored":
+            return self._restored(args["device"], who)
+        if name == "shuffler_restored":
+            return self._restored(DeviceKind.SHUFFLER.value, who)
         raise actions.BadAction(f"{name}: not implemented")  # pragma: no cover
 
-    def _out_of_order(self, device: str, who: str) -> list[I.Input]:
+    def _device_named(self, action: str, device: str) -> str:
+        """The device called ``device`` at this table, by name or by kind."""
         name = (
             device
             if device in self.kinds
             else next((n for n, k in self.kinds.items() if k.value == device), None)
         )
         if name is None:
-            raise actions.BadAction(f"mark_out_of_order: no device {device!r} at this table")
+            raise actions.BadAction(f"{action}: no device {device!r} at this table")
+        return name
+
+    def _out_of_order(self, device: str, who: str) -> list[I.Input]:
+        """Journalled with who (``device_out_of_order``, or ``shuffler_out_of_order``); a restart
+        restores it from the journal."""
+        name = self._device_named("mark_out_of_order", device)
         kind = self.kinds[name]
         self.health[name] = DeviceHealth.OUT_OF_ORDER
         self.telemetry.device_health(name, DeviceHealth.OUT_OF_ORDER.value)
-        if kind is DeviceKind.SHUFFLER:
-            return [I.ShufflerOutOfOrder(by=who)]
-        if kind is DeviceKind.READER:
-            return [] if self.table.reader_failed else [I.ReaderFailed(code=0)]
+        self._changed()
         if kind is DeviceKind.KEYPAD:
             self.translator.progressive_closed = True
-        if kind is DeviceKind.SHOE:
-            self.shoe_failed = True
-        return []
+        return [I.DeviceOutOfOrder(device=kind.value, by=who)]
+
+    def _restored(self, device: str, who: str) -> list[I.Input]:
+        """The floor puts the device back in service; its health is then what its driver sees."""
+        name = self._device_named("device_restored", device)
+        kind = self.kinds[name]
+        if self.health.get(name) is DeviceHealth.OUT_OF_ORDER:
+            driver = self.drivers.get(name)
+            up = driver is not None and driver.health in (dev.Health.ONLINE, dev.Health.DEGRADED)
+            self.health[name] = DeviceHealth.ONLINE if up else DeviceHealth.FAULT
+            self.telemetry.device_health(name, self.health[name].value)
+            if kind is DeviceKind.KEYPAD and up:
+                self.translator.progressive_closed = False
+            self._changed()
+        return [I.DeviceRestored(device=kind.value, by=who)]
+
+    # ================================================================== change listeners
+    def on_change(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener`` after every journalled step and device health change (the console's
+        live updates); returns the function that removes it. Listeners must not block."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            listener()
 
     # ================================================================== views and waiting
     def snapshot(self) -> dict[str, Any]:

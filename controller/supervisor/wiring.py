@@ -6,22 +6,14 @@ floor's commands to that supervisor; ``CommandForwarder`` closes the loop once b
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
+from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError
 from controller.supervisor.config import TableConfig
 from controller.supervisor.supervisor import Supervisor
 from controller.telemetry import Telemetry, telemetry_from_config
-
-# The MQTT command names (docs/mqtt.md: what ops sends) and the supervisor's actions (the facts
-# it journals) are worded from either side; these are the ones that differ.
-MQTT_TO_ACTION = {
-    "acknowledge_alarm": "alarm_acknowledged",
-    "order_reshuffle": "reshuffle_ordered",
-    "verify_inspection": "inspection_verified",
-}
 
 
 class CommandForwarder:
@@ -31,7 +23,7 @@ class CommandForwarder:
     async def __call__(self, name: str, args: dict[str, Any], who: str, role: str) -> dict[str, Any]:
         if self.supervisor is None:
             return {"ok": False, "error": "the table is starting; send the command again"}
-        return await self.supervisor.command(MQTT_TO_ACTION.get(name, name), args, who, role)
+        return await self.supervisor.command(name, args, who, role)
 
 
 def build_telemetry(
@@ -39,11 +31,19 @@ def build_telemetry(
 ) -> tuple[Telemetry | None, CommandForwarder]:
     """The table's telemetry (None when no broker is configured) and the forwarder to connect."""
     try:
-        doc = tomllib.loads(config.path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as e:
+        doc = read_toml(config.path)
+    except InputRefused as e:
         raise ConfigError(f"{config.path}: {e}") from None
     forwarder = CommandForwarder()
-    telemetry = telemetry_from_config(
-        doc, config.path.parent, broker_url, journal_path, command=forwarder, game=config.options.game.value
-    )
+    try:
+        telemetry = telemetry_from_config(
+            doc,
+            config.path.parent,
+            broker_url,
+            journal_path,
+            command=forwarder,
+            game=config.options.game.value,
+        )
+    except ConfigError as e:
+        raise ConfigError(f"{config.path}: {e}") from None  # the one line names the file too
     return telemetry, forwarder

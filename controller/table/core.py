@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from controller.cards import Card, parse_card
 from controller.errors import RuleViolation
@@ -33,6 +35,7 @@ from controller.rules.requests import (
     SurrenderOffer,
 )
 from controller.rules.round import Round, check_wagers
+from controller.rules.settlement_order import PLAYER_BY_PLAYER, dealer_order
 from controller.rules.state import SeatWagers
 from controller.shoe import MIN_CUT_FROM_END, min_cover_from_bottom
 from controller.table import inputs as I
@@ -43,6 +46,10 @@ from controller.table.sections import section
 
 BACKS = ("blue", "red")  # default back colours of the two batches
 DECK_LIFETIME = 24 * 3600.0  # 673a.3(c), 665a.3(c), 685a.3(c)
+# 673a.2(d): the reader is inspected "at the beginning of each gaming day". The chapters are
+# Pennsylvania's, so the gaming day is counted in Pennsylvania time, from 6 a.m.
+GAMING_DAY_ZONE = ZoneInfo("America/New_York")
+GAMING_DAY_STARTS = timedelta(hours=6)
 EXPIRY_WARNING = 3600.0  # warn an hour ahead
 STUB_COUNT_EVERY = 5  # 687a.9(f)
 WILD_CARDS_PER_HAND = 5
@@ -128,6 +135,17 @@ class Table:
         self.next_alarm = 1
         self.last_seats: tuple[int, ...] = ()
         self.expiry_warned: set[str] = set()
+        # The devices themselves: the last value of each counter the controller acted on (a
+        # restart diffs the device against it), devices the floor marked out of order (kind ->
+        # who), devices that failed (kind -> the alarm raised for it).
+        self.device_seen: dict[str, dict[str, int]] = {}
+        self.out_of_order: dict[str, str] = {}
+        self.failed_devices: dict[str, int] = {}
+        self.held_exposed = False  # 673a.13(c): the held card was exposed to the players
+        self.hole_shown = False  # this round's hole_card_turned is out
+        self.refused_seats: set[int] = set()  # 673a.13(c): took no more cards this round
+        self.wagering_seats: frozenset[int] | None = None  # 673a.6(b): seats still allowed this shoe
+        self.reader_inspected_day: str | None = None  # 673a.2(d): the gaming day last inspected
         self.now = 0.0
 
     # ================================================================== public API
@@ -199,6 +217,11 @@ class Table:
                      None if self.held_card is None else str(self.held_card), self.rounds_since_stub_count,
                      self.dealer_stood,
                      self.last_seats, sorted(self.expiry_warned)),
+            "devices": (sorted(self.out_of_order.items()), sorted(self.failed_devices.items()),
+                        sorted((d, sorted(c.items())) for d, c in self.device_seen.items())),
+            "irregular": (self.held_exposed, self.hole_shown, sorted(self.refused_seats),
+                          None if self.wagering_seats is None else sorted(self.wagering_seats),
+                          self.reader_inspected_day),
         }  # fmt: skip
 
     def snapshot(self) -> dict[str, Any]:
@@ -222,6 +245,8 @@ class Table:
             ],
             "shuffler_out_of_order": self.shuffler_out_of_order,
             "reader_failed": self.reader_failed,
+            "out_of_order": sorted(self.out_of_order),
+            "reader_inspected_for": self.reader_inspected_day,
             "asking": asking(self),  # what the dealer display shows next (controller/table/asking.py)
         }
 
@@ -529,6 +554,7 @@ class Table:
         batch.shuffler = ShufflerState.UNSHUFFLED
         self.shoe_back = batch.back
         self.last_shoe_back = batch.back
+        self.wagering_seats = None  # 673a.6(b)(2): a reshuffle lets every patron wager again
         self.burns_due = 1  # 673a.7(c)
         self.cover_reached = False
         self.reshuffle_due = False
@@ -689,8 +715,17 @@ class Table:
             raise self._refuse("687a.9", "DJ Wild rounds open with WildRoundOpened")
         self._ready_for_round()
         check_wagers(self.options, list(inp.wagers))
+        if self.options.bar_non_wagering and self.wagering_seats is not None:
+            barred = sorted(w.seat for w in inp.wagers if w.seat not in self.wagering_seats)
+            if barred:
+                raise self._refuse(
+                    self._sec("6(b)"),
+                    f"box {', '.join(map(str, barred))} sat out a round of this shoe: no wager until "
+                    "the reshuffle or until the house permits it",
+                )
         wagers = [
             {"seat": w.seat, "bet": w.bet, "bust_it": w.bust_it, "match_the_dealer": w.match_the_dealer}
+            | ({"player": w.player} if w.player else {})
             for w in inp.wagers
         ]
         self.emit(step, "round_started", round=self.round_no + 1, wagers=wagers, dealer=self.dealer_name)
@@ -712,8 +747,21 @@ class Table:
         if self.in_round:
             raise self._refuse(self._sec("7"), f"round {self.round_no} is not finished")
         self._not_halted("a new round")
+        if "shoe" in self.out_of_order:
+            raise self._refuse(self._sec("7(a)"), "the dealing shoe is marked out of order")
         if self.shoe_back is None:
             raise self._refuse(self._sec("7(a)"), "no batch is in the shoe")
+        if self.options.reader_inspection_required and self.reader_inspected_day != self._gaming_day():
+            raise self._refuse(
+                self._sec("2(d)"), "the floorperson has not inspected the card reader this gaming day"
+            )
+        if self._expired(self.batches[self.shoe_back]):
+            # 673a.3(c) (ruling G6): cards past their 24 hours are no longer "opened for use"; a
+            # round that started before the hour is finished, no new one starts.
+            raise self._refuse(
+                self._sec("3(c)"),
+                f"the {self.shoe_back} decks were opened over 24 hours ago; end the shoe and change them",
+            )
         if self.reshuffle_due and not self.cover_reached:
             raise self._refuse(self._sec("5(f)"), "a reshuffle was ordered: the batch is reshuffled first")
         # A cover card that came out between rounds: that round is played, then the batch is
@@ -730,6 +778,11 @@ class Table:
         self.round_cards = []
         self.cover_target = None
         self.last_seats = tuple(w.seat for w in wagers)
+        self.refused_seats = set()
+        self.hole_shown = False
+        if self.options.bar_non_wagering:
+            # 673a.6(b): who sat this round out may not wager on the next ones of this shoe.
+            self.wagering_seats = frozenset(self.last_seats)
 
     def _deal(self, card: Card, req: CardFor, step: Step, *, held: bool = False) -> None:
         """Record ``card`` going where the round asked: face up, or the hole card face down."""
@@ -750,6 +803,7 @@ class Table:
         if p.get("held"):
             assert self.held_card is not None
             card, self.held_card = self.held_card, None  # already out of the shoe (card_held)
+            self.held_exposed = False
         else:
             card = self._take_from_shoe(p)
         self._answer_card(card, p)
@@ -766,9 +820,20 @@ class Table:
     def _advance(self, step: Step) -> None:
         """Answer what the round asks that needs no one at the table; stop at what does."""
         rnd = self.round
-        while rnd is not None and isinstance(rnd.request, CardFor) and self.held_card is not None:
-            # 673a.13(b): the card drawn in error is used as though it were the next card.
-            self._deal(self.held_card, rnd.request, step, held=True)
+        while rnd is not None:
+            req = rnd.request
+            if isinstance(req, CardFor) and self.held_card is not None:
+                # 673a.13(b),(c): the card drawn in error is used as though it were the next card.
+                self._deal(self.held_card, req, step, held=True)
+            elif isinstance(req, Decision) and req.seat in self.refused_seats:
+                # 673a.13(c): a player who refused the exposed card gets no more cards: he stands.
+                self.emit(step, "decision", round=self.round_no, seat=req.seat, hand=req.hand, action="stand")
+            else:
+                break
+        if rnd is not None and rnd.state.hole_turned and not (rnd.state.hole_exposed or self.hole_shown):
+            # 673a.7(n), 665a.7(l), 685a.7(l): the hole card is turned when the players are done,
+            # before the dealer draws (unless 685a.7(h) already showed it).
+            self.emit(step, "hole_card_turned", round=self.round_no, hole=str(rnd.state.dealer[1]))
         if rnd is not None and rnd.request is None:
             self._finish_round(step)
 
@@ -776,7 +841,11 @@ class Table:
         rnd = self.round
         assert rnd is not None
         state = rnd.state
-        if state.dealer and not state.hole_exposed:
+        if self.held_card is not None and self.held_exposed:
+            # 673a.13(c): refused by the players and not used by the dealer: to the discard rack.
+            held = self.held_card
+            self.emit(step, "exposed_card_discarded", round=self.round_no, card=str(held), back=held.back)
+        if state.dealer and not (state.hole_exposed or self.hole_shown):
             self.emit(step, "hole_card_turned", round=self.round_no, hole=str(state.dealer[1]))
         self.emit(step, "round_settled", round=self.round_no, **self._settlement())
         if self.reshuffle_due:
@@ -798,12 +867,20 @@ class Table:
                 }
                 for s in state.settlements
             ],
+            # 673a.7(t), 685a.7(r): the Rules Submission's procedure; 665a.7(p) has one.
+            "dealer_order": dealer_order(
+                state.settlements,
+                len(state.settlements) if state.final_from is None else state.final_from,
+                PLAYER_BY_PLAYER
+                if self.options.game is GameId.DOUBLE_ATTACK
+                else self.options.rulings.settlement_procedure,
+            ),
             "reader": None if state.reader_report is None else {"agrees": state.reader_agrees},
             "dealer_played": state.dealer_played,
         }
 
     def _apply_hole_card_turned(self, p: dict[str, Any]) -> None:
-        pass
+        self.hole_shown = True
 
     def _apply_round_settled(self, p: dict[str, Any]) -> None:
         if self.wild is None:
@@ -875,7 +952,7 @@ class Table:
         rnd = self._round_or_refuse()
         req = rnd.request
         if not isinstance(req, InsuranceOffer | DoubleAttackOffer) or req.seat != inp.seat:
-            section = self._sec("8(b)") if isinstance(req, ReaderUse) else self._sec("6")
+            section = self._sec("8(b)") if isinstance(req, ReaderUse) else self._sec("wager_timing")
             raise self._refuse(section, f"no wager is being taken from seat {inp.seat} now")
         if not 0 <= inp.amount <= req.maximum:
             section = "665a.6(e)" if isinstance(req, DoubleAttackOffer) else self._sec("8(b)")
@@ -943,21 +1020,40 @@ class Table:
             if inp.blackjack is None:
                 raise self._refuse(self._sec("peek"), "the reader reports whether the dealer has Blackjack")
             answer = inp.blackjack
+            if answer != rnd.procedure.dealer_blackjack():
+                self._reader_malfunctioned(step)
+                return
         self.emit(step, "reader_used", round=self.round_no)
         self.emit(step, "reader_result", round=self.round_no, result=answer)
         state = rnd.state
         if state.hole_exposed:
             self.emit(step, "hole_card_exposed", round=self.round_no, hole=str(state.dealer[1]))
         if not state.reader_agrees:
-            section = "685a.12(h)" if req.masque else self._sec("reader_failed")
+            # 685a.12(h): a wrong light is the one reader error with a remedy other than stopping:
+            # each player continues with the decisions made, or the hand is called dead.
             self._alarm(
                 step,
-                section,
-                "the reader's answer does not match the hole card",
-                "rule under the section: continue with the decisions made, or call the hands dead",
+                "685a.12(h)",
+                "the reader's light does not match the hole card",
+                "for each hand: continue with the decisions made, or call the hand dead",
                 halts=False,
             )
         self._advance(step)
+
+    def _reader_malfunctioned(self, step: Step) -> None:
+        """673a.13(j), 665a.13(i): a peek reader whose answer is wrong has malfunctioned; the dealer
+        may not continue dealing until it is repaired or replaced. The answer is not used: the round
+        waits at the reader, and the hole card is read again by the replacement. Nothing said
+        publicly tells which way the reader was wrong."""
+        self.emit(step, "reader_used", round=self.round_no)
+        self.emit(step, "reader_failed", code=0)
+        self._alarm(
+            step,
+            self._reader_failed_section(),
+            "the card reader malfunctioned",
+            "stop dealing until the reader is repaired or replaced; then read the hole card again",
+            halts=True,
+        )
 
     def _apply_reader_used(self, p: dict[str, Any]) -> None:
         pass
@@ -1025,6 +1121,114 @@ class Table:
 
     def _apply_reader_replaced(self, p: dict[str, Any]) -> None:
         self.reader_failed = False
+
+    def _gaming_day(self) -> str:
+        local = datetime.fromtimestamp(self.now, GAMING_DAY_ZONE) - GAMING_DAY_STARTS
+        return local.date().isoformat()
+
+    def _on_ReaderInspected(self, inp: I.ReaderInspected, step: Step) -> None:
+        if not self.blackjack:
+            raise self._refuse("687a.9", "DJ Wild dealt from the hand has no card reader")
+        if not inp.floorperson.strip():
+            raise self._refuse(self._sec("2(d)"), "the floorperson assigned to the table inspects the reader")
+        self.emit(step, "reader_inspected", floorperson=inp.floorperson, gaming_day=self._gaming_day())
+
+    def _apply_reader_inspected(self, p: dict[str, Any]) -> None:
+        self.reader_inspected_day = p["gaming_day"]
+
+    # ================================================================== one player's hand
+    def _on_HeldCardExposed(self, inp: I.HeldCardExposed, step: Step) -> None:
+        section = self._sec("exposed_in_error")
+        held = self.held_card
+        if held is None or self.held_exposed:
+            raise self._refuse(section, "no card drawn in error is held face down")
+        rnd = self.round
+        if rnd is None or len(rnd.state.dealer) < 2:
+            raise self._refuse(
+                section, "an exposed card is offered on only after the initial two cards to each player"
+            )
+        self.emit(step, "held_card_exposed", round=self.round_no, card=str(held), back=held.back, by=inp.by)
+
+    def _apply_held_card_exposed(self, p: dict[str, Any]) -> None:
+        self.held_exposed = True
+
+    def _on_ExposedCardRefused(self, inp: I.ExposedCardRefused, step: Step) -> None:
+        section = self._sec("exposed_in_error")
+        req = self.round.request if self.round is not None else None
+        if not self.held_exposed:
+            raise self._refuse(section, "no exposed card is being offered")
+        if not isinstance(req, Decision) or req.seat != inp.seat:
+            raise self._refuse(
+                section, f"the exposed card is offered to the player deciding, not to box {inp.seat}"
+            )
+        self.emit(step, "exposed_card_refused", round=self.round_no, seat=inp.seat)
+        self._advance(step)
+
+    def _apply_exposed_card_refused(self, p: dict[str, Any]) -> None:
+        self.refused_seats.add(p["seat"])
+
+    def _apply_exposed_card_discarded(self, p: dict[str, Any]) -> None:
+        self.batches[p["back"]].move(1, Place.LAYOUT, Place.DISCARD)
+        self.held_card = None
+        self.held_exposed = False
+
+    def _on_DealerCardMissed(self, inp: I.DealerCardMissed, step: Step) -> None:
+        if self.options.game is not GameId.DOUBLE_BACK_JACK:
+            raise self._refuse(self._sec("deal"), "this chapter has no remedy for a dealer's missed card")
+        rnd = self.round
+        req = rnd.request if rnd is not None else None
+        if rnd is None or not isinstance(req, CardFor) or req.seat != DEALER or len(rnd.state.dealer) >= 2:
+            raise self._refuse("673a.13(e)", "the dealer's first or second card is not due now")
+        first = not rnd.state.dealer and all(len(b.first.cards) <= 1 for b in rnd.state.boxes)
+        if not rnd.state.dealer and not first:
+            raise self._refuse("673a.13(e)", "the players have their cards; the dealer deals his own now")
+        self.emit(
+            step, "dealer_card_missed", round=self.round_no, card="first" if first else "second", by=inp.by
+        )
+
+    def _apply_dealer_card_missed(self, p: dict[str, Any]) -> None:
+        if p["card"] == "first":  # the second card comes after the players' anyway
+            assert self.round is not None
+            self.round.answer(None)
+
+    def _on_HandCalledDead(self, inp: I.HandCalledDead, step: Step) -> None:
+        rnd = self._round_or_refuse()
+        state = rnd.state
+        req = rnd.request
+        box = next((b for b in state.boxes if b.seat == inp.seat), None)
+        if box is None or box.dead or all(h.settled for h in box.hands):
+            raise self._refuse(self._sec("card_not_dealt"), f"box {inp.seat} has no hand in play")
+        asked = getattr(req, "seat", None) == inp.seat
+        if not box.first.cards:
+            section = self._sec("no_cards_dead")
+            if not isinstance(req, CardFor) or not asked:
+                raise self._refuse(section, f"box {inp.seat} is dead only when the deal passes it by")
+        elif self.chapter == "685a" and not state.reader_agrees:
+            section = "685a.12(h)"  # any hand, while the round is on, after a wrong light
+            if asked and not isinstance(req, CardFor | Decision):
+                raise self._refuse(section, f"box {inp.seat} is answering an offer")
+        else:
+            section = self._sec("card_not_dealt")
+            if not (isinstance(req, CardFor) and asked and len(state.dealer) >= 2 and not state.hole_turned):
+                raise self._refuse(
+                    section, f"box {inp.seat} is called dead when the card it asked for was not dealt to it"
+                )
+        self.emit(step, "hand_called_dead", round=self.round_no, seat=inp.seat, section=section, by=inp.by)
+        self._advance(step)
+
+    def _apply_hand_called_dead(self, p: dict[str, Any]) -> None:
+        assert self.round is not None
+        self.round.call_dead(p["seat"], p["section"])
+
+    def _on_PatronPermitted(self, inp: I.PatronPermitted, step: Step) -> None:
+        barred = self.wagering_seats
+        if not self.options.bar_non_wagering or barred is None or inp.seat in barred:
+            raise self._refuse(self._sec("6(b)(1)"), f"box {inp.seat} is not barred from wagering")
+        self.emit(step, "patron_permitted", seat=inp.seat, by=inp.by)
+
+    def _apply_patron_permitted(self, p: dict[str, Any]) -> None:
+        assert self.wagering_seats is not None
+        self.wagering_seats = self.wagering_seats | {p["seat"]}
 
     # ================================================================== voids, reshuffles, dealers
     def _on_VoidRound(self, inp: I.VoidRound, step: Step) -> None:
@@ -1094,6 +1298,7 @@ class Table:
             self.held_card = None
         batch.location = Place.DISCARD
         self.shoe_back = None
+        self.wagering_seats = None
         self.reshuffle_due = False
         self.cover_reached = False
         self.burns_due = 0
@@ -1125,6 +1330,10 @@ class Table:
         if self.in_round:
             raise self._refuse(self._sec("7(c)"), "a new dealer comes in between rounds")
         self.emit(step, "new_dealer", name=inp.name)
+
+    def _apply_action_taken(self, p: dict[str, Any]) -> None:
+        """Who took the action whose events follow in the same step (journalled by the recorder):
+        a record for the people who read the journal; it changes nothing at the table."""
 
     def _apply_new_dealer(self, p: dict[str, Any]) -> None:
         self.dealer_name = p["name"]
@@ -1291,3 +1500,98 @@ class Table:
             return
         batch = self.batches[self.shoe_back]
         batch.move(batch.places[Place.LAYOUT], Place.LAYOUT, Place.DISCARD)
+
+    # ================================================================== the devices themselves
+    # Counters the controller acted on are journalled by the shell (JournaledTable) as
+    # ``device_seen`` in the same transaction as what they caused; the core only keeps them, so a
+    # restart knows where each device's history was read up to.
+    def _apply_device_seen(self, p: dict[str, Any]) -> None:
+        self.device_seen.setdefault(p["device"], {}).update(p["counters"])
+
+    def _gap_section(self, what: str) -> str:
+        return {"cards": self._sec("3(b)"), "keys": self._sec("decisions")}.get(what, self._sec("peek"))
+
+    def _on_DeviceGap(self, inp: I.DeviceGap, step: Step) -> None:
+        """One alarm for what a device did that cannot be known; never a card invented."""
+        unaccounted = max(0, inp.unaccounted)
+        batch = self.batches[self.shoe_back] if self.shoe_back else None
+        if inp.what == "cards" and inp.remaining is not None and batch is not None:
+            # The shoe's own count says how many left it unseen (none when a counter only glitched).
+            unaccounted = max(0, batch.places[Place.SHOE] - inp.remaining)
+        if unaccounted and inp.what == "cards" and batch is not None:
+            unaccounted = min(unaccounted, batch.places[Place.SHOE])
+            self.emit(step, "cards_unaccounted", back=batch.back, count=unaccounted, device=inp.device)
+        if inp.what == "cards":
+            action = (
+                "count the shoe and the discard rack; compare the round in play with the layout and "
+                "void it if they differ"
+                if unaccounted
+                else "no card is unaccounted for; check the shoe if it happens again"
+            )
+        elif inp.what == "keys":
+            action = "the dealer presses again any decision the table view does not show"
+        else:
+            action = "insert the hole card again if the round still asks for the reader"
+        self._alarm(
+            step,
+            self._gap_section(inp.what),
+            f"{inp.device}: {inp.reason}; {unaccounted} {inp.what} unaccounted for",
+            action,
+            halts=False,
+        )
+
+    def _apply_cards_unaccounted(self, p: dict[str, Any]) -> None:
+        # Which cards is not known: they count as out of the shoe, in the discard rack.
+        self.batches[p["back"]].move(p["count"], Place.SHOE, Place.DISCARD)
+
+    def _on_DeviceOutOfOrder(self, inp: I.DeviceOutOfOrder, step: Step) -> None:
+        if inp.device == "shuffler":
+            self._on_ShufflerOutOfOrder(I.ShufflerOutOfOrder(by=inp.by), step)
+            return
+        if inp.device in self.out_of_order:
+            raise self._refuse("device", f"the {inp.device} is already marked out of order")
+        self.emit(step, "device_out_of_order", device=inp.device, by=inp.by)
+        if inp.device == "reader":
+            self._on_ReaderFailed(I.ReaderFailed(code=0), step)
+
+    def _apply_device_out_of_order(self, p: dict[str, Any]) -> None:
+        self.out_of_order[p["device"]] = p["by"]
+
+    def _on_DeviceRestored(self, inp: I.DeviceRestored, step: Step) -> None:
+        if inp.device == "shuffler":
+            self._on_ShufflerRestored(I.ShufflerRestored(by=inp.by), step)
+            return
+        if inp.device not in self.out_of_order:
+            raise self._refuse("device", f"the {inp.device} is not marked out of order")
+        self.emit(step, "device_restored", device=inp.device, by=inp.by)
+        if inp.device == "reader" and self.reader_failed:
+            self._on_ReaderReplaced(I.ReaderReplaced(by=inp.by), step)
+
+    def _apply_device_restored(self, p: dict[str, Any]) -> None:
+        self.out_of_order.pop(p["device"], None)
+
+    def _on_DeviceFailed(self, inp: I.DeviceFailed, step: Step) -> None:
+        if inp.device in self.failed_devices:
+            return
+        self.emit(step, "device_failed", device=inp.device, reason=inp.reason, alarm=self.next_alarm)
+        self._alarm(
+            step,
+            self._sec("7(a)"),
+            f"the dealing {inp.device} has failed ({inp.reason})",
+            f"no round till the {inp.device} is back; repair or replace it",
+            halts=True,
+        )
+
+    def _apply_device_failed(self, p: dict[str, Any]) -> None:
+        self.failed_devices[p["device"]] = p["alarm"]
+
+    def _on_DeviceBack(self, inp: I.DeviceBack, step: Step) -> None:
+        alarm = self.failed_devices.get(inp.device)
+        if alarm is None:
+            return
+        self.emit(step, "device_back", device=inp.device)
+        if self.alarms[alarm].acknowledged_by is None:
+            self.emit(step, "alarm_acknowledged", id=alarm, by=f"{inp.device} back")
+
+    def _apply_device_back(self, p: dict[str, Any]) -> None:
+        self.failed_devices.pop(p["device"], None)

@@ -38,6 +38,7 @@ DURING_ROUND = {
     "wild_round_dealt",
     "stub_counted",
     "deck_removed",
+    "cards_unaccounted",  # cards that left the shoe unseen mid-round (a restart, a reset shoe)
 }
 
 
@@ -80,6 +81,7 @@ def reconstruct(records: list[Record]) -> dict[str, Any]:
         "reader": [],
         "alarms": [],
         "irregularities": [],
+        "actions": [],  # who took a dealer or floor action (the console's keys for a failed keypad)
         "settlement": None,
     }
     for r in records[1:]:
@@ -116,6 +118,8 @@ def reconstruct(records: list[Record]) -> dict[str, Any]:
                 "event": r.kind,
                 **{k: v for k, v in p.items() if k != "round"},
             }
+        elif r.kind == "action_taken":
+            out["actions"].append({"seq": r.seq, **p})
         else:
             out["irregularities"].append({"seq": r.seq, "event": r.kind, **p})
     return out
@@ -153,6 +157,8 @@ def format_round(rnd: dict[str, Any], title: str) -> str:
     for r in rnd["reader"]:
         detail = {k: v for k, v in r.items() if k not in ("seq", "event")}
         lines.append(f"  {r['event']} (record {r['seq']}) {detail if detail else ''}".rstrip())
+    for a in rnd["actions"]:
+        lines.append(f"  {a['action']} by {a['who']} ({a['role']}, record {a['seq']})")
     for i in rnd["irregularities"]:
         lines.append(f"  irregularity: {i['event']} (record {i['seq']})")
     for a in rnd["alarms"]:

@@ -57,6 +57,12 @@ CLASSIFICATION: dict[str, Classification] = {
     "card_discarded_face_up": S,  # 673a.13(a): exposed to the dealer, not to play; kept in
     "card_discarded_extra": P,  # 673a.13(d): the dealer's extra card was seen by all
     "card_held": S,  # 673a.13(b): drawn in error face down; used as the next card
+    "held_card_exposed": P,  # 673a.13(c): the held card was seen by the players
+    "exposed_card_refused": P,  # 673a.13(c): that player takes no more cards this round
+    "exposed_card_discarded": P,  # 673a.13(c): refused by all and unused: to the discard rack
+    "dealer_card_missed": P,  # 673a.13(e)
+    "hand_called_dead": P,  # 673a.13(g),(h), 665a.13(f),(g), 685a.12(f)-(h)
+    "patron_permitted": P,  # 673a.6(b)(1)
     "round_settled": P,
     "round_voided": P,
     # DJ Wild (687a.9)
@@ -67,12 +73,22 @@ CLASSIFICATION: dict[str, Classification] = {
     "stub_counted": P,  # the count only; the stub's contents are never known to the core
     "deck_removed": P,
     # floor and alarms
+    "action_taken": P,  # who (signed in) took a dealer or floor action; the events after it say what
     "alarm_raised": P,
     "alarm_acknowledged": P,
     "dealing_halted": P,
     "dealing_resumed": P,
     "reader_failed": P,
     "reader_replaced": P,
+    # the devices themselves: what the controller last saw of their counters (restarts replay
+    # from there), counters that cannot be trusted, devices out of order or failed
+    "device_seen": P,  # a counter's value only (how many cards drawn, keys pressed): public
+    "cards_unaccounted": P,  # a count only: which cards is not known
+    "device_out_of_order": P,
+    "device_restored": P,
+    "device_failed": P,
+    "device_back": P,
+    "reader_inspected": P,  # 673a.2(d)
 }
 
 # Payload fields that carry a card or a reader answer. Telemetry must never find one of these in
@@ -81,7 +97,16 @@ SECRET_FIELDS = frozenset({"card", "cards_in_shoe", "order", "blackjack", "light
 
 # Public kinds whose payload is allowed a "card" or "hole" field because the card is face up at
 # the table when the event happens.
-REVEALING_KINDS = frozenset({"card_dealt", "hole_card_exposed", "hole_card_turned", "card_discarded_extra"})
+REVEALING_KINDS = frozenset(
+    {
+        "card_dealt",
+        "hole_card_exposed",
+        "hole_card_turned",
+        "card_discarded_extra",
+        "held_card_exposed",
+        "exposed_card_discarded",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -168,6 +168,57 @@ class ReaderReplaced(Input):
     by: str
 
 
+@dataclass(frozen=True, slots=True)
+class ReaderInspected(Input):
+    """673a.2(d), 665a.2(d), 685a.2(d): the floorperson assigned to the table inspected the card
+    reader at the beginning of the gaming day (no tampering, in working order)."""
+
+    floorperson: str
+
+
+# -- irregularities with one player's hand ---------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class HeldCardExposed(Input):
+    """673a.13(c), 665a.13(c), 685a.12(c): the card drawn in error, held aside, was exposed to the
+    players. It is still dealt as the next card, but a player may refuse it."""
+
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExposedCardRefused(Input):
+    """673a.13(c): the player now deciding refuses the exposed card and takes no more cards this
+    round; his hands stand."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class DealerCardMissed(Input):
+    """673a.13(e): the dealer missed dealing his first (or second) card to himself; he deals the
+    players their first two cards, then himself."""
+
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class HandCalledDead(Input):
+    """One player's hand is dead and its wagers returned: no cards dealt to the box (673a.13(g)),
+    a requested card not dealt and the player chose a dead hand (673a.13(h)), or a wrong Masque
+    light (685a.12(h)). The section is decided by the table core from the state."""
+
+    seat: int
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class PatronPermitted(Input):
+    """673a.6(b)(1): the house lets a patron barred for sitting out a round wager again."""
+
+    seat: int
+    by: str
+
+
 # -- DJ Wild Stud Poker dealt from the hand (687a.9) -------------------------------------------
 @dataclass(frozen=True, slots=True)
 class WildRoundOpened(Input):
@@ -245,3 +296,51 @@ class AlarmAcknowledged(Input):
 @dataclass(frozen=True, slots=True)
 class Tick(Input):
     """Time passing with nothing else happening (deck expiry warnings)."""
+
+
+# -- the devices themselves (restarts, glitches, out of order) -------------------------------
+@dataclass(frozen=True, slots=True)
+class DeviceGap(Input):
+    """Things a device did that the controller cannot know: cards drawn, keys pressed or reader
+    results that fell out of the device's history while the controller was down, or a counter
+    that went backwards, jumped or reset. ``what`` is "cards", "keys" or "reader results";
+    ``unaccounted`` how many are not known. For the shoe, ``remaining`` is its own count after
+    the event, so the table's count is brought to it (the cards unaccounted left the shoe)."""
+
+    device: str
+    what: str
+    reason: str
+    unaccounted: int
+    remaining: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceOutOfOrder(Input):
+    """673a.13(l) and its like: the floor covers or signs a device out of order. ``device`` is its
+    kind (shoe, keypad, reader, shuffler, stub_counter)."""
+
+    device: str
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRestored(Input):
+    """The floor puts a device marked out of order back in service."""
+
+    device: str
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceFailed(Input):
+    """The dealing shoe stopped answering or reports a failure: no round till it is back."""
+
+    device: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceBack(Input):
+    """A failed device answers again."""
+
+    device: str

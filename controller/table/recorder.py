@@ -7,6 +7,7 @@ can be replayed, verified and shown without the config it was written with.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,24 @@ def options_of(record: Record) -> tuple[GameOptions, str]:
         )
     except (KeyError, TypeError, ConfigError) as e:
         raise JournalError(f"record {record.seq}: the table's options cannot be read: {e}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A device counter's value the controller has acted on (the shoe's draw counter, the keypad's
+    key counter, ...). Journalled as ``device_seen`` in the same transaction as what the device
+    event caused, so after a kill -9 the journal says exactly where to read the device from."""
+
+    device: str
+    counters: tuple[tuple[str, int], ...]
+
+    def event(self, now: float) -> DomainEvent:
+        return DomainEvent("device_seen", {"device": self.device, "counters": dict(self.counters)}, now)
+
+    def known(self, table: Table) -> bool:
+        """The journal already holds these values (nothing to add)."""
+        have = table.device_seen.get(self.device, {})
+        return all(have.get(k) == v for k, v in self.counters)
 
 
 class JournaledTable:
@@ -59,16 +78,37 @@ class JournaledTable:
         table = Table.replay(stored, (DomainEvent(r.kind, r.payload, r.at) for r in records), stored_id)
         return cls(table, journal)
 
-    def handle(self, inp: Input, now: float) -> Step:
+    def handle(
+        self, inp: Input, now: float, seen: Seen | None = None, taken_by: dict[str, str] | None = None
+    ) -> Step:
+        """The core's step, journalled in one transaction with ``seen`` (the device's counters,
+        when given) and ``taken_by`` (``action``, ``who``, ``role``: a person's action, as an
+        ``action_taken`` record before the events it led to)."""
         step = self.table.handle(inp, now)
-        if step.events:
+        marks = [] if seen is None or seen.known(self.table) else [seen.event(now)]
+        events = list(step.events)
+        if events and taken_by is not None:
+            events = [DomainEvent("action_taken", dict(taken_by), now), *events]
+        if events or marks:
             try:
-                self.journal.append_many([(e.kind, e.payload, e.classification, e.at) for e in step.events])
+                self.journal.append_many(
+                    [(e.kind, e.payload, e.classification, e.at) for e in [*events, *marks]]
+                )
             except Exception:
                 # Not journalled, so it did not happen: rebuild the table from what is.
                 self.table = self._replayed()
                 raise
+            for mark in marks:
+                self.table.apply(mark)
         return step
+
+    def mark(self, seen: Seen, now: float) -> None:
+        """``seen`` alone: a device event that changed nothing at the table was still acted on."""
+        if seen.known(self.table):
+            return
+        event = seen.event(now)
+        self.journal.append(event.kind, event.payload, event.classification.value, now)
+        self.table.apply(event)
 
     def _replayed(self) -> Table:
         records = self.journal.records()

@@ -16,6 +16,13 @@ BY_NAME: Final[dict[str, dict[str, str]]] = {
     "decisions": {"673a": "673a.7(i)", "665a": "665a.7(h)(2)", "685a": "685a.7(i)(2)"},
     "face_up": {"673a": "673a.13(a)", "665a": "665a.13(a)", "685a": "685a.12(a)"},
     "drawn_in_error": {"673a": "673a.13(b)", "665a": "665a.13(b)", "685a": "685a.12(b)"},
+    "exposed_in_error": {"673a": "673a.13(c)", "665a": "665a.13(c)", "685a": "685a.12(c)"},
+    "no_cards_dead": {"673a": "673a.13(g)", "665a": "665a.13(f)", "685a": "685a.12(f)"},
+    "card_not_dealt": {"673a": "673a.13(h)", "665a": "665a.13(g)", "685a": "685a.12(g)"},
+    "deal": {"673a": "673a.7(e)", "665a": "665a.7(f)", "685a": "685a.7(e)"},
+    # Wagers other than those the procedure offers go down before the first card; 665a.6 has no
+    # such clause (its Double Attack wager comes after the up card).
+    "wager_timing": {"673a": "673a.6(c)", "665a": "665a.6", "685a": "685a.6(c)"},
     "insufficient_cards": {"673a": "673a.13(f)", "665a": "665a.13(e)", "685a": "685a.12(e)"},
     "dealer_extra": {"673a": "673a.13(d)", "665a": "665a.13(d)", "685a": "685a.12(d)"},
     "reader_misuse": {"673a": "673a.13(i)", "665a": "665a.13(h)(2)", "685a": "685a.12(h)"},

@@ -116,7 +116,9 @@ class VirtualTable:
             "bust_it": BET if self.options.bust_it else 0,
             "match_the_dealer": BET if self.options.match_the_dealer else 0,
         }
-        wagers = tuple(SeatWagers(seat=s, bet=BET, **side) for s in range(1, self.seats + 1))
+        wagers = tuple(
+            SeatWagers(s, BET, side["bust_it"], side["match_the_dealer"]) for s in range(1, self.seats + 1)
+        )
         self.feed(I.RoundOpened(wagers=wagers))
         while table.round is not None:
             self._answer()

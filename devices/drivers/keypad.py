@@ -4,12 +4,13 @@ dealer's decision keys (687a.9(b))."""
 from __future__ import annotations
 
 from devices.commands import Command, LockSensors, SetLight, ShowMeter, UnlockSensors
-from devices.drivers.registers import RegisterDriver, Snapshot, new_in_ring, ring_word
+from devices.drivers.registers import RegisterDriver, SeqGuard, Snapshot, new_in_ring, ring_word
 from devices.errors import CommandRejected, FrameDecodeError
 from devices.events import (
     BetSensed,
     ButtonPressed,
     DeviceEvent,
+    DeviceGlitch,
     Key,
     KeysMissed,
     MeterShown,
@@ -27,6 +28,7 @@ class KeypadDriver(RegisterDriver):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.boxes = self.profile.reg("sensors").count
         self.spots = int(self.config.options.get("spots", self.profile.options.get("spots", 1)))
+        self._keys = SeqGuard(self.profile.reg("key_ring").count)
 
     def diff(self, prev: Snapshot | None, cur: Snapshot) -> list[DeviceEvent]:
         out: list[DeviceEvent] = []
@@ -45,18 +47,28 @@ class KeypadDriver(RegisterDriver):
             out.append(SensorsLocked(self.name, locked))
         if prev is None or cur["meter"][0] != prev["meter"][0]:
             out.append(MeterShown(self.name, cur["meter"][0]))
-        if prev is not None:
-            ring = cur["key_ring"]
-            seqs, missed = new_in_ring(prev["key_seq"][0], cur["key_seq"][0], len(ring))
-            if missed:
-                out.append(KeysMissed(self.name, missed))
-            for seq in seqs:
-                name = self.profile.enum_name("key", ring_word(ring, seq))
-                try:
-                    key = Key(name)
-                except ValueError:
-                    raise FrameDecodeError(f"{self.name}: key code names no key") from None
-                out.append(ButtonPressed(self.name, key, seq))
+        guard = self._keys
+        if guard.trusted is None and "key_seq" in self.baseline:
+            guard.trusted = self.baseline["key_seq"]  # read on from what the journal has
+        seq_now = cur["key_seq"][0]
+        verdict = guard.check(seq_now)
+        if verdict is None:
+            return out  # the key counter is held back this poll; the sensors are read as ever
+        base, n, glitch = verdict
+        if glitch is not None:
+            out.append(DeviceGlitch(self.name, "keys", glitch))
+        ring = cur["key_ring"]
+        seqs, missed = new_in_ring(base, (base + n) & 0xFFFF, len(ring))
+        if missed:
+            out.append(KeysMissed(self.name, missed))
+        for seq in seqs:
+            name = self.profile.enum_name("key", ring_word(ring, seq))
+            try:
+                key = Key(name)
+            except ValueError:
+                raise FrameDecodeError(f"{self.name}: key code names no key") from None
+            out.append(ButtonPressed(self.name, key, seq))
+        guard.commit(seq_now)
         return out
 
     async def _send(self, command: Command) -> None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Final
 
 from devices.commands import Command, ResetReader, SetUpCard
-from devices.drivers.registers import RegisterDriver, Snapshot
+from devices.drivers.registers import RegisterDriver, SeqGuard, Snapshot
 from devices.errors import CommandRejected, FrameDecodeError
 from devices.events import (
     DeviceEvent,
+    DeviceGlitch,
     MasqueLight,
     MasqueRange,
     ReaderFailed,
@@ -40,6 +41,7 @@ class ReaderDriver(RegisterDriver):
         self.peek_up_ranks: frozenset[str] | None = self.config.options.get("peek_up_ranks")
         if self.peek_up_ranks is None and self.mode == "peek":
             self.peek_up_ranks = DEFAULT_PEEK_UP_RANKS
+        self._inserts = SeqGuard(1)  # the reader holds its last result only
 
     def diff(self, prev: Snapshot | None, cur: Snapshot) -> list[DeviceEvent]:
         out: list[DeviceEvent] = []
@@ -48,9 +50,27 @@ class ReaderDriver(RegisterDriver):
             out.append(ReaderFailed(self.name, health))
         elif not health and old_health:
             out.append(ReaderRestored(self.name))
-        if prev is None or cur["insert_seq"][0] == prev["insert_seq"][0]:
-            return out
         seq = cur["insert_seq"][0]
+        guard = self._inserts
+        if guard.trusted is None and "insert_seq" in self.baseline:
+            guard.trusted = self.baseline["insert_seq"]  # read on from what the journal has
+        verdict = guard.check(seq)
+        if verdict is None:
+            return out
+        _, n, glitch = verdict
+        if glitch is not None:
+            out.append(DeviceGlitch(self.name, "reader results", glitch))
+        if n == 0:
+            guard.commit(seq)
+            return out
+        if n > 1:  # the reader keeps its last result only: the ones before it are gone
+            out.append(DeviceGlitch(self.name, "reader results", "cards inserted while not read", n - 1))
+        out += self._result(cur, seq, health)
+        guard.commit(seq)
+        return out
+
+    def _result(self, cur: Snapshot, seq: int, health: int) -> list[DeviceEvent]:
+        out: list[DeviceEvent] = []
         up_code = cur["up_rank"][0]
         up = None if up_code == 0 else self._rank_name(up_code)
         if self.peek_up_ranks is not None and up not in self.peek_up_ranks:

@@ -69,6 +69,11 @@ class ShufflerDriver(RegisterDriver):
                 # 673a.13(k): "fails to complete a shuffle cycle": the cards must be reshuffled.
                 self._overran.add(slot)
                 out.append(ShuffleIncomplete(self.name, slot, f"cycle ran over {self.max_cycle_s:g}s"))
+        if prev is None and "cycle" in self.baseline and cur["cycle"][0] != self.baseline["cycle"]:
+            # A cycle finished while the controller was down: the batch it left ready is news.
+            for slot in Slot:
+                if self._state(cur, f"slot_{slot.value.lower()}_state") is ShufflerState.READY:
+                    out.append(ShuffleDone(self.name, slot, cur["cards_counted"][0], cur["cycle"][0]))
         dev, old_dev = self._state(cur, "state"), self._state(prev, "state") if prev else None
         if dev is not old_dev:
             if dev is ShufflerState.FAULT:

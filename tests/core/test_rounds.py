@@ -261,18 +261,19 @@ def test_687a_9a1_dj_wild_is_never_shuffled_by_hand() -> None:
         d.feed(I.HandShuffled(back="red", dealer="d1"))
 
 
-def test_673a_5h_a_self_shuffling_shoe_skips_the_cut() -> None:
+@pytest.mark.parametrize(("game", "section"), [(DBJ, "673a.5(h)"), (DA, "665a.5(h)"), (DU, "685a.5(h)")])
+def test_673a_5h_a_self_shuffling_shoe_skips_the_cut(game: str, section: str) -> None:
     """673a.5(h), 665a.5(h), 685a.5(h), 685a.3(a): an approved shoe that reshuffles and counts by itself, or a
     continuous shuffler, skips the cut procedure of (b)-(g) and has no cover card."""
     from dataclasses import replace
 
     from controller.table.core import Table
 
-    table = Table(replace(default_options(DU), self_shuffling_shoe=True))
+    table = Table(replace(default_options(game), self_shuffling_shoe=True))
     table.handle(I.DecksOpened(back="blue", dealer="d1", floorperson="f1"), 1.0)
     step = table.handle(I.BatchToShoe(back="blue"), 2.0)  # no shuffle, no cut, no cover card
     assert [e.kind for e in step.events] == ["batch_to_shoe"] and not step.commands
-    with pytest.raises(RuleViolation, match=r"^685a\.5\(h\)"):
+    with pytest.raises(RuleViolation, match="^" + re.escape(section)):
         table.handle(I.CoverCardReached(), 3.0)
     with pytest.raises(Exception, match=r"687a\.9\(a\)\(1\)"):
         replace(default_options("dj-wild"), self_shuffling_shoe=True).validate()
@@ -348,3 +349,111 @@ def test_673a_13f_not_enough_cards_the_discards_are_reshuffled_and_the_round_fin
         assert all(b.conserved() for b in table.batches.values())
     # The round was finished, then the whole batch went back to be reshuffled (673a.7(d)).
     assert table.shoe_back is None and not table.alarms
+
+
+@pytest.mark.parametrize(("game", "section", "pays"), [(DBJ, "673a.13(j)", 10), (DA, "665a.13(i)", 12.5)])
+def test_a_reader_that_answers_wrongly_stops_dealing_and_insurance_follows_the_hole_card(
+    game: str, section: str, pays: float
+) -> None:
+    """673a.13(j), 665a.13(i): a malfunctioning reader stops dealing until it is replaced; there is
+    no 685a.12(h) remedy in these chapters. 673a.8(a), 665a.8(a): insurance wins on the hole card.
+    Up AD, hole KC, insurance 5; the reader says "no Blackjack"."""
+    d = make(game)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    if game == DA:
+        d.draw("AD")  # the up card first (665a.7(e))
+        d.feed(I.KeyPressed(key="next"))  # no Double Attack
+        d.deal("9H 7S KC")
+    else:
+        d.deal("9H AD 7S KC")
+    d.feed(I.WagerPlaced(seat=1, amount=5))
+    if game == DBJ:
+        d.feed(I.KeyPressed(key="next"))  # no early surrender (ruling D5)
+    d.feed(I.ReaderReport(blackjack=False))
+    alarm = [e for e in d.events if e.kind == "alarm_raised"][-1].payload
+    assert (alarm["section"], alarm["halts"]) == (section, True)
+    assert "hole" not in alarm["message"] and d.table.reader_failed
+    before = d.table.fingerprint()
+    for answer in (False, True):  # the broken reader is not used again
+        with pytest.raises(RuleViolation, match="^" + re.escape(section)):
+            d.feed(I.ReaderReport(blackjack=answer))
+    with pytest.raises(RuleViolation):
+        d.feed(I.KeyPressed(key="stand"))  # no decision before the hole card is read
+    assert d.table.fingerprint() == before
+    with pytest.raises(RuleViolation, match="^" + re.escape(section)):
+        d.feed(I.AlarmAcknowledged(alarm=alarm["id"], by="floor-1"))
+    d.feed(I.ReaderReplaced(by="tech-1"))
+    d.feed(I.ReaderReport(blackjack=True))  # the replacement reads the hole card right
+    settled = [e for e in d.events if e.kind == "round_settled"][-1].payload
+    nets = {
+        (s["wager"], s["section"].split(",")[0]): s["stake"] * s["halves"] / 2 for s in settled["settlements"]
+    }
+    assert nets[("insurance", f"{section[:4]}.8(a)")] == pays
+    assert sum(v for (w, _), v in nets.items() if w == "bet") == -10
+
+
+def test_673a_3c_no_round_opens_with_cards_past_24_hours() -> None:
+    """673a.3(c) (ruling G6): the decks are changed at least once every 24 hours; a round that
+    opened before the 24 hours ran out is finished, but no round opens after."""
+    d = make(DBJ)
+    opened = d.table.batches["blue"].opened_at
+    assert opened is not None
+    d.now = opened + 24 * 3600 - 10
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.now += 20  # past the 24 hours in the middle of the round
+    d.deal("9H 7D 6C 4S")
+    d.feed(I.KeyPressed(key="stand"))
+    d.draw("KC")  # the dealer's 11 draws to 21: the round is finished
+    assert d.kinds()[-1] == "round_settled"
+    before = d.table.fingerprint()
+    with pytest.raises(RuleViolation, match=r"^673a\.3\(c\)"):
+        d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    assert d.table.fingerprint() == before
+
+
+@pytest.mark.parametrize("game", [DBJ, DA, DU])
+def test_the_hole_card_is_turned_after_the_players_and_before_the_dealer_draws(game: str) -> None:
+    """673a.7(n), 665a.7(l), 685a.7(l): box 1 (9H 6C) stands; the hole card 4S is turned, then the
+    dealer's 11 draws KC (in 665a the Bust It card, 665a.7(m))."""
+    d = make(game)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    if game == DA:
+        d.draw("7D")
+        d.feed(I.KeyPressed(key="next"))
+        d.deal("9H 6C 4S")
+    else:
+        d.deal("9H 7D 6C 4S")
+    if game == DU:
+        d.feed(I.ReaderReport(light=MasqueRange.SMALL))
+    step = d.feed(I.KeyPressed(key="stand"))
+    assert [e.kind for e in step.events] == ["decision", "hole_card_turned"]
+    assert step.events[-1].payload["hole"] == "4S"
+    step = d.draw("KC")
+    assert [e.kind for e in step.events] == ["card_dealt", "round_settled"]
+
+
+def test_685a_7l_a_hole_card_already_shown_is_not_turned_again() -> None:
+    """685a.7(h),(l): up KD and hole QS are both Large: the hole card is shown after the reader,
+    and not turned a second time."""
+    d = make(DU)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.deal("9H KD 9C QS")
+    step = d.feed(I.ReaderReport(light=MasqueRange.LARGE))
+    assert "hole_card_exposed" in [e.kind for e in step.events]
+    d.feed(I.KeyPressed(key="stand"))
+    assert "hole_card_turned" not in d.kinds() and d.kinds()[-1] == "round_settled"
+
+
+@pytest.mark.parametrize(("game", "section"), [(DBJ, "673a.6(c)"), (DU, "685a.6(c)")])
+def test_wagers_go_down_before_the_first_card(game: str, section: str) -> None:
+    """673a.6(c), 685a.6(c): every wager but insurance, doubles and splits (and 673a's Second
+    Chance) is placed before the first card; a wager pressed in at a decision is refused."""
+    d = make(game)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.deal("9H 7D 6C 4S")
+    if game == DU:
+        d.feed(I.ReaderReport(light=MasqueRange.SMALL))
+    before = d.table.fingerprint()
+    with pytest.raises(RuleViolation, match="^" + re.escape(section)):
+        d.feed(I.WagerPlaced(seat=1, amount=5))
+    assert d.table.fingerprint() == before

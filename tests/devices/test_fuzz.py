@@ -5,6 +5,7 @@ No crash, no hang past the timeout, a one-line error, and the next good frame is
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -15,11 +16,13 @@ from controller.cards import parse_card
 from controller.games import GAMES, GameId
 from devices.config import DeviceConfig
 from devices.drivers.factory import build_driver
-from devices.drivers.registers import RegisterDriver
+from devices.drivers.registers import RegisterDriver, SeqGuard
+from devices.drivers.shoe import Counters, ShoeDriver
 from devices.errors import FrameDecodeError
 from devices.events import (
     BetSensed,
     CardDrawn,
+    DeviceGlitch,
     DeviceOnline,
     Health,
     MasqueRange,
@@ -117,9 +120,48 @@ def test_register_drivers_survive_any_block(case: Any, data: st.DataObject) -> N
     drain(d)
     # Whatever the bad block did, a good block after a real change is understood.
     d._prev = d.profile.decode_block(d._span[0], good)  # as if the bad block had not come
+    _trust(d, d._prev)
     change()
     d.ingest(_words(d, model))
     assert of_type(drain(d), expected)
+
+
+def _trust(d: RegisterDriver, snap: dict[str, list[int]]) -> None:
+    """Forget a held-back poll too: the counters trusted are the good block's."""
+    if isinstance(d, ShoeDriver):
+        d._trusted, d._held = Counters.of(snap), None
+    for guard, reg in ((getattr(d, "_keys", None), "key_seq"), (getattr(d, "_inserts", None), "insert_seq")):
+        if isinstance(guard, SeqGuard):
+            guard.trusted, guard.held = snap[reg][0], None
+
+
+@FUZZ
+@given(data=st.data())
+def test_a_bad_shoe_block_never_invents_a_card(data: st.DataObject) -> None:
+    """Issue 11: one bad poll of the shoe (any one word changed, counters included) followed by
+    good polls: no card is reported that was not drawn, none twice; the drawn card is reported or,
+    when the bad block looked like a reset that held, accounted for by one glitch."""
+    kind, profile, model, _, _ = _shoe()
+    d = _driver(kind, profile)
+    for _ in range(3):
+        model.draw()
+    good = _words(d, model)
+    d.ingest(good)
+    drain(d)
+    i, v = data.draw(st.integers(0, len(good) - 1)), data.draw(WORD)
+    with contextlib.suppress(FrameDecodeError):
+        d.ingest([*good[:i], v, *good[i + 1 :]])
+    bad_events = drain(d)
+    drawn = model.draw()
+    after = []
+    for _ in range(3):
+        d.ingest(_words(d, model))
+        after += drain(d)
+    cards = [e for e in [*bad_events, *after] if isinstance(e, CardDrawn)]
+    assert all(e.card == drawn.card for e in cards) and len(cards) <= 1
+    glitches = [e for e in after if isinstance(e, DeviceGlitch)]
+    assert len(cards) == 1 or glitches
+    assert len(glitches) <= 1
 
 
 def test_register_driver_state_is_kept_after_a_bad_block() -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from devices.commands import LockSensors, SetLight, ShowMeter, UnlockSensors
 from devices.errors import CommandRejected
-from devices.events import BetSensed, ButtonPressed, Key, MeterShown, SensorFault, SensorsLocked
+from devices.events import BetSensed, ButtonPressed, Key, KeysMissed, MeterShown, SensorFault, SensorsLocked
 from tests.devices.conftest import Rig, drain, of_type, poll_until
 
 
@@ -53,9 +53,13 @@ async def test_every_key_is_reported_in_order(rig: Rig) -> None:
     for k in keys:
         rig.model("keypad").press(k)
     pressed: list[Key] = []
-    await d.poll_once()  # 9 keys, ring of 8: one is missed in a single poll
-    pressed += [e.key for e in of_type(drain(d), ButtonPressed)]
+    await d.poll_once()  # 9 keys, ring of 8, between two polls: held back as a possible glitch
+    assert not of_type(drain(d), ButtonPressed)
+    await d.poll_once()  # it held: real keys; the ring's 8 are read, one is missed (issue 11)
+    events = drain(d)
+    pressed += [e.key for e in of_type(events, ButtonPressed)]
     assert pressed == keys[1:]
+    assert [e.count for e in of_type(events, KeysMissed)] == [1]
     for k in keys:
         rig.model("keypad").press(k)
         await d.poll_once()

@@ -418,7 +418,7 @@ async def test_a_device_account_publishes_on_its_own_out_topic_only(broker: Secu
             f"{TOPIC}/in",  # a command to itself: only the appliance writes those
             "tablectl/site-a/t1/events",  # the table's telemetry
             "tablectl/site-a/t1/status",
-            "tablectl/site-a/t1/cmd/order_reshuffle",
+            "tablectl/site-a/t1/cmd/reshuffle_ordered",
             TOPIC,
         ]:
             await device.publish_to(topic, forged)

@@ -76,6 +76,25 @@ def test_673a_3d_totals_hard_and_soft() -> None:
     assert total(cards("KS QH")) == (20, False)
 
 
+@pytest.mark.parametrize(
+    ("game", "section"),
+    [
+        (GameId.DOUBLE_BACK_JACK, "673a.3(d)"),
+        (GameId.DOUBLE_ATTACK, "665a.3(d)"),
+        (GameId.DOWN_UNDER, "685a.3(d)(1)"),
+    ],
+)
+def test_card_values_in_every_chapter(game: GameId, section: str) -> None:
+    """673a.3(d), 665a.3(d), 685a.3(d)(1)-(3): 2 to 10 at face value (2 to 9 in 665a, which has no
+    10s), J, Q, K 10, an ace 11 unless that takes the hand over 21 (then 1)."""
+    deck = GAMES[game].batch(1)
+    for c in deck:
+        want = {"J": 10, "Q": 10, "K": 10, "A": 11}.get(c.rank) or int(c.rank)
+        assert total([c]) == (want, c.is_ace), (section, str(c))
+    assert max(int(c.rank) for c in deck if c.rank.isdigit()) == (9 if game is GameId.DOUBLE_ATTACK else 10)
+    assert total(cards("AS KH AD")) == (12, False)  # the second ace counts 1, then the first too
+
+
 def test_685a_3d3_dealer_ace_counts_11_up_to_22() -> None:
     assert total(cards("AS 10H AC"), 22) == (22, True)
     assert total(cards("AS 5H 6C"), 22) == (22, True)

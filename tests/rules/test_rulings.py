@@ -134,8 +134,8 @@ def test_685a_9b_dealer_blackjack_behind_a_wrong_light() -> None:
 
 
 def test_a_reader_report_that_contradicts_the_hole_card_is_recorded() -> None:
-    # The table core acts on what the device said (665a.13(h), 685a.12(h)); the round notes the
-    # contradiction so the floor can be called.
+    # The table core stops dealing on a wrong peek reader (665a.13(i)) before the round hears it;
+    # the round itself notes the contradiction (a wrong Masque light goes on, 685a.12(h)).
     rnd = Round(options(DA), [SeatWagers(1, 10)])
     for card in ["KH", "8S", "8D", "AS"]:
         while not isinstance(rnd.request, CardFor):
@@ -175,3 +175,45 @@ def test_hole_card_is_turned_after_the_players(game: str) -> None:
     """673a.7(n), 665a.7(l), 685a.7(l)."""
     result = play(options(game), "9H 9S 9D 9C 8H 8S", seat(1, 10))
     assert len(result["dealer"]["cards"]) >= 2
+
+
+@pytest.mark.parametrize(
+    ("game", "shoe", "reader", "want"),
+    [
+        # s1 9H, up AD, s1 7S, hole KC; insurance 5 pays 2 to 1 (673a.12(c)).
+        (DBJ, "9H AD 7S KC 5D", False, {"bet": -10, "insurance": 10, "total": 0}),
+        # up AD, s1 9H 7S, hole KC; 5 to 2 (665a.12(b)); the dealer Blackjack takes only the Bet.
+        (DA, "AD 9H 7S KC 5D", False, {"bet": -10, "insurance": 12.5, "total": 2.5}),
+        # the Masque light says Small over a K hole (685a.12(h)); insurance still wins 2 to 1.
+        (DU, "9H AD 7S KC 5D", MasqueRange.SMALL, {"bet": -10, "insurance": 10, "total": 0}),
+    ],
+    ids=["673a.8(a)", "665a.8(a)", "685a.8(a)"],
+)
+def test_insurance_is_settled_on_the_hole_card_not_the_readers_answer(
+    game: str, shoe: str, reader: object, want: dict[str, float]
+) -> None:
+    """673a.8(a), 665a.8(a), 685a.8(a): insurance "shall win if the dealer's hole card is" a
+    10-value card (K, Q, J in 665a), whatever a misreading reader said."""
+    assert net(play(options(game), shoe, seat(1, 10, insurance=5), reader=reader)) == want
+
+
+def test_665a_9b2i_surrender_meets_a_dealer_blackjack() -> None:
+    """665a.9(b)(2)(i): the whole Bet and the Bust It wager are collected and the Double Attack
+    wager returned. Up KH, s1 9S 7D, hole AS; the reader wrongly said "no Blackjack" (ruling A4).
+    Seat 1 (Bet 10, Double Attack 5, Bust It 5) surrenders its 16."""
+    result = play(
+        options(DA), "KH 9S 7D AS 5C", seat(1, 10, "surrender", double_attack=5, bust_it=5), reader=False
+    )
+    assert result["dealer"]["blackjack"] is True
+    assert net(result) == {"bet": -10, "bust_it": -5, "total": -15}
+
+
+def test_685a_10d_dealer_blackjack_after_a_split_returns_the_split_wager() -> None:
+    """685a.10(d): "collect only the amount of the initial Bet Wager ... and return the additional
+    amount wagered in splitting pairs". Up 10H, hole AS behind a wrong (blue) light; s1 8S 8D splits:
+    8S 3C (11) and 8D 2S (10) stand. The dealer's Blackjack takes the first hand's 10 and returns
+    the split hand's 10."""
+    result = play(options(DU), "8S 10H 8D AS 3C 2S 9C", seat(1, 10, "split"), reader=MasqueRange.SMALL)
+    assert result["dealer"]["blackjack"] is True
+    assert [h["result"] for h in result["seats"][0]["hands"]] == ["lose", "push"]
+    assert net(result) == {"bet": -10, "total": -10}

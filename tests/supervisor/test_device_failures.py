@@ -9,6 +9,7 @@ the virtual clock, and the conftest's ``asyncio.timeout`` is the only guard.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -65,10 +66,16 @@ async def test_a_failed_shoe_stops_dealing_until_it_is_back(table_rig: MakeRig) 
     assert sup.jt is not None
     before = sup.jt.journal.last_seq
     rounds = sup.table.round_no
+    # Issue 11: the failure is a journalled, halting alarm the floor sees in the retained state.
+    failure = [a for a in sup.table.halted if a.section == section]
+    assert len(failure) == 1 and "shoe has failed" in failure[0].message
+    assert [a["section"] for a in sup.snapshot()["halted"]] == [section]
     with capture_logs() as logs:
-        # The dealer puts chips out and presses Start Game on the keypad: no round opens.
-        with pytest.raises(DealerStuck, match="Start Game did not open a round"):
+        # The dealer sees the alarm and does not deal; Start Game pressed anyway opens no round.
+        with pytest.raises(DealerStuck, match=re.escape(f"dealing is stopped: {section}")):
             await dealer.play_round()
+        rig.sim.devices["keypad"].model.press(Key.START_GAME)
+        await sup.settle("keypad")
         # Nor through the dealer's commands (the fallback for a failed keypad).
         by_command = await sup.command("start_round", {"boxes": [1, 2]}, "dealer-1", "dealer")
         by_key = await sup.command("key", {"key": Key.START_GAME.value}, "dealer-1", "dealer")
@@ -78,7 +85,8 @@ async def test_a_failed_shoe_stops_dealing_until_it_is_back(table_rig: MakeRig) 
     assert len(refused) == 3  # the keypad's Start Game and the two commands, one line each
     for e in refused:
         assert e["input"] == "RoundOpened" and e["error"].startswith(section) and "\n" not in e["error"]
-    assert sup.jt.journal.last_seq == before  # nothing journalled for a refused round
+    # Nothing journalled for a refused round but that the key was read (device_seen).
+    assert [k for k, _ in journal_kinds(sup.journal_path)][before:] == ["device_seen"]
     assert sup.table.round_no == rounds and not sup.table.in_round
     assert sup.health["shoe"] is DeviceHealth.FAULT  # still failed: nothing cleared it
 
@@ -95,7 +103,10 @@ async def test_a_failed_shoe_stops_dealing_until_it_is_back(table_rig: MakeRig) 
     records = journal_kinds(sup.journal_path)
     started = [p["round"] for k, p in records if k == "round_started"]
     assert started == list(range(1, rounds + 3))  # no round lost or doubled by the outage
-    assert "alarm_raised" not in [k for k, _ in records]  # the shoe's failure is no core alarm
+    kinds = [k for k, _ in records]
+    assert kinds.count("alarm_raised") == 1 and kinds.count("device_failed") == 1
+    assert kinds.count("device_back") == 1  # back online: the alarm is acknowledged by the shoe
+    assert [p["by"] for k, p in records if k == "alarm_acknowledged"] == ["shoe back"]
     assert_journal_sound(rig)
 
 

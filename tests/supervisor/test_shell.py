@@ -35,13 +35,16 @@ CARD = re.compile(r"\b(10|[2-9AJQK])[SHDC]\b")
     [
         ("launch_missiles", {}, "floor", "unknown command"),
         ("reader_replaced", {}, "dealer", "may not do this"),
-        ("alarm_acknowledged", {"alarm": "1"}, "floor", "must be a int"),
+        ("alarm_acknowledged", {"alarm": "1"}, "floor", "must be an integer"),
         ("alarm_acknowledged", {}, "floor", "missing argument"),
         ("new_dealer", {"name": "x", "extra": 1}, "floor", "unknown argument"),
-        ("first_player_seated", {"seat": True}, "dealer", "must be a int"),
+        ("first_player_seated", {"seat": True}, "dealer", "must be an integer"),
         ("alarm_acknowledged", {"alarm": 99}, "floor", "alarm: no active alarm 99"),
-        ("key", {"key": "jump"}, "dealer", "unknown key"),
-        ("start_round", {"boxes": []}, "dealer", "non-empty list"),
+        ("key", {"key": "jump"}, "dealer", "argument 'key' must be one of start_game, hit"),
+        ("start_round", {"boxes": []}, "dealer", "list of 1 to 6 integers"),
+        ("start_round", {"boxes": [7]}, "dealer", "out of range"),
+        ("device_restored", {"device": "shoe"}, "floor", "not marked out of order"),
+        ("device_restored", {"device": "toaster"}, "floor", "no device 'toaster'"),
     ],
 )
 async def test_bad_commands_are_refused_and_change_nothing(

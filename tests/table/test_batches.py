@@ -303,9 +303,11 @@ def test_the_inspection_is_verified_by_the_floorperson(game: str) -> None:
     assert rig.table.batches["blue"].inspected
 
 
-def test_preinspected_decks_need_no_verified_inspection() -> None:
-    """673a.4(e): decks received preinspected and preshuffled skip subsections (a)-(d)."""
-    rig = Rig(BJ)
+@pytest.mark.parametrize("game", BLACKJACK_GAMES)
+def test_preinspected_decks_need_no_verified_inspection(game: str) -> None:
+    """673a.4(e), 665a.4(f), 685a.4(e): decks received preinspected and preshuffled skip the
+    inspection subsections."""
+    rig = Rig(game)
     step = rig.feed(I.DecksOpened(back="blue", dealer="dealer-1", preinspected=True))
     (event,) = step.events
     assert event.kind == "decks_opened" and event.payload["preinspected"] is True

@@ -50,8 +50,8 @@ def _expected_stub(boxes: int) -> int:
 # ------------------------------------------------------------------ the deal
 @pytest.mark.parametrize("boxes", [(1,), (1, 3), (1, 2, 3, 4, 5, 6)])
 def test_five_cards_a_box_five_to_the_dealer_one_to_the_layout(boxes: tuple[int, ...]) -> None:
-    """687a.9(c)-(e): five cards to each box with Ante and Blind, five to the dealer, one card to
-    the layout; the rest (the stub) is put in the discard rack without exposing it."""
+    """687a.9(c), 687a.9(d), 687a.9(e): five cards to each box with Ante and Blind, five to the
+    dealer, one card to the layout; the rest (the stub) is put in the discard rack unexposed."""
     rig = ready(WILD)
     assert rig.table.burns_due == 0  # dealt from the hand: no burn card in 687a.9
     _dealt(rig, boxes)

@@ -419,14 +419,15 @@ def test_a_floorperson_may_order_a_reshuffle_after_any_round() -> None:
     assert rig.places("red") == {Place.DISCARD: rig.size("red")}
 
 
-def test_no_gaming_activity_the_shoe_and_the_discards_are_reshuffled() -> None:
-    """673a.5(g): no gaming activity at an open table: the cards come out of the shoe and the
-    discard rack and are reshuffled (with the device: into the shuffler, and the stored batch is
-    the one dealt next). Not while a round is being played."""
-    rig = ready(BJ)
+@pytest.mark.parametrize("game", BLACKJACK_GAMES)
+def test_no_gaming_activity_the_shoe_and_the_discards_are_reshuffled(game: str) -> None:
+    """673a.5(g), 665a.5(g), 685a.5(g): no gaming activity at an open table: the cards come out of
+    the shoe and the discard rack and are reshuffled (with the device: into the shuffler, and the
+    stored batch is the one dealt next). Not while a round is being played."""
+    rig = ready(game)
     rig.burn()
     rig.open_round((1,))
-    rig.refuse(I.NoGamingActivity(by="floor-1"), "673a.5(g)")
+    rig.refuse(I.NoGamingActivity(by="floor-1"), rig.sec("5(g)"))
     rig.finish_round()
     step = rig.feed(I.NoGamingActivity(by="floor-1"))
     assert "shoe_ended" in rig.kinds(step)

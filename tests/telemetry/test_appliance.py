@@ -66,19 +66,35 @@ async def test_floor_commands_reach_the_table_over_mqtt(
         )
         await floor.wait_for(lambda ms: any(m.topic.endswith("/events") for m in ms))
 
-        await send(broker, "order_reshuffle", {"version": 1, "id": "r1", "who": "floor-ann", "role": "floor"})
-        await floor.wait_for(lambda ms: any(m.topic.endswith("cmd/order_reshuffle/result") for m in ms))
-        (result,) = [m.json() for m in floor.on("cmd/order_reshuffle/result")]
+        await send(
+            broker, "reshuffle_ordered", {"version": 1, "id": "r1", "who": "floor-ann", "role": "floor"}
+        )
+        await floor.wait_for(lambda ms: any(m.topic.endswith("cmd/reshuffle_ordered/result") for m in ms))
+        (result,) = [m.json() for m in floor.on("cmd/reshuffle_ordered/result")]
         assert result["ok"] is True, result
+
+        # Issue 11: out of order and back, over MQTT, each journalled with who sent it.
+        for name in ("mark_out_of_order", "device_restored"):
+            body = {
+                "version": 1,
+                "id": name,
+                "who": "floor-bo",
+                "role": "floor",
+                "args": {"device": "keypad"},
+            }
+            await send(broker, name, body)
+            await floor.wait_for(lambda ms, n=name: any(m.topic.endswith(f"cmd/{n}/result") for m in ms))
+            (done,) = [m.json() for m in floor.on(f"cmd/{name}/result")]
+            assert done["ok"] is True, done
 
         before = rig.supervisor.jt.journal.last_seq if rig.supervisor.jt else 0
         await send(
             broker,
-            "acknowledge_alarm",
+            "alarm_acknowledged",
             {"version": 1, "id": "a1", "who": "floor-ann", "role": "floor", "args": {"alarm": "one"}},
         )
-        await floor.wait_for(lambda ms: any(m.topic.endswith("cmd/acknowledge_alarm/result") for m in ms))
-        (refused,) = [m.json() for m in floor.on("cmd/acknowledge_alarm/result")]
+        await floor.wait_for(lambda ms: any(m.topic.endswith("cmd/alarm_acknowledged/result") for m in ms))
+        (refused,) = [m.json() for m in floor.on("cmd/alarm_acknowledged/result")]
         assert refused["ok"] is False and "\n" not in refused["error"]
         assert (rig.supervisor.jt.journal.last_seq if rig.supervisor.jt else 0) == before  # nothing changed
 
@@ -92,3 +108,10 @@ async def test_floor_commands_reach_the_table_over_mqtt(
     with Journal.open(journal, create=False, readonly=True) as j:
         reshuffles = [r for r in j.records() if r.kind == "reshuffle_ordered"]
     assert [r.payload["by"] for r in reshuffles if r.payload.get("reason") == "floor"] == ["floor-ann"]
+    with Journal.open(journal, create=False, readonly=True) as j:
+        marks = [
+            (r.kind, r.payload["by"])
+            for r in j.records()
+            if r.kind.startswith("device_") and "by" in r.payload
+        ]
+    assert marks == [("device_out_of_order", "floor-bo"), ("device_restored", "floor-bo")]

@@ -16,7 +16,9 @@ import pytest
 
 from controller.errors import ConfigError
 from controller.journal import Journal
+from controller.supervisor.actions import ACTIONS
 from controller.telemetry import COMMANDS, parse_broker_url, telemetry_from_config
+from controller.telemetry.commands import Refused, parse_command
 from tests.telemetry.conftest import PASSWORD, ROOT, Broker, observer
 from tests.telemetry.helpers import append_records, telemetry_for
 
@@ -74,8 +76,8 @@ async def test_an_appliance_cannot_publish_as_another_table(broker: Broker) -> N
             (f"{T2}/status", forged),
             ("tablectl/site-b/t1/events", forged),
             ("tablectl/site-a/t1x/events", forged),
-            (f"{T2}/cmd/order_reshuffle/result", forged),
-            (f"{T1}/cmd/order_reshuffle", forged),  # not even a command to itself
+            (f"{T2}/cmd/reshuffle_ordered/result", forged),
+            (f"{T1}/cmd/reshuffle_ordered", forged),  # not even a command to itself
             (f"{T1}/status", sentinel),  # allowed, and sent last by the same client
         ])  # fmt: skip
         # The broker keeps one client's messages in order: the sentinel arriving means the rest was dropped.
@@ -98,46 +100,53 @@ async def test_only_the_floor_may_command_a_table(broker: Broker, tmp_path: path
         async with observer(broker, "floor-console", f"{T1}/#") as obs:
             await obs.wait_for(lambda ms: any(m.topic.endswith("/status") and m.json()["online"] for m in ms))
             body = json.dumps({"version": 1, "id": "x", "who": "mallory", "role": "floor"}).encode()
-            await _publish(broker, "site-a/t2", [(f"{T1}/cmd/order_reshuffle", body)])
-            await _publish(broker, "monitor-ops", [(f"{T1}/cmd/order_reshuffle", body)])
+            await _publish(broker, "site-a/t2", [(f"{T1}/cmd/reshuffle_ordered", body)])
+            await _publish(broker, "monitor-ops", [(f"{T1}/cmd/reshuffle_ordered", body)])
             probe = json.dumps({"version": 1, "id": "probe", "who": "floor-7", "role": "floor"}).encode()
-            await _publish(broker, "floor-console", [(f"{T1}/cmd/order_reshuffle", probe)])
+            await _publish(broker, "floor-console", [(f"{T1}/cmd/reshuffle_ordered", probe)])
             await obs.wait_for(lambda ms: any(m.topic.endswith("/result") for m in ms))
             results = [m.json() for m in obs.on("/result")]
     finally:
         await telemetry.stop()
-    assert calls == [("order_reshuffle", {}, "floor-7", "floor")]
-    assert results == [{"version": 1, "command": "order_reshuffle", "id": "probe", "who": "floor-7",
+    assert calls == [("reshuffle_ordered", {}, "floor-7", "floor")]
+    assert results == [{"version": 1, "command": "reshuffle_ordered", "id": "probe", "who": "floor-7",
                         "ok": True, "message": "reshuffle ordered"}]  # fmt: skip
 
 
 BAD_COMMANDS = [
-    ("order_reshuffle", b"not json", "not JSON"),
-    ("order_reshuffle", b"[1, 2]", "JSON object"),
-    ("order_reshuffle", b'{"version": 1, "id": "b1", "who": "f", "role": "dealer"}', "role"),
-    ("order_reshuffle", b'{"version": 2, "id": "b2", "who": "f", "role": "floor"}', "version"),
-    ("order_reshuffle", b'{"version": 1, "id": "b3", "role": "floor"}', "who"),
+    # Issue 11: 3 KB of nested '[' raised RecursionError and ended the telemetry task; the results
+    # of every command after it prove the listener lives on.
+    ("reshuffle_ordered", b"[" * 3000, "nested deeper than"),
+    ("reshuffle_ordered", b"not json", "not valid JSON"),
+    ("reshuffle_ordered", b"[1, 2]", "JSON object"),
+    ("reshuffle_ordered", b'{"version": 1, "id": "b1", "who": "f", "role": "dealer"}', "role"),
+    ("reshuffle_ordered", b'{"version": 2, "id": "b2", "who": "f", "role": "floor"}', "version"),
+    ("reshuffle_ordered", b'{"version": 1, "id": "b3", "role": "floor"}', "who"),
     (
-        "order_reshuffle",
+        "reshuffle_ordered",
         b'{"version": 1, "id": "b4", "who": "f", "role": "floor", "sudo": true}',
         "unknown keys",
     ),
-    ("acknowledge_alarm", b'{"version": 1, "id": "b5", "who": "f", "role": "floor", "args": {}}', "missing"),
+    ("alarm_acknowledged", b'{"version": 1, "id": "b5", "who": "f", "role": "floor", "args": {}}', "missing"),
     (
-        "acknowledge_alarm",
+        "alarm_acknowledged",
         b'{"version":1,"id":"b6","who":"f","role":"floor","args":{"alarm":"1"}}',
         "integer",
     ),
     (
-        "acknowledge_alarm",
+        "alarm_acknowledged",
         b'{"version":1,"id":"b7","who":"f","role":"floor","args":{"alarm":true}}',
         "integer",
     ),
     ("first_player_seated", b'{"version":1,"id":"b8","who":"f","role":"floor","args":{"seat":9}}', "range"),
     ("new_dealer", b'{"version":1,"id":"b9","who":"f","role":"floor","args":{"name":"a\\nb"}}', "one-line"),
-    ("order_reshuffle", b'{"version":1,"id":"b10","who":"f","role":"floor","args":{"x":1}}', "no argument"),
+    (
+        "reshuffle_ordered",
+        b'{"version":1,"id":"b10","who":"f","role":"floor","args":{"x":1}}',
+        "unknown argument",
+    ),
     ("shutdown", b'{"version":1,"id":"b11","who":"f","role":"floor"}', "unknown command"),
-    ("order_reshuffle", b'{"version":1,"id":"' + b"x" * 5000 + b'"}', "larger"),
+    ("reshuffle_ordered", b'{"version":1,"id":"' + b"x" * 5000 + b'"}', "larger"),
 ]
 
 
@@ -172,9 +181,20 @@ async def test_a_malformed_command_is_refused_and_changes_nothing(
         assert journal.last_seq == last
 
 
-def test_the_allow_list_is_the_issue_s() -> None:
-    assert set(COMMANDS) == {"acknowledge_alarm", "order_reshuffle", "mark_out_of_order", "verify_inspection",
-                             "new_dealer", "reader_replaced", "first_player_seated"}  # fmt: skip
+def test_mqtt_takes_the_floor_s_actions_from_the_one_allow_list() -> None:
+    assert set(COMMANDS) == {n for n, a in ACTIONS.items() if "floor" in a.roles}
+    assert {"shuffler_restored", "device_restored", "void_round", "recut_ordered"} <= set(COMMANDS)
+
+
+def test_an_unknown_or_refused_command_keeps_its_id() -> None:
+    for name, body in [
+        ("shutdown", b'{"version":1,"id":"u1","who":"f","role":"floor"}'),
+        ("hand_shuffled", b'{"version":1,"id":"u2","who":"f","role":"floor","args":{"back":"red"}}'),
+    ]:
+        with pytest.raises(Refused) as refused:
+            parse_command(name, body)
+        assert refused.value.request_id == body.split(b'"id":"')[1][:2].decode()
+        assert refused.value.who == "f"
 
 
 def test_broker_urls() -> None:
@@ -188,9 +208,9 @@ def test_broker_urls() -> None:
     assert "s3cret" not in str(e.value)
 
 
-def test_telemetry_from_config(tmp_path: pathlib.Path) -> None:
+def test_telemetry_from_config(tmp_path: pathlib.Path, pki: pathlib.Path) -> None:
     ca = tmp_path / "ca.crt"
-    ca.write_text("x", encoding="utf-8")
+    ca.write_bytes((pki / "ca.crt").read_bytes())  # a real one: a non-certificate is refused
     doc: dict[str, Any] = {
         "table": {"id": "dab-01", "site": "example-floor", "game": "../games/double-attack.toml"},
         "telemetry": {

@@ -1,0 +1,1 @@
+"""The table console: a dealer display and a floor console served by the appliance (docs/console.md)."""

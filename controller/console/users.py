@@ -1,0 +1,169 @@
+"""The people who may sign in to the table console: a TOML file of names, roles and password hashes.
+
+    [users.ann]
+    role = "floor"
+    password = "scrypt$16384$8$1$<salt hex>$<hash hex>"
+
+Passwords are stored only as salted scrypt hashes (hashlib.scrypt from the standard library: a
+memory-hard slow hash, so a stolen file does not give the passwords back cheaply). A plain
+password is never written to disk or to a log. ``tablectl users add|list|remove`` edits the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import hashlib
+import hmac
+import os
+import re
+import secrets
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from controller.bounded import InputRefused, read_toml
+from controller.errors import ConfigError
+from controller.supervisor.actions import ROLES
+
+NAME = re.compile(r"[a-z][a-z0-9_.\-]{0,31}\Z")
+# scrypt cost: N=2**14, r=8, p=1 is the interactive-login setting (16 MiB, tens of ms a try).
+N, R, P = 2**14, 8, 1
+MAX_PASSWORD = 256
+MIN_PASSWORD = 8
+MAX_FILE_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    name: str
+    role: str
+    password: str  # the encoded hash, never the password
+
+    def verify(self, password: str) -> bool:
+        return verify_password(password, self.password)
+
+
+def hash_password(password: str, salt: bytes | None = None) -> str:
+    salt = salt if salt is not None else secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, n=N, r=R, p=P, dklen=32)
+    return f"scrypt${N}${R}${P}${salt.hex()}${digest.hex()}"
+
+
+def verify_password(password: str, encoded: str) -> bool:
+    """Whether ``password`` matches; a malformed hash matches nothing."""
+    try:
+        kind, n, r, p, salt, digest = encoded.split("$")
+        if kind != "scrypt" or len(password) > MAX_PASSWORD:
+            return False
+        n_, r_, p_ = int(n), int(r), int(p)
+        if not (2 <= n_ <= 2**20 and 1 <= r_ <= 32 and 1 <= p_ <= 4):
+            return False  # a file edited to make every login take minutes
+        got = hashlib.scrypt(
+            password.encode("utf-8"), salt=bytes.fromhex(salt), n=n_, r=r_, p=p_, dklen=len(digest) // 2,
+            maxmem=256 * 1024 * 1024,
+        )  # fmt: skip
+        return hmac.compare_digest(got, bytes.fromhex(digest))
+    except ValueError:
+        return False
+
+
+def load_users(path: Path) -> dict[str, User]:
+    """The users in ``path`` (none when it does not exist); ConfigError naming file and key."""
+    if not path.exists():
+        return {}
+    try:
+        doc = read_toml(path, max_bytes=MAX_FILE_BYTES)
+    except InputRefused as e:
+        raise ConfigError(f"{path}: {e}") from None
+    extra = sorted(set(doc) - {"users"})
+    if extra:
+        raise ConfigError(f"{path}: {extra[0]}: unknown section (expected [users.<name>])")
+    users: dict[str, User] = {}
+    table = doc.get("users", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: users: must be a table of [users.<name>] sections")
+    for name, entry in table.items():
+        where = f"{path}: users.{name}"
+        if not NAME.match(name):
+            raise ConfigError(f"{where}: a name is 1-32 of a-z, 0-9, '_', '.', '-', starting with a letter")
+        if not isinstance(entry, dict) or set(entry) != {"role", "password"}:
+            raise ConfigError(f"{where}: needs exactly the keys role and password")
+        if entry["role"] not in ROLES:
+            raise ConfigError(f"{where}.role: must be one of {', '.join(sorted(ROLES))}")
+        if not isinstance(entry["password"], str) or not entry["password"].startswith("scrypt$"):
+            raise ConfigError(f"{where}.password: must be a scrypt hash written by tablectl users add")
+        users[name] = User(name, entry["role"], entry["password"])
+    return users
+
+
+def save_users(path: Path, users: dict[str, User]) -> None:
+    """Written to a temporary file readable by its owner only, then renamed over the old one."""
+    lines = ["# tablectl users: salted scrypt hashes only; edit with `tablectl users`.", ""]
+    for u in sorted(users.values(), key=lambda u: u.name):
+        lines += [f"[users.{u.name}]", f'role = "{u.role}"', f'password = "{u.password}"', ""]
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _read_password(stdin: TextIO) -> str:
+    """Twice, without echo on a terminal; from a pipe, two lines."""
+    if stdin.isatty():
+        first, second = getpass.getpass("password: "), getpass.getpass("again: ")
+    else:
+        first, second = stdin.readline().rstrip("\r\n"), stdin.readline().rstrip("\r\n")
+    if first != second:
+        raise ConfigError("the two passwords differ")
+    if not MIN_PASSWORD <= len(first) <= MAX_PASSWORD:
+        raise ConfigError(f"a password is {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+    return first
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tablectl users", description="People who may sign in to the console.")
+    sub = p.add_subparsers(dest="action", required=True)
+    add = sub.add_parser("add", help="add a person or change their password (read twice from stdin)")
+    add.add_argument("name")
+    add.add_argument("--role", required=True, choices=sorted(ROLES))
+    add.add_argument("--file", required=True, type=Path)
+    ls = sub.add_parser("list", help="names and roles")
+    ls.add_argument("--file", required=True, type=Path)
+    rm = sub.add_parser("remove", help="remove a person")
+    rm.add_argument("name")
+    rm.add_argument("--file", required=True, type=Path)
+    return p
+
+
+def main(argv: list[str], stdin: TextIO | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        users = load_users(args.file)
+        if args.action == "list":
+            for u in sorted(users.values(), key=lambda u: u.name):
+                print(f"{u.name}\t{u.role}")
+            return 0
+        if not NAME.match(args.name):
+            raise ConfigError(
+                f"{args.name!r}: a name is 1-32 of a-z, 0-9, '_', '.', '-', starting with a letter"
+            )
+        if args.action == "remove":
+            if users.pop(args.name, None) is None:
+                raise ConfigError(f"{args.file}: no user {args.name}")
+        else:
+            password = _read_password(stdin or sys.stdin)
+            users[args.name] = User(args.name, args.role, hash_password(password))
+        save_users(args.file, users)
+        print(
+            f"{args.name}: {'removed from' if args.action == 'remove' else 'saved in'} {args.file}",
+            file=sys.stderr,
+        )
+        return 0
+    except (ConfigError, OSError) as e:
+        print(f"tablectl users: {e}", file=sys.stderr)
+        return 2

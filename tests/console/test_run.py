@@ -1,0 +1,94 @@
+"""``tablectl run --console`` as an operator starts it: the console answers on its port, an
+action from it reaches the journal with who did it, and SIGTERM stops the process promptly even
+with a live stream open. A bad ``[console]`` section is one line naming file and key."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from controller.cli import main as tablectl
+from controller.supervisor.config import load_table_config
+from controller.supervisor.rig import ROOT, concrete_config, table_file
+from sim.table import SimTable
+from tests.console.conftest import PASSWORDS, write_users
+
+GUARD_S = 30.0
+
+
+async def _line(proc: asyncio.subprocess.Process, event: str) -> dict[str, Any]:
+    assert proc.stdout is not None
+    while True:
+        raw = await proc.stdout.readline()
+        assert raw, "tablectl run ended"
+        line = json.loads(raw)
+        if line["event"] == event:
+            return dict(line)
+
+
+async def test_tablectl_run_serves_the_console(tmp_path: Path) -> None:
+    cfg = load_table_config(table_file("double-back-jack"))
+    sim = SimTable(cfg.devices, cfg.options.spec, seed=3, decks=cfg.options.decks)
+    await sim.start()
+    config = concrete_config("double-back-jack", sim, tmp_path / "table.toml")
+    with config.open("a") as f:
+        f.write('[console]\nlisten = "127.0.0.1:0"\nusers = "users.toml"\n')
+    write_users(tmp_path / "users.toml")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "controller.cli", "run", "--config", str(config),
+        "--journal", str(tmp_path / "j.db"), cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        async with asyncio.timeout(GUARD_S):
+            listening = await _line(proc, "console_listening")
+            url = f"http://127.0.0.1:{listening['port']}"
+            async with aiohttp.ClientSession(url, cookie_jar=aiohttp.CookieJar(unsafe=True)) as c:
+                async with c.post("/api/login", json={"user": "flo", "password": PASSWORDS["flo"]}) as r:
+                    csrf = (await r.json())["csrf"]
+                async with c.post(
+                    "/api/actions/new_dealer", json={"name": "dana"}, headers={"X-CSRF-Token": csrf}
+                ) as r:
+                    assert (await r.json())["ok"] is True
+                async with c.get("/api/events") as stream:
+                    assert (await stream.content.readline()).startswith(b"event: display")
+                    proc.send_signal(signal.SIGTERM)
+                    await stream.content.read()  # the server ends the stream as it shuts down
+            assert await proc.wait() == 0
+            assert proc.stdout is not None
+            lines = [json.loads(x) for x in (await proc.stdout.read()).splitlines() if x.strip()]
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await sim.stop()
+    assert any(x["event"] == "stopped" for x in lines)
+    assert not any("floor-secret" in json.dumps(x) for x in lines)
+
+
+@pytest.mark.parametrize(
+    ("section", "error"),
+    [
+        ('[console]\nlisten = "0.0.0.0"\n', "console.listen: must be HOST:PORT"),
+        ('[console]\nlisten = "localhost:80"\n', "console.listen: must be HOST:PORT with an IP address"),
+        ("[console]\nport = 80\n", "console.port: unknown key (expected listen, users, allow_hosts)"),
+        ('[console]\nallow_hosts = ["http://x:1"]\n', "console.allow_hosts: must be a list of host names"),
+    ],
+)
+def test_a_bad_console_section_is_one_line(
+    section: str, error: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = table_file("double-back-jack")
+    config = tmp_path / "t.toml"
+    text = src.read_text(encoding="utf-8").replace('game = "', f'game = "{src.parent}/')
+    config.write_text(text.replace('profile = "', f'profile = "{src.parent}/') + section, encoding="utf-8")
+    assert tablectl(["config", "check", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"{config}: {error}" or err.strip().startswith(f"{config}: {error}"), err
