@@ -351,11 +351,12 @@ class Supervisor:
         self.telemetry.device_health(name, health.value)
         self.telemetry.state_changed(self.snapshot())
         self._changed()
-        if health in (DeviceHealth.ONLINE, DeviceHealth.OUT_OF_ORDER):
-            # Degraded is no answer (a failed connect says so); out of order: the floor's mark
-            # stands whether the device answers or not.
-            self._answered.add(name)
-        if not self.ready.is_set() and self._answered >= set(self.health):
+        if health is DeviceHealth.ONLINE:
+            self._answered.add(name)  # degraded is no answer: a failed connect says so
+        # Out of order (also as restored from the journal at start): the floor's mark stands
+        # whether the device answers or not.
+        heard = all(n in self._answered or h is DeviceHealth.OUT_OF_ORDER for n, h in self.health.items())
+        if not self.ready.is_set() and heard:
             self.ready.set()
             t = self.table
             seq = self.jt.journal.last_seq if self.jt else 0
