@@ -199,9 +199,10 @@ def load_devices(
         key = (d.endpoint.bus_key, d.device_id)
         if d.endpoint.transport is not TransportKind.MQTT and (d.endpoint.port or d.endpoint.path):
             if key in seen:
+                rtu = d.endpoint.transport is TransportKind.MODBUS_RTU
                 raise ConfigError(
                     f"{src}: devices.{d.name}.device_id: {d.device_id} is already used by "
-                    f"devices.{seen[key]} on the same bus"
+                    f"devices.{seen[key]} on the same bus" + (" (one id per RTU line)" if rtu else "")
                 )
             seen[key] = d.name
         gap = gaps.setdefault(d.endpoint.bus_key, d.endpoint.gap_s)

@@ -96,6 +96,9 @@ class WireDealer:
                     message = await anext(aiter(client.messages))
                 snap = json.loads(bytes(message.payload)).get("snapshot", {})
                 if not self._opened:
+                    devices = snap.get("devices") or {}
+                    if not devices or any(h != "online" for h in devices.values()):
+                        continue  # the controller takes commands once every device has answered
                     await self._open_table(client, snap)
                 if self._settled(snap) >= rounds:
                     return self.stats
@@ -118,7 +121,7 @@ class WireDealer:
     async def _open_table(self, client: aiomqtt.Client, snap: dict[str, Any]) -> None:
         """673a.4: the floor verifies both batches' decks and the dealer comes in."""
         for back in snap.get("batches", {}):
-            await self._floor(client, "verify_inspection", {"back": back, "dealer": DEALER_NAME})
+            await self._floor(client, "inspection_verified", {"back": back, "dealer": DEALER_NAME})
         await self._floor(client, "new_dealer", {"name": DEALER_NAME})
         self._opened = True
 
