@@ -22,6 +22,7 @@ from controller.rules.requests import (
     SecondChanceOffer,
     SurrenderOffer,
 )
+from controller.table.sections import section
 
 if TYPE_CHECKING:
     from controller.rules.state import RoundState
@@ -63,17 +64,26 @@ def _asking(table: Table) -> dict[str, Any]:
     if table.halted:
         a = table.halted[0]
         return {"what": "floor", "section": a.section, "message": a.message}
+    cut = table.cut
+    if cut is not None:  # a batch shuffled by hand: the cut of 673a.5(c)-(d) before the shoe
+        if cut.cut_at is None:
+            seat = cut.offer_order[0] if cut.offer_order else 0
+            return {"what": "cut", "back": cut.back, "seat": seat or "dealer",
+                    "section": section(table.chapter, "5(c)")}  # fmt: skip
+        if cut.cover_from_bottom is None:
+            return {"what": "cover_card", "back": cut.back, "section": section(table.chapter, "5(d)")}
+        return {"what": "cut_to_shoe", "back": cut.back}
     wild = table.wild
     if wild is not None:
-        if not wild.dealt:  # 687a.9(c)-(e): the hands are dealt from the hand, then Next
-            return {"what": "wild_deal", "boxes": list(wild.boxes)}
+        if not wild.dealt:  # 687a.9(c)-(e): Start Game, the hands dealt from the hand, then Next
+            return {"what": "wild_deal", "boxes": list(wild.boxes), "locked": wild.locked}
         return {"what": "stub", "cards": wild.stub_expected}  # 687a.9(f): counted or put away
     rnd = table.round
     if rnd is None or rnd.request is None:
-        if table.shoe_back is None:
+        if table.shoe_back is None and table.blackjack:
             return {"what": "batch"}  # the next shuffled batch into the shoe (or the hand)
         if table.burns_due:
-            return {"what": "burn", "cards": table.burns_due}  # 673a.7(c)
+            return {"what": "burn", "cards": table.burns_due, "section": section(table.chapter, "7(c)")}
         return {"what": "bets"}  # chips on the sensors, then Start Game
     req, state = rnd.request, rnd.state
     up = str(state.dealer[0]) if state.dealer else None
