@@ -364,9 +364,15 @@ class Supervisor:
 
     @property
     def shoe_failed(self) -> bool:
-        """A failed shoe stops dealing (no round opens till it is back or restored)."""
-        shoe = next((n for n, k in self.kinds.items() if k is DeviceKind.SHOE), None)
-        return shoe is not None and self.health.get(shoe) in (DeviceHealth.FAULT, DeviceHealth.OUT_OF_ORDER)
+        """A failed shoe stops dealing (no round opens till it is back or restored). Read from the
+        table's journalled state, not from the driver's health: a shoe that went offline is a
+        journalled ``device_failed`` with its alarm, one marked out of order a journalled mark with
+        who, and a driver that crashed on a bug of ours is neither (the shoe's counters, read on
+        from the journal once the driver restarts, lose no card meanwhile)."""
+        if self.jt is None:
+            return False
+        t = self.table
+        return "shoe" in t.failed_devices or "shoe" in t.out_of_order
 
     # ================================================================== the core, journal first
     def _mark(self, seen: Seen) -> None:
