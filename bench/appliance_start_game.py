@@ -188,9 +188,9 @@ class Marks:
         assert sup.jt is not None
         handle, send = sup.jt.handle, sup._send_device
 
-        def timed_handle(inp: Any, now: float) -> Any:
+        def timed_handle(inp: Any, now: float, *rest: Any) -> Any:
             t = time.perf_counter()
-            step = handle(inp, now)
+            step = handle(inp, now, *rest)
             if any(e.kind == "round_started" for e in step.events):
                 marks.step.append((t, time.perf_counter()))
             return step

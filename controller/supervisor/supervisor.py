@@ -537,7 +537,7 @@ class Supervisor:
             kinds: list[str] = []
             for inp in inputs:
                 try:
-                    step = await self._step(inp, None, who, {"action": name, "who": who, "role": role})
+                    step = await self._step(inp, None, who, taken_by={"action": name, "who": who, "role": role})
                 except (RuleViolation, JournalError) as e:
                     self.log.warning("refused", input=type(inp).__name__, who=who, error=str(e))
                     return {"ok": False, "error": str(e), "events": kinds}
