@@ -404,6 +404,10 @@ class Supervisor:
         for cmd in step.commands:
             await self._carry_out(cmd)
         await self._follow_ups(step, was_in_round=before)
+        if self._unsent:
+            # Let the senders put what was just queued on the wire before the bookkeeping below
+            # (one turn of the loop): the lock's write is not kept waiting by log lines.
+            await asyncio.sleep(0)
         if step.events:
             self._steps += 1
             self.log.info(
