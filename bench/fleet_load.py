@@ -19,7 +19,7 @@ import struct
 import time
 from dataclasses import dataclass, field
 
-from controller.journal import Classification, Record
+from controller.journal import GENESIS_HASH, Classification, Record, canonical_json, record_hash
 from controller.telemetry.payloads import birth, death, encode, event_message, state
 from controller.telemetry.topics import TableTopics
 from sim.mqtt_broker.packets import MAX_PACKET_ID, PacketType, encode_remaining_length, packet, utf8_field
@@ -78,6 +78,10 @@ class SimTable:
     seq: int = 0
     packet_id: int = 0
     sent: int = 0
+    # chained: each event carries its real hash and prev_hash (bench/archive_load.py checks the
+    # chain); otherwise placeholders, which a fleet view does not look at.
+    chained: bool = False
+    prev_hash: str = GENESIS_HASH
     events_topic: bytes = field(init=False)
     state_topic: bytes = field(init=False)
 
@@ -93,8 +97,15 @@ class SimTable:
         self.seq += 1
         self.sent += 1
         dealt = {"box": self.seq % 6 + 1, "card": "QH", "hand": 0, "round": self.seq // 12, "back": "red"}
-        record = Record(self.seq, now, "card_dealt", Classification.PUBLIC, dealt, "0" * 64, "f" * 64)
-        return publish_frame(self.events_topic, self._next_id(), encode(event_message(record)))
+        if self.chained:
+            public = Classification.PUBLIC.value
+            digest = record_hash(self.seq, now, "card_dealt", public, canonical_json(dealt), self.prev_hash)
+            record = Record(self.seq, now, "card_dealt", Classification.PUBLIC, dealt, self.prev_hash, digest)
+            self.prev_hash = digest
+        else:
+            record = Record(self.seq, now, "card_dealt", Classification.PUBLIC, dealt, "0" * 64, "f" * 64)
+        body = encode(event_message(record, prev_public=self.chained))
+        return publish_frame(self.events_topic, self._next_id(), body)
 
     def state(self) -> bytes:
         self.sent += 1
@@ -103,7 +114,9 @@ class SimTable:
         return publish_frame(self.state_topic, self._next_id(), body, retain=True)
 
 
-async def open_tables(port: int, first: int, count: int, site: str = "bench") -> list[SimTable]:
+async def open_tables(
+    port: int, first: int, count: int, site: str = "bench", *, chained: bool = False
+) -> list[SimTable]:
     loop = asyncio.get_running_loop()
     tables: list[SimTable] = []
     for i in range(first, first + count):
@@ -114,7 +127,7 @@ async def open_tables(port: int, first: int, count: int, site: str = "bench") ->
         assert proto.transport is not None
         proto.transport.write(connect_frame(f"bench-{topics.table}", topics.status, will))
         await proto.connected
-        table = SimTable(topics, proto)
+        table = SimTable(topics, proto, chained=chained)
         status = encode(birth(identity, f"bench-{i}", 0, 0))
         proto.transport.write(publish_frame(utf8_field(topics.status), table._next_id(), status, retain=True))
         tables.append(table)
@@ -151,6 +164,8 @@ async def publish(tables: list[SimTable], rate: float, seconds: float, start_at:
     return sent
 
 
-async def run_worker(port: int, first: int, count: int, rate: float, seconds: float, start_at: float) -> int:
-    tables = await open_tables(port, first, count)
+async def run_worker(
+    port: int, first: int, count: int, rate: float, seconds: float, start_at: float, *, chained: bool = False
+) -> int:
+    tables = await open_tables(port, first, count, chained=chained)
     return await publish(tables, rate, seconds, start_at)

@@ -11,11 +11,11 @@ Keys under ``[rulings]`` are the readings of ambiguous text listed in docs/rulin
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError, RuleViolation
 from controller.games import GameId, GameSpec, game_spec
 
@@ -299,11 +299,7 @@ def _key_for(section: str) -> str:
 def load_game_options(path: Path | str) -> GameOptions:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"{p}: cannot read: {e.strerror}") from None
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{p}: not valid TOML: {e}") from None
+        doc = read_toml(p)
+    except InputRefused as e:
+        raise ConfigError(f"{p}: {e}") from None
     return options_from_dict(doc, str(p))

@@ -9,12 +9,12 @@ decisions are read.
 
 from __future__ import annotations
 
-import json
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from controller.bounded import MAX_CONFIG_BYTES, InputRefused, load_json
 from controller.cards import Card, CardError, parse_card
 from controller.errors import RuleViolation, ScriptError
 from controller.game_config import GameOptions, default_options
@@ -285,8 +285,8 @@ class ScriptedRound:
 
 def run_script(text: str) -> dict[str, Any]:
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ScriptError(f"script: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+        doc = load_json(text, max_bytes=MAX_CONFIG_BYTES)
+    except InputRefused as e:
+        raise ScriptError(f"script: {e}") from None
     options, shoe, seats = parse_script(doc)
     return ScriptedRound(options, shoe, seats).play()

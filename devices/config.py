@@ -298,6 +298,7 @@ def _one(
     # Other sim keys stay free-form (each simulator reads its own); only the account is checked here.
     w_sim = _Where(src, f"{name}.sim")
     _no_literal_password(w_sim, sim)
+    _check_sim_numbers(w_sim, sim)
     if transport is TransportKind.MQTT:
         # The simulated device reaches the same broker as the appliance: same TLS, its own account.
         sim_environ = environ if side != "appliance" else None
@@ -338,6 +339,26 @@ def _no_literal_password(w: _Where, t: Mapping[str, Any]) -> None:
     if "password" in t:
         # Table files are copied, diffed and attached to tickets; the value is never echoed.
         raise w.fail("password", "a password is never written in the table config; use password_env")
+
+
+# The simulators' own numbers ([devices.<name>.sim]): (lowest, highest, whole numbers only, rule).
+# Checked here so that a wrong type is one line naming the key, not a traceback in the simulator.
+_SIM_NUMBERS: Final[dict[str, tuple[float, float, bool, str]]] = {
+    "decks": (1, 12, True, "must be a whole number of decks from 1 to 12"),
+    "cycle_s": (0.001, 3600, False, "must be a number of seconds above 0, at most 3600"),
+    "heartbeat_s": (0.001, 60, False, "must be a number of seconds above 0, at most 60"),
+    "cover_fraction": (0.01, 0.99, False, "must be a fraction of the shoe between 0.01 and 0.99"),
+}
+
+
+def _check_sim_numbers(w: _Where, sim: Mapping[str, Any]) -> None:
+    for key, (low, high, whole, rule) in _SIM_NUMBERS.items():
+        if key not in sim:
+            continue
+        v = sim[key]
+        number = isinstance(v, int) or (isinstance(v, float) and not whole)
+        if isinstance(v, bool) or not number or not low <= float(v) <= high:
+            raise w.fail(key, rule)
 
 
 def _mqtt_access(

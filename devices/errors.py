@@ -37,7 +37,12 @@ class DeviceRefused(BadResponse):
 
 
 class FrameDecodeError(DeviceError):
-    """A frame or register block that does not decode per the device profile."""
+    """A frame or register block that does not decode per the device profile; ``count`` broken
+    frames in a row when a decoder coalesced them."""
+
+    def __init__(self, reason: str, count: int = 1) -> None:
+        super().__init__(reason)
+        self.count = count
 
 
 class CommandRejected(DeviceError):

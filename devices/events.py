@@ -108,9 +108,11 @@ class DeviceGlitch(DeviceEvent):
 
 @dataclass(frozen=True, slots=True)
 class FrameError(DeviceEvent):
-    """A frame or register block was rejected; the driver carries on with the next one."""
+    """A frame or register block was rejected; the driver carries on with the next one.
+    ``count``: how many in a row this one event stands for (a burst is one event)."""
 
     reason: str
+    count: int = 1
 
 
 # -- shuffler -----------------------------------------------------------------------------------

@@ -45,6 +45,29 @@ def encode_frame(profile: Profile, name: str, values: dict[str, int]) -> bytes:
     return encode_raw(profile.line, spec.tag, [str(values[f.name]) for f in spec.fields])
 
 
+class _ErrorRun:
+    """Errors between two frames, kept as one: the first reason and how many there were."""
+
+    def __init__(self, out: list[Frame | FrameDecodeError]) -> None:
+        self.out = out
+        self.first = ""
+        self.count = 0
+
+    def add(self, reason: str, count: int = 1) -> None:
+        if self.count == 0:
+            self.first = reason
+        self.count += count
+
+    def close(self) -> None:
+        if self.count == 1:
+            self.out.append(FrameDecodeError(self.first))
+        elif self.count > 1:
+            self.out.append(
+                FrameDecodeError(f"{self.first} (and {self.count - 1} more frame errors)", self.count)
+            )
+        self.count = 0
+
+
 class LineDecoder:
     """Feed it bytes as they come; it returns whole frames and one error per broken frame."""
 
@@ -58,37 +81,53 @@ class LineDecoder:
         self._by_tag = {f.tag: f for f in profile.frames.values()}
 
     def feed(self, data: bytes) -> list[Frame | FrameDecodeError]:
+        """Frames in order, and the errors among them; a run of errors with no frame between is
+        one FrameDecodeError carrying the count. Linear in the bytes fed: every search is bounded
+        by the longest frame, so a flood of start characters or noise costs no more than its size
+        (issue 11: 1 MiB of "$" was one error and one full-buffer search per byte)."""
         self._buf += data
         out: list[Frame | FrameDecodeError] = []
+        errors = _ErrorRun(out)
+        # A frame is start + at most max_length + end: nothing further on can end it.
+        window = 1 + self.fmt.max_length + len(self._end)
         while True:
             start = self._buf.find(self._start)
             if start < 0:
                 if self._buf.strip(b"\r\n\x00 "):
-                    out.append(FrameDecodeError("noise between frames discarded"))
+                    errors.add("noise between frames discarded")
                 self._buf.clear()
+                errors.close()
                 return out
             if start > 0:
-                if bytes(self._buf[:start]).strip(b"\r\n\x00 "):
-                    out.append(FrameDecodeError("noise between frames discarded"))
+                if self._buf[:start].strip(b"\r\n\x00 "):
+                    errors.add("noise between frames discarded")
                 del self._buf[:start]
-            end = self._buf.find(self._end, 1)
-            restart = self._buf.find(self._start, 1)
-            if restart >= 0 and (end < 0 or restart < end):
-                # A new frame began before this one ended: this one was cut short.
-                out.append(FrameDecodeError("truncated frame (new frame began before its end)"))
+            end = self._buf.find(self._end, 1, window)
+            restart = self._buf.rfind(self._start, 1, end if end >= 0 else window)
+            if restart >= 0:
+                # Each start before the last one in reach began a frame that never ended.
+                errors.add(
+                    "truncated frame (new frame began before its end)",
+                    self._buf.count(self._start, 0, restart),
+                )
                 del self._buf[:restart]
                 continue
             if end < 0:
-                if len(self._buf) > self.fmt.max_length:
-                    out.append(FrameDecodeError(f"frame longer than {self.fmt.max_length} bytes"))
-                    self._buf.clear()
+                if len(self._buf) >= window:
+                    errors.add(f"frame longer than {self.fmt.max_length} bytes")
+                    del self._buf[:window]
+                    continue
+                errors.close()
                 return out
             raw = bytes(self._buf[1:end])
             del self._buf[: end + len(self._end)]
             try:
-                out.append(self.decode_body(raw))
+                frame = self.decode_body(raw)
             except FrameDecodeError as exc:
-                out.append(exc)
+                errors.add(str(exc))
+            else:
+                errors.close()
+                out.append(frame)
 
     def decode_body(self, raw: bytes) -> Frame:
         """Check and decode one frame without its start and end markers."""

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import itertools
 import pathlib
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
+from controller.bounded import InputRefused, read_toml
 from devices.errors import FrameDecodeError, ProfileError
 
 
@@ -296,11 +296,9 @@ class _Checker:
 
 def load_profile(path: pathlib.Path) -> Profile:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read profile ({exc.strerror or exc})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"{path}: not valid TOML ({exc})") from None
+        data = read_toml(path)
+    except InputRefused as exc:
+        raise ProfileError(f"{path}: cannot use profile ({exc})") from None
     return parse_profile(data, path)
 
 

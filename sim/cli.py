@@ -16,6 +16,7 @@ import sys
 import structlog
 
 from controller.errors import TablectlError
+from controller.supervisor.logs import route_stdlib_logging
 from sim.table import SimTable
 
 
@@ -41,6 +42,7 @@ def main(argv: list[str]) -> int:
             wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
             logger_factory=structlog.PrintLoggerFactory(sys.stderr),
         )
+        route_stdlib_logging(logging.WARNING)  # pymodbus's frame dumps hold the devices' cards
     try:
         table = SimTable.from_file(args.config, seed=args.seed)
     except TablectlError as exc:

@@ -22,6 +22,10 @@ class WireFaults:
     link_down: bool = False  # the link itself is gone (server closed, line dead)
     out_of_range: dict[str, int] = field(default_factory=dict)  # register name -> raw word
     replace_with: list[bytes] = field(default_factory=list)  # serve these bytes instead, in turn
+    # Answer the next n requests under this unit id instead of our own (0: off): a neighbour on a
+    # shared RTU line answering out of turn. Applied by the Modbus server, which knows the framing.
+    wrong_id: int = 0
+    wrong_id_count: int = 0
     rng: random.Random = field(default_factory=lambda: random.Random(7))
     _released: asyncio.Event | None = None
 

@@ -39,6 +39,11 @@ class _OnBytes(Protocol):
     def __call__(self, data: bytes) -> None: ...
 
 
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class PtySink:
     def __init__(self) -> None:
         self._pty: Pty | None = None
@@ -65,6 +70,27 @@ class PtySink:
         if self._pty is not None and data:
             with contextlib.suppress(BlockingIOError, OSError):
                 os.write(self._pty.fd, data)
+
+    async def send_all(self, data: bytes, chunk: int = 4096) -> None:
+        """Every byte of ``data``, as fast as the other end reads (a flood; ``send`` writes what
+        the pty takes at once and drops the rest, as a UART with a full buffer would)."""
+        loop = asyncio.get_running_loop()
+        view = memoryview(data)
+        while view and self._pty is not None:
+            fd = self._pty.fd
+            try:
+                view = view[os.write(fd, view[:chunk]) :]
+                continue
+            except BlockingIOError:
+                pass
+            except OSError:
+                return
+            writable: asyncio.Future[None] = loop.create_future()
+            loop.add_writer(fd, _resolve, writable)
+            try:
+                await writable
+            finally:
+                loop.remove_writer(fd)
 
     async def close(self) -> None:
         if self._pty is not None:
@@ -210,7 +236,10 @@ class _Connection:
     def lost(self) -> None:
         now = asyncio.get_running_loop().time()
         for deadline in list(self.waiting):
-            deadline.reschedule(now)
+            # lost() runs twice for one loss (the pump's end, then close()); the first call's
+            # deadline may already have fired, and a Timeout that is expiring refuses reschedule().
+            if not deadline.expired():
+                deadline.reschedule(now)
 
 
 async def _pump(client: aiomqtt.Client, on_bytes: _OnBytes) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 from pymodbus.constants import ExcCodes
 from pymodbus.framer import FramerType
+from pymodbus.framer.rtu import FramerRTU
 from pymodbus.server import ModbusSerialServer, ModbusTcpServer
 from pymodbus.simulator import DataType, SimData, SimDevice
 
@@ -90,9 +91,24 @@ def _shaper(devices: list[RegisterSim], id_offset: int) -> Callable[[bool, bytes
         if not sending or len(data) <= id_offset:
             return data
         dev = by_id.get(data[id_offset])
-        return dev.faults.shape(data) if dev is not None else data
+        if dev is None:
+            return data
+        faults = dev.faults
+        if faults.wrong_id and faults.wrong_id_count > 0:
+            faults.wrong_id_count -= 1
+            data = _with_unit_id(data, id_offset, faults.wrong_id)
+        return faults.shape(data)
 
     return trace
+
+
+def _with_unit_id(data: bytes, id_offset: int, unit: int) -> bytes:
+    out = bytearray(data)
+    out[id_offset] = unit
+    if id_offset == 0:  # RTU: the CRC covers the id
+        crc = FramerRTU.compute_CRC(bytes(out[:-2]))
+        out[-2:] = crc.to_bytes(2, "big")
+    return bytes(out)
 
 
 class ModbusTcpSim:

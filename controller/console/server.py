@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 import structlog
 from aiohttp import web
 
+from controller.bounded import InputRefused, load_json
 from controller.console.display import asking, display
 from controller.console.users import MAX_PASSWORD, NAME, User, hash_password, load_users, verify_password
 from controller.errors import ConfigError
@@ -254,9 +255,9 @@ class Console:
         if not body:
             return {}
         try:
-            doc = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            raise web.HTTPBadRequest(reason="the body is not JSON") from None
+            doc = load_json(body, max_bytes=MAX_BODY)
+        except InputRefused as e:
+            raise web.HTTPBadRequest(reason=f"the body: {e}") from None
         if not isinstance(doc, dict):
             raise web.HTTPBadRequest(reason="the body must be a JSON object")
         return doc

@@ -19,11 +19,11 @@ import os
 import re
 import secrets
 import sys
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError
 from controller.supervisor.actions import ROLES
 
@@ -71,13 +71,11 @@ def verify_password(password: str, encoded: str) -> bool:
 
 def load_users(path: Path) -> dict[str, User]:
     """The users in ``path`` (none when it does not exist); ConfigError naming file and key."""
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         return {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+    try:
+        doc = read_toml(path, max_bytes=MAX_FILE_BYTES)
+    except InputRefused as e:
         raise ConfigError(f"{path}: {e}") from None
     extra = sorted(set(doc) - {"users"})
     if extra:

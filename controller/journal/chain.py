@@ -7,10 +7,10 @@ assumed: a tamperer with the sqlite3 shell can put anything in a column.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from controller.bounded import MAX_RECORD_BYTES, InputRefused, load_json
 from controller.journal.model import GENESIS_HASH, Classification, record_hash
 
 ROW_COLUMNS = "seq, at, kind, classification, payload, prev_hash, hash"
@@ -38,9 +38,9 @@ def _invalid_field(row: Row) -> str | None:
     if not isinstance(payload, str):
         return "payload is not text"
     try:
-        decoded = json.loads(payload)
-    except ValueError:
-        return "payload is not JSON"
+        decoded = load_json(payload, max_bytes=MAX_RECORD_BYTES)
+    except InputRefused as e:
+        return f"payload: {e}"
     if not isinstance(decoded, dict):
         return "payload is not a JSON object"
     return None

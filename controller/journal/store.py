@@ -10,6 +10,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from controller.bounded import MAX_RECORD_BYTES, InputRefused, load_json
+from controller.errors import short_reason
 from controller.journal.chain import ROW_COLUMNS, ChainWalker, Problem, Row
 from controller.journal.model import (
     GENESIS_HASH,
@@ -90,6 +92,62 @@ def _check_format(conn: sqlite3.Connection, name: str) -> bool:
     raise JournalError(f"{name}: not a tablectl journal")
 
 
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+class DamagedJournalError(JournalError):
+    """Our journal, but SQLite cannot read all of it; ``where`` says where it breaks."""
+
+    def __init__(self, path: str | Path, where: str) -> None:
+        super().__init__(f"{path}: damaged journal: {where}; restore it from a copy")
+        self.where = where
+
+
+def unreadable(path: str | Path, error: BaseException) -> JournalError:
+    """Why SQLite cannot read ``path``, told apart: a file that is not ours ("not a tablectl
+    journal") or our journal damaged, with where (truncated at which byte and page, or SQLite's
+    own account of the first bad page). A damaged journal is evidence: restore it, do not replace it."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(100)
+            size = os.fstat(f.fileno()).st_size
+    except OSError as e:
+        return JournalError(f"{path}: cannot read: {e.strerror or e}")
+    if not header.startswith(_SQLITE_MAGIC[: len(header)]) or not header:
+        return JournalError(f"{path}: not a tablectl journal (not an SQLite database)")
+    if len(header) < 100:
+        return DamagedJournalError(path, f"truncated to {size} bytes, inside the SQLite header")
+    if int.from_bytes(header[68:72], "big") != APPLICATION_ID:
+        return JournalError(f"{path}: not a tablectl journal (another application's SQLite database)")
+    page_size = int.from_bytes(header[16:18], "big") or 1
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    if size < page_size * pages:
+        where = (
+            f"truncated at byte {size} of {page_size * pages} (in page {size // page_size + 1} of {pages})"
+        )
+        return DamagedJournalError(path, where)
+    return DamagedJournalError(path, _first_bad_page(path) or short_reason(error))
+
+
+def is_damage(error: sqlite3.DatabaseError) -> bool:
+    """SQLite's own word that the file's bytes are wrong (not, say, a dropped table)."""
+    return getattr(error, "sqlite_errorcode", None) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def _first_bad_page(path: str | Path) -> str | None:
+    try:
+        conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            row = conn.execute("PRAGMA quick_check(1)").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    text = str(row[0]) if row else ""
+    return None if text in ("", "ok") else text.replace("\n", " ")[:200]
+
+
 def connect(path: str | Path, *, readonly: bool, create: bool) -> tuple[sqlite3.Connection, bool]:
     """Open the SQLite file and check it is a journal (or empty); return it and whether it is new."""
     if sqlite3.sqlite_version_info < MIN_SQLITE:
@@ -97,6 +155,15 @@ def connect(path: str | Path, *, readonly: bool, create: bool) -> tuple[sqlite3.
     p = Path(path)
     if (readonly or not create) and not p.is_file():
         raise JournalError(f"{path}: no such journal")
+    if not readonly and create and not p.exists():
+        # The journal holds hole cards and stub contents: readable by the appliance's user alone.
+        # SQLite gives the -wal and -shm files it creates the database file's permissions.
+        try:
+            os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass  # created meanwhile by another opener: theirs is the mode
+        except OSError as e:
+            raise JournalError(f"{path}: cannot create: {e.strerror or e}") from None
     try:
         if readonly:
             conn = sqlite3.connect(p.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None)
@@ -108,9 +175,9 @@ def connect(path: str | Path, *, readonly: bool, create: bool) -> tuple[sqlite3.
         new = _check_format(conn, str(path))
         if new and readonly:
             raise JournalError(f"{path}: not a tablectl journal")
-    except sqlite3.DatabaseError:
+    except sqlite3.DatabaseError as e:
         conn.close()
-        raise JournalError(f"{path}: not a tablectl journal") from None
+        raise unreadable(path, e) from None
     except JournalError:
         conn.close()
         raise
@@ -147,8 +214,9 @@ def read_tail_problem(conn: sqlite3.Connection, count: int) -> Problem | None:
 def _record(row: Row) -> Record:
     seq, at, kind, classification, payload, prev_hash, hash_ = row
     try:
-        return Record(seq, at, kind, Classification(classification), json.loads(payload), prev_hash, hash_)
-    except (ValueError, TypeError):
+        doc = load_json(payload, max_bytes=MAX_RECORD_BYTES)
+        return Record(seq, at, kind, Classification(classification), doc, prev_hash, hash_)
+    except (ValueError, TypeError, InputRefused):
         raise JournalError(f"record {seq}: cannot be read (edited?); run tablectl journal verify") from None
 
 
@@ -193,6 +261,8 @@ class Journal:
                 _fsync_dir(Path(path).resolve().parent)
         except sqlite3.Error as e:
             conn.close()
+            if isinstance(e, sqlite3.DatabaseError) and is_damage(e):
+                raise unreadable(path, e) from None
             raise JournalError(f"{path}: cannot open: {e}") from None
         except BaseException:
             conn.close()
@@ -309,15 +379,31 @@ class Journal:
         Read in chunks, each its own short read transaction, so iterating never holds the WAL open
         and the caller may append (or another process may) between items.
         """
+        for row in self._rows(after_seq):
+            yield _record(row)
+
+    def verified_records(self) -> Iterator[Record]:
+        """Records from the first, each checked against the hash chain before it is yielded: for
+        showing evidence, which must not be printed from an edited journal. Raises BrokenChainError
+        naming the first bad record instead of yielding it."""
+        walker = ChainWalker()
+        for row in self._rows(0):
+            walker.feed(row)
+            if walker.problem is not None:
+                raise BrokenChainError(f"{self.path}: {walker.problem.reason}", walker.problem.first_bad_seq)
+            yield _record(row)
+
+    def _rows(self, after_seq: int) -> Iterator[Row]:
         conn = self._open_conn()
         last = after_seq
         while True:
             try:
                 rows = conn.execute(_READ_FROM, (last, _READ_CHUNK)).fetchall()
             except sqlite3.Error as e:
+                if isinstance(e, sqlite3.DatabaseError) and is_damage(e):
+                    raise unreadable(self.path, e) from None
                 raise JournalError(f"{self.path}: cannot read records: {e}") from None
-            for row in rows:
-                yield _record(row)
+            yield from rows
             if len(rows) < _READ_CHUNK:
                 return
             last = rows[-1][0]

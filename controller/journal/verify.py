@@ -9,7 +9,7 @@ from pathlib import Path
 
 from controller.journal.chain import ROW_COLUMNS, ChainWalker
 from controller.journal.model import JournalError
-from controller.journal.store import connect
+from controller.journal.store import DamagedJournalError, connect, is_damage, unreadable
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,12 @@ def verify_journal(path: str | Path) -> VerifyResult:
             cursor = conn.execute("SELECT published_seq FROM telemetry_cursor WHERE id = 1").fetchone()
             conn.execute("COMMIT")
         except sqlite3.DatabaseError as e:
+            damage = unreadable(path, e) if is_damage(e) else None
+            if isinstance(damage, DamagedJournalError):
+                after = walker.rows  # the records before the damage were read and chained
+                return VerifyResult(
+                    False, after, after + 1, f"damaged journal after record {after}: {damage.where}"
+                )
             return VerifyResult(False, walker.rows, None, f"journal tables missing or altered (edited?): {e}")
     finally:
         conn.close()
@@ -52,6 +58,9 @@ def verify_main(path: str) -> int:
     """``tablectl journal verify PATH``: 0 intact, 1 not intact, 2 nothing to verify."""
     try:
         result = verify_journal(path)
+    except DamagedJournalError as e:
+        print(str(e))
+        return 1  # ours, and not intact
     except JournalError as e:
         print(str(e), file=sys.stderr)
         return 2

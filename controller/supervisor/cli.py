@@ -13,10 +13,10 @@ import asyncio
 import logging
 import signal
 import sys
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from controller.bounded import InputRefused, read_toml
 from controller.console.settings import ConsoleSettings, console_settings
 from controller.errors import ConfigError, TablectlError
 from controller.supervisor import logs
@@ -86,8 +86,8 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
 
 def _console_settings(path: Path, listen: str | None, users: Path | None) -> ConsoleSettings | None:
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as e:
+        doc = read_toml(path)
+    except InputRefused as e:
         raise ConfigError(f"{path}: {e}") from None
     return console_settings(doc, path.parent, str(path), listen, users)
 

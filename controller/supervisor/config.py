@@ -8,16 +8,16 @@ Every problem is one ConfigError line: ``<file>: <key>: <rule>``.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError, RuleViolation
 from controller.game_config import GameOptions, load_game_options
 from controller.games import GameId
-from devices.config import DeviceConfig, Side, load_devices
+from devices.config import DeviceConfig, Side, TransportKind, load_devices
 from devices.profiles import DeviceKind
 
 # The table id and site name files (/var/lib/tablectl/<id>.db), MQTT topic levels (tablectl/<site>/
@@ -65,11 +65,9 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
     `tablectl run` reads only the appliance's password, `tablectl sim` only the device's."""
     p = Path(path)
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(f"{p}: cannot read: {e.strerror or e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{p}: not valid TOML: {e}") from None
+        doc = read_toml(p)
+    except InputRefused as e:
+        raise ConfigError(f"{p}: {e}") from None
     table = doc.get("table")
     if not isinstance(table, dict):
         raise ConfigError(f"{p}: table: a [table] section is required")
@@ -98,6 +96,7 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
     devices = load_devices(
         devices_doc, p.parent, source=str(p), topic_prefix=f"tabledev/{site}/{table_id}", side=side
     )
+    _one_id_per_rtu_line(p, devices)
     kinds = Counter(d.kind for d in devices)
     for kind, n in kinds.items():
         if n > 1:
@@ -114,6 +113,23 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
 
     console_settings(doc, p.parent, str(p), need_users=False)  # [console] checked here too
     return TableConfig(p, table_id, site, options, devices)
+
+
+def _one_id_per_rtu_line(p: Path, devices: list[DeviceConfig]) -> None:
+    """Modbus RTU addresses a device by its id on a shared line: two with one id would both answer
+    (or the wrong one would), and each would read the other's registers."""
+    seen: dict[tuple[str, int], str] = {}
+    for d in devices:
+        if d.endpoint.transport is not TransportKind.MODBUS_RTU:
+            continue
+        key = (d.endpoint.path, d.device_id)
+        if key in seen:
+            line = d.endpoint.path or "the simulator's line"
+            raise ConfigError(
+                f"{p}: devices.{d.name}.device_id: {d.device_id} is already devices.{seen[key]}'s on {line}"
+                " (one id per RTU line)"
+            )
+        seen[key] = d.name
 
 
 def check_main(argv: list[str]) -> int:

@@ -9,6 +9,7 @@ a shuffle order: we log kinds of events and one-line refusals, never payloads.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import MutableMapping
 from typing import Any, TextIO
@@ -22,7 +23,55 @@ def _device_on_every_line(_: Any, __: str, event_dict: MutableMapping[str, Any])
     return event_dict
 
 
+# pymodbus appends its recent frames to ERROR lines ("\n>>>>> recv: 0x3 0x3 ..."), and at DEBUG
+# logs each frame ("send: ...", "recv: ..."): register words, that is card codes before they are
+# public. Anything after the first line, and any run of hex bytes, never leaves this module.
+_HEX_RUN = re.compile(r"(?:\b0x[0-9a-fA-F]{1,2}\b[\s,]*){2,}|\b(?:[0-9a-fA-F]{2}[\s:]?){4,}\b")
+_FRAME_LINE = re.compile(r"^\s*(?:send|recv|extra)\s*:", re.IGNORECASE)
+MAX_LIBRARY_TEXT = 200
+
+
+def library_text(message: str) -> str | None:
+    """What may be logged of a library's message: its first line, frames and hex runs removed;
+    None for a line that is nothing but a frame."""
+    first = message.split("\n", 1)[0].strip()
+    if _FRAME_LINE.match(first):
+        return None
+    return _HEX_RUN.sub("[bytes redacted] ", first).strip()[:MAX_LIBRARY_TEXT]
+
+
+class _ToStructlog(logging.Handler):
+    """Every standard-library log record (pymodbus, aiomqtt/paho, asyncio, serial) as one of our
+    JSON lines, through ``library_text``; an exception is named by type only (its text and
+    traceback can quote a payload)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = library_text(record.getMessage())
+            if text is None:
+                return
+            fields: dict[str, Any] = {"logger": record.name}
+            if record.exc_info and record.exc_info[0] is not None:
+                fields["exc_type"] = record.exc_info[0].__name__
+            structlog.get_logger("library").log(record.levelno, text, **fields)
+        except Exception:  # a logging failure must not take the caller down
+            self.handleError(record)
+
+
+def route_stdlib_logging(level: int) -> None:
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, _ToStructlog):
+            root.removeHandler(handler)
+    root.addHandler(_ToStructlog())
+    root.setLevel(level)
+    # Never DEBUG for pymodbus, whatever the level: at DEBUG it logs every frame it sends and reads.
+    logging.getLogger("pymodbus").setLevel(max(level, logging.INFO))
+    logging.captureWarnings(True)
+
+
 def configure(level: int = logging.INFO, stream: TextIO | None = None, *, cache: bool = True) -> None:
+    route_stdlib_logging(level)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

@@ -8,12 +8,12 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-import tomllib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from controller.bounded import read_toml
 from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
@@ -62,7 +62,7 @@ def concrete_config(game: str, sim: SimTable, out: Path, poll_interval_s: float 
     """The example table file pointed at where ``sim`` listens (for ``tablectl run`` against
     simulators started in another process: tests and benchmarks)."""
     src = table_file(game)
-    doc = tomllib.loads(src.read_text(encoding="utf-8"))
+    doc = read_toml(src)
     lines = ["[table]"]
     table = doc["table"]
     table["game"] = str((src.parent / table["game"]).resolve())

@@ -44,7 +44,7 @@ from devices import commands as dc
 from devices import events as dev
 from devices.clock import REAL_CLOCK, Clock
 from devices.config import DeviceConfig
-from devices.drivers.base import Driver, PollSchedule, stop_if_cancelling
+from devices.drivers.base import EVENT_QUEUE_MAX, Driver, PollSchedule, stop_if_cancelling
 from devices.drivers.factory import build_drivers
 from devices.drivers.stub import StubCounterDriver
 from devices.errors import CommandRejected
@@ -86,7 +86,7 @@ class Supervisor:
             ("red", "blue"),
         )  # fmt: skip
         self.translator = Translator((str(backs[0]), str(backs[1])))
-        self.events: asyncio.Queue[dev.DeviceEvent] = asyncio.Queue()
+        self.events: asyncio.Queue[dev.DeviceEvent] = asyncio.Queue(EVENT_QUEUE_MAX)  # see Driver.emit
         self.health: dict[str, DeviceHealth] = {}
         self.kinds: dict[str, DeviceKind] = {d.name: d.kind for d in self.device_configs}
         self.drivers: dict[str, Driver] = {}
@@ -231,6 +231,7 @@ class Supervisor:
                 async with self._progress:
                     self._progress.notify_all()
             stop_if_cancelling()
+            await driver.flush_events()  # a full event queue holds this device, not the others
             if ok and name in self._crashed:  # restarted and answering again
                 self._crashed.discard(name)
                 await self._set_health(name, DeviceHealth.ONLINE)
@@ -287,6 +288,11 @@ class Supervisor:
         new = health_after(old, event)
         if new is not old:
             await self._set_health(name, new)
+        if isinstance(event, dev.FrameError):
+            # One line per event, and a burst is one or two events (the driver coalesces): the
+            # reason is the decoder's own text, never the bytes.
+            self.log.warning("frame_errors", device=name, count=event.count, reason=event.reason)
+            return  # nothing for the table, so not under the table's lock
         async with self._lock:
             seen = seen_of(event)
             inputs = self.translator.inputs(event, self.table)

@@ -6,10 +6,10 @@ floor's commands to that supervisor; ``CommandForwarder`` closes the loop once b
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
+from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError
 from controller.supervisor.config import TableConfig
 from controller.supervisor.supervisor import Supervisor
@@ -31,11 +31,19 @@ def build_telemetry(
 ) -> tuple[Telemetry | None, CommandForwarder]:
     """The table's telemetry (None when no broker is configured) and the forwarder to connect."""
     try:
-        doc = tomllib.loads(config.path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as e:
+        doc = read_toml(config.path)
+    except InputRefused as e:
         raise ConfigError(f"{config.path}: {e}") from None
     forwarder = CommandForwarder()
-    telemetry = telemetry_from_config(
-        doc, config.path.parent, broker_url, journal_path, command=forwarder, game=config.options.game.value
-    )
+    try:
+        telemetry = telemetry_from_config(
+            doc,
+            config.path.parent,
+            broker_url,
+            journal_path,
+            command=forwarder,
+            game=config.options.game.value,
+        )
+    except ConfigError as e:
+        raise ConfigError(f"{config.path}: {e}") from None  # the one line names the file too
     return telemetry, forwarder

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import aiomqtt
 
-from controller.errors import ConfigError
+from controller.errors import ConfigError, short_reason
 
 ENV_USERNAME = "TABLECTL_MQTT_USERNAME"
 ENV_PASSWORD = "TABLECTL_MQTT_PASSWORD"
@@ -106,7 +106,14 @@ def broker_settings(
     ca = _optional_str(section, "ca_file")
     ca_file = (base_dir / ca) if ca is not None else None
     if ca_file is not None and not ca_file.is_file():
-        raise ConfigError(f"telemetry: ca_file {ca_file}: no such file")
+        raise ConfigError(f"telemetry.ca_file: {ca}: no such file")
+    if ca_file is not None:
+        try:  # refused here, not looped on at run time (each connection attempt would fail)
+            ssl.create_default_context(cafile=str(ca_file))
+        except (OSError, ssl.SSLError) as e:
+            raise ConfigError(
+                f"telemetry.ca_file: {ca}: not a usable CA certificate ({short_reason(e)})"
+            ) from None
     keepalive = section.get("keepalive_s", 10)
     if isinstance(keepalive, bool) or not isinstance(keepalive, int) or not 2 <= keepalive <= 600:
         raise ConfigError("telemetry: keepalive_s must be a whole number of seconds from 2 to 600")

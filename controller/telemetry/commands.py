@@ -9,10 +9,10 @@ message changes nothing.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from controller.bounded import InputRefused, load_json
 from controller.supervisor.actions import ACTIONS, FLOOR, TEXT, Action, BadAction, check_args, lookup
 from controller.telemetry.payloads import PAYLOAD_VERSION
 
@@ -51,12 +51,10 @@ def _text(doc: dict[str, Any], key: str) -> str:
 
 def parse_command(name: str, payload: bytes) -> Command:
     """The command in ``payload``, or Refused naming what is wrong (never quoting the payload)."""
-    if len(payload) > MAX_COMMAND_BYTES:
-        raise Refused(f"payload larger than {MAX_COMMAND_BYTES} bytes")
     try:
-        doc = json.loads(payload)
-    except (ValueError, UnicodeDecodeError):
-        raise Refused("payload is not JSON") from None
+        doc = load_json(payload, max_bytes=MAX_COMMAND_BYTES)
+    except InputRefused as e:
+        raise Refused(f"payload {e}") from None
     if not isinstance(doc, dict):
         raise Refused("payload must be a JSON object")
     raw_id, raw_who = doc.get("id"), doc.get("who")

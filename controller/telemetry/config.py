@@ -17,11 +17,11 @@ import hashlib
 import importlib.metadata
 import os
 import platform
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError
 from controller.journal import canonical_json
 from controller.journal.store import FORMAT_VERSION
@@ -64,12 +64,15 @@ def game_name(table: Mapping[str, Any], base_dir: Path) -> str:
         return "unknown"
     path = base_dir / ref
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        doc = read_toml(path)
         if isinstance(doc.get("game"), str):
             return str(doc["game"])
-    except (OSError, tomllib.TOMLDecodeError):
+    except InputRefused:
         pass
     return Path(ref).stem
+
+
+TELEMETRY_KEYS = frozenset({"broker", "username", "password", "ca_file", "keepalive_s", "require_tls"})
 
 
 def telemetry_from_config(
@@ -95,6 +98,11 @@ def telemetry_from_config(
     section = table_doc.get("telemetry", {})
     if not isinstance(section, dict):
         raise ConfigError("telemetry: [telemetry] must be a table")
+    unknown = sorted(set(section) - TELEMETRY_KEYS)
+    if unknown:  # a misspelt require_tls would otherwise be silently off
+        raise ConfigError(
+            f"telemetry.{unknown[0]}: unknown key (expected {', '.join(sorted(TELEMETRY_KEYS))})"
+        )
     url = broker_url or section.get("broker")
     if url is None:
         return None

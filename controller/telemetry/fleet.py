@@ -11,10 +11,10 @@ seen from a table sets the baseline (a monitor that starts late has not lost any
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from controller.bounded import MAX_MESSAGE_BYTES, InputRefused, load_json
 from controller.telemetry.topics import parse_topic
 
 
@@ -56,6 +56,9 @@ class FleetView:
         self.tables: dict[tuple[str, str], TableView] = {}
         self.messages = 0
         self.malformed = 0
+        self.fold_errors = 0  # messages whose folding raised (a bug): counted and skipped
+        self.last_fold_error: str | None = None
+        self.stopped: str | None = None  # why the fold loop is no longer running; /healthz says so
 
     def table(self, site: str, table: str) -> TableView:
         view = self.tables.get((site, table))
@@ -69,8 +72,8 @@ class FleetView:
         if parsed is None or parsed.leaf == "cmd":
             return
         try:
-            doc = json.loads(payload)
-        except (ValueError, UnicodeDecodeError):
+            doc = load_json(payload, max_bytes=MAX_MESSAGE_BYTES)
+        except InputRefused:
             self.malformed += 1
             return
         if not isinstance(doc, dict):

@@ -40,22 +40,44 @@ from controller.telemetry.broker import ENV_PASSWORD, ENV_USERNAME, BrokerSettin
 from controller.telemetry.fleet import COLUMNS, FleetView, Row
 from controller.telemetry.topics import ROOT
 
+MAX_QUEUED = 10_000  # messages received but not yet folded; past it paho drops (and counts) them
+
 
 async def consume(settings: BrokerSettings, view: FleetView, *, topic: str = f"{ROOT}/#") -> None:
-    """Fold every message of the tree into ``view``, reconnecting for ever (cancel to stop)."""
+    """Fold every message of the tree into ``view``, reconnecting for ever (cancel to stop).
+
+    Supervised: a message whose folding raises is counted and skipped, a failure of the connection
+    is retried with backoff, and if the loop ever ends ``view.stopped`` says why, so that /healthz
+    stops answering ok."""
     delay = 0.5
-    while True:
-        client = settings.client(f"tablectl-monitor-{os.getpid()}", max_queued_incoming=0)
-        try:
-            async with client:
-                delay = 0.5
-                await client.subscribe(topic, qos=1)
-                async for message in client.messages:
-                    payload = message.payload
-                    view.ingest(message.topic.value, payload if isinstance(payload, bytes) else b"")
-        except aiomqtt.MqttError:
-            await asyncio.sleep(delay)  # the broker is away: try again, more slowly each time
+    try:
+        while True:
+            client = settings.client(f"tablectl-monitor-{os.getpid()}", max_queued_incoming=MAX_QUEUED)
+            try:
+                async with client:
+                    delay = 0.5
+                    await client.subscribe(topic, qos=1)
+                    async for message in client.messages:
+                        _fold(view, message)
+            except aiomqtt.MqttError:
+                pass  # the broker is away
+            except Exception as e:  # a bug: reported through the view, and the loop goes on
+                view.fold_errors += 1
+                view.last_fold_error = type(e).__name__
+            await asyncio.sleep(delay)  # try again, more slowly each time
             delay = min(delay * 2, 10.0)
+    except BaseException as e:
+        view.stopped = type(e).__name__
+        raise
+
+
+def _fold(view: FleetView, message: aiomqtt.Message) -> None:
+    payload = message.payload
+    try:
+        view.ingest(message.topic.value, payload if isinstance(payload, bytes) else b"")
+    except Exception as e:  # one message must not stop the view; never quoted (it may hold anything)
+        view.fold_errors += 1
+        view.last_fold_error = type(e).__name__
 
 
 _STATUS_STYLE = {"unknown": "dim", "ok": "green", "warn": "yellow", "bad": "bold red"}

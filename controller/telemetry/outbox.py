@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from controller.journal import Journal
+from controller.journal import Classification, Journal
 from controller.telemetry.payloads import encode, event_message
 
 T = TypeVar("T")
@@ -51,10 +51,15 @@ class JournalOutbox:
 
         def read(journal: Journal) -> list[tuple[int, bytes]]:
             out: list[tuple[int, bytes]] = []
-            for record in journal.records(after_seq=seq):
-                out.append((record.seq, encode(event_message(record))))
-                if len(out) >= limit:
-                    break
+            # One record before the batch is read too: whether it is public decides whether the
+            # first message may carry its prev_hash (payloads.event_message).
+            prev_public = False
+            for record in journal.records(after_seq=max(0, seq - 1)):
+                if record.seq > seq:
+                    out.append((record.seq, encode(event_message(record, prev_public=prev_public))))
+                    if len(out) >= limit:
+                        break
+                prev_public = record.classification is Classification.PUBLIC
             return out
 
         return await self._run(read)

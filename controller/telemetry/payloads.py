@@ -75,14 +75,18 @@ def device(name: str, health: str) -> dict[str, Any]:
     return {"version": PAYLOAD_VERSION, "device": name, "health": health}
 
 
-def event_message(record: Record) -> dict[str, Any]:
+def event_message(record: Record, *, prev_public: bool = False) -> dict[str, Any]:
     """One journal record on ``events``: public ones whole, any other as a numbered placeholder.
 
     The hash goes out only with a public record: a withheld record's hash covers its payload,
-    and a payload as small as one burned card could be found by trying all 52.
+    and a payload as small as one burned card could be found by trying all 52. For the same reason
+    a public record carries its ``prev_hash`` only when the record before it is public too
+    (``prev_public``, or the first record, chained to the genesis hash): otherwise the link would
+    give away the withheld record's hash. With it, an archive recomputes the record's hash and
+    checks the link to the record before (docs/journal.md, "The archive").
     """
     if record.classification is Classification.PUBLIC:
-        return {
+        message: dict[str, Any] = {
             "version": PAYLOAD_VERSION,
             "seq": record.seq,
             "at": record.at,
@@ -91,6 +95,9 @@ def event_message(record: Record) -> dict[str, Any]:
             "payload": record.payload,
             "hash": record.hash,
         }
+        if prev_public or record.seq == 1:
+            message["prev_hash"] = record.prev_hash
+        return message
     return {
         "version": PAYLOAD_VERSION,
         "seq": record.seq,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
@@ -22,6 +21,7 @@ from typing import Any
 import aiomqtt
 import structlog
 
+from controller.bounded import MAX_MESSAGE_BYTES, InputRefused, load_json
 from controller.errors import TablectlError, short_reason
 from controller.journal import JournalError
 from controller.telemetry import payloads
@@ -29,6 +29,7 @@ from controller.telemetry.broker import BrokerSettings
 from controller.telemetry.commands import Refused, parse_command
 from controller.telemetry.outbox import JournalOutbox
 from controller.telemetry.topics import TableTopics, check_level
+from devices.drivers.base import stop_if_cancelling
 
 # (name, args, who, role) -> {"ok": bool, ...}; the supervisor's, called only for a valid command.
 CommandHandler = Callable[[str, dict[str, Any], str, str], Awaitable[dict[str, Any]]]
@@ -167,6 +168,8 @@ class Telemetry:
                 self._log.warning("telemetry.broker_unavailable", error=short_reason(e))
             except (JournalError, TablectlError) as e:
                 self._log.error("telemetry.journal_unavailable", error=str(e))
+            except Exception as e:  # a bug: logged, and the connection starts again after the backoff
+                self._log.error("telemetry.failed", error=type(e).__name__, reason=short_reason(e))
             if self.connected:  # the last attempt got in: start the backoff again from the bottom
                 delay = self._backoff.initial_s
             self.connected = False
@@ -216,13 +219,16 @@ class Telemetry:
             finally:
                 for task in [*loops, stopping]:
                     task.cancel()
-                for task in [*loops, stopping]:
-                    with contextlib.suppress(asyncio.CancelledError, aiomqtt.MqttError):
-                        await task
+                # wait, not await: a loop's own exception is dealt with below, not raised from here.
+                await asyncio.wait([*loops, stopping])
                 await self._mark_acked()
-            for task in done:
-                failure = None if task is stopping or task.cancelled() else task.exception()
+            for task in loops:
+                failure = None if task.cancelled() else task.exception()
                 if failure is not None:
+                    if not isinstance(failure, aiomqtt.MqttError | OSError):
+                        # Leaving the `async with` disconnects cleanly, so the broker would not send
+                        # our Last Will: say we are offline ourselves while the connection is up.
+                        await self._unclean_death(client, identity, birth_id)
                     raise failure
             await self._farewell(client, identity, birth_id)
 
@@ -235,6 +241,12 @@ class Telemetry:
         await client.publish(self.topics.status, death, qos=1, retain=True)
         self._log.info("telemetry.offline", acked_seq=self.acked_seq)
 
+    async def _unclean_death(self, client: aiomqtt.Client, identity: dict[str, Any], birth_id: str) -> None:
+        death = payloads.encode(payloads.death(identity, birth_id, clean=False))
+        with contextlib.suppress(aiomqtt.MqttError, TimeoutError):
+            async with asyncio.timeout(self._drain_on_stop_s):
+                await client.publish(self.topics.status, death, qos=1, retain=True)
+
     # -- events: the journal outbox ----------------------------------------------------------------
 
     async def _pump_events(self, client: aiomqtt.Client) -> None:
@@ -243,6 +255,7 @@ class Telemetry:
             self._journal_wake.clear()
             if await self._publish_batch(client):
                 continue
+            stop_if_cancelling()
             if self._stopping.is_set():
                 return  # the journal is drained and we are asked to stop
             with contextlib.suppress(TimeoutError):
@@ -291,6 +304,7 @@ class Telemetry:
         while True:
             self._retained_wake.clear()
             await self._publish_retained(client)
+            stop_if_cancelling()  # else a swallowed cancel leaves this loop waiting for ever on stop
             await self._retained_wake.wait()
 
     async def _publish_retained(self, client: aiomqtt.Client) -> None:
@@ -336,7 +350,12 @@ class Telemetry:
                 continue
             prefix = self.topics.base + "/cmd/"
             if topic.startswith(prefix) and "/" not in topic[len(prefix) :]:
-                await self._handle_command(client, topic[len(prefix) :], body)
+                try:
+                    await self._handle_command(client, topic[len(prefix) :], body)
+                except aiomqtt.MqttError:
+                    raise
+                except Exception as e:  # one message must not end the listener; log without its body
+                    self._log.error("telemetry.command_crashed", error=type(e).__name__)
 
     async def _handle_command(self, client: aiomqtt.Client, name: str, body: bytes) -> None:
         request_id: str | None = None
@@ -378,7 +397,7 @@ def _bytes(payload: object) -> bytes:
 
 def _json_object(body: bytes) -> dict[str, Any]:
     try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        doc = load_json(body, max_bytes=MAX_MESSAGE_BYTES)
+    except InputRefused:
         return {}
     return doc if isinstance(doc, dict) else {}

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from controller.errors import ConfigError
 
 ROOT = "tablectl"
+# ``tablectl/<site>/archive/alarms`` is the archive's (controller/archive/), not a table's: no table
+# may take the name, and the fleet view does not read it as one.
+ARCHIVE_LEVEL = "archive"
 # Letters, digits and - _ . : the same alphabet the broker ACL's user names use (docs/mqtt.md).
 _LEVEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
 
@@ -34,6 +37,8 @@ class TableTopics:
     def __post_init__(self) -> None:
         check_level("site", self.site)
         check_level("table id", self.table)
+        if self.table == ARCHIVE_LEVEL:
+            raise ConfigError(f"telemetry: table id {ARCHIVE_LEVEL!r} is reserved for the casino's archive")
 
     @property
     def base(self) -> str:
@@ -85,6 +90,8 @@ def parse_topic(topic: str) -> ParsedTopic | None:
     if len(parts) < 4 or parts[0] != ROOT:
         return None
     site, table, leaf, rest = parts[1], parts[2], parts[3], parts[4:]
+    if table == ARCHIVE_LEVEL:
+        return None
     if leaf in ("status", "state", "events", "alarms") and not rest:
         return ParsedTopic(site, table, leaf)
     if leaf == "devices" and len(rest) == 1:

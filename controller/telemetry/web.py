@@ -340,6 +340,8 @@ class FleetPage:
         if request.path == "/fleet.json":
             return Response(200, self._fleet_json(), "application/json"), None
         if request.path == "/healthz":
+            if self.view.stopped is not None:  # the page would go on showing a frozen fleet
+                return _plain(503, f"fold loop stopped ({self.view.stopped})"), None
             return _plain(200, "ok"), None
         return _plain(404, "not found"), "not found"
 

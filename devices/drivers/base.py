@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import ClassVar
@@ -60,6 +61,11 @@ class PollSchedule:
         self.due = self.clock.now()
 
 
+# Events waiting for the supervisor. Far above any burst a table makes (a full shoe's draws with
+# their keys are a few hundred); past it drivers wait (see Driver.emit), they never drop an event.
+EVENT_QUEUE_MAX = 4096
+
+
 class Driver(ABC):
     """A device driver.
 
@@ -85,7 +91,11 @@ class Driver(ABC):
         self.config = config
         self.name = config.name
         self.clock = clock
-        self.events: asyncio.Queue[DeviceEvent] = events if events is not None else asyncio.Queue()
+        self.events: asyncio.Queue[DeviceEvent] = (
+            events if events is not None else asyncio.Queue(EVENT_QUEUE_MAX)
+        )
+        self._held_events: collections.deque[DeviceEvent] = collections.deque()
+        self._frame_errors_held = 0
         self.health = Health.STARTING
         self.last_error = ""
         self._failures_in_row = 0
@@ -99,7 +109,24 @@ class Driver(ABC):
     def emit(self, event: DeviceEvent) -> None:
         # Log the kind of event only: its fields may hold a card or a reader answer.
         self.log.debug("device_event", kind_of_event=type(event).__name__)
+        if self._held_events or self.events.full():
+            # The queue is bounded: a device event is never dropped, it waits here and the driver
+            # polls no more until it is taken (flush_events), so the device's own ring holds the
+            # rest. A frame error is only counted: it says nothing the next one would not.
+            if isinstance(event, FrameError):
+                self._frame_errors_held += event.count
+            else:
+                self._held_events.append(event)
+            return
         self.events.put_nowait(event)
+
+    async def flush_events(self) -> None:
+        """Hand on what emit() held back, waiting for room: called before the next poll."""
+        while self._held_events:
+            await self.events.put(self._held_events.popleft())
+        if self._frame_errors_held:
+            count, self._frame_errors_held = self._frame_errors_held, 0
+            await self.events.put(FrameError(self.name, "frame errors while the event queue was full", count))
 
     async def stream(self) -> AsyncIterator[DeviceEvent]:
         while True:
@@ -116,7 +143,7 @@ class Driver(ABC):
         self._failures_in_row += 1
         self.last_error = str(exc)
         if isinstance(exc, FrameDecodeError | BadResponse):
-            self.emit(FrameError(self.name, str(exc)))
+            self.emit(FrameError(self.name, str(exc), getattr(exc, "count", 1)))
         if self._failures_in_row >= self.config.offline_after:
             if self.health is not Health.OFFLINE:
                 self.health = Health.OFFLINE
@@ -148,6 +175,7 @@ class Driver(ABC):
             while True:
                 await self.poll_once()
                 stop_if_cancelling()
+                await self.flush_events()
                 await self.clock.sleep(schedule.wait_s())
         finally:
             await self.close()

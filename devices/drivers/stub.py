@@ -36,6 +36,7 @@ class StubCounterDriver(Driver):
         self._decoder = LineDecoder(self.profile)
         self._last_seq: int | None = None
         self._device_health = 0
+        self._burst: int | None = None  # frame errors held back since the burst's first (None: no burst)
 
     async def _poll(self) -> None:  # pragma: no cover - poll_once is overridden
         raise NotImplementedError
@@ -53,11 +54,14 @@ class StubCounterDriver(Driver):
         good = 0
         for item in self._decoder.feed(data):
             if isinstance(item, FrameDecodeError):
-                self.emit(FrameError(self.name, str(item)))
+                self._frame_errors(item)
                 bad = item
             else:
                 good += 1
+                self._end_burst()
                 self._frame(item)
+        if bad is None:
+            self._end_burst()
         if bad is not None and not good:
             # Counted against health; DeviceError (not FrameDecodeError) so no second FrameError.
             self._failed(DeviceError(str(bad)))
@@ -65,6 +69,20 @@ class StubCounterDriver(Driver):
         if good:
             self._ok()
         return True
+
+    def _frame_errors(self, error: FrameDecodeError) -> None:
+        """A burst of broken frames (noise, a flood) is two events at most: the first error at
+        once, then, when a good frame or a clean read ends the burst, how many more there were."""
+        if self._burst is None:
+            self._burst = 0
+            self.emit(FrameError(self.name, str(error), error.count))
+        else:
+            self._burst += error.count
+
+    def _end_burst(self) -> None:
+        burst, self._burst = self._burst, None
+        if burst:
+            self.emit(FrameError(self.name, f"{burst} more frame errors in the same burst", burst))
 
     def _frame(self, frame: Frame) -> None:
         v = frame.values
@@ -85,6 +103,7 @@ class StubCounterDriver(Driver):
             while True:
                 ok = await self.poll_once()
                 stop_if_cancelling()  # a read of the line can lose a cancel like a Modbus poll can
+                await self.flush_events()
                 if not ok:
                     # Do not spin on a dead link: its own backoff decides when to try again.
                     await self.clock.sleep(self.config.poll_interval_s)

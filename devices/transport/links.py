@@ -27,6 +27,14 @@ from devices.errors import DeviceTimeout, LinkDown
 _log = structlog.get_logger("devices.link")
 
 
+# What a link holds for its driver, in bytes: far above a frame device's traffic between two reads
+# (a few frames), and what a flood can cost in memory. Beyond it, bytes are dropped on arrival and
+# counted (a UART overrun does the same), so a flood is bounded in memory and in decoding time.
+MAX_BUFFERED_BYTES: Final = 64 * 1024
+# MQTT messages received and not yet read by the driver; past it paho drops (and aiomqtt logs).
+MAX_QUEUED_MESSAGES: Final = 256
+
+
 class ByteLink(Protocol):
     async def read(self, timeout_s: float) -> bytes: ...
     async def write(self, data: bytes) -> None: ...
@@ -74,6 +82,8 @@ class SerialLink:
         self._backoff = _Backoff(backoff or BackoffPolicy(), clock, endpoint.path)
         self._port: serial.Serial | None = None
         self._chunks: asyncio.Queue[bytes | Exception] = asyncio.Queue()
+        self._buffered = 0  # bytes in _chunks
+        self.overrun_bytes = 0  # dropped on arrival because MAX_BUFFERED_BYTES were waiting
 
     def _open(self) -> serial.Serial:
         if self._port is not None:
@@ -86,7 +96,7 @@ class SerialLink:
         except (serial.SerialException, OSError, ValueError) as exc:
             raise self._backoff.failed(f"cannot open ({type(exc).__name__})") from None
         self._backoff.succeeded()
-        self._chunks = asyncio.Queue()
+        self._chunks, self._buffered = asyncio.Queue(), 0
         asyncio.get_running_loop().add_reader(port.fileno(), self._readable, port)
         self._port = port
         return port
@@ -101,6 +111,10 @@ class SerialLink:
             lost = LinkDown(f"{self.endpoint.path}: link lost ({type(exc).__name__})")
             self._chunks.put_nowait(lost)
             return
+        if self._buffered + len(data) > MAX_BUFFERED_BYTES:
+            self.overrun_bytes += len(data)  # read off the port all the same, or it stays readable
+            return
+        self._buffered += len(data)
         self._chunks.put_nowait(data)
 
     def _drop(self) -> None:
@@ -121,6 +135,7 @@ class SerialLink:
         if isinstance(item, Exception):
             self._backoff.failed("link lost")
             raise item
+        self._buffered -= len(item)
         return item
 
     async def write(self, data: bytes) -> None:
@@ -157,6 +172,7 @@ class MqttLink:
         self._tls, self._ca_file = tls, ca_file
         self._stack: contextlib.AsyncExitStack | None = None
         self._client: aiomqtt.Client | None = None
+        self.overrun_bytes = 0  # of messages longer than MAX_BUFFERED_BYTES, dropped
         if password is not None and not tls:
             _log.warning("mqtt_password_without_tls", link=endpoint.describe())
 
@@ -177,7 +193,7 @@ class MqttLink:
             self.endpoint.host, self.endpoint.port,
             identifier=f"tablectl-dev-{secrets.token_hex(4)}",
             username=self._username, password=self._password, timeout=5, keepalive=10,
-            tls_context=self._tls_context(),
+            tls_context=self._tls_context(), max_queued_incoming_messages=MAX_QUEUED_MESSAGES,
         )  # fmt: skip
         stack = contextlib.AsyncExitStack()
         try:
@@ -208,8 +224,13 @@ class MqttLink:
             raise self._backoff.failed(f"broker lost ({short_reason(exc)})") from None
         payload: object = msg.payload
         if isinstance(payload, bytes | bytearray):
-            return bytes(payload)
-        return b"" if payload is None else str(payload).encode("utf-8", "replace")
+            data = bytes(payload)
+        else:
+            data = b"" if payload is None else str(payload).encode("utf-8", "replace")
+        if len(data) > MAX_BUFFERED_BYTES:  # one huge message is a flood too
+            self.overrun_bytes += len(data) - MAX_BUFFERED_BYTES
+            data = data[:MAX_BUFFERED_BYTES]
+        return data
 
     async def write(self, data: bytes) -> None:
         client = await self._open()

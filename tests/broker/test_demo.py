@@ -3,7 +3,9 @@ thread runner, and ``tablectl demo --embedded-broker`` as a subprocess."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -99,3 +101,38 @@ def test_demo_headless_with_the_embedded_broker(tmp_path: Path) -> None:
     assert summary["broker"].startswith("mqtt://127.0.0.1:")
     assert summary["rounds"] == 2 and summary["journal_verified"] is True
     assert "mqtt broker" not in done.stderr  # no client of the demo's was dropped or refused
+
+
+def test_demo_with_a_broker_survives_a_hostile_command(tmp_path: Path) -> None:
+    """Issue 11: 3 KB of nested '[' on a command topic ended the demo's telemetry and the demo
+    exited 1 with most of its journal unpublished. Retained, so the table gets it as it subscribes."""
+    from controller.journal import Journal
+
+    doc = tomllib.loads(table_file("down-under").read_text(encoding="utf-8"))
+    base = f"tablectl/{doc['table']['site']}/{doc['table']['id']}"
+    env = {k: v for k, v in os.environ.items() if k not in (ENV_USERNAME, ENV_PASSWORD)}
+    journal = tmp_path / "j.db"
+
+    async def publish(port: int) -> None:
+        async with aiomqtt.Client("127.0.0.1", port, identifier="hostile") as c:
+            await c.publish(f"{base}/cmd/reshuffle_ordered", b"[" * 3000, qos=1, retain=True)
+
+    async def last_status(port: int) -> dict[str, object]:
+        async with aiomqtt.Client("127.0.0.1", port, identifier="late") as c:
+            await c.subscribe(f"{base}/status", qos=1)
+            doc: dict[str, object] = json.loads(payload(await next_message(c)))
+            return doc
+
+    with embedded_broker_thread() as port:
+        asyncio.run(publish(port))
+        done = subprocess.run(
+            [sys.executable, "-m", "controller.cli", "demo", "--no-ui", "--rounds", "3", "--seed", "5",
+             "--broker", f"mqtt://127.0.0.1:{port}", "--journal", str(journal)],
+            cwd=ROOT, capture_output=True, text=True, timeout=GUARD_S * 6, env=env,
+        )  # fmt: skip
+        status = asyncio.run(last_status(port))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["journal_verified"] is True
+    assert status["online"] is False and status["clean"] is True  # a clean farewell, so it lived on
+    with Journal.open(journal, create=False, readonly=True) as j:
+        assert j.published_seq() == j.last_seq  # every record reached the broker

@@ -10,7 +10,9 @@ import pytest
 from devices.commands import RequestStubCount
 from devices.drivers.base import Driver
 from devices.drivers.factory import build_driver
+from devices.drivers.stub import StubCounterDriver
 from devices.events import DeviceDegraded, DeviceOffline, DeviceOnline, FrameError, StubCounted
+from devices.transport.links import MAX_BUFFERED_BYTES, MqttLink
 from devices.transport.modbus import BusRegistry
 from sim.clock import VirtualClock
 from sim.frame_server import MqttSink, StubCounterSim
@@ -113,6 +115,25 @@ async def test_mqtt_stub_counter_counts_and_survives_bad_frames(
     got, seen = await poll_until(d, StubCounted)
     assert (got.count, got.ok) == (53, True)
     assert len(of_type(seen, FrameError)) == 2
+
+
+async def test_a_flood_on_the_mqtt_topic_is_bounded_and_coalesced(
+    mqtt_stub: tuple[StubCounterSim, Driver], clock: VirtualClock
+) -> None:
+    """Issue 11: 1 MiB of '$' over MQTT kept the process busy for about 50 s. Now one message is
+    cut to what the link keeps, a burst is at most two events, and the next count is read."""
+    sim, d = mqtt_stub
+    assert isinstance(d, StubCounterDriver)
+    await poll_until(d, DeviceOnline, before_poll=lambda: clock.advance(1.0))
+    await sim.send_raw(b"$" * (256 << 10))  # one message larger than the link keeps
+    for _ in range(192):  # and 768 KiB more in frame-sized messages: 1 MiB in all
+        await sim.send_raw(b"$" * 4096)
+    await sim.count(53)
+    got, seen = await poll_until(d, StubCounted, max_polls=400)
+    errors = of_type(seen, FrameError)
+    assert got.ok and 1 <= len(errors) <= 2, errors
+    assert sum(e.count for e in errors) > 10_000
+    assert isinstance(d.link, MqttLink) and d.link.overrun_bytes == (256 << 10) - MAX_BUFFERED_BYTES
 
 
 async def test_mqtt_device_drops_off_and_comes_back(

@@ -77,7 +77,14 @@ EDITS: list[tuple[str, str, int, str]] = [
         "corrupt a payload",
         "UPDATE records SET payload = '{\"box\":' WHERE seq = 3;",
         3,
-        "record 3: payload is not JSON (edited?)",
+        "record 3: payload: not valid JSON",
+    ),
+    (
+        "nest a payload deeper than any parser should follow",
+        "UPDATE records SET payload = '{\"a\":' || replace(hex(zeroblob(3000)), '00', '[') || '}'"
+        " WHERE seq = 4;",
+        4,
+        "record 4: payload: nested deeper than 32 levels (edited?)",
     ),
 ]
 

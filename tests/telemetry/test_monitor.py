@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import pathlib
 import sys
 from collections.abc import Callable
 
+import aiomqtt
 from rich.console import Console
 
 from controller.journal import Journal
@@ -89,6 +91,48 @@ async def test_the_monitor_follows_a_publishing_table(broker: Broker, tmp_path: 
     finally:
         await telemetry.stop()
         consumer.cancel()
+
+
+async def test_hostile_messages_neither_stop_nor_freeze_the_monitor(
+    broker: Broker, tmp_path: pathlib.Path
+) -> None:
+    """Issue 11: nested JSON on any state or status message raised RecursionError and ended the
+    fold loop while /healthz still answered ok. Now it is malformed, a fold bug is counted and
+    skipped, and the view goes on following the table."""
+    path = tmp_path / "j.db"
+    with Journal.open(path) as journal:
+        last = append_records(journal, 5)
+
+    class BuggyOnce(NotifyingView):
+        def ingest(self, topic: str, payload: bytes) -> None:
+            if topic.endswith("/devices/trap"):
+                self.changed.set()
+                raise RuntimeError("a bug in folding")
+            super().ingest(topic, payload)
+
+    view = BuggyOnce()
+    consumer = asyncio.create_task(consume(broker.settings("monitor-ops"), view))
+    telemetry = telemetry_for(broker, path)
+    try:
+        s = broker.settings("site-a/t1")
+        async with aiomqtt.Client(s.host, s.port, username=s.username, password=s.password,
+                                  tls_context=s.tls_context()) as client:  # fmt: skip
+            for leaf in ("state", "status", "alarms", "devices/shoe"):
+                # Retained, so the monitor gets them whenever it subscribes.
+                await client.publish(f"tablectl/site-a/t1/{leaf}", b"[" * 3000, qos=1, retain=True)
+            await client.publish("tablectl/site-a/t1/devices/trap", b"{}", qos=1, retain=True)
+        await view.until(lambda: view.malformed == 4 and view.fold_errors == 1)
+        await telemetry.start()
+        key = ("site-a", "t1")
+        await view.until(lambda: key in view.tables and view.tables[key].last_seq == last)
+        assert view.malformed == 4 and view.fold_errors == 1 and view.last_fold_error == "RuntimeError"
+        assert not consumer.done() and view.stopped is None
+    finally:
+        await telemetry.stop()
+        consumer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await consumer
+    assert view.stopped == "CancelledError"  # a loop that has ended says so (see /healthz)
 
 
 async def test_tablectl_monitor_runs_and_exits(broker: Broker) -> None:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import os
 import pathlib
+from typing import Any
 
 import pytest
 
 from controller.journal import Journal
+from controller.telemetry import payloads
 from tests.telemetry.conftest import GUARD_S, Broker, observer
 from tests.telemetry.helpers import (
     append_records,
@@ -128,3 +130,36 @@ async def test_events_survive_a_60_second_outage(broker: Broker, tmp_path: pathl
     table keeps appending; afterwards no sequence number is missing. (Waiting is the scenario
     here, not synchronisation.) Skip with -m "not slow"."""
     await _events_across_outage(broker, tmp_path, 60.0)
+
+
+async def test_a_bug_in_a_loop_says_offline_then_comes_back(
+    broker: Broker, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 11: an exception out of one of the loops ended the task with a clean DISCONNECT, so no
+    Last Will fired and the retained status stayed `online: true` over a dead publisher."""
+    path = tmp_path / "j.db"
+    Journal.open(path).close()
+    real_state = payloads.state
+    failures = [RuntimeError("a bug in the state payload")]
+
+    def state_once_broken(*args: Any) -> dict[str, Any]:
+        if failures:
+            raise failures.pop()
+        return real_state(*args)
+
+    monkeypatch.setattr(payloads, "state", state_once_broken)
+    telemetry = telemetry_for(broker, path)
+    async with observer(broker) as obs:
+        await telemetry.start()
+        try:
+            await obs.wait_for(lambda ms: any(m.topic == STATUS and m.json()["online"] for m in ms))
+            telemetry.state_changed(snapshot_with_alarms())
+            await obs.wait_for(lambda ms: any(m.topic.endswith("/state") for m in ms))
+        finally:
+            await telemetry.stop()
+        await obs.wait_for(lambda ms: any(m.json().get("clean") is True for m in ms if m.topic == STATUS))
+    statuses = [(m.json()["birth"], m.json()["online"], m.json().get("clean")) for m in obs.on("/status")]
+    first = statuses[0][0]
+    assert (first, False, False) in statuses, statuses  # the dead connection said so itself
+    assert any(b != first and online for b, online, _ in statuses), statuses  # and a new one came back
+    assert statuses[-1][1:] == (False, True), statuses

@@ -52,6 +52,10 @@ def check_message(message: Received, records: dict[int, Record], secret_texts: l
                            "classification": record.classification.value, "withheld": True}  # fmt: skip
             return
         assert doc["payload"] == record.payload and doc["hash"] == record.hash
+        if "prev_hash" in doc:  # a link may name only a public record's hash, never a withheld one's
+            before = records.get(record.seq - 1)
+            assert doc["prev_hash"] == record.prev_hash
+            assert record.seq == 1 or (before is not None and before.classification is Classification.PUBLIC)
         if record.kind in REVEALING_KINDS:
             return  # the card is face up at the table when this happens
     for path, value in _keys(doc):

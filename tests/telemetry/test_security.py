@@ -114,7 +114,10 @@ async def test_only_the_floor_may_command_a_table(broker: Broker, tmp_path: path
 
 
 BAD_COMMANDS = [
-    ("reshuffle_ordered", b"not json", "not JSON"),
+    # Issue 11: 3 KB of nested '[' raised RecursionError and ended the telemetry task; the results
+    # of every command after it prove the listener lives on.
+    ("reshuffle_ordered", b"[" * 3000, "nested deeper than"),
+    ("reshuffle_ordered", b"not json", "not valid JSON"),
     ("reshuffle_ordered", b"[1, 2]", "JSON object"),
     ("reshuffle_ordered", b'{"version": 1, "id": "b1", "who": "f", "role": "dealer"}', "role"),
     ("reshuffle_ordered", b'{"version": 2, "id": "b2", "who": "f", "role": "floor"}', "version"),
@@ -205,9 +208,9 @@ def test_broker_urls() -> None:
     assert "s3cret" not in str(e.value)
 
 
-def test_telemetry_from_config(tmp_path: pathlib.Path) -> None:
+def test_telemetry_from_config(tmp_path: pathlib.Path, pki: pathlib.Path) -> None:
     ca = tmp_path / "ca.crt"
-    ca.write_text("x", encoding="utf-8")
+    ca.write_bytes((pki / "ca.crt").read_bytes())  # a real one: a non-certificate is refused
     doc: dict[str, Any] = {
         "table": {"id": "dab-01", "site": "example-floor", "game": "../games/double-attack.toml"},
         "telemetry": {

@@ -219,6 +219,13 @@ async def test_healthz(page: tuple[FleetView, int]) -> None:
     assert reply.headers["content-type"] == "text/plain; charset=utf-8"
 
 
+async def test_healthz_is_not_ok_once_the_fold_loop_has_stopped(page: tuple[FleetView, int]) -> None:
+    view, port = page
+    view.stopped = "RecursionError"  # what consume() records when its loop ends
+    reply = await get(port, "/healthz")
+    assert (reply.status, reply.body) == (503, b"fold loop stopped (RecursionError)\n")
+
+
 @pytest.mark.parametrize("path", ["/", "/fleet.json", "/healthz", "/nowhere"])
 async def test_head_has_the_headers_of_get_and_no_body(page: tuple[FleetView, int], path: str) -> None:
     _, port = page

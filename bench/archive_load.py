@@ -1,0 +1,193 @@
+"""The archive under a floor's load: tables x rate events a second through mosquitto into
+PostgreSQL, with 1 and then 2 archive workers.
+
+    .venv/bin/python bench/archive_load.py [--tables 500] [--rate 10] [--seconds 30] [--workers 1,2]
+
+For each worker count: a fresh mosquitto (plain TCP on a free port, max_queued_messages 0) and a
+fresh PostgreSQL cluster (initdb on a free port, fsync off as in the tests; synchronous_commit on),
+``--workers`` real ``tablectl archive`` processes, and ``--load-procs`` processes of simulated
+tables (bench/fleet_load.py, with real chained hashes) publishing QoS 1 events for ``--seconds``.
+Printed as JSON, one object per worker count: offered and sustained rate (rows committed per
+second of the publishing window), lag p50/p99 (the table's ``at`` to the inserting transaction's
+start, ``received_at``), rows lost (published and acknowledged by the broker but not archived
+after the drain), chain alarms (must be 0) and CPU seconds per worker (utime+stime from /proc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import psycopg
+
+from tests import postgres_fixtures
+from tests.mosquitto_fixtures import free_port
+
+
+def start_broker(directory: pathlib.Path, port: int) -> subprocess.Popen[bytes]:
+    from tests.mosquitto_fixtures import start
+
+    conf = directory / "mosquitto.conf"
+    conf.write_text(
+        f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n"
+        f"log_dest stderr\nlog_type notice\nlog_type information\nuser {os.environ.get('USER', 'root')}\n",
+        encoding="utf-8",
+    )
+    return start(conf, ready_within_s=10)
+
+
+def load_main(
+    port: int, first: int, count: int, rate: float, seconds: float, start_at: float, q: Any
+) -> None:
+    from bench.fleet_load import open_tables, publish
+
+    async def run() -> int:
+        tables = await open_tables(port, first, count, chained=True)
+        await publish(tables, rate, seconds, start_at)
+        return sum(t.seq for t in tables)
+
+    q.put(asyncio.run(run()))
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def count(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT count(*) FROM events").fetchone()
+        return int(row[0]) if row else 0
+
+
+def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
+    load_before = os.getloadavg()[0]
+    d = pathlib.Path(tempfile.mkdtemp(prefix="archive-bench-"))
+    port = free_port()
+    broker = start_broker(d, port)
+    cluster = postgres_fixtures.make_cluster()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for i in range(workers):
+            with open(d / f"worker{i}.log", "wb") as log:
+                procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "controller.cli", "archive", "--broker", f"mqtt://127.0.0.1:{port}",
+                     "--db", cluster.dsn, "--client-id", f"bench-archive-{i}"],
+                    stdout=log, stderr=subprocess.STDOUT,
+                ))  # fmt: skip
+        # The workers have subscribed once their migrations ran and the broker logged them in.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with psycopg.connect(cluster.dsn) as conn:
+                    if conn.execute("SELECT to_regclass('events') IS NOT NULL").fetchone() == (True,):
+                        break
+            except psycopg.Error:
+                pass
+            time.sleep(0.2)
+        time.sleep(2.0)  # a benchmark may wait: the subscriptions are in place well before this
+        for i, p in enumerate(procs):
+            if p.poll() is not None:
+                raise SystemExit(f"archive worker {i} exited: see {d}/worker{i}.log")
+        ctx = multiprocessing.get_context("spawn")
+        q = ctx.Queue()
+        start_at = time.time() + 3.0
+        per = args.tables // args.load_procs
+        loads = [
+            ctx.Process(target=load_main, args=(port, p * per, per, args.rate, args.seconds, start_at, q))
+            for p in range(args.load_procs)
+        ]
+        for p in loads:
+            p.start()
+        cpu0 = [cpu_seconds(p.pid) for p in procs]
+        published = sum(q.get(timeout=args.seconds + 120) for _ in loads)
+        for p in loads:
+            p.join()
+        # Drain: wait until every published event is archived, or nothing has moved for 15 s.
+        last, still_since = -1, time.monotonic()
+        while True:
+            n = count(cluster.dsn)
+            if n >= published:
+                break
+            if n != last:
+                last, still_since = n, time.monotonic()
+            elif time.monotonic() - still_since > 15:
+                break
+            time.sleep(0.5)
+        cpu = [round(cpu_seconds(p.pid) - c, 1) for p, c in zip(procs, cpu0, strict=True)]
+        with psycopg.connect(cluster.dsn) as conn:
+            lag = conn.execute(
+                "SELECT percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP"
+                " (ORDER BY extract(epoch FROM received_at) - at),"
+                " count(*) FILTER (WHERE extract(epoch FROM received_at) <= %s)"
+                " FROM events", (start_at + args.seconds,)
+            ).fetchone()  # fmt: skip
+            alarms = conn.execute("SELECT count(*) FROM chain_alarms").fetchone()
+            # received_at is the inserting transaction's start: one value per commit.
+            commits = conn.execute(
+                "SELECT count(DISTINCT received_at),"
+                " extract(epoch FROM max(received_at) - min(received_at)) FROM events"
+            ).fetchone()
+            archived = count(cluster.dsn)
+        assert lag is not None and alarms is not None and commits is not None
+        busy_s = max(float(commits[1]), 1.0)
+        in_window = int(lag[1])
+        return {
+            "workers": workers,
+            "tables": args.tables,
+            "offered_events_per_s": round(published / args.seconds),
+            "published": published,
+            "archived": archived,
+            "rows_lost": published - archived,
+            "sustained_events_per_s": round(in_window / args.seconds),
+            "lag_p50_ms": round(lag[0][0] * 1000, 1),
+            "lag_p99_ms": round(lag[0][1] * 1000, 1),
+            "chain_alarms": int(alarms[0]),
+            "cpu_s_per_worker": cpu,
+            "archiving_s": round(busy_s, 1),
+            "cpu_share_per_worker": [round(c / busy_s, 2) for c in cpu],
+            "commits": int(commits[0]),
+            "rows_per_commit": round(archived / max(int(commits[0]), 1)),
+            "seconds": args.seconds,
+            "load_average_1m_before": round(load_before, 2),
+        }
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        postgres_fixtures.remove(cluster)
+        broker.kill()
+        broker.wait()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", type=int, default=500)
+    parser.add_argument("--rate", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--load-procs", type=int, default=2)
+    args = parser.parse_args()
+    for n in (int(x) for x in args.workers.split(",")):
+        print(json.dumps(run_once(args, n)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

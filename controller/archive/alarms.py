@@ -1,0 +1,49 @@
+"""The archive's own alarms about a table's chain, as kept in ``chain_alarms`` and published on
+``tablectl/<site>/archive/alarms``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from controller.telemetry.topics import ARCHIVE_LEVEL, ROOT
+
+KINDS = ("fork", "gap", "changed_hash", "bad_hash")
+
+
+@dataclass(frozen=True, slots=True)
+class ChainAlarm:
+    site: str
+    table_id: str
+    seq: int
+    kind: str  # one of KINDS
+    detail: str  # one line; names records, never a payload
+
+    @property
+    def topic(self) -> str:
+        return f"{ROOT}/{self.site}/{ARCHIVE_LEVEL}/alarms"
+
+    def message(self) -> dict[str, Any]:
+        return {"version": 1, "site": self.site, "table": self.table_id, "seq": self.seq, "alarm": self.kind,
+                "detail": self.detail}  # fmt: skip
+
+
+def changed(site: str, table_id: str, seq: int) -> ChainAlarm:
+    detail = f"record {seq} came again with another hash, kind or classification than archived"
+    return ChainAlarm(site, table_id, seq, "changed_hash", detail)
+
+
+def bad_hash(site: str, table_id: str, seq: int) -> ChainAlarm:
+    return ChainAlarm(
+        site, table_id, seq, "bad_hash", f"record {seq}: published hash is not that of its contents"
+    )
+
+
+def fork(site: str, table_id: str, seq: int) -> ChainAlarm:
+    detail = f"record {seq}: its prev_hash is not the archived hash of record {seq - 1}"
+    return ChainAlarm(site, table_id, seq, "fork", detail)
+
+
+def gap(site: str, table_id: str, first: int, last: int) -> ChainAlarm:
+    span = f"record {first}" if first == last else f"records {first}-{last}"
+    return ChainAlarm(site, table_id, first, "gap", f"{span} never arrived")

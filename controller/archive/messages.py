@@ -1,0 +1,145 @@
+"""One ``events`` message as the archive stores it, from a topic and a body nobody vouched for.
+
+The body is the table's (controller/telemetry/payloads.py: event_message): a public record whole
+with its hash, or a numbered placeholder. Anything else is refused with one line naming the
+rule, never quoting the body; a message the archive cannot read is logged and acknowledged, since
+the broker would only hand it back for ever.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+
+from controller.journal import Classification, canonical_json, record_hash
+from controller.telemetry.topics import parse_topic
+
+MAX_BODY = 64 * 1024  # a journal record is a few hundred bytes; a bigger body is not one of ours
+_HASH = re.compile(r"[0-9a-f]{64}\Z")
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9_.:\-]{0,63}\Z")
+_CLASSES = frozenset(c.value for c in Classification)
+_PLACEHOLDER_KEYS = frozenset({"version", "seq", "kind", "classification", "withheld"})
+
+
+class Unreadable(ValueError):
+    """The message is not an events message of ours; the text is one line, never the body."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedEvent:
+    site: str
+    table_id: str
+    seq: int
+    day: date
+    at: float | None
+    kind: str
+    classification: str
+    withheld: bool
+    payload_json: str | None  # canonical JSON, as the journal hashed it
+    hash: str | None
+    prev_hash: str | None
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.site, self.table_id, self.seq)
+
+    def hash_holds(self) -> bool | None:
+        """Whether the published hash is that of the published contents; None when it cannot be told
+        (a withheld record, or a public one whose prev_hash was not published)."""
+        if self.withheld or self.prev_hash is None or self.at is None or self.payload_json is None:
+            return None
+        computed = record_hash(
+            self.seq, self.at, self.kind, self.classification, self.payload_json, self.prev_hash
+        )
+        return computed == self.hash
+
+    def same_record(self, other: ArchivedEvent) -> bool:
+        return (self.hash, self.kind, self.classification, self.withheld) == (
+            other.hash,
+            other.kind,
+            other.classification,
+            other.withheld,
+        )
+
+
+def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
+    parsed = parse_topic(topic)
+    if parsed is None or parsed.leaf != "events":
+        raise Unreadable(f"{topic[:200]}: not a tablectl/<site>/<table>/events topic")
+    where = f"{parsed.site}/{parsed.table}"
+    if len(body) > MAX_BODY:
+        raise Unreadable(f"{where}: events message of {len(body)} bytes (at most {MAX_BODY})")
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise Unreadable(f"{where}: events message is not JSON") from None
+    if not isinstance(doc, dict):
+        raise Unreadable(f"{where}: events message is not a JSON object")
+    if doc.get("version") != 1:
+        raise Unreadable(f"{where}: events message version is not 1")
+    seq = doc.get("seq")
+    if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq < 2**62:
+        raise Unreadable(f"{where}: seq must be a whole number from 1")
+    kind, classification = doc.get("kind"), doc.get("classification")
+    if not isinstance(kind, str) or not _KIND.match(kind):
+        raise Unreadable(f"{where} seq {seq}: kind is not a journal kind")
+    if classification not in _CLASSES:
+        raise Unreadable(f"{where} seq {seq}: classification is not one of {', '.join(sorted(_CLASSES))}")
+    if classification != Classification.PUBLIC.value:
+        # Stored as published: the placeholder only; its hash never left the table.
+        if doc.get("withheld") is not True or set(doc) - {
+            "version",
+            "seq",
+            "kind",
+            "classification",
+            "withheld",
+        }:
+            raise Unreadable(f"{where} seq {seq}: a withheld record must be a bare placeholder")
+        return ArchivedEvent(
+            parsed.site, parsed.table, seq, received.astimezone(UTC).date(), None, kind, classification,
+            True, None, None, None,
+        )  # fmt: skip
+    at, payload = doc.get("at"), doc.get("payload")
+    if (
+        isinstance(at, bool)
+        or not isinstance(at, int | float)
+        or not math.isfinite(at)
+        or not 0 <= at < 2**35
+    ):
+        raise Unreadable(f"{where} seq {seq}: at is not seconds since the epoch")
+    if not isinstance(payload, dict):
+        raise Unreadable(f"{where} seq {seq}: payload is not a JSON object")
+    hash_, prev = doc.get("hash"), doc.get("prev_hash")
+    if not isinstance(hash_, str) or not _HASH.match(hash_):
+        raise Unreadable(f"{where} seq {seq}: hash is not 64 lowercase hex digits")
+    if prev is not None and (not isinstance(prev, str) or not _HASH.match(prev)):
+        raise Unreadable(f"{where} seq {seq}: prev_hash is not 64 lowercase hex digits")
+    at_f = float(at)
+    payload_json = canonical_json(payload)
+    if "\\u0000" in payload_json:
+        raise Unreadable(f"{where} seq {seq}: payload holds a NUL character (PostgreSQL's jsonb has none)")
+    return ArchivedEvent(
+        parsed.site, parsed.table, seq, datetime.fromtimestamp(at_f, UTC).date(), at_f, kind,
+        classification, False, payload_json, hash_, prev,
+    )  # fmt: skip
+
+
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _text(value: str | None) -> str:
+    return "\\N" if value is None else value.translate(_COPY_ESCAPES)
+
+
+def copy_line(e: ArchivedEvent) -> str:
+    """The row in COPY's text format, in store.COLUMNS order: one string per row, joined per batch,
+    instead of a psycopg adapter call for each of eleven values."""
+    at = "\\N" if e.at is None else repr(e.at)
+    return (
+        f"{_text(e.site)}\t{_text(e.table_id)}\t{e.seq}\t{e.day.isoformat()}\t{at}\t{_text(e.kind)}\t"
+        f"{e.classification}\t{'t' if e.withheld else 'f'}\t{_text(e.payload_json)}\t{_text(e.hash)}\t"
+        f"{_text(e.prev_hash)}\n"
+    )

@@ -1,0 +1,321 @@
+"""``tablectl archive``: one worker of the shared subscription, from the broker to PostgreSQL.
+
+Why paho-mqtt and not aiomqtt here: aiomqtt acknowledges a QoS 1 message as soon as it is queued,
+so a worker that died between receiving and committing would lose it. paho's ``manual_ack``
+lets the PUBACK wait for the commit; with a persistent session (a fixed client id,
+``clean_start=False`` and a session expiry) the broker sends every unacknowledged message again
+when the worker comes back. paho runs its network loop in its own thread; messages cross to the
+event loop through ``call_soon_threadsafe`` and the broker never has more than
+``receive_maximum`` unacknowledged ones out to us, which bounds the queue.
+
+An acknowledgement carries a packet id, which only means something on the connection that
+delivered the message; a message from an earlier connection is not acknowledged on a later one
+(the broker sends it again on the resumed session and the insert ignores the repeat).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import paho.mqtt.client as mqtt
+import psycopg
+import structlog
+from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+from paho.mqtt.subscribeoptions import SubscribeOptions
+
+from controller.archive.alarms import ChainAlarm
+from controller.archive.chain import sweep
+from controller.archive.messages import ArchivedEvent, Unreadable, parse_event
+from controller.archive.mqtt_client import BufferedClient
+from controller.archive.schema import migrate
+from controller.archive.store import EventStore
+from controller.telemetry.broker import BrokerSettings
+from controller.telemetry.topics import ROOT
+
+log = structlog.get_logger("tablectl.archive")
+
+
+@dataclass(frozen=True)
+class ArchiveSettings:
+    broker: BrokerSettings
+    dsn: str
+    group: str = "archive"
+    client_id: str = "tablectl-archive"
+    batch: int = 2000  # messages per transaction at most
+    receive_maximum: int = 10_000  # unacknowledged messages the broker may have out to us
+    session_expiry_s: int = 7 * 86400  # how long the broker keeps our queue while we are away
+    sweep_s: float = 1.0
+    gap_grace_s: float = 10.0
+    retry_max_s: float = 10.0
+
+    @property
+    def subscription(self) -> str:
+        return f"$share/{self.group}/{ROOT}/+/+/events"
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    connection: int  # which connection delivered it: an ack is only valid on that one
+    mid: int
+    qos: int
+    topic: str
+    body: bytes
+    received: datetime
+
+
+class ArchiveWorker:
+    def __init__(self, settings: ArchiveSettings) -> None:
+        self.settings = settings
+        self.stored = 0  # rows this worker inserted
+        self.duplicates = 0
+        self.unreadable = 0
+        self.timings = {"parse_s": 0.0, "commit_s": 0.0, "ack_s": 0.0}  # where a batch's time goes
+        self.db_failures = 0  # attempts PostgreSQL refused (it was away); the batch was kept
+        self.alarms: list[ChainAlarm] = []
+        self.subscribed = asyncio.Event()
+        self._connection = 0
+        # paho's thread appends, the event loop pops: deque's append and popleft are atomic. The
+        # loop is woken once per burst, not once per message (call_soon_threadsafe writes to the
+        # loop's self-pipe each time, which at thousands a second costs more than the insert).
+        self._inbox: collections.deque[Incoming] = collections.deque()
+        self._arrived = asyncio.Event()
+        self._wake_pending = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: mqtt.Client | None = None
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._store: EventStore | None = None
+        self._log = log.bind(client_id=settings.client_id)
+        self._progress = asyncio.Event()
+
+    async def progressed(self) -> None:
+        """Returns after the next commit, sweep or failed attempt: for whoever waits on this worker."""
+        await self._progress.wait()
+
+    def _notify(self) -> None:
+        self._progress.set()
+        self._progress = asyncio.Event()
+
+    # -- MQTT: paho's thread ---------------------------------------------------------------------
+
+    def _on_connect(self, client: mqtt.Client, _u: object, _f: object, reason: Any, _p: object) -> None:
+        if reason.is_failure:
+            self._log.warning("archive.broker_refused", reason=str(reason))
+            return
+        self._connection += 1
+        client.subscribe(self.settings.subscription, options=SubscribeOptions(qos=1))
+
+    def _on_subscribe(self, _c: mqtt.Client, _u: object, _mid: int, reasons: Any, _p: object) -> None:
+        refused = [str(r) for r in reasons if r.is_failure]
+        if refused:
+            # An ACL without read on the events topics: say so, or the worker would wait for ever.
+            self._log.error(
+                "archive.subscribe_refused", subscription=self.settings.subscription, reason=refused[0]
+            )
+        elif self._loop is not None:
+            self._loop.call_soon_threadsafe(self.subscribed.set)
+
+    def _on_disconnect(self, _c: mqtt.Client, _u: object, _f: object, reason: Any, _p: object) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self.subscribed.clear)
+        self._log.warning("archive.broker_disconnected", reason=str(reason))
+
+    def _on_message(self, _c: mqtt.Client, _u: object, msg: mqtt.MQTTMessage) -> None:
+        self._inbox.append(
+            Incoming(self._connection, msg.mid, msg.qos, msg.topic, bytes(msg.payload), datetime.now(UTC))
+        )
+        if not self._wake_pending.is_set():
+            self._wake_pending.set()
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(self._arrived.set)
+
+    def _start_mqtt(self) -> mqtt.Client:
+        s, b = self.settings, self.settings.broker
+        client = BufferedClient(
+            CallbackAPIVersion.VERSION2, client_id=s.client_id, protocol=mqtt.MQTTv5, manual_ack=True
+        )
+        if b.username is not None:
+            client.username_pw_set(b.username, b.password)
+        context = b.tls_context()
+        if context is not None:
+            client.tls_set_context(context)
+        client.on_connect = self._on_connect
+        client.on_subscribe = self._on_subscribe
+        client.on_disconnect = self._on_disconnect
+        client.on_message = self._on_message
+        client.reconnect_delay_set(min_delay=1, max_delay=int(s.retry_max_s))
+        props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+        props.SessionExpiryInterval = s.session_expiry_s
+        props.ReceiveMaximum = s.receive_maximum
+        client.connect_async(b.host, b.port, keepalive=b.keepalive, clean_start=False, properties=props)
+        client.loop_start()
+        return client
+
+    def _ack(self, items: list[Incoming]) -> None:
+        client = self._client
+        assert client is not None
+        for item in items:
+            if item.qos > 0 and item.connection == self._connection:
+                client.ack(item.mid, item.qos)
+
+    def _publish_alarms(self, found: list[ChainAlarm]) -> None:
+        client = self._client
+        for alarm in found:
+            self._log.error("archive.chain_alarm", site=alarm.site, table=alarm.table_id, seq=alarm.seq,
+                            alarm=alarm.kind, detail=alarm.detail)  # fmt: skip
+            self.alarms.append(alarm)
+            if client is not None:
+                client.publish(alarm.topic, json.dumps(alarm.message()), qos=1)
+
+    # -- PostgreSQL -------------------------------------------------------------------------------
+
+    async def _db(self) -> EventStore:
+        if self._store is None:
+            self._conn = await psycopg.AsyncConnection.connect(self.settings.dsn, autocommit=True)
+            await migrate(self._conn)
+            self._store = EventStore(self._conn)
+        return self._store
+
+    async def _drop_db(self) -> None:
+        conn, self._conn, self._store = self._conn, None, None
+        if conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                await conn.close()
+
+    async def _until_committed(self, events: list[ArchivedEvent], stop: asyncio.Event) -> bool:
+        """Store the batch, retrying while PostgreSQL is away; False when asked to stop first."""
+        delay = 0.2
+        while True:
+            try:
+                store = await self._db()
+                result = await store.store(events)
+            except psycopg.OperationalError as e:
+                self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
+                self.db_failures += 1
+                self._notify()
+                await self._drop_db()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await stop.wait()
+                if stop.is_set():
+                    return False
+                delay = min(delay * 2, self.settings.retry_max_s)
+                continue
+            self.stored += result.inserted
+            self.duplicates += result.duplicates
+            self._publish_alarms(result.alarms)
+            return True
+
+    async def _sweep(self) -> None:
+        try:
+            await self._db()
+            assert self._conn is not None
+            self._publish_alarms(await sweep(self._conn, gap_grace_s=self.settings.gap_grace_s))
+        except psycopg.OperationalError as e:
+            self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
+            await self._drop_db()
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    async def _next_batch(self, wait_s: float) -> list[Incoming]:
+        if not self._inbox:
+            try:
+                async with asyncio.timeout(wait_s):
+                    await self._arrived.wait()
+            except TimeoutError:
+                return []
+        # Cleared before taking: a message appended from here on sets it again.
+        self._arrived.clear()
+        self._wake_pending.clear()
+        batch: list[Incoming] = []
+        while self._inbox and len(batch) < self.settings.batch:
+            batch.append(self._inbox.popleft())
+        if self._inbox:
+            self._arrived.set()
+        return batch
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Archive until ``stop`` is set; what was received but not committed is left unacknowledged."""
+        self._loop = asyncio.get_running_loop()
+        await self._db_ready(stop)
+        self._client = self._start_mqtt()
+        self._log.info("archive.started", subscription=self.settings.subscription)
+        # Two stages, so the next batch is parsed while PostgreSQL commits this one. The queue holds
+        # one parsed batch: commits (and so acknowledgements) stay in the order messages came.
+        parsed: asyncio.Queue[tuple[list[Incoming], list[ArchivedEvent]]] = asyncio.Queue(maxsize=1)
+        parser = asyncio.create_task(self._parse_loop(parsed, stop))
+        try:
+            await self._commit_loop(parsed, stop)
+        finally:
+            parser.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await parser
+            self._client.disconnect()
+            self._client.loop_stop()
+            await self._drop_db()
+            spent = {k: round(v, 2) for k, v in self.timings.items()}
+            self._log.info("archive.stopped", stored=self.stored, duplicates=self.duplicates, **spent)
+
+    async def _db_ready(self, stop: asyncio.Event) -> None:
+        # The schema is brought up to date before anything is received: a worker that cannot reach
+        # PostgreSQL does not take messages off the broker for nothing.
+        while not stop.is_set():
+            try:
+                await self._db()
+                return
+            except psycopg.OperationalError as e:
+                self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await stop.wait()
+
+    async def _parse_loop(
+        self, parsed: asyncio.Queue[tuple[list[Incoming], list[ArchivedEvent]]], stop: asyncio.Event
+    ) -> None:
+        while not stop.is_set():
+            batch = await self._next_batch(0.5)
+            if not batch:
+                continue
+            t0 = time.perf_counter()
+            events: list[ArchivedEvent] = []
+            for item in batch:
+                try:
+                    events.append(parse_event(item.topic, item.body, item.received))
+                except Unreadable as e:
+                    self.unreadable += 1
+                    self._log.warning("archive.unreadable", error=str(e))
+            self.timings["parse_s"] += time.perf_counter() - t0
+            await parsed.put((batch, events))
+
+    async def _commit_loop(
+        self, parsed: asyncio.Queue[tuple[list[Incoming], list[ArchivedEvent]]], stop: asyncio.Event
+    ) -> None:
+        next_sweep = time.monotonic() + self.settings.sweep_s
+        while not stop.is_set():
+            try:
+                async with asyncio.timeout(max(0.0, min(next_sweep - time.monotonic(), 0.5))):
+                    batch, events = await parsed.get()
+            except TimeoutError:
+                pass
+            else:
+                t1 = time.perf_counter()
+                if not await self._until_committed(events, stop):
+                    return  # asked to stop while PostgreSQL was away: nothing acknowledged
+                t2 = time.perf_counter()
+                self._ack(batch)
+                self.timings["commit_s"] += t2 - t1
+                self.timings["ack_s"] += time.perf_counter() - t2
+                self._notify()
+            if time.monotonic() >= next_sweep:
+                await self._sweep()
+                self._notify()
+                next_sweep = time.monotonic() + self.settings.sweep_s

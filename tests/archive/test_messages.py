@@ -1,0 +1,65 @@
+"""Hostile events messages: one line naming the rule, never the body; the good ones as published."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from controller.archive.messages import MAX_BODY, Unreadable, copy_line, parse_event
+
+NOW = datetime(2027, 1, 15, 12, tzinfo=UTC)
+TOPIC = "tablectl/floor/dab-01/events"
+GOOD = {"version": 1, "seq": 3, "at": 1.8e9, "kind": "card_dealt", "classification": "public",
+        "payload": {"card": "QH", "note": "tab\there\\"}, "hash": "a" * 64}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("topic", "body", "words"),
+    [
+        ("tablectl/floor/dab-01/state", GOOD, "not a tablectl/<site>/<table>/events topic"),
+        (TOPIC, b"{", "is not JSON"),
+        (TOPIC, [1], "is not a JSON object"),
+        (TOPIC, {**GOOD, "version": 2}, "version is not 1"),
+        (TOPIC, {**GOOD, "seq": 0}, "seq must be a whole number from 1"),
+        (TOPIC, {**GOOD, "seq": True}, "seq must be a whole number from 1"),
+        (TOPIC, {**GOOD, "kind": "x y"}, "kind is not a journal kind"),
+        (TOPIC, {**GOOD, "classification": "top"}, "classification is not one of"),
+        (TOPIC, {**GOOD, "hash": "A" * 64}, "hash is not 64 lowercase hex digits"),
+        (TOPIC, {**GOOD, "prev_hash": 5}, "prev_hash is not 64 lowercase hex digits"),
+        (TOPIC, {**GOOD, "at": 1e300}, "at is not seconds since the epoch"),
+        (TOPIC, {**GOOD, "payload": {"x": "\u0000"}}, "payload holds a NUL character"),
+        # A withheld record that carries anything more than the placeholder is refused, not stored.
+        (
+            TOPIC,
+            {
+                "version": 1,
+                "seq": 4,
+                "kind": "card_burned",
+                "classification": "secret",
+                "withheld": True,
+                "payload": {"card": "7H"},
+            },
+            "must be a bare placeholder",
+        ),
+        (TOPIC, b"x" * (MAX_BODY + 1), "at most"),
+    ],
+)
+def test_refused_with_one_line(topic: str, body: object, words: str) -> None:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    with pytest.raises(Unreadable, match=words) as info:
+        parse_event(topic, raw, NOW)
+    assert "\n" not in str(info.value) and "7H" not in str(info.value)
+
+
+def test_a_public_record_and_a_placeholder_as_published() -> None:
+    public = parse_event(TOPIC, json.dumps(GOOD).encode(), NOW)
+    assert (public.site, public.table_id, public.seq, str(public.day)) == ("floor", "dab-01", 3, "2027-01-15")
+    assert public.hash_holds() is None  # no prev_hash published: nothing to recompute with
+    # COPY's text format: tab, newline and backslash escaped, so the payload is one field.
+    line = copy_line(public)
+    assert line.count("\t") == 10 and line.endswith("\t\\N\n") and "tab\\\\there\\\\\\\\" in line
+    body = {"version": 1, "seq": 4, "kind": "card_burned", "classification": "secret", "withheld": True}
+    withheld = parse_event(TOPIC, json.dumps(body).encode(), NOW)
+    assert (withheld.withheld, withheld.hash, withheld.payload_json, withheld.at) == (True, None, None, None)
