@@ -176,6 +176,9 @@ class Supervisor:
             for task in stuck:
                 self.log.error("task_did_not_stop", task=task.get_name())
         self._tasks = []
+        for outbox in self._outbox.values():  # never written: nobody waits on them for ever
+            while not outbox.empty():
+                outbox.get_nowait()[1].cancel()
         for d in self.drivers.values():
             with contextlib.suppress(Exception):
                 await d.close()
@@ -584,7 +587,7 @@ class Supervisor:
                 self._queued = None
         # The answer comes once the action's device commands are carried out (or refused), as the
         # person expects; the wait holds no lock, so the table's other devices go on meanwhile.
-        await asyncio.gather(*queued)
+        await asyncio.gather(*queued, return_exceptions=True)  # cancelled only when stopping
         return result
 
     async def _command_locked(
