@@ -17,8 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from controller.shipped import table_file
 from controller.supervisor import logs
-from controller.supervisor.rig import table_file, virtual_table
+from controller.supervisor.rig import virtual_table
 
 
 async def day(game: str, rounds: int, journal: Path, seed: int) -> dict[str, object]:

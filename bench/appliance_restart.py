@@ -21,8 +21,9 @@ import time
 from pathlib import Path
 
 from controller.journal import Journal
+from controller.shipped import table_file
 from controller.supervisor.config import load_table_config
-from controller.supervisor.rig import ROOT, concrete_config, table_file
+from controller.supervisor.rig import ROOT, concrete_config
 from sim.table import SimTable
 
 

@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] in (["run"], ["demo"]) or argv[:2] == ["config", "check"]:
+    if argv[:1] in (["run"], ["demo"], ["config"]):
         # The appliance's commands parse their own arguments (controller/supervisor/).
         from controller.supervisor.cli import dispatch
 

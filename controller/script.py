@@ -288,5 +288,21 @@ def run_script(text: str) -> dict[str, Any]:
         doc = load_json(text, max_bytes=MAX_CONFIG_BYTES)
     except InputRefused as e:
         raise ScriptError(f"script: {e}") from None
-    options, shoe, seats = parse_script(doc)
+    options, shoe, seats = parse_script(unwrap_case(doc))
     return ScriptedRound(options, shoe, seats).play()
+
+
+CASE_KEYS = {"cite", "why", "script", "expect", "error"}
+
+
+def unwrap_case(doc: Any) -> Any:
+    """A hand-derived case file (tests/scripts/: ``cite``, ``why``, ``script`` and ``expect`` or
+    ``error``) plays its ``script``; a bare script plays as it is."""
+    if not isinstance(doc, dict) or "script" not in doc:
+        return doc
+    unknown = set(doc) - CASE_KEYS
+    if unknown:
+        raise ScriptError(
+            f"case: unknown key {sorted(unknown)[0]!r} (a case has {', '.join(sorted(CASE_KEYS))})"
+        )
+    return doc["script"]

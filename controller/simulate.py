@@ -23,7 +23,7 @@ from typing import Any
 from controller.cards import Card, parse_card
 from controller.errors import TablectlError
 from controller.game_config import GameOptions, default_options, load_game_options
-from controller.games import BLACKJACK_GAMES
+from controller.games import BLACKJACK_GAMES, GameId
 from controller.rules.down_under import masque_range
 from controller.rules.requests import (
     Action,
@@ -320,7 +320,8 @@ def simulate_through_core(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--game", required=True, choices=[g.value for g in BLACKJACK_GAMES])
+    # Every game is named here so that DJ Wild gets the reason it is refused, not "invalid choice".
+    p.add_argument("--game", required=True, choices=[g.value for g in GameId])
     p.add_argument("--config", help="a game TOML file (config/games/); overrides --game's defaults")
     p.add_argument("--decks", type=int, help="decks per batch (default: the game's usual)")
     p.add_argument("--seats", type=int, default=1, help="boxes in play, 1-6 (default 1)")
@@ -351,6 +352,12 @@ def _progress_bar(total: int, enabled: bool) -> Iterator[Callable[[int], None] |
 
 
 def main(args: argparse.Namespace) -> int:
+    if GameId(args.game) not in BLACKJACK_GAMES:
+        raise TablectlError(
+            f"simulate --game {args.game}: simulate measures the blackjack games' edges from their rules"
+            " engine; DJ Wild Stud Poker (687a) is played at the table, not simulated here:"
+            f" tablectl demo --game {args.game} plays it through its devices"
+        )
     if args.config:
         options = load_game_options(args.config)
         if options.game.value != args.game:

@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 
 from controller.cards import RANKS
 from controller.errors import ConfigError, short_reason
+from controller.shipped import resolve_ref, shipped_names
 from devices.errors import ProfileError
 from devices.profiles import DeviceKind, Profile, Protocol, load_profile
 
@@ -198,9 +199,10 @@ def load_devices(
         key = (d.endpoint.bus_key, d.device_id)
         if d.endpoint.transport is not TransportKind.MQTT and (d.endpoint.port or d.endpoint.path):
             if key in seen:
+                rtu = d.endpoint.transport is TransportKind.MODBUS_RTU
                 raise ConfigError(
                     f"{src}: devices.{d.name}.device_id: {d.device_id} is already used by "
-                    f"devices.{seen[key]} on the same bus"
+                    f"devices.{seen[key]} on the same bus" + (" (one id per RTU line)" if rtu else "")
                 )
             seen[key] = d.name
         gap = gaps.setdefault(d.endpoint.bus_key, d.endpoint.gap_s)
@@ -233,8 +235,13 @@ def _one(
     prof_raw = t.get("profile")
     if not isinstance(prof_raw, str) or not prof_raw:
         raise w.fail("profile", "must be the path of a device profile (config/devices/*.toml)")
+    prof_path = resolve_ref(base_dir, prof_raw, "devices")
+    if prof_path is None:
+        shipped = ", ".join(shipped_names("devices"))
+        why = f"no profile at {prof_raw} (relative to the table file) nor a shipped one ({shipped})"
+        raise w.fail("profile", why)
     try:
-        profile = load_profile((base_dir / prof_raw).resolve())
+        profile = load_profile(prof_path)
     except ProfileError as exc:
         raise w.fail("profile", str(exc)) from None
     if profile.kind is not kind:

@@ -22,7 +22,7 @@ from devices.profiles import Profile
 from devices.transport.links import close_quietly, login_refused
 from sim.faults import WireFaults
 from sim.models import StubCounterModel
-from sim.pty import Pty
+from sim.pty import Pty, link_line, unlink_line
 
 _log = structlog.get_logger("sim.frames")
 
@@ -45,13 +45,19 @@ def _resolve(future: asyncio.Future[None]) -> None:
 
 
 class PtySink:
-    def __init__(self) -> None:
+    """A serial line on a pty; with ``link``, reached through a symlink at that path (the path the
+    table's config names), which ``where`` then is."""
+
+    def __init__(self, link: str = "") -> None:
         self._pty: Pty | None = None
+        self.link = link
         self.where = ""
 
     async def open(self, on_bytes: _OnBytes) -> None:
         self._pty = Pty()
-        self.where = self._pty.path
+        if self.link:
+            link_line(self.link, self._pty.path)
+        self.where = self.link or self._pty.path
         fd = self._pty.fd
 
         def readable() -> None:
@@ -95,6 +101,8 @@ class PtySink:
     async def close(self) -> None:
         if self._pty is not None:
             asyncio.get_running_loop().remove_reader(self._pty.fd)
+            if self.link:
+                unlink_line(self.link, self._pty.path)
             self._pty.close()
             self._pty = None
 

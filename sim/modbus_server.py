@@ -23,8 +23,9 @@ from pymodbus.simulator import DataType, SimData, SimDevice
 from devices.profiles import DeviceKind, Profile
 from sim.faults import WireFaults
 from sim.models import SimRefused
-from sim.pty import PtyBridge
+from sim.pty import PtyBridge, link_line, unlink_line
 from sim.registers import command, render
+from sim.rtu_gate import RtuGate
 
 _log = structlog.get_logger("sim.modbus")
 
@@ -148,25 +149,30 @@ class ModbusTcpSim:
 
 
 class ModbusRtuSim:
-    """Devices on one RTU line, served on a pty; ``path`` is the line the master opens."""
+    """Devices on one RTU line, served on a pty; ``path`` is the line the master opens: ``link``
+    (a symlink made to the pty, at the path the table's config names) or else the pty itself."""
 
-    def __init__(self, devices: list[RegisterSim], *, baudrate: int = 19200) -> None:
+    def __init__(self, devices: list[RegisterSim], *, baudrate: int = 19200, link: str = "") -> None:
         self.devices = devices
         self.baudrate = baudrate
-        self.bridge = PtyBridge()
+        self.link = link
+        self.bridge = PtyBridge(RtuGate({d.device_id for d in devices}))
         self._server: ModbusSerialServer | None = None
 
     @property
     def path(self) -> str:
-        return self.bridge.host_path
+        return self.link or self.bridge.host_path
 
     async def start(self) -> None:
         self.bridge.open()
+        if self.link:
+            link_line(self.link, self.bridge.host_path)
         server = ModbusSerialServer(
             [d.sim_device() for d in self.devices],
             framer=FramerType.RTU,
             port=self.bridge.device_path,
             baudrate=self.baudrate,
+            broadcast_enable=True,  # id 0 writes reach every device here, unanswered (sim/rtu_gate.py)
             trace_packet=_shaper(self.devices, 0),  # RTU: device id is the first byte
         )
         await server.serve_forever(background=True)
@@ -178,6 +184,8 @@ class ModbusRtuSim:
         if server is not None:
             with contextlib.suppress(Exception):
                 await server.shutdown()  # type: ignore[no-untyped-call]
+        if self.link and self.bridge.is_open:
+            unlink_line(self.link, self.bridge.host_path)
         self.bridge.close()
 
     def drop_link(self) -> None:

@@ -11,6 +11,11 @@ import asyncio
 import contextlib
 import os
 import tty
+from typing import Protocol
+
+
+class Gate(Protocol):
+    def feed(self, data: bytes) -> tuple[bytes, bytes]: ...
 
 
 class Pty:
@@ -29,10 +34,18 @@ class Pty:
 
 
 class PtyBridge:
-    def __init__(self) -> None:
+    """``gate`` (optional) sees the host's bytes first: it returns what goes on to the device end
+    and what is answered straight back to the host (see sim/rtu_gate.py)."""
+
+    def __init__(self, gate: Gate | None = None) -> None:
         self._host: Pty | None = None
         self._device: Pty | None = None
         self.cut = False
+        self.gate = gate
+
+    @property
+    def is_open(self) -> bool:
+        return self._host is not None
 
     @property
     def host_path(self) -> str:
@@ -59,9 +72,16 @@ class PtyBridge:
             return
         except OSError:
             data = b""  # the other program closed its end; keep the bridge up for it to reopen
-        if data and not self.cut:
-            with contextlib.suppress(BlockingIOError, OSError):
+        if not data or self.cut:
+            return
+        reply = b""
+        if self.gate is not None and self._host is not None and src == self._host.fd:
+            data, reply = self.gate.feed(data)
+        with contextlib.suppress(BlockingIOError, OSError):
+            if data:
                 os.write(dst, data)
+            if reply:
+                os.write(src, reply)
 
     def close(self) -> None:
         loop = asyncio.get_running_loop()
@@ -70,3 +90,29 @@ class PtyBridge:
                 loop.remove_reader(p.fd)
                 p.close()
         self._host = self._device = None
+
+
+def _is_ours(path: str) -> bool:
+    """A link a simulator made: a symlink to a pty line (live or left over from a killed run)."""
+    return os.path.islink(path) and os.readlink(path).startswith("/dev/pts/")
+
+
+def link_line(path: str, line: str) -> None:
+    """Make ``path`` (a table's configured serial path) a symlink to the pty ``line``, so the
+    appliance opens the path it is configured with. Its folder is made when missing; a leftover
+    link of a killed simulator is replaced; anything else at ``path`` is never touched."""
+    if os.path.lexists(path):
+        if not _is_ours(path):
+            raise FileExistsError(f"{path}: exists and is not a simulator's pty link; not replacing it")
+        os.unlink(path)
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    os.symlink(line, path)
+
+
+def unlink_line(path: str, line: str) -> None:
+    """Remove the link made by ``link_line`` if it still points at ``line``."""
+    with contextlib.suppress(OSError):
+        if os.readlink(path) == line:
+            os.unlink(path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from devices.events import Slot
+from devices.events import ShufflerState, Slot
 from devices.profiles import DeviceKind, Profile
 from sim.models import (
     KeypadModel,
@@ -38,7 +38,9 @@ def _shuffler(m: ShufflerModel, p: Profile) -> Registers:
     for slot, s in m.slots.items():
         pre = f"slot_{slot.value.lower()}_"
         out[pre + "state"] = [p.enum_value("shuffler_state", s.state.value)]
-        out[pre + "back"] = [_code(p, "back", s.back)]
+        # shuffler.md: a slot's back colour reads 0 once the slot is empty (its batch ejected);
+        # the model keeps the colour the slot belongs to, for the batch that comes back to it.
+        out[pre + "back"] = [0 if s.state is ShufflerState.EMPTY else _code(p, "back", s.back)]
         out[pre + "decks"] = [s.decks]
     return out
 

@@ -73,7 +73,13 @@ class SimTable:
         seed: int | None = None,
         clock: Clock = REAL_CLOCK,
         decks: int | None = None,
+        at_configured: bool = False,
     ) -> None:
+        """``at_configured``: listen on the configured TCP ports and make each configured serial
+        path a link to its pty (``tablectl sim``, for a ``tablectl run`` of the same file);
+        otherwise free ports and private ptys, devices that share a port or line still sharing one
+        (tests, benchmarks and the demo, many of which run at once on one machine)."""
+        self.at_configured = at_configured
         self.game = game
         self.decks = decks or game.default_decks
         self.clock = clock
@@ -88,13 +94,31 @@ class SimTable:
         self._wire()
 
     @classmethod
-    def from_config(cls, cfg: TableConfig, *, seed: int | None = None, clock: Clock = REAL_CLOCK) -> SimTable:
+    def from_config(
+        cls,
+        cfg: TableConfig,
+        *,
+        seed: int | None = None,
+        clock: Clock = REAL_CLOCK,
+        at_configured: bool = False,
+    ) -> SimTable:
         """The simulators of a loaded table config, with its game and its decks per batch."""
-        return cls(list(cfg.devices), cfg.options.spec, seed=seed, clock=clock, decks=cfg.options.decks)
+        return cls(
+            list(cfg.devices), cfg.options.spec, seed=seed, clock=clock, decks=cfg.options.decks,
+            at_configured=at_configured,
+        )  # fmt: skip
 
     @classmethod
-    def from_file(cls, path: pathlib.Path, *, seed: int | None = None, clock: Clock = REAL_CLOCK) -> SimTable:
-        return cls.from_config(load_table_config(path, side="sim"), seed=seed, clock=clock)
+    def from_file(
+        cls,
+        path: pathlib.Path,
+        *,
+        seed: int | None = None,
+        clock: Clock = REAL_CLOCK,
+        at_configured: bool = False,
+    ) -> SimTable:
+        cfg = load_table_config(path, side="sim")
+        return cls.from_config(cfg, seed=seed, clock=clock, at_configured=at_configured)
 
     def _model(self, cfg: DeviceConfig) -> Any:
         sim, prof = cfg.sim, cfg.profile
@@ -181,7 +205,7 @@ class SimTable:
                         access=cfg.sim_mqtt, backoff=cfg.backoff, clock=self.clock,
                     )  # fmt: skip
                 else:
-                    sink = PtySink()
+                    sink = PtySink(ep.path if self.at_configured else "")
                 fs = StubCounterSim(
                     info.model, info.config.profile, sink, clock=self.clock,
                     heartbeat_s=float(info.config.sim.get("heartbeat_s", 1.0)),
@@ -190,7 +214,7 @@ class SimTable:
                 self._frame_sims.append(fs)
         try:
             for (host, port), sims in tcp_groups.items():
-                srv = ModbusTcpSim(sims, host=host, port=max(port, 0))
+                srv = ModbusTcpSim(sims, host=host, port=max(port, 0) if self.at_configured else 0)
                 await srv.start()
                 self._tcp.append(srv)
                 for info in self.devices.values():
@@ -200,7 +224,7 @@ class SimTable:
                 baud = next(
                     i.config.endpoint.baudrate for i in self.devices.values() if i.register_sim in sims
                 )
-                rtu = ModbusRtuSim(sims, baudrate=baud)
+                rtu = ModbusRtuSim(sims, baudrate=baud, link=path if self.at_configured else "")
                 await rtu.start()
                 self._rtu[path] = rtu
                 for info in self.devices.values():

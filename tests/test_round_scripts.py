@@ -103,3 +103,22 @@ def test_cli_names_an_unreadable_file(tmp_path: Path) -> None:
     proc = _tablectl("round", "--script", str(tmp_path / "missing.json"))
     assert proc.returncode == 2
     assert "missing.json: cannot read" in proc.stderr
+
+
+def test_every_case_file_is_accepted_by_round_script_as_it_is(capsys: pytest.CaptureFixture[str]) -> None:
+    """`tablectl round --script FILE` plays a case file's script (its cite, why and expect aside)."""
+    from controller.cli import main
+
+    for path in SCRIPTS:
+        case = load(path)
+        code = main(["round", "--script", str(path)])
+        out, err = capsys.readouterr()
+        if "error" in case:
+            assert code == 2 and err.startswith(case["error"]), path.name
+        else:
+            assert code == 0 and json.loads(out) == run_script(json.dumps(case["script"])), path.name
+
+
+def test_a_case_file_with_an_unknown_key_is_refused() -> None:
+    with pytest.raises(TablectlError, match=r"^case: unknown key 'note'"):
+        run_script(json.dumps({"cite": ["A1"], "note": "x", "script": {}}))

@@ -1,11 +1,11 @@
 """The dealer display as JSON: built by pure functions from the table's public state only.
 
-``display(snapshot, kinds, asking)`` is what ``GET /api/display`` returns and what the page
+``display(snapshot, kinds, turn)`` is what ``GET /api/display`` returns and what the page
 draws: whose turn it is and what is asked or offered, the reader and the progressive, the shoe
 and the batches, and every open alarm with the floor action it needs and its section. Its inputs
 are the supervisor's public snapshot (no card identities), the kind of each device, and
-``asking(table)``: the request the table is waiting on, in public terms (seats, hands, legal
-decisions, offers), never a card. A hole card, a reader's answer or a stub's contents are not
+``turn(ask)``: the table's own public ask (``controller.table.asking``, the snapshot's
+``asking``) in the dealer's words. A hole card, a reader's answer or a stub's contents are not
 public until the table shows them, so none of them is ever read here.
 """
 
@@ -14,89 +14,65 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.rules.requests import (
-    DEALER,
-    CardFor,
-    Decision,
-    DoubleAttackOffer,
-    EvenMoneyOffer,
-    InsuranceOffer,
-    ReaderUse,
-    SecondChanceOffer,
-    SurrenderOffer,
-)
-from controller.table.core import Table
-from controller.table.sections import section
+from controller.rules.requests import DEALER
+
+_OFFERS = {
+    "insurance": "insurance offered",
+    "even_money": "even money offered",
+    "surrender": "surrender offered",
+    "double_attack": "Double Attack wager offered",
+    "second_chance": "Second Chance offered",
+}
 
 
-def _who(seat: int) -> str:
-    return "dealer" if seat == DEALER else f"box {seat}"
+def _who(seat: object) -> str:
+    return "dealer" if seat in (DEALER, "dealer", None) else f"box {seat}"
 
 
-def asking(table: Table) -> dict[str, Any]:
-    """What the table waits for next: ``who`` (the dealer, a box, the floor), ``what`` (one line)
-    and, for a decision, the legal choices. Public information only."""
-    if table.halted:
-        a = table.halted[0]
-        return {"who": "floor", "what": f"dealing is stopped: {a.message}", "section": a.section}
-    cut = table.cut
-    if cut is not None:
-        if cut.cut_at is None:
-            seat = cut.offer_order[0] if cut.offer_order else 0
-            return {"who": _who(seat), "what": f"the cut of the {cut.back} batch is offered to {_who(seat)}",
-                    "section": section(table.chapter, "5(c)")}  # fmt: skip
-        if cut.cover_from_bottom is None:
-            return {
-                "who": "dealer",
-                "what": "place the cover card",
-                "section": section(table.chapter, "5(d)"),
-            }
-        return {"who": "dealer", "what": f"the cut {cut.back} batch goes into the shoe"}
-    rnd = table.round
-    if rnd is not None:
-        req = rnd.request
-        if isinstance(req, Decision):
-            return {"who": _who(req.seat), "hand": req.hand + 1, "what": "decision",
-                    "legal": sorted(a.value for a in req.legal)}  # fmt: skip
-        if isinstance(req, CardFor):
-            where = _who(req.seat) + (f" hand {req.hand + 1}" if req.seat != DEALER else "")
-            face = "" if req.face_up else " (face down)"
-            return {"who": "dealer", "what": f"deal a card to {where}{face}"}
-        if isinstance(req, ReaderUse):
-            return {"who": "dealer", "what": "the hole card into the reader"}
-        offers: list[tuple[type, str]] = [
-            (InsuranceOffer, "insurance offered"),
-            (EvenMoneyOffer, "even money offered"),
-            (SurrenderOffer, "surrender offered"),
-            (DoubleAttackOffer, "Double Attack wager offered"),
-            (SecondChanceOffer, "Second Chance offered"),
-        ]
-        for kind, what in offers:
-            if isinstance(req, kind):
-                return {"who": _who(getattr(req, "seat", 0)), "what": what}
-        return {"who": "dealer", "what": type(req).__name__}  # pragma: no cover - a new request kind
-    wild = table.wild
-    if wild is not None:
-        if not wild.locked:
-            return {"who": "dealer", "what": "Start Game"}
-        if not wild.dealt:
-            return {"who": "dealer", "what": "deal the hands"}
+def turn(ask: Mapping[str, Any]) -> dict[str, Any]:
+    """The table's ask (``controller.table.asking``, the ``asking`` of the public snapshot) in
+    the dealer's words: ``who`` (the dealer, a box, the players, the floor), ``what`` (one line),
+    and the section, hand and legal decisions where there are some."""
+    what = ask.get("what")
+    sec = {"section": ask["section"]} if "section" in ask else {}
+    if what == "floor":
+        return {"who": "floor", "what": f"dealing is stopped: {ask.get('message')}", **sec}
+    if what == "cut":
+        who = _who(ask.get("seat"))
+        return {"who": who, "what": f"the cut of the {ask.get('back')} batch is offered to {who}", **sec}
+    if what == "cover_card":
+        return {"who": "dealer", "what": "place the cover card", **sec}
+    if what == "cut_to_shoe":
+        return {"who": "dealer", "what": f"the cut {ask.get('back')} batch goes into the shoe"}
+    if what == "decision":
+        return {"who": _who(ask.get("seat")), "hand": int(ask.get("hand", 0)) + 1, "what": "decision",
+                "legal": list(ask.get("legal", []))}  # fmt: skip
+    if what == "card":
+        seat = ask.get("seat")
+        where = _who(seat) + ("" if _who(seat) == "dealer" else f" hand {int(ask.get('hand', 0)) + 1}")
+        face = "" if ask.get("face_up", True) else " (face down)"
+        return {"who": "dealer", "what": f"deal a card to {where}{face}"}
+    if what == "reader":
+        return {"who": "dealer", "what": "the hole card into the reader"}
+    if what == "offer":
+        return {"who": _who(ask.get("seat")), "what": _OFFERS.get(str(ask.get("offer")), "offer")}
+    if what == "wild_deal":
+        return {"who": "dealer", "what": "deal the hands" if ask.get("locked") else "Start Game"}
+    if what == "stub":
         return {"who": "dealer", "what": "count the stub"}
-    if table.shoe_back is None and table.blackjack:
+    if what == "batch":
         return {"who": "dealer", "what": "waiting for a batch in the shoe"}
-    if table.burns_due:
-        return {
-            "who": "dealer",
-            "what": f"burn {table.burns_due} card(s)",
-            "section": section(table.chapter, "7(c)"),
-        }
-    return {"who": "players", "what": "place wagers, then Start Game"}
+    if what == "burn":
+        return {"who": "dealer", "what": f"burn {ask.get('cards')} card(s)", **sec}
+    if what == "bets":
+        return {"who": "players", "what": "place wagers, then Start Game"}
+    return {"who": "dealer", "what": str(what)}
 
 
 def display(
     snapshot: Mapping[str, Any], kinds: Mapping[str, str], turn: Mapping[str, Any], dealer: str | None = None
 ) -> dict[str, Any]:
-    """The dealer display from the public snapshot, each device's kind, ``asking``'s answer and
+    """The dealer display from the public snapshot, each device's kind, ``turn``'s wording of the ask and
     the dealer's name (public: the dealer stands at the table)."""
     devices: Mapping[str, str] = snapshot.get("devices", {})
     by_kind = {kinds[n]: (n, h) for n, h in devices.items() if n in kinds}

@@ -36,7 +36,7 @@ import structlog
 from aiohttp import web
 
 from controller.bounded import InputRefused, load_json
-from controller.console.display import asking, display
+from controller.console.display import display, turn
 from controller.console.users import MAX_PASSWORD, NAME, User, hash_password, load_users, verify_password
 from controller.errors import ConfigError
 from controller.supervisor import actions
@@ -345,8 +345,10 @@ class Console:
         sup = self.supervisor
         kinds = {n: k.value for n, k in sup.kinds.items()}
         table = sup.table if sup.jt is not None else None
-        turn = asking(table) if table is not None else {"who": "", "what": "the table is starting"}
-        body = display(sup.snapshot(), kinds, turn, table.dealer_name if table is not None else None)
+        snapshot = sup.snapshot()
+        ask = snapshot.get("asking")
+        worded = turn(ask) if ask is not None else {"who": "", "what": "the table is starting"}
+        body = display(snapshot, kinds, worded, table.dealer_name if table is not None else None)
         body["signed_in"] = {"user": session.user, "role": session.role}
         if session.role == actions.FLOOR:
             now = self.clock()

@@ -20,10 +20,11 @@ from controller.bounded import InputRefused, read_toml
 from controller.console.settings import ConsoleSettings, console_settings
 from controller.errors import ConfigError, TablectlError
 from controller.supervisor import logs
-from controller.supervisor.config import load_table_config
+from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
 from controller.supervisor.wiring import build_telemetry
+from devices.config import TransportKind
 
 if TYPE_CHECKING:
     from controller.console.server import Console
@@ -56,10 +57,13 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
     logs.configure(getattr(logging, args.log_level.upper()))
     try:
         config = load_table_config(args.config)
+        _require_endpoints(config)
     except TablectlError as e:
         print(f"tablectl run: {e}", file=sys.stderr)
         return 2
     journal = args.journal or JOURNAL_DIR / f"{config.table_id}.db"
+    if args.journal is None:  # said once, so nobody wonders where the table's record went
+        print(f"tablectl run: journal {journal} (--journal PATH to choose)", file=sys.stderr)
     try:
         forwarder = None
         if telemetry is None:
@@ -82,6 +86,23 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
     except OSError as e:
         print(f"tablectl run: {e}", file=sys.stderr)
         return 1
+
+
+def _require_endpoints(config: TableConfig) -> None:
+    """Port 0 and an empty serial path let only the simulator choose; the appliance would dial
+    nowhere for ever, so it refuses them naming the key."""
+    for d in config.devices:
+        ep = d.endpoint
+        if ep.transport is TransportKind.MODBUS_TCP and ep.port == 0:
+            key, need = "port", "the device's TCP port"
+        elif ep.transport in (TransportKind.MODBUS_RTU, TransportKind.SERIAL_LINE) and not ep.path:
+            key, need = "path", "the serial port the device is on"
+        else:
+            continue
+        raise ConfigError(
+            f"{config.path}: devices.{d.name}.{key}: tablectl run needs {need}"
+            " (0 or empty lets only tablectl sim choose)"
+        )
 
 
 def _console_settings(path: Path, listen: str | None, users: Path | None) -> ConsoleSettings | None:
@@ -110,16 +131,28 @@ async def _run(supervisor: Supervisor, console: Console | None, settings: Consol
 
 
 def dispatch(argv: list[str]) -> int:
-    """Entry from controller/cli.py for ``run``, ``demo`` and ``config check``."""
+    """Entry from controller/cli.py for ``run``, ``demo`` and ``config``."""
     if argv[:1] == ["run"]:
         return main(argv[1:])
     if argv[:1] == ["demo"]:
         from controller.supervisor.demo import main as demo_main
 
         return demo_main(argv[1:])
+    args = _config_parser().parse_args(argv[1:])  # `tablectl config` alone: usage, exit 2
     from controller.supervisor.config import check_main
 
-    return check_main(argv[2:])
+    return check_main([args.file])
+
+
+def _config_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tablectl config", description="Table config files.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    c = sub.add_parser(
+        "check", help="validate a table config: exit 0 with a summary line, 2 with the one-line problem",
+        description="Validate a table config (config/tables/<table>.toml) and everything it names.",
+    )  # fmt: skip
+    c.add_argument("file", help="the table config file")
+    return p
 
 
 if __name__ == "__main__":  # pragma: no cover

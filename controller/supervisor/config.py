@@ -17,6 +17,7 @@ from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError, RuleViolation
 from controller.game_config import GameOptions, load_game_options
 from controller.games import GameId
+from controller.shipped import resolve_ref, shipped_names
 from devices.config import DeviceConfig, Side, TransportKind, load_devices
 from devices.profiles import DeviceKind
 
@@ -79,9 +80,12 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
     table_id = _identifier(p, table, "id")
     site = _identifier(p, table, "site")
     game_ref = _string(p, table, "game")
-    game_path = p.parent / game_ref
-    if not game_path.is_file():
-        raise ConfigError(f"{p}: table.game: no game file at {game_ref}")
+    game_path = resolve_ref(p.parent, game_ref, "games")
+    if game_path is None:
+        raise ConfigError(
+            f"{p}: table.game: no game file at {game_ref} (relative to the table file) and no shipped"
+            f" game of that name ({', '.join(shipped_names('games'))})"
+        )
     try:
         options = load_game_options(game_path)
     except RuleViolation as e:

@@ -29,21 +29,63 @@ from typing import Any, Literal
 from controller.errors import ConfigError, TablectlError
 from controller.games import GameId
 from controller.journal import verify_journal
+from controller.shipped import table_file
 from controller.supervisor import logs
-from controller.supervisor.rig import Rig, table_file, virtual_table
+from controller.supervisor.rig import Rig, virtual_table
 from sim.mqtt_broker import embedded_broker_thread
 
 BrokerKind = Literal["mosquitto", "embedded", "external"]
 
+SUMMARY_FIELDS = """\
+the JSON summary (--no-ui):
+  game, table          the game and the example table's id
+  rounds, boxes        rounds played to settlement; boxes the dealer plays
+  cards_drawn          cards drawn from the shoe (DJ Wild: 0, dealt from the hand)
+  keys_pressed         keypad keys the dealer pressed
+  shoes                batches brought into play from the shuffler
+  stub_counts          DJ Wild stubs put into the stub counter
+  journal_records      records in the journal (its last sequence number)
+  alarms_open          alarms still open at the end
+  devices              each device's health at the end
+  broker, broker_kind  where telemetry went: mosquitto, embedded or external (--broker)
+  seconds              real seconds the run took
+  table_hours          hours on the table's virtual clock
+  journal_verified     the journal's hash chain verified from its first record
+  house                per wager: settled (count), staked (table units; a sensed spot is 10),
+                       house_net (what the players lost minus what they won) and house_edge
+                       (house_net / staked); empty for DJ Wild, whose hands the dealer pays
+"""
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a whole number of rounds, 1 or more")
+    return n
+
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tablectl demo", description="A table played by a virtual dealer.")
+    p = argparse.ArgumentParser(
+        prog="tablectl demo", description="A table played by a virtual dealer.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SUMMARY_FIELDS,
+    )  # fmt: skip
     p.add_argument("--game", default=GameId.DOWN_UNDER.value, choices=[g.value for g in GameId])
-    p.add_argument("--rounds", type=int, default=None, help="rounds (default: until Ctrl-C; 200 headless)")
+    p.add_argument(
+        "--rounds",
+        type=_positive,
+        default=None,
+        help="rounds, 1 or more (default: until Ctrl-C; 200 headless)",
+    )
     p.add_argument("--boxes", type=int, default=6, choices=range(1, 7), metavar="1-6")
     p.add_argument("--no-ui", action="store_true", help="no terminal view; print a JSON summary at the end")
     p.add_argument("--seed", type=int, default=None, help="seed shuffles and dealer (repeatable)")
-    p.add_argument("--journal", type=Path, default=None, help="journal file (default: a temporary one)")
+    p.add_argument(
+        "--journal", type=Path, default=None,
+        help="a new journal file to keep (default: a temporary one); the demo starts a fresh table",
+    )  # fmt: skip
     p.add_argument("--pace", type=float, default=0.15, help="real seconds per dealer action in the view")
     p.add_argument(
         "--console",
@@ -120,7 +162,11 @@ def broker(workdir: Path, *, embedded: bool = False) -> Iterator[tuple[int, Brok
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.journal is not None and args.journal.exists():
+        # The virtual dealer opens a fresh table; an old journal's table would be mid-day.
+        parser.error(f"--journal {args.journal}: already exists; the demo writes a new journal")
     # Logs would tear the terminal view; headless they go to stderr so stdout is the JSON only.
     level = logging.WARNING if args.no_ui else logging.CRITICAL
     logs.configure(level, stream=sys.stderr)
@@ -177,7 +223,41 @@ async def _headless(args: argparse.Namespace, journal: Path, url: str, kind: Bro
         summary = _summary(rig, time.perf_counter() - began, url, kind)
     result = verify_journal(journal)
     summary["journal_verified"] = result.ok
+    summary["house"] = house_result(journal)
     return summary
+
+
+def house_result(journal: Path) -> dict[str, dict[str, float | int]]:
+    """Per wager, from the journal's settled rounds: how many were settled, the total stake, the
+    house's net (what the players lost, minus what they won) and that net over the stake.
+
+    Amounts are in table units (a sensed spot stands for UNIT_BET of them). DJ Wild hands are paid
+    by the dealer at the table, not settled by the controller, so a DJ Wild demo has no entries."""
+    from fractions import Fraction
+
+    from controller.journal import Journal
+
+    count: dict[str, int] = {}
+    staked: dict[str, Fraction] = {}
+    house: dict[str, Fraction] = {}
+    with Journal.open(journal, create=False, readonly=True) as j:
+        for record in j.records():
+            if record.kind != "round_settled":
+                continue
+            for s in record.payload.get("settlements", []):
+                wager, stake = s["wager"], Fraction(str(s["stake"]))
+                count[wager] = count.get(wager, 0) + 1
+                staked[wager] = staked.get(wager, Fraction(0)) + stake
+                house[wager] = house.get(wager, Fraction(0)) - stake * s["halves"] / 2
+    return {
+        w: {
+            "settled": count[w],
+            "staked": float(staked[w]),
+            "house_net": float(house[w]),
+            "house_edge": round(float(house[w] / staked[w]), 4) if staked[w] else 0.0,
+        }
+        for w in sorted(count)
+    }
 
 
 def _summary(rig: Rig, seconds: float, url: str, kind: BrokerKind) -> dict[str, Any]:

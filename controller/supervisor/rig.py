@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.bounded import read_toml
+from controller.shipped import shipped_dir, table_file
 from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
@@ -22,13 +23,9 @@ from sim.clock import VirtualClock
 from sim.dealer import VirtualDealer
 from sim.table import SimTable
 
-ROOT = Path(__file__).resolve().parents[2]
-TABLES = ROOT / "config" / "tables"
+ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests and benchmarks run from it)
+TABLES = shipped_dir("tables")
 EPOCH = 1_800_000_000.0  # the virtual table's wall clock starts here (2027-01-15)
-
-
-def table_file(game: str) -> Path:
-    return TABLES / f"{game}.toml"
 
 
 def quiet_wire(devices: list[DeviceConfig]) -> list[DeviceConfig]:

@@ -103,6 +103,8 @@ class Supervisor:
         self._start_sent: set[dev.Slot] = set()
         self._eject_sent: set[dev.Slot] = set()
         self._crashed: set[str] = set()
+        self._answered: set[str] = set()  # devices heard from since start (ready needs them all)
+        self._waiting_said: set[str] = set()
         self._auto_refused: dict[I.Input, int] = {}
         self._steps = 0
         self._stopped = False
@@ -289,6 +291,12 @@ class Supervisor:
         name = event.device
         old = self.health.get(name, DeviceHealth.CONNECTING)
         new = health_after(old, event)
+        unheard = name not in self._answered and name not in self._waiting_said and not self.ready.is_set()
+        if unheard and isinstance(event, dev.DeviceOffline | dev.DeviceDegraded):
+            # Not ready, and why: the device that has not answered, where it is, what failed.
+            self._waiting_said.add(name)
+            where = self.drivers[name].config.endpoint.describe() if name in self.drivers else None
+            self.log.warning("waiting_for_device", device=name, where=where, error=event.reason)
         if new is not old:
             await self._set_health(name, new)
         if isinstance(event, dev.FrameError):
@@ -356,7 +364,12 @@ class Supervisor:
         self.telemetry.device_health(name, health.value)
         self.telemetry.state_changed(self.snapshot())
         self._changed()
-        if not self.ready.is_set() and all(h is not DeviceHealth.CONNECTING for h in self.health.values()):
+        if health is DeviceHealth.ONLINE:
+            self._answered.add(name)  # degraded is no answer: a failed connect says so
+        # Out of order (also as restored from the journal at start): the floor's mark stands
+        # whether the device answers or not.
+        heard = all(n in self._answered or h is DeviceHealth.OUT_OF_ORDER for n, h in self.health.items())
+        if not self.ready.is_set() and heard:
             self.ready.set()
             t = self.table
             seq = self.jt.journal.last_seq if self.jt else 0

@@ -39,6 +39,7 @@ from controller.rules.settlement_order import PLAYER_BY_PLAYER, dealer_order
 from controller.rules.state import SeatWagers
 from controller.shoe import MIN_CUT_FROM_END, min_cover_from_bottom
 from controller.table import inputs as I
+from controller.table.asking import asking
 from controller.table.batches import Batch, Place, ShufflerState
 from controller.table.events import DomainEvent
 from controller.table.sections import section
@@ -246,6 +247,7 @@ class Table:
             "reader_failed": self.reader_failed,
             "out_of_order": sorted(self.out_of_order),
             "reader_inspected_for": self.reader_inspected_day,
+            "asking": asking(self),  # what the dealer display shows next (controller/table/asking.py)
         }
 
     # ================================================================== helpers for handlers

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -15,8 +16,10 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
+from controller.shipped import table_file
 from controller.supervisor.config import load_table_config
-from controller.supervisor.rig import table_file, virtual_table
+from controller.supervisor.demo import SUMMARY_FIELDS
+from controller.supervisor.rig import virtual_table
 from controller.supervisor.wiring import build_telemetry
 from controller.telemetry.broker import ENV_PASSWORD, ENV_USERNAME
 from sim.mqtt_broker import EmbeddedBroker, embedded_broker_thread
@@ -101,6 +104,12 @@ def test_demo_headless_with_the_embedded_broker(tmp_path: Path) -> None:
     assert summary["broker"].startswith("mqtt://127.0.0.1:")
     assert summary["rounds"] == 2 and summary["journal_verified"] is True
     assert "mqtt broker" not in done.stderr  # no client of the demo's was dropped or refused
+    # Every field is explained in --help; the house's result per wager adds up.
+    documented = re.findall(r"(?m)^  ([a-z_]+(?:, [a-z_]+)*) ", SUMMARY_FIELDS)
+    assert set(summary) == {name for names in documented for name in names.split(", ")}
+    bet = summary["house"]["bet"]
+    assert bet["settled"] >= 2 and bet["staked"] >= 10 * bet["settled"]  # a sensed spot each, doubles more
+    assert bet["house_edge"] == round(bet["house_net"] / bet["staked"], 4)
 
 
 def test_demo_with_a_broker_survives_a_hostile_command(tmp_path: Path) -> None:

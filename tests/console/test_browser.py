@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
-from controller.console.display import asking
+from controller.console.display import turn as worded
+from controller.table.asking import asking
 from tests.console.conftest import PASSWORDS, ConsoleRig
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -126,7 +127,7 @@ async def test_the_dealer_display_follows_a_round_and_a_dealer_is_refused_a_floo
 
     async def follow() -> None:
         # Before each of the virtual dealer's actions: the page shows what the table asks now.
-        turn = asking(sup.table)
+        turn = worded(asking(sup.table))
         text = (
             f"{turn['who']} hand {turn['hand']}: {turn['what']}"
             if "hand" in turn

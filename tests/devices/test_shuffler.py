@@ -62,6 +62,18 @@ async def test_eject_moves_the_batch_into_the_shoe(rig: Rig) -> None:
     assert (loaded.back, loaded.cards) == ("red", 312)
 
 
+async def test_an_emptied_slot_reads_no_back_colour(rig: Rig) -> None:
+    """docs/devices/shuffler.md: slot_a_back is 0 when the slot is empty."""
+    await _start(rig)
+    rig.clock.advance(30)
+    shuffler = rig.driver("shuffler")
+    await poll_until(shuffler, ShuffleDone)
+    await shuffler.send(EjectToShoe(Slot.A))
+    _, events = await poll_until(shuffler, EjectedToShoe)
+    (slot_a,) = [e for e in of_type(events, BatchSlotChanged) if e.slot is Slot.A]
+    assert (slot_a.state, slot_a.back) == (ShufflerState.EMPTY, None)
+
+
 async def test_jam_at_card_n_then_clear_and_recover(rig: Rig) -> None:
     rig.model("shuffler").faults.jam_at_card = 100
     await _start(rig)

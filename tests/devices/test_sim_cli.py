@@ -16,6 +16,7 @@ from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient
 
 from sim.cli import main
 from tests.devices.conftest import GUARD_S, ROOT, TABLES
+from tests.relocated import relocated_table
 
 TABLE_DEVICES = {
     "double-back-jack": ["shuffler", "shoe", "reader", "keypad"],
@@ -26,11 +27,11 @@ TABLE_DEVICES = {
 DECKS = {"double-back-jack": 6, "double-attack": 8, "down-under": 6, "dj-wild": 1}
 
 
-def _start(table: str) -> tuple[subprocess.Popen[bytes], dict[str, dict[str, str]]]:
+def _start(table: str, folder: pathlib.Path) -> tuple[subprocess.Popen[bytes], dict[str, dict[str, str]]]:
     proc = subprocess.Popen(
         # The real entry point, as an operator types it: tablectl sim --config ...
         [sys.executable, "-m", "controller.cli", "sim",
-         "--config", str(TABLES / f"{table}.toml"), "--seed", "7"],
+         "--config", str(relocated_table(table, folder)), "--seed", "7"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -63,8 +64,8 @@ def _stop(proc: subprocess.Popen[bytes], sig: int) -> int:
 
 
 @pytest.mark.parametrize("table", sorted(TABLE_DEVICES))
-async def test_tablectl_sim_answers_a_plain_modbus_master(table: str) -> None:
-    proc, listing = _start(table)
+async def test_tablectl_sim_answers_a_plain_modbus_master(table: str, tmp_path: pathlib.Path) -> None:
+    proc, listing = _start(table, tmp_path)
     try:
         assert list(listing) == TABLE_DEVICES[table]
         sh = listing["shuffler"]
@@ -78,7 +79,9 @@ async def test_tablectl_sim_answers_a_plain_modbus_master(table: str) -> None:
             assert (state, fault, a_state, a_back, a_decks) == (0, 0, 0, 1, DECKS[table])
             assert rr.registers[7:] == [0, 2, DECKS[table]]
         kp = listing["keypad"]
-        assert kp["transport"] == "modbus-rtu" and kp["at"].startswith("/dev/")
+        # The configured path, a link the simulator made to its pty.
+        assert kp["transport"] == "modbus-rtu" and kp["at"] == str(tmp_path / "rs485")
+        assert os.readlink(kp["at"]).startswith("/dev/pts/")
         # docs/devices/keypad.md: 33 registers from 0; meter at 22-23, key ring from 25.
         serial = AsyncModbusSerialClient(kp["at"], baudrate=19200, timeout=2)
         await serial.connect()
@@ -91,9 +94,11 @@ async def test_tablectl_sim_answers_a_plain_modbus_master(table: str) -> None:
         assert _stop(proc, signal.SIGINT) == 0
 
 
-def test_tablectl_sim_stops_on_sigterm() -> None:
-    proc, _ = _start("dj-wild")
+def test_tablectl_sim_stops_on_sigterm(tmp_path: pathlib.Path) -> None:
+    proc, listing = _start("dj-wild", tmp_path)
+    assert listing["stub"]["at"] == str(tmp_path / "stub")
     assert _stop(proc, signal.SIGTERM) == 0
+    assert not (tmp_path / "stub").exists() and not (tmp_path / "rs485").exists()  # links removed
 
 
 def _refused(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], table: str, extra: str = "") -> str:

@@ -16,8 +16,9 @@ import pytest
 import structlog
 
 from controller.journal import Journal, verify_journal
+from controller.shipped import table_file
 from controller.supervisor import logs
-from controller.supervisor.rig import Rig, table_file, virtual_table
+from controller.supervisor.rig import Rig, virtual_table
 from controller.table.core import Table
 from controller.table.events import DomainEvent
 from controller.table.recorder import options_of

@@ -30,9 +30,10 @@ from controller.rules.requests import (
     SecondChanceOffer,
     SurrenderOffer,
 )
+from controller.shipped import table_file
 from controller.strategy import choose
 from controller.supervisor.config import load_table_config
-from controller.supervisor.rig import ROOT, concrete_config, table_file
+from controller.supervisor.rig import ROOT, concrete_config
 from controller.table import inputs as I
 from controller.table.recorder import JournaledTable
 from devices.events import Key

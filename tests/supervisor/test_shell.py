@@ -163,7 +163,7 @@ def test_an_mqtt_device_defaults_to_the_topic_the_acl_grants(tmp_path: Path) -> 
     table = tmp_path / "tables" / "djw.toml"
     table.parent.mkdir()
     text = (TABLES / "dj-wild.toml").read_text().replace("../", f"{TABLES.parent}/")
-    serial = 'transport = "serial-line"\npath = ""\nbaudrate = 9600'
+    serial = 'transport = "serial-line"\npath = "/tmp/tablectl/djw-01/stub"\nbaudrate = 9600'
     text = text.replace(serial, 'transport = "mqtt"\nport = 1883')
     table.write_text(text)
     stub = next(d for d in load_table_config(table).devices if d.name == "stub")

@@ -1,0 +1,114 @@
+"""What the table is asking for next, as the dealer display shows it: whose turn, which decision
+or offer, which card is awaited. One pure function of the table's public state, used by the
+table's public snapshot (so MQTT state carries it) and by anything that shows a dealer display.
+
+Public only: the player cards and the dealer's up card are face up at the table; the hole card
+appears only once it is turned or exposed (685a.7(h)); a reader result, the shoe's order and a
+stub's contents never appear.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from controller.rules.requests import (
+    DEALER,
+    CardFor,
+    Decision,
+    DoubleAttackOffer,
+    EvenMoneyOffer,
+    InsuranceOffer,
+    ReaderUse,
+    SecondChanceOffer,
+    SurrenderOffer,
+)
+from controller.table.sections import section
+
+if TYPE_CHECKING:
+    from controller.rules.state import RoundState
+    from controller.table.core import Table
+
+_OFFERS: dict[type, str] = {
+    InsuranceOffer: "insurance",
+    DoubleAttackOffer: "double_attack",
+    EvenMoneyOffer: "even_money",
+    SurrenderOffer: "surrender",
+    SecondChanceOffer: "second_chance",
+}
+
+
+def dealer_cards(state: RoundState) -> list[str]:
+    """The dealer's cards as the table sees them: the hole card only once turned or exposed."""
+    cards = [str(c) for c in state.dealer]
+    if len(cards) >= 2 and not (state.hole_turned or state.hole_exposed):
+        cards[1] = "hole"
+    return cards
+
+
+def hand_cards(state: RoundState, seat: int, hand: int) -> list[str]:
+    box = next((b for b in state.boxes if b.seat == seat), None)
+    if box is None or hand >= len(box.hands):
+        return []
+    return [str(c) for c in box.hands[hand].cards]
+
+
+def asking(table: Table) -> dict[str, Any]:
+    """``what`` says what the table waits for; the other keys say for whom and with what, and
+    ``round`` (with ``dealt``, the cards already on the hand a card is for) makes each ask of a
+    round distinct from the one before, so a display or a dealer can tell a new ask from the same
+    one shown again."""
+    return {**_asking(table), "round": table.round_no}
+
+
+def _asking(table: Table) -> dict[str, Any]:
+    if table.halted:
+        a = table.halted[0]
+        return {"what": "floor", "section": a.section, "message": a.message}
+    cut = table.cut
+    if cut is not None:  # a batch shuffled by hand: the cut of 673a.5(c)-(d) before the shoe
+        if cut.cut_at is None:
+            seat = cut.offer_order[0] if cut.offer_order else 0
+            return {"what": "cut", "back": cut.back, "seat": seat or "dealer",
+                    "section": section(table.chapter, "5(c)")}  # fmt: skip
+        if cut.cover_from_bottom is None:
+            return {"what": "cover_card", "back": cut.back, "section": section(table.chapter, "5(d)")}
+        return {"what": "cut_to_shoe", "back": cut.back}
+    wild = table.wild
+    if wild is not None:
+        if not wild.dealt:  # 687a.9(c)-(e): Start Game, the hands dealt from the hand, then Next
+            return {"what": "wild_deal", "boxes": list(wild.boxes), "locked": wild.locked}
+        return {"what": "stub", "cards": wild.stub_expected}  # 687a.9(f): counted or put away
+    rnd = table.round
+    if rnd is None or rnd.request is None:
+        if table.shoe_back is None and table.blackjack:
+            return {"what": "batch"}  # the next shuffled batch into the shoe (or the hand)
+        if table.burns_due:
+            return {"what": "burn", "cards": table.burns_due, "section": section(table.chapter, "7(c)")}
+        return {"what": "bets"}  # chips on the sensors, then Start Game
+    req, state = rnd.request, rnd.state
+    up = str(state.dealer[0]) if state.dealer else None
+    if isinstance(req, CardFor):
+        whose: dict[str, Any] = (
+            {"seat": "dealer", "dealt": len(state.dealer)}
+            if req.seat == DEALER
+            else {"seat": req.seat, "hand": req.hand, "dealt": len(hand_cards(state, req.seat, req.hand))}
+        )
+        return {"what": "card", **whose, "face_up": req.face_up, "purpose": req.purpose}
+    if isinstance(req, Decision):
+        return {
+            "what": "decision", "seat": req.seat, "hand": req.hand,
+            "legal": sorted(a.value for a in req.legal),
+            "cards": hand_cards(state, req.seat, req.hand), "up_card": up,
+        }  # fmt: skip
+    if isinstance(req, ReaderUse):
+        return {"what": "reader", "up_card": up, "masque": req.masque}
+    offer = _OFFERS.get(type(req))
+    if offer is not None:
+        out: dict[str, Any] = {"what": "offer", "offer": offer, "seat": getattr(req, "seat", None)}
+        hand = getattr(req, "hand", None)
+        if hand is not None:
+            out["hand"] = hand
+            out["cards"] = hand_cards(state, out["seat"], hand)
+        out["up_card"] = up
+        return out
+    return {"what": type(req).__name__}

@@ -1,0 +1,102 @@
+"""What a conformant Modbus RTU slave does before it looks at its registers, in front of
+pymodbus's serial server (which answers every id, broadcast included, and stops answering after a
+function it cannot decode).
+
+Per Modbus over Serial Line V1.02 and the Application Protocol V1.1b3, on a shared line:
+- a frame for another id is ignored (never answered: two answers would collide on RS-485);
+- a broadcast (id 0) write is carried out by every device and never answered; a broadcast read
+  is meaningless and ignored;
+- a function the profiles do not document (anything but 3, read holding registers, and 16, write
+  multiple registers) gets exception 01, illegal function;
+- a quantity outside 1-125 (read) or 1-123 (write), or a byte count that does not match it, gets
+  exception 03, illegal data value;
+- a frame with a bad CRC is dropped, as a receiver drops a damaged frame.
+
+Frames are found by content and CRC, not by silences (which a pty or a USB adapter does not keep).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Collection
+
+FUNCTIONS = frozenset({3, 16})  # docs/devices/: every profile is read with 3 and written with 16
+_READ_MAX, _WRITE_MAX = 125, 123
+_MAX_FRAME = 256  # RTU ADU limit; more without a valid frame is noise
+
+
+def crc16(frame: bytes) -> bytes:
+    """The Modbus RTU CRC, low byte first."""
+    crc = 0xFFFF
+    for b in frame:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return struct.pack("<H", crc)
+
+
+def _exception(device_id: int, function: int, code: int) -> bytes:
+    body = bytes((device_id, (function | 0x80) & 0xFF, code))
+    return body + crc16(body)
+
+
+def _frame_length(buf: bytes) -> int | None:
+    """The length of the request at the head of ``buf`` when its function fixes it; None when
+    more bytes are needed; 0 for a function whose layout we do not know."""
+    if len(buf) < 2:
+        return None
+    fc = buf[1]
+    if fc in (1, 2, 3, 4, 5, 6):
+        return 8
+    if fc in (15, 16):
+        return 9 + buf[6] if len(buf) >= 7 else None
+    return 0
+
+
+class RtuGate:
+    """Feed it the master's bytes; it returns what goes on to the server and what is answered
+    straight back to the master."""
+
+    def __init__(self, device_ids: Collection[int]) -> None:
+        self.device_ids = frozenset(device_ids)
+        self._buf = b""
+
+    def feed(self, data: bytes) -> tuple[bytes, bytes]:
+        self._buf += data
+        forward, reply = b"", b""
+        while self._buf:
+            n = _frame_length(self._buf)
+            if n is None:
+                break
+            if n == 0:  # unknown layout: the whole buffer, once its CRC closes a frame
+                if len(self._buf) < 4 or crc16(self._buf[:-2]) != self._buf[-2:]:
+                    if len(self._buf) > _MAX_FRAME:
+                        self._buf = b""
+                    break
+                n = len(self._buf)
+            if len(self._buf) < n:
+                break
+            frame, self._buf = self._buf[:n], self._buf[n:]
+            if crc16(frame[:-2]) != frame[-2:]:
+                self._buf = b""  # damaged: drop it and whatever came with it
+                break
+            to_server, to_master = self._judge(frame)
+            forward += to_server
+            reply += to_master
+        return forward, reply
+
+    def _judge(self, frame: bytes) -> tuple[bytes, bytes]:
+        device_id, fc = frame[0], frame[1]
+        if device_id != 0 and device_id not in self.device_ids:
+            return b"", b""
+        broadcast = device_id == 0
+        if fc not in FUNCTIONS:
+            return b"", b"" if broadcast else _exception(device_id, fc, 0x01)
+        quantity = int.from_bytes(frame[4:6], "big")
+        if fc == 3:
+            ok = 1 <= quantity <= _READ_MAX and not broadcast
+        else:
+            ok = 1 <= quantity <= _WRITE_MAX and frame[6] == 2 * quantity
+        if not ok:
+            return b"", b"" if broadcast else _exception(device_id, fc, 0x03)
+        return frame, b""  # pymodbus (broadcast_enable) applies a broadcast and does not answer

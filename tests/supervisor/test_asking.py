@@ -1,0 +1,72 @@
+"""The table's public snapshot says what it asks for next (controller/table/asking.py): it follows
+the round request by request and shows only what is face up at the table."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from controller.rules.requests import DEALER, CardFor, Decision, ReaderUse
+from controller.supervisor.rig import Rig
+from devices.events import Key
+from tests.supervisor.conftest import BLACKJACK
+
+
+@pytest.mark.parametrize("game", BLACKJACK)
+async def test_asking_follows_each_request_of_a_round(
+    game: str, table_rig: Callable[..., Awaitable[Rig]]
+) -> None:
+    rig = await table_rig(game, seed=4, boxes=2)
+    await rig.dealer.open_table()
+    t = rig.supervisor.table
+    assert rig.supervisor.snapshot()["asking"]["what"] in ("bets", "burn")
+    seen: list[dict[str, Any]] = []
+    answer = rig.dealer._answer
+
+    async def watching() -> None:
+        asked = rig.supervisor.snapshot()["asking"]
+        json.dumps(asked)  # goes over MQTT as it is
+        req, state = t.round.request, t.round.state  # type: ignore[union-attr]
+        if isinstance(req, CardFor):
+            assert asked["what"] == "card" and asked["face_up"] == req.face_up
+            assert asked["seat"] == ("dealer" if req.seat == DEALER else req.seat)
+        elif isinstance(req, Decision):
+            box = next(b for b in state.boxes if b.seat == req.seat)
+            assert asked["what"] == "decision" and asked["seat"] == req.seat
+            assert asked["cards"] == [str(c) for c in box.hands[req.hand].cards]
+            assert asked["up_card"] == str(state.dealer[0]) and set(asked["legal"]) == {
+                a.value for a in req.legal
+            }
+        elif isinstance(req, ReaderUse):
+            assert asked == {
+                "what": "reader",
+                "up_card": str(state.dealer[0]),
+                "masque": req.masque,
+                "round": t.round_no,
+            }
+        if len(state.dealer) >= 2 and not state.hole_turned and not state.hole_exposed:
+            assert "hole" not in asked  # never the hole card's identity; only the up card shows
+        seen.append(asked)
+        await answer()
+
+    rig.dealer._answer = watching  # type: ignore[method-assign]
+    for _ in range(3):
+        await rig.dealer.play_round()
+    whats = {a["what"] for a in seen}
+    assert {"card", "decision"} <= whats
+    assert rig.supervisor.snapshot()["asking"]["what"] in ("bets", "burn", "batch")
+
+
+async def test_asking_for_dj_wild_is_the_deal_then_the_stub(table_rig: Callable[..., Awaitable[Rig]]) -> None:
+    rig = await table_rig("dj-wild", seed=4, boxes=2)
+    await rig.dealer.open_table()
+    sup = rig.supervisor
+    assert sup.snapshot()["asking"] == {"what": "bets", "round": 0}
+    rig.dealer._place_bets()
+    await rig.dealer.press(Key.START_GAME)
+    assert sup.snapshot()["asking"] == {"what": "wild_deal", "boxes": [1, 2], "round": 1}
+    await rig.dealer.press(Key.NEXT)  # the hands are dealt
+    assert sup.snapshot()["asking"] == {"what": "stub", "cards": 53 - (5 * 2 + 5 + 1), "round": 1}

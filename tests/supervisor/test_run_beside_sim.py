@@ -1,0 +1,93 @@
+"""`tablectl run` and `tablectl sim` on one example table file, as two processes: the file as
+shipped (moved to free ports and a private folder) connects them; `run` is ready only once every
+device has answered, and until then says which device it waits for, where, and why."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from controller.supervisor.rig import ROOT
+from tests.relocated import relocated_table
+
+GUARD_S = 20.0  # failure guard only
+
+
+def _tablectl(*args: str | Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "controller.cli", *map(str, args)], cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _log_until(proc: subprocess.Popen[str], done: Any) -> list[dict[str, Any]]:
+    """`run`'s JSON log lines up to and including the first that ``done`` accepts (the process is
+    killed by the timeout of the test if it never comes)."""
+    assert proc.stdout is not None
+    seen: list[dict[str, Any]] = []
+    for raw in proc.stdout:
+        seen.append(json.loads(raw))
+        if done(seen):
+            return seen
+    raise AssertionError(f"tablectl run ended ({proc.wait()}): {proc.stderr.read() if proc.stderr else ''}")
+
+
+def _stop(proc: subprocess.Popen[str]) -> int:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=GUARD_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_run_without_its_devices_is_never_ready_and_names_each_missing_device(tmp_path: Path) -> None:
+    config = relocated_table("down-under", tmp_path)
+    run = _tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
+    try:
+        lines = _log_until(
+            run, lambda seen: {x["device"] for x in seen if x["event"] == "waiting_for_device"} >= {
+                "shuffler", "shoe", "reader", "keypad"}
+        )  # fmt: skip
+    finally:
+        assert _stop(run) == 0
+    assert not any(x["event"] == "ready" for x in lines)
+    waiting = {x["device"]: x for x in lines if x["event"] == "waiting_for_device"}
+    assert waiting["reader"]["where"] == str(tmp_path / "rs485") and waiting["reader"]["error"]
+    assert waiting["shoe"]["where"].startswith("127.0.0.1:")
+
+
+def test_run_beside_sim_on_one_table_file_is_ready(tmp_path: Path) -> None:
+    config = relocated_table("down-under", tmp_path)
+    sim = _tablectl("sim", "--config", config, "--seed", "3")
+    try:
+        assert sim.stdout is not None
+        listing = [sim.stdout.readline() for _ in range(4)]  # printed once every device listens
+        assert all(" at=" in line for line in listing), listing
+        run = _tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
+        try:
+            lines = _log_until(run, lambda seen: seen[-1]["event"] == "ready")
+        finally:
+            assert _stop(run) == 0
+    finally:
+        assert _stop(sim) == 0
+    health = {x["device"]: x["health"] for x in lines if x["event"] == "device_health"}
+    assert health == dict.fromkeys(("shuffler", "shoe", "reader", "keypad"), "online")
+
+
+def test_run_refuses_a_port_only_the_simulator_may_choose(tmp_path: Path) -> None:
+    config = relocated_table("down-under", tmp_path)
+    config.write_text(
+        config.read_text(encoding="utf-8").replace("\nport = ", "\nport = 0 #", 1), encoding="utf-8"
+    )
+    run = _tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
+    _, err = run.communicate(timeout=GUARD_S)
+    assert run.returncode == 2
+    assert err.strip() == (
+        f"tablectl run: {config}: devices.shuffler.port: tablectl run needs the device's TCP port"
+        " (0 or empty lets only tablectl sim choose)"
+    )

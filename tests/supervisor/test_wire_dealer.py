@@ -1,0 +1,87 @@
+"""The product's promise, as two processes and a broker: `tablectl sim --dealer` plays rounds at a
+table run by `tablectl run` on the same table file, knowing of it only its public MQTT state."""
+
+from __future__ import annotations
+
+import ast
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from controller.journal import Journal, verify_journal
+from controller.supervisor.rig import ROOT
+from tests import mosquitto_fixtures
+from tests.relocated import relocated_table
+
+GUARD_S = 120.0  # failure guard only
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[str]:
+    port = mosquitto_fixtures.free_port()
+    conf = tmp_path / "mosquitto.conf"
+    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n", encoding="utf-8")
+    proc = mosquitto_fixtures.start(conf, ready_within_s=10)
+    yield f"mqtt://127.0.0.1:{port}"
+    mosquitto_fixtures.stop(proc, within_s=5)
+
+
+def _tablectl(*args: str | Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "controller.cli", *map(str, args)], cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("game", ["down-under", "double-attack"])
+def test_sim_dealer_plays_rounds_at_a_table_run_beside_it(game: str, tmp_path: Path, broker: str) -> None:
+    config = relocated_table(game, tmp_path)
+    # A one-second shuffle so that the first shoe is ready at once (the example says 30 s).
+    config.write_text(
+        config.read_text(encoding="utf-8").replace("cycle_s = 30", "cycle_s = 1"), encoding="utf-8"
+    )
+    journal = tmp_path / "j.db"
+    sim = _tablectl("sim", "--config", config, "--dealer", "--rounds", "3", "--broker", broker, "--seed", "2")
+    run = None
+    try:
+        assert sim.stdout is not None
+        for _ in range(4):
+            assert " at=" in sim.stdout.readline()  # every simulated device listens
+        run = _tablectl(
+            "run", "--config", config, "--journal", journal, "--broker", broker, "--log-level", "warning"
+        )
+        _, err = sim.communicate(timeout=GUARD_S)
+        assert sim.returncode == 0, err
+        assert err.strip().endswith("tablectl sim: dealer: 3 rounds settled")
+    finally:
+        for proc in (sim, run):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.communicate(timeout=GUARD_S)
+    assert run is not None and run.returncode == 0
+    with Journal.open(journal, create=False, readonly=True) as j:
+        settled = [r for r in j.records() if r.kind == "round_settled"]
+    assert len(settled) == 3
+    assert verify_journal(journal).ok
+
+
+def test_sim_dealer_refuses_dj_wild_in_one_line(tmp_path: Path) -> None:
+    sim = _tablectl("sim", "--config", relocated_table("dj-wild", tmp_path), "--dealer")
+    _, err = sim.communicate(timeout=GUARD_S)
+    assert (
+        sim.returncode == 2
+        and err.strip() == "tablectl sim: --dealer: DJ Wild Stud Poker is not dealt on the wire yet"
+    )
+
+
+def test_the_wire_dealer_knows_nothing_of_the_controllers_table_or_supervisor() -> None:
+    for path in (ROOT / "sim" / "wire_dealer.py", ROOT / "sim" / "cli.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        bad = {m for m in imported if m.startswith(("controller.table", "controller.supervisor.supervisor"))}
+        assert not bad, f"{path.name} imports {bad}"
