@@ -67,6 +67,6 @@ async def test_asking_for_dj_wild_is_the_deal_then_the_stub(table_rig: Callable[
     assert sup.snapshot()["asking"] == {"what": "bets", "round": 0}
     rig.dealer._place_bets()
     await rig.dealer.press(Key.START_GAME)
-    assert sup.snapshot()["asking"] == {"what": "wild_deal", "boxes": [1, 2], "round": 1}
+    assert sup.snapshot()["asking"] == {"what": "wild_deal", "boxes": [1, 2], "locked": True, "round": 1}
     await rig.dealer.press(Key.NEXT)  # the hands are dealt
     assert sup.snapshot()["asking"] == {"what": "stub", "cards": 53 - (5 * 2 + 5 + 1), "round": 1}
