@@ -20,7 +20,16 @@ plus the read), the queue hop to the supervisor, the core's decision with the jo
 write. ``--journal-dir`` puts the journal elsewhere, e.g. on /dev/shm, to see what the storage's
 flush costs: tmpfs is not durable, so that run is a diagnosis, never the figure.
 
+``appliance_cpu_share`` is the controller process's CPU time over the presses' wall time (a
+fraction of one core), every device of the table polled as configured. ``--slow-device NAME``
+makes that simulated device hold every request past its timeout once the shoe is loaded (it never
+answers in time): the keypad's figures must not move. ``--latched`` gives the keypad the profile
+option ``latches_on_start_game``: the device freezes its sensors itself when Start Game is
+pressed, so ``start_to_locked_ms`` (press to sensors locked) is zero by construction and
+``start_to_lock_command_ms`` is the controller's own path (poll, journal, lock written).
+
     .venv/bin/python bench/appliance_start_game.py [--presses 1000] [--journal-dir DIR]
+        [--slow-device reader] [--latched]
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ from devices.clock import REAL_CLOCK
 from devices.config import load_devices
 from devices.drivers.base import Driver, PollSchedule
 from devices.events import Key
+from devices.profiles import LATCHES
 from sim.table import SimTable
 
 POLL_S = 0.05
@@ -67,6 +77,7 @@ class SimControl:
         reg.on_command = self._on_command
         self._changed = asyncio.Event()
         self._locked_at: list[float] = []
+        self.slow: str | None = None
 
     def _on_command(self, name: str, _: Any) -> None:
         if name == "lock":
@@ -77,6 +88,10 @@ class SimControl:
         match msg:
             case ("configs",):
                 return self.sim.driver_configs()
+            case ("slow", name):
+                reg = self.sim.devices[name].register_sim
+                assert reg is not None, f"{name}: not a Modbus device"
+                reg.faults.hold()  # every request waits past the controller's timeout
             case ("bets",):
                 for box in range(1, 7):
                     self.model.place_bet(box, 1)
@@ -84,8 +99,9 @@ class SimControl:
                 before = len(self._locked_at)
                 t0 = time.perf_counter()
                 self.model.press(Key.START_GAME)
+                latched = time.perf_counter() if self.model.locked else None  # the device's own latch
                 await self._until(lambda: len(self._locked_at) > before)
-                return t0, self._locked_at[-1]
+                return t0, latched or self._locked_at[-1], self._locked_at[-1]
             case ("unlocked",):
                 await self._until(lambda: not self.model.locked)
         return None
@@ -186,21 +202,21 @@ class Marks:
 
         Driver.emit = timed_emit  # type: ignore[method-assign,assignment]
         assert sup.jt is not None
-        handle, send = sup.jt.handle, sup._send_device
+        handle, queue = sup.jt.handle, sup._send_device
 
-        def timed_handle(inp: Any, now: float) -> Any:
+        def timed_handle(inp: Any, now: float, *rest: Any) -> Any:
             t = time.perf_counter()
-            step = handle(inp, now)
+            step = handle(inp, now, *rest)
             if any(e.kind == "round_started" for e in step.events):
                 marks.step.append((t, time.perf_counter()))
             return step
 
-        async def timed_send(kind: Any, command: Any) -> bool:
+        def timed_send(kind: Any, command: Any) -> Any:
             t = time.perf_counter()
-            ok = await send(kind, command)
+            done = queue(kind, command)  # queued for the keypad's sender; written outside the lock
             if type(command).__name__ == "LockSensors":
-                marks.lock.append((t, time.perf_counter()))
-            return ok
+                done.add_done_callback(lambda _: marks.lock.append((t, time.perf_counter())))
+            return done
 
         sup.jt.handle = timed_handle  # type: ignore[method-assign]
         sup._send_device = timed_send  # type: ignore[method-assign]
@@ -212,7 +228,7 @@ class Marks:
             "event_to_step": [self.step[i][0] - self.emitted[i] for i in range(n)],
             "core_and_journal_commit": [self.step[i][1] - self.step[i][0] for i in range(n)],
             "step_to_lock_sent": [self.lock[i][0] - self.step[i][1] for i in range(n)],
-            "lock_write": [self.lock[i][1] - self.lock[i][0] for i in range(n)],
+            "lock_queued_to_written": [self.lock[i][1] - self.lock[i][0] for i in range(n)],
         }
         return {k: p50_p99(v) for k, v in parts.items()}
 
@@ -240,10 +256,19 @@ def p50_p99(xs: list[float], digits: int = 3) -> dict[str, float]:
     return {"p50": round(pct(xs, 50), digits), "p99": round(pct(xs, 99), digits)}
 
 
-async def bench(presses: int, journal_dir: Path | None = None, in_process: bool = False) -> dict[str, Any]:
+async def bench(
+    presses: int, journal_dir: Path | None = None, in_process: bool = False,
+    slow: str | None = None, latched: bool = False,
+) -> dict[str, Any]:  # fmt: skip
     cfg = load_table_config(TABLES / "double-back-jack.toml")
+    profile = "../devices/ref-keypad.toml"
+    if latched:  # the reference keypad with the latching option, beside it for the bench's run
+        text = (TABLES.parent / "devices" / "ref-keypad.toml").read_text()
+        latching = Path(tempfile.mkdtemp()) / "ref-keypad-latching.toml"
+        latching.write_text(text.replace("[options]\n", f"[options]\n{LATCHES} = true\n", 1))
+        profile = str(latching)
     keypad = load_devices(
-        {"keypad": {"kind": "keypad", "profile": "../devices/ref-keypad.toml", "transport": "modbus-tcp",
+        {"keypad": {"kind": "keypad", "profile": profile, "transport": "modbus-tcp",
                     "host": "127.0.0.1", "port": 0, "device_id": 3, "poll_interval_s": POLL_S}},
         TABLES, source="bench",
     )[0]  # fmt: skip
@@ -255,6 +280,7 @@ async def bench(presses: int, journal_dir: Path | None = None, in_process: bool 
     keypad_port = next(c.endpoint.port for c in configs if c.name == "keypad")
     rng = random.Random(1)
     latencies: list[float] = []
+    to_command: list[float] = []
     bare: list[float] = []
     paced: list[float] = []
     pressed: list[float] = []
@@ -269,18 +295,23 @@ async def bench(presses: int, journal_dir: Path | None = None, in_process: bool 
                 for back in sup.table.batches:
                     await sup.command("inspection_verified", {"back": back, "dealer": "d"}, "f", "floor")
                 await sup.wait_for(lambda: sup.table.shoe_back is not None)
+            if slow is not None:  # from now on (the shoe holds its batch: the table can deal)
+                await sim.ask("slow", slow)
             await sim.ask("bets")
+            wall0, cpu0 = time.perf_counter(), time.process_time()
             for _ in range(presses):
                 # A dealer presses at any moment of the poll cycle, not just after a poll.
                 await asyncio.sleep(rng.uniform(0, POLL_S))
                 async with asyncio.timeout(5):
-                    t0, t1 = await sim.ask("press")
+                    t0, t1, sent = await sim.ask("press")
                 pressed.append(t0)
                 latencies.append(t1 - t0)
-                result = await sup.command("void_round", {"section": "bench"}, "floor-1", "floor")
+                to_command.append(sent - t0)
+                result = await sup.command("void_round", {"section": "673a.13(h)(1)"}, "floor-1", "floor")
                 assert result["ok"], result
                 async with asyncio.timeout(5):
                     await sim.ask("unlocked")
+            cpu_share = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
             async with AsyncModbusTcpClient("127.0.0.1", port=keypad_port) as client:
                 for _ in range(presses):
                     t0 = time.perf_counter()
@@ -304,6 +335,9 @@ async def bench(presses: int, journal_dir: Path | None = None, in_process: bool 
         "start_to_locked_ms": {**p50_p99(latencies, 2),
                                "max": round(max(latencies) * 1000, 2),
                                "mean": round(statistics.mean(latencies) * 1000, 2)},
+        "start_to_lock_command_ms": p50_p99(to_command, 2),
+        "appliance_cpu_share": round(cpu_share, 4),
+        "slow_device": slow, "keypad_latches_on_start_game": latched,
         # Every round trip on the press's path follows a pause (the poll that sees the key, the
         # lock's write after the fsync), so the target counts the bare read made at the poll's
         # rhythm; the same read back to back, hot, is printed beside it with what it would make.
@@ -322,9 +356,12 @@ def main() -> None:
     p.add_argument("--presses", type=int, default=1000)
     p.add_argument("--journal-dir", type=Path, default=None, help="where the journal goes (default: $TMPDIR)")
     p.add_argument("--sim-in-process", action="store_true", help="simulators in the controller's loop")
+    p.add_argument("--slow-device", default=None, help="a device that never answers within its timeout")
+    p.add_argument("--latched", action="store_true", help="the keypad latches its sensors on Start Game")
     args = p.parse_args()
     logs.configure(logging.ERROR)
-    print(json.dumps(asyncio.run(bench(args.presses, args.journal_dir, args.sim_in_process)), indent=1))
+    run = bench(args.presses, args.journal_dir, args.sim_in_process, args.slow_device, args.latched)
+    print(json.dumps(asyncio.run(run), indent=1))
 
 
 if __name__ == "__main__":

@@ -302,6 +302,9 @@ def load_profile(path: pathlib.Path) -> Profile:
     return parse_profile(data, path)
 
 
+LATCHES: Final = "latches_on_start_game"
+
+
 def parse_profile(data: Mapping[str, Any], path: pathlib.Path) -> Profile:
     c = _Checker(path)
     head = c.table(data, "profile")
@@ -318,6 +321,10 @@ def parse_profile(data: Mapping[str, Any], path: pathlib.Path) -> Profile:
     for en in _REQUIRED_ENUMS.get(kind, ()):
         if en not in enums:
             raise c.fail(f"enums.{en}", f"a {kind} profile must define this enum")
+    if kind is DeviceKind.KEYPAD and not isinstance(options.get(LATCHES, False), bool):
+        # A keypad that freezes its own sensors when Start Game is pressed (687a.9(b)): the
+        # controller's read after the press is then the latched snapshot, whatever came later.
+        raise c.fail(f"options.{LATCHES}", "must be true or false")
     if kind is DeviceKind.SHUFFLER:
         unknown = set(enums["shuffler_state"]) - {s.value for s in _shuffler_states()}
         if unknown:

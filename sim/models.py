@@ -284,8 +284,10 @@ class KeypadFaults:
 
 
 class KeypadModel:
-    def __init__(self, boxes: int, spots: int, *, ring: int = 8) -> None:
+    def __init__(self, boxes: int, spots: int, *, ring: int = 8, latches: bool = False) -> None:
         self.boxes, self.spots = boxes, spots
+        self.latches = latches  # freezes its own sensors on Start Game (profile latches_on_start_game)
+        self.latched_at: list[int] = []  # key_seq of each press that latched the sensors
         self.faults = KeypadFaults()
         self._bets: set[tuple[int, int]] = set()
         self._frozen: set[tuple[int, int]] | None = None
@@ -318,6 +320,10 @@ class KeypadModel:
     def press(self, key: Key) -> None:
         self.key_seq = (self.key_seq + 1) & 0xFFFF
         self.key_ring[(self.key_seq - 1) % len(self.key_ring)] = key
+        if self.latches and key is Key.START_GAME and self._frozen is None:
+            # The device itself takes no chip after the press: the window is zero by construction.
+            self.lock()
+            self.latched_at.append(self.key_seq)
 
     def lock(self) -> None:
         if self._frozen is None:

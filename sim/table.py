@@ -15,7 +15,7 @@ from controller.supervisor.config import TableConfig, load_table_config
 from devices.clock import REAL_CLOCK, Clock
 from devices.config import DeviceConfig, TransportKind
 from devices.events import Slot
-from devices.profiles import DeviceKind
+from devices.profiles import LATCHES, DeviceKind
 from sim.frame_server import MqttSink, PtySink, StubCounterSim
 from sim.modbus_server import ModbusRtuSim, ModbusTcpSim, RegisterSim
 from sim.models import (
@@ -138,7 +138,8 @@ class SimTable:
             case DeviceKind.KEYPAD:
                 spots = int(cfg.options.get("spots", prof.options.get("spots", 1)))
                 boxes = prof.reg("sensors").count
-                return KeypadModel(boxes, spots, ring=prof.reg("key_ring").count)
+                latches = bool(prof.options.get(LATCHES, False))
+                return KeypadModel(boxes, spots, ring=prof.reg("key_ring").count, latches=latches)
             case DeviceKind.STUB_COUNTER:
                 return StubCounterModel(int(cfg.options.get("expected", 53)))
         raise AssertionError(cfg.kind)

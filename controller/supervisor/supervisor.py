@@ -6,8 +6,13 @@ dealing with the keypad when the reader's driver dies, so each device restarts o
 exponential backoff and jitter, and its health says what the floor needs to know.
 
 Order of work for every input (device event or authorised command), under one lock so steps never
-interleave: core decides -> journal commits (fsync) -> telemetry told -> device commands sent ->
+interleave: core decides -> journal commits (fsync) -> device commands queued -> telemetry told ->
 the supervisor's own follow-ups (reader up card, sensors locked/unlocked, the next batch in).
+
+No device I/O happens under the lock: each device has an outbox and a sender task of its own that
+writes its commands in order. A command is queued only after its step is on disk, so the journal
+still comes before every effect, but a device stuck in its timeout (up to 30 s) holds up its own
+commands only, never another device's events or the keypad's lock.
 """
 
 from __future__ import annotations
@@ -104,6 +109,9 @@ class Supervisor:
         self._steps = 0
         self._stopped = False
         self._listeners: list[Callable[[], None]] = []
+        self._outbox: dict[str, asyncio.Queue[tuple[dc.Command, asyncio.Future[bool]]]] = {}
+        self._unsent = 0  # commands queued or being written; idle() waits for them
+        self._queued: list[asyncio.Future[bool]] | None = None  # what command() waits for
 
     # ================================================================== lifecycle
     @property
@@ -136,11 +144,13 @@ class Supervisor:
                     self.translator.progressive_closed = True
             self._polls_started[d.name] = self._polls_done[d.name] = 0
             self._poke[d.name] = asyncio.Event()
+            self._outbox[d.name] = asyncio.Queue()
             self.telemetry.device_health(d.name, self.health[d.name].value)
         self._tasks.append(asyncio.create_task(self._consume(), name="supervisor-events"))
         self._tasks.append(asyncio.create_task(self._tick(), name="supervisor-tick"))
         for d in drivers:
             self._tasks.append(asyncio.create_task(self._supervise(d), name=f"device-{d.name}"))
+            self._tasks.append(asyncio.create_task(self._sender(d), name=f"outbox-{d.name}"))
         self.telemetry.state_changed(self.snapshot())
 
     async def stop(self) -> None:
@@ -168,6 +178,9 @@ class Supervisor:
             for task in stuck:
                 self.log.error("task_did_not_stop", task=task.get_name())
         self._tasks = []
+        for outbox in self._outbox.values():  # never written: nobody waits on them for ever
+            while not outbox.empty():
+                outbox.get_nowait()[1].cancel()
         for d in self.drivers.values():
             with contextlib.suppress(Exception):
                 await d.close()
@@ -312,16 +325,16 @@ class Supervisor:
         if isinstance(event, dev.DeviceOnline) and kind is DeviceKind.KEYPAD and not marked:
             self.translator.progressive_closed = False
             if not self.table.in_round:
-                await self._send_device(DeviceKind.KEYPAD, dc.UnlockSensors())
+                self._send_device(DeviceKind.KEYPAD, dc.UnlockSensors())
         wild = self.table.wild
         if isinstance(event, dev.DeviceOnline) and kind is DeviceKind.STUB_COUNTER and wild and wild.dealt:
             # Back after a restart or an outage while the stub is due: its count may have gone by
             # unheard; the last one again (the driver knows which counts the journal has).
-            await self._send_device(DeviceKind.STUB_COUNTER, dc.RequestStubCount())
+            self._send_device(DeviceKind.STUB_COUNTER, dc.RequestStubCount())
         rnd = self.table.round
         if isinstance(event, dev.DeviceOnline) and kind is DeviceKind.READER and rnd and rnd.state.dealer:
             # Back after a restart or an outage mid-round: the peek device needs the up card again.
-            await self._send_device(DeviceKind.READER, dc.SetUpCard(rnd.state.dealer[0].rank))
+            self._send_device(DeviceKind.READER, dc.SetUpCard(rnd.state.dealer[0].rank))
         if new is old:
             return
         failed = new in (DeviceHealth.FAULT, DeviceHealth.OUT_OF_ORDER)
@@ -419,6 +432,10 @@ class Supervisor:
         for cmd in step.commands:
             await self._carry_out(cmd)
         await self._follow_ups(step, was_in_round=before)
+        if self._unsent:
+            # Let the senders put what was just queued on the wire before the bookkeeping below
+            # (one turn of the loop): the lock's write is not kept waiting by log lines.
+            await asyncio.sleep(0)
         if step.events:
             self._steps += 1
             self.log.info(
@@ -445,20 +462,48 @@ class Supervisor:
             return
         if isinstance(command, dc.EjectToShoe):
             self._eject_sent.add(command.slot)  # not to be sent again by _reconcile
-        await self._send_device(DeviceKind(cmd.device), command)
+        self._send_device(DeviceKind(cmd.device), command)
 
-    async def _send_device(self, kind: DeviceKind, command: dc.Command) -> bool:
+    def _send_device(self, kind: DeviceKind, command: dc.Command) -> asyncio.Future[bool]:
+        """Queue ``command`` for the device of ``kind``; the future says whether it was carried out.
+        Called only after the step that caused it is journalled (commit before effect)."""
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         driver = self._driver_of(kind)
         if driver is None:
-            return False
-        try:
-            await driver.send(command)
-        except CommandRejected as e:
+            done.set_result(False)
+            return done
+        self._unsent += 1
+        self._outbox[driver.name].put_nowait((command, done))
+        if self._queued is not None:
+            self._queued.append(done)
+        return done
+
+    async def _sender(self, driver: Driver) -> None:
+        """Write one device's commands in the order they were queued, outside the supervisor's lock."""
+        outbox = self._outbox[driver.name]
+        while True:
+            command, done = await outbox.get()
             what = type(command).__name__
-            self.log.warning("command_rejected", device=driver.name, command=what, error=str(e))
-            return False
-        self.log.debug("command_sent", device=driver.name, command=type(command).__name__)
-        return True
+            try:
+                await driver.send(command)
+            except CommandRejected as e:
+                self.log.warning("command_rejected", device=driver.name, command=what, error=str(e))
+                done.set_result(False)
+            except asyncio.CancelledError:
+                done.cancel()
+                raise
+            except Exception as e:  # a driver bug: this command is lost, said so, the next goes on
+                error = f"{type(e).__name__}: {e}"
+                self.log.error("command_failed", device=driver.name, command=what, error=error)
+                done.set_result(False)
+            else:
+                self.log.debug("command_sent", device=driver.name, command=what)
+                done.set_result(True)
+            finally:
+                self._unsent -= 1
+                async with self._progress:
+                    self._progress.notify_all()
+            stop_if_cancelling()
 
     def _driver_of(self, kind: DeviceKind) -> Driver | None:
         return next((d for n, d in self.drivers.items() if self.kinds[n] is kind), None)
@@ -468,15 +513,15 @@ class Supervisor:
         t = self.table
         kinds = {e.kind for e in step.events}
         if "round_started" in kinds and t.blackjack:
-            await self._send_device(DeviceKind.KEYPAD, dc.LockSensors())  # no wagers after Start Game
+            self._send_device(DeviceKind.KEYPAD, dc.LockSensors())  # no wagers after Start Game
         rnd = t.round
         dealer_up = any(e.kind == "card_dealt" and e.payload.get("seat") == DEALER for e in step.events)
         if dealer_up and rnd is not None and len(rnd.state.dealer) == 1:
             # The up card is public; a peek device needs its rank before the hole card goes in.
-            await self._send_device(DeviceKind.READER, dc.SetUpCard(rnd.state.dealer[0].rank))
+            self._send_device(DeviceKind.READER, dc.SetUpCard(rnd.state.dealer[0].rank))
         if was_in_round and not t.in_round:
-            await self._send_device(DeviceKind.READER, dc.ResetReader())
-            await self._send_device(DeviceKind.KEYPAD, dc.UnlockSensors())
+            self._send_device(DeviceKind.READER, dc.ResetReader())
+            self._send_device(DeviceKind.KEYPAD, dc.UnlockSensors())
 
     async def _reconcile(self) -> None:
         """Observations the devices imply but do not send as events: a batch sitting in a shuffler
@@ -501,7 +546,7 @@ class Supervisor:
                 and slot not in self._start_sent
             ):
                 self._start_sent.add(slot)
-                await self._send_device(DeviceKind.SHUFFLER, dc.StartShuffle(slot))
+                self._send_device(DeviceKind.SHUFFLER, dc.StartShuffle(slot))
         if t.shoe_back is not None and t.batches[t.shoe_back].location is Place.SHOE:
             # The journal has the batch in the shoe but the shuffler still holds it ready: the
             # controller died between journalling batch_to_shoe and the eject. Carry it out now.
@@ -512,7 +557,7 @@ class Supervisor:
                     self._eject_sent.discard(in_slot)
                 elif in_slot not in self._eject_sent:
                     self._eject_sent.add(in_slot)
-                    await self._send_device(DeviceKind.SHUFFLER, dc.EjectToShoe(in_slot))
+                    self._send_device(DeviceKind.SHUFFLER, dc.EjectToShoe(in_slot))
         if t.two_batches and t.shoe_back is None and not t.in_round:
             for batch in t.batches.values():
                 held = batch.back in self._backs()
@@ -552,24 +597,37 @@ class Supervisor:
             # Reconciliation first: what the devices did while the controller was down is read
             # and journalled before any person's action is taken.
             return {"ok": False, "error": f"{name}: the table is reading its devices; send it again"}
+        queued: list[asyncio.Future[bool]] = []
         async with self._lock:
+            self._queued = queued
             try:
-                inputs = self._inputs_of(name, args, who, action)
-            except (actions.BadAction, TablectlError) as e:
-                self.log.warning("command_refused", command=name, who=who, error=str(e))
-                return {"ok": False, "error": str(e)}
-            self.log.info("command", command=name, who=who, role=role)
-            kinds: list[str] = []
-            for inp in inputs:
-                try:
-                    step = await self._step(
-                        inp, None, who, taken_by={"action": name, "who": who, "role": role}
-                    )
-                except (RuleViolation, JournalError) as e:
-                    self.log.warning("refused", input=type(inp).__name__, who=who, error=str(e))
-                    return {"ok": False, "error": str(e), "events": kinds}
-                kinds += [e.kind for e in step.events]
-            await self._reconcile()
+                result = await self._command_locked(name, args, who, role, action)
+            finally:
+                self._queued = None
+        # The answer comes once the action's device commands are carried out (or refused), as the
+        # person expects; the wait holds no lock, so the table's other devices go on meanwhile.
+        await asyncio.gather(*queued, return_exceptions=True)  # cancelled only when stopping
+        return result
+
+    async def _command_locked(
+        self, name: str, args: dict[str, Any], who: str, role: str, action: actions.Action
+    ) -> dict[str, Any]:
+        assert self.jt is not None
+        try:
+            inputs = self._inputs_of(name, args, who, action)
+        except (actions.BadAction, TablectlError) as e:
+            self.log.warning("command_refused", command=name, who=who, error=str(e))
+            return {"ok": False, "error": str(e)}
+        self.log.info("command", command=name, who=who, role=role)
+        kinds: list[str] = []
+        for inp in inputs:
+            try:
+                step = await self._step(inp, None, who, taken_by={"action": name, "who": who, "role": role})
+            except (RuleViolation, JournalError) as e:
+                self.log.warning("refused", input=type(inp).__name__, who=who, error=str(e))
+                return {"ok": False, "error": str(e), "events": kinds}
+            kinds += [e.kind for e in step.events]
+        await self._reconcile()
         return {"ok": True, "events": kinds, "seq": self.jt.journal.last_seq}
 
     def _inputs_of(self, name: str, args: dict[str, Any], who: str, action: actions.Action) -> list[I.Input]:
@@ -655,7 +713,7 @@ class Supervisor:
             await self._progress.wait_for(predicate)
 
     def idle(self) -> bool:
-        return not self._busy and self.events.empty() and not self._lock.locked()
+        return not self._busy and self.events.empty() and not self._lock.locked() and self._unsent == 0
 
     async def settle(self, *names: str) -> None:
         """Poll ``names`` (every device when none) now, and wait until what they reported is
