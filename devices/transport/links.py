@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import pathlib
 import random
 import secrets
@@ -33,6 +34,9 @@ _log = structlog.get_logger("devices.link")
 MAX_BUFFERED_BYTES: Final = 64 * 1024
 # MQTT messages received and not yet read by the driver; past it paho drops (and aiomqtt logs).
 MAX_QUEUED_MESSAGES: Final = 256
+# How long a serial write may wait for the line to take its bytes before the link counts as lost
+# (pyserial's write timeout of 1 s before, which blocked the whole event loop meanwhile).
+WRITE_TIMEOUT_S: Final = 1.0
 
 
 class ByteLink(Protocol):
@@ -139,15 +143,49 @@ class SerialLink:
         return item
 
     async def write(self, data: bytes) -> None:
+        """Written as fast as the line takes it, never blocking the event loop: pyserial's own
+        write waits in ``select`` (up to its write timeout) when the output buffer is full (a
+        stalled line, flow control held), and every other device would wait with it. The port's
+        descriptor is non-blocking (pyserial opens it so), so what does not fit waits on the
+        loop's writer callback instead, for at most WRITE_TIMEOUT_S."""
         port = self._open()
+        rest = memoryview(data)
         try:
-            port.write(data)
+            async with asyncio.timeout(WRITE_TIMEOUT_S):
+                while rest:
+                    try:
+                        written = os.write(port.fileno(), rest)
+                    except BlockingIOError:
+                        written = 0
+                    rest = rest[written:]
+                    if rest:
+                        await _writable(port.fileno())
+        except TimeoutError:
+            self._drop()
+            raise self._backoff.failed(f"write timed out after {WRITE_TIMEOUT_S}s") from None
         except (serial.SerialException, OSError) as exc:
             self._drop()
             raise self._backoff.failed(f"write failed ({type(exc).__name__})") from None
 
     async def close(self) -> None:
         self._drop()
+
+
+async def _writable(fd: int) -> None:
+    """Until ``fd`` can take more bytes (the loop's writer callback; no thread, no blocking)."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_writer(fd, wake)
+    try:
+        await ready
+    finally:
+        with contextlib.suppress(Exception):  # the port may be closed meanwhile (link lost)
+            loop.remove_writer(fd)
 
 
 class MqttLink:
