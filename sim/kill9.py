@@ -55,8 +55,7 @@ from controller.supervisor.mapping import Translator
 from controller.supervisor.rig import ROOT, concrete_config, table_file
 from controller.table import inputs as I
 from controller.table.core import Table
-from controller.table.events import DomainEvent
-from controller.table.recorder import JournaledTable, options_of
+from controller.table.recorder import JournaledTable, domain_events, options_of
 from devices.events import Key
 from sim.table import SimTable
 
@@ -193,9 +192,9 @@ class Dealer:
                 nonlocal ended
                 for r in records:
                     ended += r.kind == "shoe_ended"
-                    yield DomainEvent(r.kind, r.payload, r.at)
+                    yield r
 
-            table = Table.replay(options, events(), table_id)
+            table = Table.replay(options, domain_events(events()), table_id)
             self._cache = (last, table, ended)
             return self._cache
 
@@ -219,7 +218,7 @@ class Dealer:
         with Journal.open(self.journal, create=False, readonly=True) as j:
             records = j.records()
             options, table_id = options_of(next(records))
-            shadow = Table.replay(options, (DomainEvent(r.kind, r.payload, r.at) for r in records), table_id)
+            shadow = Table.replay(options, domain_events(records), table_id)
         tr = self.translator()
         for action in self.pending:
             for inp in action.inputs(shadow, tr):

@@ -7,9 +7,10 @@ can be replayed, verified and shown without the config it was written with.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from controller.errors import ConfigError
 from controller.game_config import GameOptions, options_from_dict, options_to_dict
@@ -32,6 +33,29 @@ def options_of(record: Record) -> tuple[GameOptions, str]:
         )
     except (KeyError, TypeError, ConfigError) as e:
         raise JournalError(f"record {record.seq}: the table's options cannot be read: {e}") from None
+
+
+# The payload key under which a step's record carries the device counters read up to it. A
+# separate ``device_seen`` record per step doubled a gaming day's records (every card drawn is a
+# step with counters), and with them the day's journalling time and a restart's replay; folded
+# into the record of the event they caused, the counters cost a few bytes, in the same
+# transaction as before. A ``device_seen`` record of its own is still written when an event
+# caused nothing at the table, and journals written before the fold replay as they are.
+SEEN_KEY: Final = "device_seen"
+
+
+def domain_events(records: Iterable[Record]) -> Iterator[DomainEvent]:
+    """The journal's records as the core's events: a record carrying counters (``SEEN_KEY`` in
+    its payload) is its event, then the ``device_seen`` event it stands for, as it was applied live."""
+    for r in records:
+        payload = r.payload
+        if SEEN_KEY in payload and r.kind != "device_seen":
+            payload = dict(payload)
+            seen = payload.pop(SEEN_KEY)
+            yield DomainEvent(r.kind, payload, r.at)
+            yield DomainEvent("device_seen", seen, r.at)
+        else:
+            yield DomainEvent(r.kind, payload, r.at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +99,7 @@ class JournaledTable:
                 f"{path}: the journal belongs to table {stored_id} ({stored.game.value}, "
                 f"{stored.decks} decks); the config says {table_id} ({options.game.value}, {options.decks})"
             )
-        table = Table.replay(stored, (DomainEvent(r.kind, r.payload, r.at) for r in records), stored_id)
+        table = Table.replay(stored, domain_events(records), stored_id)
         return cls(table, journal)
 
     def handle(
@@ -89,11 +113,15 @@ class JournaledTable:
         events = list(step.events)
         if events and taken_by is not None:
             events = [DomainEvent("action_taken", dict(taken_by), now), *events]
-        if events or marks:
+        rows = [(e.kind, e.payload, e.classification, e.at) for e in events]
+        if rows and marks:  # the counters ride in the step's last record (see SEEN_KEY)
+            kind, payload, classification, at = rows[-1]
+            rows[-1] = (kind, {**payload, SEEN_KEY: marks[0].payload}, classification, at)
+        elif marks:
+            rows = [(m.kind, m.payload, m.classification, m.at) for m in marks]
+        if rows:
             try:
-                self.journal.append_many(
-                    [(e.kind, e.payload, e.classification, e.at) for e in [*events, *marks]]
-                )
+                self.journal.append_many(rows)
             except Exception:
                 # Not journalled, so it did not happen: rebuild the table from what is.
                 self.table = self._replayed()
@@ -114,7 +142,7 @@ class JournaledTable:
         records = self.journal.records()
         first = next(records)
         options, table_id = options_of(first)
-        return Table.replay(options, (DomainEvent(r.kind, r.payload, r.at) for r in records), table_id)
+        return Table.replay(options, domain_events(records), table_id)
 
     def close(self) -> None:
         self.journal.close()

@@ -20,8 +20,7 @@ from controller.shipped import table_file
 from controller.supervisor import logs
 from controller.supervisor.rig import Rig, virtual_table
 from controller.table.core import Table
-from controller.table.events import DomainEvent
-from controller.table.recorder import options_of
+from controller.table.recorder import domain_events, options_of
 
 GAMES = ["double-back-jack", "double-attack", "down-under", "dj-wild"]
 BLACKJACK = GAMES[:3]
@@ -61,7 +60,7 @@ def replayed(path: Path) -> Table:
     with Journal.open(path, create=False, readonly=True) as j:
         records = j.records()
         options, table_id = options_of(next(records))
-        return Table.replay(options, (DomainEvent(r.kind, r.payload, r.at) for r in records), table_id)
+        return Table.replay(options, domain_events(records), table_id)
 
 
 def assert_journal_sound(rig: Rig) -> None:
