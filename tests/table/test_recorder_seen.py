@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from controller.game_config import GameId, default_options
+from controller.game_config import default_options
+from controller.games import GameId
 from controller.journal import Journal
 from controller.table import inputs as I
 from controller.table.recorder import SEEN_KEY, JournaledTable, Seen
