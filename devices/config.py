@@ -152,7 +152,7 @@ _OPTION_KEYS: Final[dict[DeviceKind, dict[str, str]]] = {
     DeviceKind.SHOE: {},
     DeviceKind.READER: {"peek_up_ranks": "ranks"},
     DeviceKind.STUB_COUNTER: {"expected": "count", "heartbeat_timeout_s": "number"},
-    DeviceKind.KEYPAD: {"boxes": "count", "spots": "count"},
+    DeviceKind.KEYPAD: {"boxes": "count", "spots": "count", "watch_interval_s": "number"},
 }
 
 

@@ -44,7 +44,7 @@ from devices import commands as dc
 from devices import events as dev
 from devices.clock import REAL_CLOCK, Clock
 from devices.config import DeviceConfig
-from devices.drivers.base import EVENT_QUEUE_MAX, Driver, PollSchedule, stop_if_cancelling
+from devices.drivers.base import EVENT_QUEUE_MAX, Driver, PollHooks, Wake, stop_if_cancelling
 from devices.drivers.factory import build_drivers
 from devices.drivers.stub import StubCounterDriver
 from devices.errors import CommandRejected
@@ -99,7 +99,7 @@ class Supervisor:
         self._busy = False
         self._polls_started: dict[str, int] = {}
         self._polls_done: dict[str, int] = {}
-        self._poke: dict[str, asyncio.Event] = {}
+        self._poke: dict[str, Wake] = {}  # each driver's: a poll out of turn (settle)
         self._start_sent: set[dev.Slot] = set()
         self._eject_sent: set[dev.Slot] = set()
         self._crashed: set[str] = set()
@@ -143,7 +143,7 @@ class Supervisor:
                 if self.kinds[d.name] is DeviceKind.KEYPAD:
                     self.translator.progressive_closed = True
             self._polls_started[d.name] = self._polls_done[d.name] = 0
-            self._poke[d.name] = asyncio.Event()
+            self._poke[d.name] = d.wake
             self._outbox[d.name] = asyncio.Queue()
             self.telemetry.device_health(d.name, self.health[d.name].value)
         self._tasks.append(asyncio.create_task(self._consume(), name="supervisor-events"))
@@ -224,41 +224,8 @@ class Supervisor:
                 await self.clock.sleep(delay)
 
     async def _poll_loop(self, driver: Driver) -> None:
-        name = driver.name
-        frames = isinstance(driver, StubCounterDriver)  # it waits on its line; no pause after data
-        schedule = PollSchedule(self.clock, driver.config.poll_interval_s)
-        while True:
-            self._polls_started[name] += 1
-            try:
-                ok = await driver.poll_once()
-            finally:  # a poll that crashed is over too: nobody waits on it for ever
-                self._polls_done[name] += 1
-                async with self._progress:
-                    self._progress.notify_all()
-            stop_if_cancelling()
-            await driver.flush_events()  # a full event queue holds this device, not the others
-            if ok and name in self._crashed:  # restarted and answering again
-                self._crashed.discard(name)
-                await self._set_health(name, DeviceHealth.ONLINE)
-            if frames and ok:
-                continue
-            poke = self._poke[name]
-            if self.poll_on_demand:
-                await poke.wait()
-            elif not poke.is_set():
-                await self._sleep_or_poke(schedule.wait_s(), poke)
-            if poke.is_set():  # polled out of turn
-                schedule.restart()
-            poke.clear()
-
-    async def _sleep_or_poke(self, seconds: float, poke: asyncio.Event) -> None:
-        sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
-        waiter = asyncio.ensure_future(poke.wait())
-        try:
-            await asyncio.wait((sleeper, waiter), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleeper.cancel()
-            waiter.cancel()
+        """The driver's own poll loop (Driver.run, the only one), followed by the supervisor."""
+        await driver.run(_Followed(self, driver.name), on_demand=self.poll_on_demand)
 
     async def _tick(self) -> None:
         """Time passing with nothing else happening: the core warns of decks about to expire."""
@@ -725,3 +692,23 @@ class Supervisor:
                 self._poke[n].set()
         polled = [n for n in names if not isinstance(self.drivers[n], StubCounterDriver)]
         await self.wait_for(lambda: all(self._polls_done[n] >= target[n] for n in polled) and self.idle())
+
+
+class _Followed(PollHooks):
+    """What the supervisor hears of a device's poll loop: polls counted (settle waits on them),
+    and a device whose driver was restarted after a crash is online again once it answers."""
+
+    def __init__(self, sup: Supervisor, name: str) -> None:
+        self.sup, self.name = sup, name
+
+    def polling(self) -> None:
+        self.sup._polls_started[self.name] += 1
+
+    async def polled(self, ok: bool) -> None:
+        sup = self.sup
+        sup._polls_done[self.name] += 1
+        async with sup._progress:
+            sup._progress.notify_all()
+        if ok and self.name in sup._crashed:  # restarted and answering again
+            sup._crashed.discard(self.name)
+            await sup._set_health(self.name, DeviceHealth.ONLINE)

@@ -1,16 +1,16 @@
-"""What every driver shares: health tracking, the event queue, the run loop and its schedule."""
+"""What every driver shares: health tracking, the event queue, the one poll loop and its schedule."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
 from typing import ClassVar
 
 import structlog
 
-from devices.clock import REAL_CLOCK, Clock
+from devices.clock import REAL_CLOCK, Clock, RealClock
 from devices.commands import Command
 from devices.config import DeviceConfig
 from devices.errors import (
@@ -60,6 +60,71 @@ class PollSchedule:
         """A poll out of turn: the schedule starts again from now."""
         self.due = self.clock.now()
 
+    def early(self) -> None:
+        """The pause ended before the poll was due (a watched word moved and was polled at once):
+        the poll that was due stays due, so the full polls keep their rate."""
+        self.due -= self.interval_s
+
+
+def _wake_future(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+class Wake:
+    """A poll out of turn (the supervisor's ``settle``, a test): ends the loop's pause at once, or
+    a watch in its worker thread at its next look. One future per pause, woken by the poke or by a
+    timer, whichever comes first: no task per pause, which matters at a fast watch's rate."""
+
+    def __init__(self) -> None:
+        self.flag = threading.Event()  # also read by a watch in its thread
+        self._waiter: asyncio.Future[None] | None = None
+
+    def set(self) -> None:
+        self.flag.set()
+        if self._waiter is not None:
+            _wake_future(self._waiter)
+
+    def is_set(self) -> bool:
+        return self.flag.is_set()
+
+    def clear(self) -> None:
+        self.flag.clear()
+
+    async def wait(self, seconds: float | None, clock: Clock) -> None:
+        """Until set, or ``seconds`` on ``clock`` have passed (None: until set)."""
+        if self.flag.is_set():
+            return
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer: asyncio.TimerHandle | None = None
+        sleeper: asyncio.Future[None] | None = None
+        if seconds is not None and isinstance(clock, RealClock):
+            timer = loop.call_later(seconds, _wake_future, waiter)  # the loop's time is the clock's
+        elif seconds is not None:
+            sleeper = asyncio.ensure_future(clock.sleep(seconds))
+            sleeper.add_done_callback(lambda _: _wake_future(waiter))
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
+            if sleeper is not None:
+                sleeper.cancel()
+
+
+class PollHooks:
+    """How the owner of a driver's poll loop follows it. The defaults run a driver on its own
+    (tests, tools); the supervisor counts polls for ``settle`` and marks a restarted device
+    online again."""
+
+    def polling(self) -> None:
+        """A poll is about to start."""
+
+    async def polled(self, ok: bool) -> None:
+        """It ended; ``ok`` is False when it failed (or raised: a driver bug, which propagates)."""
+
 
 # Events waiting for the supervisor. Far above any burst a table makes (a full shoe's draws with
 # their keys are a few hundred); past it drivers wait (see Driver.emit), they never drop an event.
@@ -72,12 +137,14 @@ class Driver(ABC):
     ``run()`` polls or listens until cancelled and never raises for a device problem: wire
     failures become health events (DeviceDegraded / DeviceOffline / DeviceOnline) and broken
     frames become FrameError events. Events go to ``self.events`` (an asyncio.Queue, which the
-    supervisor may pass in to merge several drivers); ``stream()`` iterates over it.
+    supervisor passes in to merge every driver of the table).
     ``send(command)`` raises CommandRejected with one line when a command cannot be carried out.
     """
 
     kind: ClassVar[DeviceKind]
     commands: ClassVar[tuple[type[Command], ...]] = ()
+    # A driver that waits on its line for data (a frame device) reads on at once after data.
+    reads_a_stream: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -102,6 +169,7 @@ class Driver(ABC):
         # What the controller last acted on of this device's counters (from the journal): the
         # first poll is diffed against it, so what happened while the controller was down is seen.
         self.baseline: dict[str, int] = {}
+        self.wake = Wake()
         self.log = structlog.get_logger("devices").bind(device=config.name, kind=config.kind.value)
 
     # -- events and health ----------------------------------------------------------------------
@@ -127,10 +195,6 @@ class Driver(ABC):
         if self._frame_errors_held:
             count, self._frame_errors_held = self._frame_errors_held, 0
             await self.events.put(FrameError(self.name, "frame errors while the event queue was full", count))
-
-    async def stream(self) -> AsyncIterator[DeviceEvent]:
-        while True:
-            yield await self.events.get()
 
     def _ok(self) -> None:
         self._failures_in_row = 0
@@ -169,14 +233,43 @@ class Driver(ABC):
     @abstractmethod
     async def _poll(self) -> None: ...
 
-    async def run(self) -> None:
+    async def watch(self, seconds: float) -> bool:
+        """The pause between two polls, for a driver that watches a word between them (the
+        keypad's key counter): True as soon as the word moved (poll now), False when the time is
+        up or ``wake`` was set. Drivers without a watch just wait."""
+        await self.wake.wait(seconds, self.clock)
+        return False
+
+    async def run(self, hooks: PollHooks | None = None, *, on_demand: bool = False) -> None:
+        """The one poll loop of every driver, until cancelled: poll at a fixed rate (PollSchedule),
+        hand on the events, pause. ``on_demand``: poll only when ``wake`` is set (a virtual clock's
+        table, where time passing wakes nothing). A frame device reads on at once after data and
+        waits out its interval after a failure. Between polls a driver may watch a word (the
+        keypad's fast key watch): the pause ends when it moves, and the poll comes at once."""
+        hooks = hooks or PollHooks()
+        schedule = PollSchedule(self.clock, self.config.poll_interval_s)
+        wake = self.wake
         try:
-            schedule = PollSchedule(self.clock, self.config.poll_interval_s)
             while True:
-                await self.poll_once()
+                hooks.polling()
+                ok = False
+                try:
+                    ok = await self.poll_once()
+                finally:  # a poll that crashed is over too: nobody waits on it for ever
+                    await hooks.polled(ok)
                 stop_if_cancelling()
-                await self.flush_events()
-                await self.clock.sleep(schedule.wait_s())
+                await self.flush_events()  # a full event queue holds this device, not the others
+                if self.reads_a_stream and ok:
+                    continue
+                if on_demand:
+                    await wake.wait(None, self.clock)
+                elif not wake.is_set():
+                    seconds = schedule.wait_s()
+                    if await (self.watch(seconds) if ok else wake.wait(seconds, self.clock)):
+                        schedule.early()
+                if wake.is_set():  # polled out of turn
+                    schedule.restart()
+                wake.clear()
         finally:
             await self.close()
 

@@ -23,12 +23,16 @@ from devices.profiles import DeviceKind
 class KeypadDriver(RegisterDriver):
     kind = DeviceKind.KEYPAD
     commands = (LockSensors, UnlockSensors, SetLight, ShowMeter)
+    watch_register = "key_seq"  # a Start Game is seen within the watch's interval (687a.9(b))
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.boxes = self.profile.reg("sensors").count
         self.spots = int(self.config.options.get("spots", self.profile.options.get("spots", 1)))
         self._keys = SeqGuard(self.profile.reg("key_ring").count)
+
+    def settled(self) -> bool:
+        return self._keys.held is None
 
     def diff(self, prev: Snapshot | None, cur: Snapshot) -> list[DeviceEvent]:
         out: list[DeviceEvent] = []

@@ -43,6 +43,9 @@ class ReaderDriver(RegisterDriver):
             self.peek_up_ranks = DEFAULT_PEEK_UP_RANKS
         self._inserts = SeqGuard(1)  # the reader holds its last result only
 
+    def settled(self) -> bool:
+        return self._inserts.held is None
+
     def diff(self, prev: Snapshot | None, cur: Snapshot) -> list[DeviceEvent]:
         out: list[DeviceEvent] = []
         health, old_health = cur["health"][0], (prev["health"][0] if prev else 0)

@@ -90,6 +90,9 @@ class ShoeDriver(RegisterDriver):
         except CardError:
             raise FrameDecodeError(f"{self.name}: card word is not a playing card") from None
 
+    def settled(self) -> bool:
+        return self._held is None and not self._cover_pending
+
     def diff(self, prev: Snapshot | None, cur: Snapshot) -> list[DeviceEvent]:
         out: list[DeviceEvent] = []
         now = Counters.of(cur)

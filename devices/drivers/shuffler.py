@@ -48,6 +48,10 @@ class ShufflerDriver(RegisterDriver):
         code = snap[reg][0]
         return None if code == 0 else self.profile.enum_name("back", code)
 
+    def settled(self) -> bool:
+        # A cycle under way is timed against max_cycle_s at every poll, changed or not.
+        return not (self._shuffle_began.keys() - self._overran)
+
     def diff(self, prev: Snapshot | None, cur: Snapshot) -> list[DeviceEvent]:
         out: list[DeviceEvent] = []
         now = self.clock.now()

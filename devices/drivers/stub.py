@@ -8,7 +8,7 @@ import asyncio
 from devices.clock import REAL_CLOCK, Clock
 from devices.commands import Command, RequestStubCount
 from devices.config import DeviceConfig
-from devices.drivers.base import Driver, stop_if_cancelling
+from devices.drivers.base import Driver
 from devices.errors import CommandRejected, DeviceError, FrameDecodeError, TransportError
 from devices.events import DeviceDegraded, DeviceEvent, FrameError, StubCounted
 from devices.framing import Frame, LineDecoder, encode_frame
@@ -19,6 +19,7 @@ from devices.transport.links import ByteLink
 class StubCounterDriver(Driver):
     kind = DeviceKind.STUB_COUNTER
     commands = (RequestStubCount,)
+    reads_a_stream = True  # each poll waits on the line (up to a heartbeat period) for frames
 
     def __init__(
         self,
@@ -97,18 +98,6 @@ class StubCounterDriver(Driver):
             if health and health != self._device_health:
                 self.emit(DeviceDegraded(self.name, f"stub counter reports fault code {health}"))
             self._device_health = health
-
-    async def run(self) -> None:
-        try:
-            while True:
-                ok = await self.poll_once()
-                stop_if_cancelling()  # a read of the line can lose a cancel like a Modbus poll can
-                await self.flush_events()
-                if not ok:
-                    # Do not spin on a dead link: its own backoff decides when to try again.
-                    await self.clock.sleep(self.config.poll_interval_s)
-        finally:
-            await self.close()
 
     async def close(self) -> None:
         await self.link.close()

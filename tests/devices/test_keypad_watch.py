@@ -1,0 +1,75 @@
+"""The keypad's fast key watch (687a.9(b), the past-posting window): between two full polls the
+driver reads the key counter alone, and a Start Game is polled in full as soon as the counter
+moves. Shown with a full poll due only once an hour, so nothing but the watch can see the press;
+real sockets, the driver's own poll loop, events rather than time."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+import pytest
+
+from controller.games import GameId
+from devices.clock import REAL_CLOCK
+from devices.config import load_devices
+from devices.drivers.base import Driver
+from devices.drivers.factory import build_driver
+from devices.events import BetSensed, ButtonPressed, Key, SensorsLocked
+from devices.transport.modbus import BusRegistry
+from sim.table import SimTable
+from tests.devices.conftest import GUARD_S, TABLES, game, next_event
+
+HOUR = 3600.0
+
+
+@pytest.fixture
+async def keypad_on_tcp() -> AsyncIterator[tuple[SimTable, Driver, BusRegistry]]:
+    cfg = load_devices(
+        {"keypad": {"kind": "keypad", "profile": "../devices/ref-keypad.toml", "transport": "modbus-tcp",
+                    "host": "127.0.0.1", "port": 0, "device_id": 3, "watch_interval_s": 0.005}},
+        TABLES, source="test.toml",
+    )  # fmt: skip
+    sim = SimTable(cfg, game(GameId.DOUBLE_BACK_JACK.value), seed=1)
+    await sim.start()
+    buses = BusRegistry()
+    [served] = sim.driver_configs()
+    driver = build_driver(replace(served, poll_interval_s=HOUR), buses=buses, clock=REAL_CLOCK)
+    try:
+        yield sim, driver, buses
+    finally:
+        await driver.close()
+        buses.close()
+        await sim.stop()
+
+
+async def test_a_start_game_is_seen_by_the_watch_between_full_polls(
+    keypad_on_tcp: tuple[SimTable, Driver, BusRegistry],
+) -> None:
+    sim, driver, _ = keypad_on_tcp
+    running = asyncio.create_task(driver.run())
+    try:
+        await next_event(driver, SensorsLocked)  # the first full poll; the next is an hour away
+        sim.devices["keypad"].model.press(Key.START_GAME)
+        pressed, _ = await next_event(driver, ButtonPressed)
+        assert pressed.key is Key.START_GAME
+    finally:
+        running.cancel()
+        async with asyncio.timeout(GUARD_S):
+            await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_a_poll_out_of_turn_ends_the_watch(keypad_on_tcp: tuple[SimTable, Driver, BusRegistry]) -> None:
+    sim, driver, _ = keypad_on_tcp
+    running = asyncio.create_task(driver.run())
+    try:
+        await next_event(driver, SensorsLocked)
+        sim.devices["keypad"].model.place_bet(1, 1)  # not the watched word: only a full poll sees it
+        driver.wake.set()  # as the supervisor's settle() does
+        sensed, _ = await next_event(driver, BetSensed)
+        assert (sensed.box, sensed.spot, sensed.present) == (1, 1, True)
+    finally:
+        running.cancel()
+        async with asyncio.timeout(GUARD_S):
+            await asyncio.gather(running, return_exceptions=True)
