@@ -7,14 +7,16 @@ can be replayed, verified and shown without the config it was written with.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from controller.errors import ConfigError
 from controller.game_config import GameOptions, options_from_dict, options_to_dict
-from controller.journal import Journal, JournalError, Record
+from controller.journal import Classification, Journal, JournalError, Record
 from controller.table.core import Step, Table
 from controller.table.events import DomainEvent
 from controller.table.inputs import Input
@@ -42,6 +44,8 @@ def options_of(record: Record) -> tuple[GameOptions, str]:
 # transaction as before. A ``device_seen`` record of its own is still written when an event
 # caused nothing at the table, and journals written before the fold replay as they are.
 SEEN_KEY: Final = "device_seen"
+
+Row = tuple[str, dict[str, Any], Classification | str, float]  # one record for append_many
 
 
 def domain_events(records: Iterable[Record]) -> Iterator[DomainEvent]:
@@ -108,26 +112,25 @@ class JournaledTable:
         """The core's step, journalled in one transaction with ``seen`` (the device's counters,
         when given) and ``taken_by`` (``action``, ``who``, ``role``: a person's action, as an
         ``action_taken`` record before the events it led to)."""
-        step = self.table.handle(inp, now)
-        marks = [] if seen is None or seen.known(self.table) else [seen.event(now)]
-        events = list(step.events)
-        if events and taken_by is not None:
-            events = [DomainEvent("action_taken", dict(taken_by), now), *events]
-        rows = [(e.kind, e.payload, e.classification, e.at) for e in events]
-        if rows and marks:  # the counters ride in the step's last record (see SEEN_KEY)
-            kind, payload, classification, at = rows[-1]
-            rows[-1] = (kind, {**payload, SEEN_KEY: marks[0].payload}, classification, at)
-        elif marks:
-            rows = [(m.kind, m.payload, m.classification, m.at) for m in marks]
+        step, rows, marks = self._decide(inp, now, seen, taken_by)
         if rows:
             try:
                 self.journal.append_many(rows)
             except Exception:
-                # Not journalled, so it did not happen: rebuild the table from what is.
-                self.table = self._replayed()
+                self._after(False, marks)
                 raise
-            for mark in marks:
-                self.table.apply(mark)
+            self._after(True, marks)
+        return step
+
+    async def handle_async(
+        self, inp: Input, now: float, writer: Executor, seen: Seen | None = None,
+        taken_by: dict[str, str] | None = None,
+    ) -> Step:  # fmt: skip
+        """``handle`` with the commit (and its fsync) on ``writer``, the journal's own thread: the
+        core decides here, the event loop goes on with the other devices while the disk flushes,
+        and the step is on disk when this returns, so its effects still come after it."""
+        step, rows, marks = self._decide(inp, now, seen, taken_by)
+        await self._write(rows, marks, writer)
         return step
 
     def mark(self, seen: Seen, now: float) -> None:
@@ -137,6 +140,53 @@ class JournaledTable:
         event = seen.event(now)
         self.journal.append(event.kind, event.payload, event.classification.value, now)
         self.table.apply(event)
+
+    async def mark_async(self, seen: Seen, now: float, writer: Executor) -> None:
+        """``mark`` with the commit on ``writer`` (see ``handle_async``)."""
+        if seen.known(self.table):
+            return
+        event = seen.event(now)
+        await self._write([(event.kind, event.payload, event.classification, now)], [event], writer)
+
+    def _decide(
+        self, inp: Input, now: float, seen: Seen | None, taken_by: dict[str, str] | None
+    ) -> tuple[Step, list[Row], list[DomainEvent]]:
+        step = self.table.handle(inp, now)
+        marks = [] if seen is None or seen.known(self.table) else [seen.event(now)]
+        events = list(step.events)
+        if events and taken_by is not None:
+            events = [DomainEvent("action_taken", dict(taken_by), now), *events]
+        rows: list[Row] = [(e.kind, e.payload, e.classification, e.at) for e in events]
+        if rows and marks:  # the counters ride in the step's last record (see SEEN_KEY)
+            kind, payload, classification, at = rows[-1]
+            rows[-1] = (kind, {**payload, SEEN_KEY: marks[0].payload}, classification, at)
+        elif marks:
+            rows = [(m.kind, m.payload, m.classification, m.at) for m in marks]
+        return step, rows, marks
+
+    async def _write(self, rows: list[Row], marks: list[DomainEvent], writer: Executor) -> None:
+        if not rows:
+            return
+        done = asyncio.get_running_loop().run_in_executor(writer, self.journal.append_many, rows)
+        try:
+            await asyncio.shield(done)
+        except asyncio.CancelledError:
+            # The commit goes on in its thread whatever happens here: the table follows its outcome.
+            await asyncio.wait([done])
+            self._after(done.exception() is None, marks)
+            raise
+        except Exception:
+            self._after(False, marks)
+            raise
+        self._after(True, marks)
+
+    def _after(self, committed: bool, marks: list[DomainEvent]) -> None:
+        if committed:
+            for mark in marks:
+                self.table.apply(mark)
+        else:
+            # Not journalled, so it did not happen: rebuild the table from what is.
+            self.table = self._replayed()
 
     def _replayed(self) -> Table:
         records = self.journal.records()

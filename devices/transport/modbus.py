@@ -244,7 +244,7 @@ class BusRegistry:
 
 
 _READ_ONE = struct.Struct(">HHHBBHH")  # MBAP header, function 3, address, count
-_REPLY_HEAD = struct.Struct(">HHHBBB")  # MBAP header, function, byte count
+_REPLY = struct.Struct(">HHHBBBH")  # MBAP header, function, byte count, the word
 
 
 class WordWatch:
@@ -274,31 +274,41 @@ class WordWatch:
 
     def until_moved(self, last: int, seconds: float, stop: threading.Event) -> bool:
         """In a worker thread: True as soon as the word differs from ``last``; False when
-        ``seconds`` are up or ``stop`` is set. A read that fails waits out the time (the full
-        poll that follows reads the device, and its health, as ever)."""
+        ``seconds`` are up or ``stop`` is set (seen at the next look, within ``period_s``). A read
+        that fails waits out the time: the full poll that follows reads the device, and its
+        health, as ever. Plain sleeps, not ``stop.wait``: a Condition wait costs more CPU than
+        the read itself, and a poll out of turn can wait one period."""
         now = time.monotonic()
         end, due = now + seconds, now
-        while True:
+        failed = False
+        while not stop.is_set():
             due += self.period_s
-            if due >= end:
-                stop.wait(max(0.0, end - time.monotonic()))
-                return False
-            if stop.wait(max(0.0, due - time.monotonic())):
-                return False
+            if due >= end or failed:
+                time.sleep(max(0.0, min(end, now + self.period_s) - now))
+                now = time.monotonic()
+                if now >= end:
+                    return False
+                continue
+            time.sleep(max(0.0, due - time.monotonic()))
+            if stop.is_set():
+                break
             try:
                 word = self._read()
             except (OSError, ValueError) as exc:
                 self.close()
+                failed = True
                 if not self._failing:
                     self._failing = True
                     self._log.warning("watch_failed", error=f"{type(exc).__name__}: {exc}")
-                stop.wait(max(0.0, end - time.monotonic()))
-                return False
+                now = time.monotonic()
+                continue
             if self._failing:
                 self._failing = False
                 self._log.info("watch_back")
             if word != last:
                 return True
+            now = time.monotonic()
+        return False
 
     def _read(self) -> int:
         sock = self._sock
@@ -309,22 +319,18 @@ class WordWatch:
         self._tid = (self._tid + 1) & 0xFFFF
         self.reads += 1
         sock.sendall(_READ_ONE.pack(self._tid, 0, 6, self.device_id, 3, self.address, 1))
-        tid, proto, length, unit, function, count = _REPLY_HEAD.unpack(_recv_exactly(sock, _REPLY_HEAD.size))
+        reply = sock.recv(_REPLY.size)  # the whole answer, almost always; else the rest of it
+        while len(reply) < _REPLY.size:
+            more = sock.recv(_REPLY.size - len(reply))
+            if not more:
+                raise ConnectionError("connection closed")
+            reply += more
+        tid, proto, length, unit, function, count, word = _REPLY.unpack(reply)
         if (tid, proto, length, unit, function, count) != (self._tid, 0, 5, self.device_id, 3, 2):
             raise ValueError(f"not the answer to its read (function {function}, {count} bytes)")
-        return int.from_bytes(_recv_exactly(sock, 2), "big")
+        return int(word)
 
     def close(self) -> None:
         sock, self._sock = self._sock, None
         if sock is not None:
             sock.close()
-
-
-def _recv_exactly(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("connection closed")
-        data += chunk
-    return data
