@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final, Literal
 
+from controller.backoff import BackoffPolicy
 from controller.cards import RANKS
 from controller.errors import ConfigError, short_reason
 from controller.shipped import resolve_ref, shipped_names
@@ -45,18 +46,6 @@ class RetryPolicy:
 
     read_attempts: int = 2  # reads are idempotent
     write_attempts: int = 1  # a command is not repeated unless the profile says it is safe
-
-
-@dataclass(frozen=True, slots=True)
-class BackoffPolicy:
-    initial_s: float = 0.2
-    max_s: float = 10.0
-    jitter: float = 0.25  # +- fraction of the delay, so a room of tables does not reconnect at once
-
-    def delay(self, failures: int, unit_random: float) -> float:
-        """Delay before attempt ``failures + 1``; ``unit_random`` is uniform in [0, 1)."""
-        base = min(self.max_s, self.initial_s * 2.0 ** max(0, failures - 1))
-        return max(0.0, base * (1 + self.jitter * (2 * unit_random - 1)))
 
 
 @dataclass(frozen=True, slots=True)
