@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import os
 import pathlib
-import re
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any, Final, Literal
 from controller.backoff import BackoffPolicy
 from controller.cards import RANKS
 from controller.errors import ConfigError, short_reason
+from controller.ids import BACK_COLOUR, ENV_NAME, matches
 from controller.shipped import resolve_ref, shipped_names
 from devices.errors import ProfileError
 from devices.profiles import DeviceKind, Profile, Protocol, load_profile
@@ -135,7 +135,6 @@ _MQTT_KEYS: Final = frozenset({"tls", "ca_file", "username", "password_env"})
 _SIM_MQTT_KEYS: Final = frozenset({"username", "password_env"})
 # Upper case only: a password pasted into password_env by mistake is then refused by its shape
 # more often than it is named back in "not set" (the names people use are upper case anyway).
-_ENV_NAME: Final = re.compile(r"[A-Z_][A-Z0-9_]*")
 _OPTION_KEYS: Final[dict[DeviceKind, dict[str, str]]] = {
     DeviceKind.SHUFFLER: {"max_cycle_s": "number", "backs": "backs"},
     DeviceKind.SHOE: {},
@@ -391,7 +390,7 @@ def _mqtt_account(
     password_env = t.get("password_env")
     password: str | None = None
     if password_env is not None:
-        if not isinstance(password_env, str) or not _ENV_NAME.fullmatch(password_env):
+        if not matches(ENV_NAME, password_env):
             raise w.fail("password_env", "must name an environment variable (A-Z, 0-9, _)")
         if username is None:
             raise w.fail("password_env", "needs a username")
@@ -419,8 +418,10 @@ def _options(w: _Where, kind: DeviceKind, t: Mapping[str, Any]) -> dict[str, Any
                 raise w.fail(key, "must be an integer 1-1000")
         elif rule == "backs":
             if (not isinstance(v, list) or len(v) != 2 or len(set(v)) != 2
-                    or not all(isinstance(x, str) and x for x in v)):  # fmt: skip
-                raise w.fail(key, "must name the two batches' back colours, e.g. ['red', 'blue']")
+                    or not all(matches(BACK_COLOUR, x) for x in v)):  # fmt: skip
+                raise w.fail(
+                    key, "must name the two batches' back colours (a-z, 0-9, '_', '-'), e.g. ['red', 'blue']"
+                )
             v = tuple(v)
         elif rule == "ranks":
             if not isinstance(v, list) or not all(x in RANKS for x in v):
