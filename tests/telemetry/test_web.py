@@ -372,6 +372,21 @@ async def test_a_client_that_leaves_mid_request_is_dropped_quietly(page: tuple[F
         assert (await get(port, "/healthz")).status == 200
 
 
+async def test_a_client_that_never_completes_its_head_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(web, "HEAD_TIMEOUT_S", 0.2)  # the limit itself; GUARD_S only bounds the test
+    page = await serve(FleetView(), "127.0.0.1", 0)
+    try:
+        for raw in (b"", b"GET / HTTP/1.1\r\nHost: localhost\r\n"):  # silent, and a trickler
+            async with asyncio.timeout(GUARD_S):
+                reader, writer = await asyncio.open_connection("127.0.0.1", page.address[1])
+                writer.write(raw)
+                assert await reader.read() == b""  # closed by the server, without an answer
+                writer.close()
+        assert (await get(page.address[1], "/healthz")).status == 200
+    finally:
+        await page.close()
+
+
 class WatchedPage(FleetPage):
     """The server, telling the test when a connection has been taken and when it has been let go."""
 
