@@ -3,6 +3,10 @@
 Each simulated device is a pymodbus ``SimDevice`` whose action hook renders the model into the
 registers on every read and carries out the command block on every write, so a Modbus master
 (our drivers, or mbpoll) always sees the model's current state.
+
+pymodbus's servers answer more than a conformant device does, so a gate sits in front of each:
+sim/rtu_gate.py on the pty bridge of a serial line, sim/tcp_gate.py in a small relay that listens
+on the device's TCP address and passes the requests it accepts to pymodbus on a private port.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from sim.models import SimRefused
 from sim.pty import PtyBridge, link_line, unlink_line
 from sim.registers import command, render
 from sim.rtu_gate import RtuGate
+from sim.tcp_gate import TcpGate
 
 _log = structlog.get_logger("sim.modbus")
 
@@ -43,11 +48,14 @@ class RegisterSim:
     faults: WireFaults = field(default_factory=WireFaults)
     on_command: Callable[[str, Any], None] | None = None  # (command name, result)
 
-    def sim_device(self) -> SimDevice:
+    def sim_device(self, unit_id: int | None = None) -> SimDevice:
+        """The pymodbus device; ``unit_id`` 0 makes it answer every id pymodbus is handed (the
+        TCP gate hands it only the ids the device answers to)."""
         start = min(r.address for r in self.profile.registers.values())
         end = max(r.address + r.words for r in self.profile.registers.values())
         data = SimData(start, count=end - start, values=0, datatype=DataType.REGISTERS)
-        return SimDevice(id=self.device_id, simdata=[data], action=self._action)
+        dev_id = self.device_id if unit_id is None else unit_id
+        return SimDevice(id=dev_id, simdata=[data], action=self._action)
 
     async def _action(
         self,
@@ -87,11 +95,12 @@ class RegisterSim:
 
 def _shaper(devices: list[RegisterSim], id_offset: int) -> Callable[[bool, bytes], bytes]:
     by_id = {d.device_id: d for d in devices}
+    alone = devices[0] if len(devices) == 1 else None  # answers 0 and 0xFF on TCP too
 
     def trace(sending: bool, data: bytes) -> bytes:
         if not sending or len(data) <= id_offset:
             return data
-        dev = by_id.get(data[id_offset])
+        dev = by_id.get(data[id_offset], alone)
         if dev is None:
             return data
         faults = dev.faults
@@ -113,29 +122,85 @@ def _with_unit_id(data: bytes, id_offset: int, unit: int) -> bytes:
 
 
 class ModbusTcpSim:
-    """One TCP listener (port 0 picks a free port); ``port`` holds the real one after start."""
+    """One TCP address (port 0 picks a free port); ``port`` holds the real one after start.
+
+    The address is the relay's: each master connection gets a connection of its own to pymodbus's
+    server on a private loopback port, and a TcpGate (sim/tcp_gate.py) between them that answers
+    refusals itself and drops what a conformant device would not answer."""
 
     def __init__(self, devices: list[RegisterSim], *, host: str = "127.0.0.1", port: int = 0):
         self.devices = devices
         self.host = host
         self.port = port
         self._server: ModbusTcpServer | None = None
+        self._front: asyncio.Server | None = None
+        self._backend_port = 0
+        self._relays: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
+        sim_devices = [d.sim_device() for d in self.devices]
+        if len(self.devices) == 1:  # alone on its address: 0 and 0xFF reach it too (tcp_gate.py)
+            sim_devices.append(self.devices[0].sim_device(unit_id=0))
         server = ModbusTcpServer(
-            [d.sim_device() for d in self.devices],
-            address=(self.host, self.port),
+            sim_devices,
+            address=("127.0.0.1", 0),
             trace_packet=_shaper(self.devices, 6),  # MBAP header: unit id is byte 6
-        )
+        )  # broadcast_enable stays off: on TCP, unit 0 addresses the device (guide 4.4.1.2)
         await server.serve_forever(background=True)
         sockets = getattr(server.transport, "sockets", None) or []
         if not sockets:
-            raise RuntimeError(f"modbus sim could not listen on {self.host}:{self.port}")
-        self.port = sockets[0].getsockname()[1]
+            raise RuntimeError("modbus sim could not listen on a loopback port")
+        self._backend_port = sockets[0].getsockname()[1]
         self._server = server
+        try:
+            self._front = await asyncio.start_server(self._relay, self.host, self.port)
+        except OSError as exc:
+            await self.stop()
+            raise RuntimeError(f"modbus sim could not listen on {self.host}:{self.port} ({exc})") from exc
+        self.port = self._front.sockets[0].getsockname()[1]
         _log.info("listening", transport="modbus-tcp", host=self.host, port=self.port)
 
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._relays.add(task)
+        gate = TcpGate({d.device_id for d in self.devices})
+        back: asyncio.Task[None] | None = None
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self._backend_port)
+            back = asyncio.create_task(_pass_on(up_reader, writer))
+            try:
+                while data := await reader.read(4096):
+                    forward, reply = gate.feed(data)
+                    if reply:
+                        writer.write(reply)
+                    if forward:
+                        up_writer.write(forward)
+                    if gate.closed:
+                        _log.info("unframeable_request", transport="modbus-tcp", port=self.port)
+                        break
+            finally:
+                up_writer.close()
+        except (OSError, asyncio.CancelledError):
+            pass  # the master or the server went away: this connection ends, the others go on
+        finally:
+            if back is not None:
+                back.cancel()
+                with contextlib.suppress(asyncio.CancelledError, OSError):
+                    await back
+            writer.close()
+            self._relays.discard(task)
+
     async def stop(self) -> None:
+        front, self._front = self._front, None
+        if front is not None:
+            front.close()
+        relays, self._relays = list(self._relays), set()
+        for task in relays:
+            task.cancel()
+        for task in relays:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         server, self._server = self._server, None
         if server is not None:
             await server.shutdown()  # type: ignore[no-untyped-call]
@@ -146,6 +211,13 @@ class ModbusTcpSim:
 
     async def restore_link(self) -> None:
         await self.start()
+
+
+async def _pass_on(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """The server's answers, back to the master as they come."""
+    with contextlib.suppress(OSError):
+        while data := await reader.read(4096):
+            writer.write(data)
 
 
 class ModbusRtuSim:
