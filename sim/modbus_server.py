@@ -27,10 +27,11 @@ from pymodbus.simulator import DataType, SimData, SimDevice
 from devices.profiles import DeviceKind, Profile
 from sim.faults import WireFaults
 from sim.models import SimRefused
+from sim.pdu_rules import SERVER_BUSY
 from sim.pty import PtyBridge, link_line, unlink_line
 from sim.registers import command, render
 from sim.rtu_gate import RtuGate
-from sim.tcp_gate import TcpGate
+from sim.tcp_gate import TcpGate, refused
 
 _log = structlog.get_logger("sim.modbus")
 
@@ -165,29 +166,24 @@ class ModbusTcpSim:
         assert task is not None
         self._relays.add(task)
         gate = TcpGate({d.device_id for d in self.devices})
-        back: asyncio.Task[None] | None = None
+        upstream = _Upstream(self._backend_port, writer)
         try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self._backend_port)
-            back = asyncio.create_task(_pass_on(up_reader, writer))
-            try:
-                while data := await reader.read(4096):
-                    forward, reply = gate.feed(data)
-                    if reply:
-                        writer.write(reply)
-                    if forward:
-                        up_writer.write(forward)
-                    if gate.closed:
-                        _log.info("unframeable_request", transport="modbus-tcp", port=self.port)
-                        break
-            finally:
-                up_writer.close()
+            while data := await reader.read(4096):
+                forward, reply = gate.feed(data)
+                if reply:
+                    writer.write(reply)
+                for frame in forward:
+                    if upstream.full:
+                        writer.write(refused(frame, SERVER_BUSY))
+                    else:
+                        await upstream.send(frame)
+                if gate.closed:
+                    _log.info("unframeable_request", transport="modbus-tcp", port=self.port)
+                    break
         except (OSError, asyncio.CancelledError):
             pass  # the master or the server went away: this connection ends, the others go on
         finally:
-            if back is not None:
-                back.cancel()
-                with contextlib.suppress(asyncio.CancelledError, OSError):
-                    await back
+            await upstream.close()
             writer.close()
             self._relays.discard(task)
 
@@ -213,11 +209,60 @@ class ModbusTcpSim:
         await self.start()
 
 
-async def _pass_on(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """The server's answers, back to the master as they come."""
-    with contextlib.suppress(OSError):
-        while data := await reader.read(4096):
-            writer.write(data)
+_IN_FLIGHT_MAX = 16  # requests one master connection may have unanswered (the guide: 1 to 16)
+
+
+@dataclass
+class _Leg:
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    pump: asyncio.Task[None] | None = None
+
+
+class _Upstream:
+    """One master connection's way to pymodbus. pymodbus's server takes one request per connection
+    until it has answered it (a second one in the same read waits for more bytes, or takes the
+    first one's place), while a Modbus TCP master may send several without waiting (guide 4.4.1.2).
+    So each request goes on a connection to pymodbus that has no request unanswered, opened when
+    none is idle; answers go back to the master as they come. ``full`` once ``_IN_FLIGHT_MAX``
+    are unanswered (one whose answer a wire fault dropped stays so until the master hangs up)."""
+
+    def __init__(self, port: int, master: asyncio.StreamWriter) -> None:
+        self.port = port
+        self.master = master
+        self.idle: list[_Leg] = []
+        self.busy: list[_Leg] = []
+
+    @property
+    def full(self) -> bool:
+        return len(self.busy) >= _IN_FLIGHT_MAX
+
+    async def send(self, frame: bytes) -> None:
+        leg = self.idle.pop() if self.idle else await self._open()
+        self.busy.append(leg)
+        leg.writer.write(frame)
+
+    async def _open(self) -> _Leg:
+        leg = _Leg(*await asyncio.open_connection("127.0.0.1", self.port))
+        leg.pump = asyncio.create_task(self._answers(leg))
+        return leg
+
+    async def _answers(self, leg: _Leg) -> None:
+        with contextlib.suppress(OSError):
+            while data := await leg.reader.read(4096):
+                self.master.write(data)
+                if leg in self.busy:  # answered: free for the next request
+                    self.busy.remove(leg)
+                    self.idle.append(leg)
+
+    async def close(self) -> None:
+        legs, self.busy, self.idle = [*self.busy, *self.idle], [], []
+        for leg in legs:
+            leg.writer.close()
+            if leg.pump is not None:
+                leg.pump.cancel()
+                with contextlib.suppress(asyncio.CancelledError, OSError):
+                    await leg.pump
 
 
 class ModbusRtuSim:

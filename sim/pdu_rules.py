@@ -21,6 +21,7 @@ READ_MAX: Final = 125
 WRITE_MAX: Final = 123
 ILLEGAL_FUNCTION: Final = 0x01
 ILLEGAL_DATA_VALUE: Final = 0x03
+SERVER_BUSY: Final = 0x06
 
 
 def refusal(pdu: bytes) -> int | None:

@@ -16,7 +16,9 @@ Application Protocol V1.1b3, one frame (MBAP header, then the PDU) at a time:
   untrue, and answering would let a master configured for another unit act on this one;
 - every other request is judged as on every transport (sim/pdu_rules.py): an undocumented
   function gets exception 01, a bad quantity or byte count exception 03. The reply echoes the
-  transaction and unit identifiers.
+  transaction and unit identifiers;
+- a request beyond the 16 a connection may have unanswered gets exception 06, server busy
+  (guide 4.4.2.2: NumberMaxOfServerTransaction is 1 to 16); sim/modbus_server.py counts them.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ _LENGTH_MIN, _LENGTH_MAX = 2, 254  # unit id + function code, up to the 260-byte
 
 
 class TcpGate:
-    """One connection's gate: feed it the master's bytes; it returns what goes on to the server
-    and what is answered straight back. ``closed`` once the stream cannot be framed any more."""
+    """One connection's gate: feed it the master's bytes; it returns the frames that go on to the
+    server and what is answered straight back. ``closed`` once the stream cannot be framed."""
 
     def __init__(self, device_ids: Collection[int]) -> None:
         ids = frozenset(device_ids)
@@ -41,11 +43,13 @@ class TcpGate:
         self.closed = False
         self._buf = b""
 
-    def feed(self, data: bytes) -> tuple[bytes, bytes]:
+    def feed(self, data: bytes) -> tuple[list[bytes], bytes]:
+        """The whole frames that go on to the server, one by one, and the bytes answered."""
         if self.closed:
-            return b"", b""
+            return [], b""
         self._buf += data
-        forward, reply = b"", b""
+        forward: list[bytes] = []
+        reply = b""
         while len(self._buf) >= _HEADER:
             length = int.from_bytes(self._buf[4:6], "big")
             if not _LENGTH_MIN <= length <= _LENGTH_MAX:
@@ -55,7 +59,8 @@ class TcpGate:
                 break
             frame, self._buf = self._buf[: 6 + length], self._buf[6 + length :]
             to_server, to_master = self._judge(frame)
-            forward += to_server
+            if to_server:
+                forward.append(to_server)
             reply += to_master
         return forward, reply
 
@@ -64,7 +69,11 @@ class TcpGate:
         if protocol != 0 or unit not in self.unit_ids:
             return b"", b""
         code = refusal(pdu)
-        if code is None:
-            return frame, b""
-        body = exception_pdu(pdu[0], code)
-        return b"", frame[:4] + (1 + len(body)).to_bytes(2, "big") + bytes((unit,)) + body
+        return (frame, b"") if code is None else (b"", refused(frame, code))
+
+
+def refused(frame: bytes, code: int) -> bytes:
+    """The exception answer to one request frame: its transaction and unit ids, its function code
+    with the high bit set, the exception code."""
+    body = exception_pdu(frame[7], code)
+    return frame[:4] + (1 + len(body)).to_bytes(2, "big") + frame[6:7] + body

@@ -222,6 +222,39 @@ async def test_tcp_an_address_outside_the_map_is_illegal_data_address(shuffler: 
         await shuffler.close()
 
 
+async def test_tcp_requests_sent_without_waiting_are_each_answered(shuffler: Socket) -> None:
+    """Guide 4.4.1.2: on TCP a client may send several requests without waiting for the answers;
+    each answer carries its request's transaction id."""
+    try:
+        shuffler.send(
+            b"".join(mbap(tid, 1, read_pdu(address, 1)) for tid, address in ((1, 6), (2, 5), (3, 8)))
+        )
+        answers = {await shuffler.reply() for _ in range(3)}
+        assert answers == {
+            mbap(1, 1, bytes([3, 2, 0, 6])),
+            mbap(2, 1, bytes([3, 2, 0, 1])),
+            mbap(3, 1, bytes([3, 2, 0, 2])),
+        }
+    finally:
+        await shuffler.close()
+
+
+async def test_tcp_a_request_beyond_sixteen_unanswered_is_server_busy(rig: Rig, shuffler: Socket) -> None:
+    """Guide 4.4.2.2: a server takes 1 to 16 requests at once (NumberMaxOfServerTransaction) and
+    answers exception 06 when it has no room for another."""
+    faults = rig.sim("shuffler").faults
+    faults.hold()  # the device answers nothing until released
+    try:
+        shuffler.send(b"".join(mbap(tid, 1, read_pdu(6, 1)) for tid in range(1, 18)))
+        assert await shuffler.reply() == mbap(17, 1, bytes([0x83, 0x06]))
+        faults.release()
+        answers = {await shuffler.reply() for _ in range(16)}
+        assert answers == {mbap(tid, 1, bytes([3, 2, 0, 6])) for tid in range(1, 17)}
+    finally:
+        faults.release()
+        await shuffler.close()
+
+
 async def test_tcp_a_write_whose_byte_count_does_not_match_is_illegal_data_value(shuffler: Socket) -> None:
     try:
         shuffler.send(mbap(1, 1, struct.pack(">BHHB3H", 16, 10, 4, 6, 1, 1, 0)))
