@@ -23,14 +23,31 @@ from sim.pdu_rules import exception_pdu, refusal
 _MAX_FRAME = 256  # RTU ADU limit; more without a valid frame is noise
 
 
+def _crc_step(crc: int, byte: int) -> int:
+    crc ^= byte
+    for _ in range(8):
+        crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
+
+
 def crc16(frame: bytes) -> bytes:
     """The Modbus RTU CRC, low byte first."""
     crc = 0xFFFF
     for b in frame:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+        crc = _crc_step(crc, b)
     return struct.pack("<H", crc)
+
+
+def _closed_length(buf: bytes) -> int:
+    """The length of the shortest frame at the head of ``buf`` that its CRC closes (at least id,
+    function and CRC), or 0: how a frame of a function whose layout we do not know is found, so
+    a request that follows it at once is not taken for part of it. One pass over ``buf``."""
+    crc = 0xFFFF
+    for i in range(len(buf) - 2):
+        crc = _crc_step(crc, buf[i])
+        if i >= 1 and buf[i + 1] == crc & 0xFF and buf[i + 2] == crc >> 8:
+            return i + 3
+    return 0
 
 
 def _exception(device_id: int, function: int, code: int) -> bytes:
@@ -66,12 +83,12 @@ class RtuGate:
             n = _frame_length(self._buf)
             if n is None:
                 break
-            if n == 0:  # unknown layout: the whole buffer, once its CRC closes a frame
-                if len(self._buf) < 4 or crc16(self._buf[:-2]) != self._buf[-2:]:
-                    if len(self._buf) > _MAX_FRAME:
-                        self._buf = b""
+            if n == 0:  # unknown layout: up to the first place its CRC closes a frame
+                n = _closed_length(self._buf[:_MAX_FRAME])
+                if not n:
+                    if len(self._buf) >= _MAX_FRAME:
+                        self._buf = b""  # no frame is longer: noise
                     break
-                n = len(self._buf)
             if len(self._buf) < n:
                 break
             frame, self._buf = self._buf[:n], self._buf[n:]
