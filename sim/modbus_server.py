@@ -177,6 +177,7 @@ class ModbusTcpSim:
                         writer.write(refused(frame, SERVER_BUSY))
                     else:
                         await upstream.send(frame)
+                await writer.drain()  # a master that does not read its answers is not read either
                 if gate.closed:
                     _log.info("unframeable_request", transport="modbus-tcp", port=self.port)
                     break
@@ -251,6 +252,7 @@ class _Upstream:
         with contextlib.suppress(OSError):
             while data := await leg.reader.read(4096):
                 self.master.write(data)
+                await self.master.drain()
                 if leg in self.busy:  # answered: free for the next request
                     self.busy.remove(leg)
                     self.idle.append(leg)
