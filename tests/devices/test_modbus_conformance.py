@@ -131,6 +131,21 @@ async def test_a_broadcast_write_is_carried_out_and_never_answered(rig: Rig, lin
         line.close()
 
 
+async def test_a_broadcast_the_devices_would_refuse_is_neither_carried_out_nor_answered(
+    rig: Rig, line: Line
+) -> None:
+    keypad = rig.model("keypad")
+    try:
+        line.send(rtu(0, 6, words=(33, 1)))  # lock, but with function 6, which no page documents
+        line.send(rtu(0, 16, words=(33, 0), tail=bytes([0])))  # a write of no registers
+        line.send(rtu(0, 3, words=(14, 1)))  # a broadcast read means nothing
+        line.send(rtu(3, 3, words=(14, 1)))  # the keypad's locked flag
+        assert await line.reply(7) == rtu(3, 3, 2, words=(0,))  # the first answer on the line
+        assert not keypad.locked
+    finally:
+        line.close()
+
+
 async def test_a_write_whose_byte_count_does_not_match_is_illegal_data_value(line: Line) -> None:
     try:
         line.send(rtu(3, 16, words=(33, 4), tail=bytes([6]) + struct.pack(">3H", 1, 0, 0)))
