@@ -19,7 +19,7 @@ from typing import Any, Final, Literal
 from controller.backoff import BackoffPolicy
 from controller.cards import RANKS
 from controller.errors import ConfigError, short_reason
-from controller.ids import BACK_COLOUR, ENV_NAME, matches
+from controller.ids import BACK_COLOUR, ENV_NAME, IDENTIFIER_RULE, is_identifier, matches
 from controller.shipped import resolve_ref, shipped_names
 from devices.errors import ProfileError
 from devices.profiles import DeviceKind, Profile, Protocol, load_profile
@@ -209,6 +209,8 @@ def _one(
     side: Side,
 ) -> DeviceConfig:
     w = _Where(src, name)
+    if not is_identifier(name):  # a log field, an MQTT topic level of the device's health
+        raise ConfigError(f"{src}: devices.{ascii(name)[1:-1][:64]}: the name must be {IDENTIFIER_RULE}")
     if not isinstance(t, dict):
         raise ConfigError(f"{src}: devices.{name}: must be a table")
     _no_literal_password(w, t)

@@ -62,8 +62,9 @@ def _edit(path: Path, old: str, new: str) -> None:
         ('id = "dab-01"', 'id = "dab-01\\n"', "table.id"),
         ('site = "example-floor"', 'site = "example-floor\\n"', "table.site"),
         ('backs = ["red", "blue"]', 'backs = ["red\\n", "blue"]', "devices.shuffler.backs"),
+        ("[devices.shoe]", '[devices."shoe\\n"]', "devices.shoe\\\\n"),
     ],
-    ids=["table id", "site", "back colour"],
+    ids=["table id", "site", "back colour", "device name"],
 )
 def test_the_table_file_refuses_a_name_with_a_newline(config: Path, old: str, new: str, key: str) -> None:
     load_table_config(config / TABLE)
