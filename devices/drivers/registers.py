@@ -6,7 +6,7 @@ import asyncio
 from abc import abstractmethod
 from typing import ClassVar
 
-from devices.clock import REAL_CLOCK, Clock
+from controller.clock import REAL_CLOCK, Clock
 from devices.config import DeviceConfig, TransportKind
 from devices.drivers.base import Driver
 from devices.errors import CommandRejected, TransportError

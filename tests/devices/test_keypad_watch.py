@@ -11,8 +11,8 @@ from dataclasses import replace
 
 import pytest
 
+from controller.clock import REAL_CLOCK
 from controller.games import GameId
-from devices.clock import REAL_CLOCK
 from devices.config import load_devices
 from devices.drivers.base import Driver
 from devices.drivers.factory import build_driver

@@ -66,7 +66,7 @@ async def test_a_slow_journal_flush_holds_up_its_own_step_only(table_rig: MakeRi
         release.wait(GUARD_S)
         return append_many(rows)
 
-    journal.append_many = slow_flush  # type: ignore[method-assign]
+    journal.append_many = slow_flush  # type: ignore[method-assign,assignment]
     try:
         for box in (1, 2):
             dealer.keypad.place_bet(box, 1)
