@@ -20,8 +20,13 @@ plus the read), the queue hop to the supervisor, the core's decision with the jo
 write. ``--journal-dir`` puts the journal elsewhere, e.g. on /dev/shm, to see what the storage's
 flush costs: tmpfs is not durable, so that run is a diagnosis, never the figure.
 
-``appliance_cpu_share`` is the controller process's CPU time over the presses' wall time (a
-fraction of one core), every device of the table polled as configured. ``--slow-device NAME``
+``appliance_cpu_share`` is the controller process's CPU time over ``--rest-s`` seconds at rest
+before the presses (a fraction of one core), every device of the table polled as configured and
+the keypad's watch running, while the bench only sleeps; ``appliance_cpu_share_while_pressing``
+is the same over the presses, with ``presses_per_s`` and ``cpu_ms_per_press`` (what each press
+cycle costs above the polling, the bench's own pipe to the simulators included). ``--watch-ms``
+sets the keypad's ``watch_interval_s``: between polls its key counter alone is read that often,
+and a move is polled in full at once. ``--slow-device NAME``
 makes that simulated device hold every request past its timeout once the shoe is loaded (it never
 answers in time): the keypad's figures must not move. ``--latched`` gives the keypad the profile
 option ``latches_on_start_game``: the device freezes its sensors itself when Start Game is
@@ -29,7 +34,7 @@ pressed, so ``start_to_locked_ms`` (press to sensors locked) is zero by construc
 ``start_to_lock_command_ms`` is the controller's own path (poll, journal, lock written).
 
     .venv/bin/python bench/appliance_start_game.py [--presses 1000] [--journal-dir DIR]
-        [--slow-device reader] [--latched]
+        [--slow-device shuffler] [--latched] [--watch-ms 2] [--rest-s 10]
 """
 
 from __future__ import annotations
