@@ -44,6 +44,13 @@ async def test_a_flood_on_the_stub_counter_line_delays_no_keypad_event(table_rig
         await sup.settle("keypad")  # one poll of the keypad
         assert pressed() == presses, f"key {presses} not handled by the keypad's next poll"
     await flood
+    # What the link holds of the flood is read first: bytes that reach a full buffer are dropped
+    # on arrival (a UART overrun), and a count sent into it would be dropped with them.
+    link = sup.drivers["stub"].link  # type: ignore[attr-defined]
+    while link._buffered:
+        polls = sup._polls_done["stub"]
+        sup._poke["stub"].set()
+        await sup.wait_for(lambda: sup._polls_done["stub"] > polls)  # noqa: B023
     # The stub counter itself is back as soon as the flood ends: its next count is read. (Sent
     # with send_all: the line may still hold flood bytes, and send() drops what does not fit.)
     m = stub.model
@@ -60,5 +67,7 @@ async def test_a_flood_on_the_stub_counter_line_delays_no_keypad_event(table_rig
         sup._poke["stub"].set()
         await sup.wait_for(lambda: sup._polls_done["stub"] > polls or counted())  # noqa: B023
     errors = [e for e in handled if isinstance(e, dev.FrameError)]
-    assert presses > 1 and 1 <= len(errors) <= 4, (presses, errors)  # a burst is one or two events
+    # At least one key pressed while the flood was on the line (how many depends on how fast the
+    # line drains: the journal's commits no longer hold the loop, so the flood may end within one).
+    assert presses >= 1 and 1 <= len(errors) <= 4, (presses, errors)  # a burst is one or two events
     assert sum(e.count for e in errors) > 1000  # ... standing for every broken frame
