@@ -119,6 +119,9 @@ class DeviceConfig:
     timeout_s: float = 0.5
     poll_interval_s: float = 0.1
     offline_after: int = 3  # consecutive failed polls before the device counts as offline
+    # A device the controller has not heard from since it started is still connecting (it may
+    # simply not be up yet) for this long; only then do its connection failures count.
+    connect_grace_s: float = 30.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
     options: Mapping[str, Any] = field(default_factory=dict)  # kind-specific, checked below
@@ -138,7 +141,7 @@ class DeviceConfig:
 
 _COMMON_KEYS: Final = {
     "kind", "profile", "transport", "host", "port", "path", "baudrate", "gap_ms", "topic",
-    "device_id", "timeout_s", "poll_interval_s", "offline_after", "read_attempts",
+    "device_id", "timeout_s", "poll_interval_s", "offline_after", "connect_grace_s", "read_attempts",
     "write_attempts", "backoff_initial_s", "backoff_max_s", "backoff_jitter", "sim",
 }  # fmt: skip
 _MQTT_KEYS: Final = frozenset({"tls", "ca_file", "username", "password_env"})
@@ -322,6 +325,7 @@ def _one(
         timeout_s=num("timeout_s", 0.01, 30, 0.5),
         poll_interval_s=num("poll_interval_s", 0.005, 60, 0.1),
         offline_after=integer("offline_after", 1, 100, 3),
+        connect_grace_s=num("connect_grace_s", 0, 3600, 30.0),
         retry=RetryPolicy(integer("read_attempts", 1, 10, 2), integer("write_attempts", 1, 10, 1)),
         backoff=BackoffPolicy(
             num("backoff_initial_s", 0.001, 60, 0.2),
