@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import shutil
 import signal
 import socket
@@ -378,16 +379,24 @@ async def _with_lines(args: argparse.Namespace, journal: Path, url: str) -> int:
                              pace_s=max(0.0, args.pace), telemetry=telemetry) as rig,\
             _console(args, rig):  # fmt: skip
         forwarder.supervisor = rig.supervisor
-        print(f"tablectl demo: {rig.config.table_id} {rig.config.options.spec.title}, "
-              f"telemetry to {url}; Ctrl-C stops", flush=True)  # fmt: skip
         feed = RoundFeed(rig.supervisor)
+
+        def say(line: str) -> None:
+            try:
+                print(line, flush=True)
+            except BrokenPipeError:
+                # The reader is gone (`| head`, or tee ended by the same Ctrl-C): stop as for a
+                # closed terminal, and send what is left nowhere, so exiting raises nothing more.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                stop.set()
 
         def said() -> None:
             for settled in feed.new():
-                print(round_line(settled), flush=True)
+                say(round_line(settled))
 
+        title = f"{rig.config.table_id} {rig.config.options.spec.title}"
+        say(f"tablectl demo: {title}, telemetry to {url}; Ctrl-C stops")
         interrupted = await _play(rig, args.rounds, stop, said)
         said()
-        how = "stopped" if interrupted else "done"
-        print(f"tablectl demo: {how} after {rig.dealer.stats.rounds} rounds", flush=True)
+        say(f"tablectl demo: {'stopped' if interrupted else 'done'} after {rig.dealer.stats.rounds} rounds")
     return 0

@@ -152,3 +152,26 @@ def test_piping_the_demo_prints_a_line_per_round_as_it_settles(tmp_path: Path) -
     for n, line in enumerate(lines[1:4], start=1):
         assert line.startswith(f"round {n}: dealer ") and "; box 1 " in line and "; house " in line, line
         assert "hole" not in line  # settled: the hole card has been turned
+
+
+def test_the_piped_demo_stops_cleanly_when_its_reader_goes(tmp_path: Path) -> None:
+    """`tablectl demo | head -2`, or tee ended by the same Ctrl-C: the next line finds the pipe
+    closed; the demo stops as for a closed terminal, without a BrokenPipeError traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "controller.cli", "demo", "--seed", "4", "--pace", "0", "--embedded-broker",
+         "--journal", str(tmp_path / "j.db")],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().startswith("tablectl demo: dub-01 ")
+        assert proc.stdout.readline().startswith("round 1: dealer ")
+        proc.stdout.close()  # the reader goes; the demo plays on until it next writes
+        assert proc.wait(timeout=GUARD_S) == 0
+        err = proc.stderr.read()
+        assert "Traceback" not in err and "BrokenPipe" not in err, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert verify_journal(tmp_path / "j.db").ok
