@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from controller.clock import Clock
 from devices import events as dev
-from devices.clock import Clock
 from devices.config import DeviceConfig
 
 
