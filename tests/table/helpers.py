@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import random
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -25,6 +25,7 @@ from controller.rules.requests import (
     ReaderUse,
     SecondChanceOffer,
     SurrenderOffer,
+    answer,
 )
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
@@ -166,21 +167,8 @@ class Rig:
     def answer(self, cards: list[str] | None = None) -> Step:
         """Answer what the round asks: a card (named, or the next of the stack), stand, decline."""
         rnd = self.table.round
-        assert rnd is not None
-        req = rnd.request
-        if isinstance(req, CardFor):
-            return self.draw(cards.pop(0) if cards else None)
-        if isinstance(req, Decision):
-            return self.feed(I.KeyPressed(key="stand"))
-        if isinstance(req, ReaderUse):
-            if req.masque:
-                return self.feed(I.ReaderReport(light=masque_range(rnd.state.dealer[1])))
-            return self.feed(I.ReaderReport(blackjack=rnd.procedure.dealer_blackjack()))
-        if isinstance(req, InsuranceOffer | DoubleAttackOffer):
-            return self.feed(I.WagerPlaced(seat=req.seat, amount=0))
-        if isinstance(req, SecondChanceOffer | SurrenderOffer | EvenMoneyOffer):
-            return self.feed(I.KeyPressed(key="next"))
-        raise AssertionError(f"unexpected request {req!r}")
+        assert rnd is not None and rnd.request is not None
+        return answer(rnd.request, _Plainly(self, cards))
 
     def finish_round(self, cards: list[str] | None = None) -> None:
         guard = 0
@@ -228,3 +216,40 @@ def manual(decks: int = 1, **options: Any) -> Rig:
     rig.open_batches()
     rig.feed(I.NewDealer(name="dealer-1"))
     return rig
+
+
+@dataclass
+class _Plainly:
+    """The plainest answers (controller.rules.requests.Answerer): the card named or the next of
+    the stack, stand, decline every offer, the reader telling the truth."""
+
+    rig: Rig
+    cards: list[str] | None
+
+    def card(self, req: CardFor) -> Step:
+        return self.rig.draw(self.cards.pop(0) if self.cards else None)
+
+    def decision(self, req: Decision) -> Step:
+        return self.rig.feed(I.KeyPressed(key="stand"))
+
+    def reader(self, req: ReaderUse) -> Step:
+        rnd = self.rig.table.round
+        assert rnd is not None
+        if req.masque:
+            return self.rig.feed(I.ReaderReport(light=masque_range(rnd.state.dealer[1])))
+        return self.rig.feed(I.ReaderReport(blackjack=rnd.procedure.dealer_blackjack()))
+
+    def insurance(self, req: InsuranceOffer) -> Step:
+        return self.rig.feed(I.WagerPlaced(seat=req.seat, amount=0))
+
+    def double_attack(self, req: DoubleAttackOffer) -> Step:
+        return self.rig.feed(I.WagerPlaced(seat=req.seat, amount=0))
+
+    def second_chance(self, req: SecondChanceOffer) -> Step:
+        return self.rig.feed(I.KeyPressed(key="next"))
+
+    def surrender(self, req: SurrenderOffer) -> Step:
+        return self.rig.feed(I.KeyPressed(key="next"))
+
+    def even_money(self, req: EvenMoneyOffer) -> Step:
+        return self.rig.feed(I.KeyPressed(key="next"))
