@@ -6,6 +6,7 @@ check every refusal must pass (its section first, and nothing changed)."""
 from __future__ import annotations
 
 import copy
+import json
 import random
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,7 +32,7 @@ from controller.rules.state import SeatWagers
 from controller.table import inputs as I
 from controller.table.batches import Place
 from controller.table.core import Step, Table
-from controller.table.events import DomainEvent
+from controller.table.events import DomainEvent, typed
 
 T0 = 1_800_000_000.0
 HOUR = 3600.0
@@ -40,6 +41,13 @@ DA = "double-attack"
 DU = "down-under"
 WILD = "dj-wild"
 CHAPTER = {BJ: "673a", DA: "665a", DU: "685a", WILD: "687a"}
+
+
+def assert_journals(event: DomainEvent) -> None:
+    """The event as the journal stores it (JSON) reads back as the same typed event, and that
+    writes the same payload: nothing the core decides is lost or changed by the journal."""
+    stored = json.loads(json.dumps(event.payload))
+    assert typed(DomainEvent(event.kind, stored, event.at)).payload() == stored == event.payload
 
 
 class Rig:
@@ -61,6 +69,8 @@ class Rig:
     def feed(self, inp: I.Input, at: float | None = None) -> Step:
         self.now = self.now + 1 if at is None else at
         step = self.table.handle(inp, self.now)
+        for event in step.events:
+            assert_journals(event)
         self.events.extend(step.events)
         return step
 
