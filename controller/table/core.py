@@ -8,11 +8,14 @@ events it decides, and a restart rebuilds the table by applying the journal's ev
 (``Table.replay``). No clock, no I/O, no randomness.
 
 The procedure itself is in small machines, one module each, with its typed events, its state and
-its transitions (as h11 keeps an HTTP connection): the two batches and the shuffler
-(``shuffler``), the cut (``cut``), the shoe (``shoe``), the blackjack round (``round``), one
-player's hand (``irregular``), the reader (``reader``), DJ Wild dealt from the hand (``wild``) and
-its Progressive (``progressive``), alarms (``alarms``) and the devices (``devices``). This object
-only routes: an input to the machine registered for its type, an event to its transition.
+its transitions (as h11 keeps an HTTP connection): alarms (``alarms``), the two batches and the
+shuffler (``shuffler``), the cut (``cut``), the shoe (``shoe``) and each card out of it
+(``draw``), the end of a round (``round_end``), the blackjack round (``round``) and the dealer's
+decisions and offers in it (``decisions``), one player's hand (``irregular``), the reader
+(``reader``), DJ Wild dealt from the hand (``wild``) and its Progressive (``progressive``), and
+the devices (``devices``). Each imports only machines before it in that list (``MACHINES``).
+This object only routes: an input to the machine registered for its type, an event to its
+transition.
 """
 
 from __future__ import annotations
@@ -27,7 +30,21 @@ from controller.errors import RuleViolation
 from controller.game_config import GameOptions
 from controller.games import GameId
 from controller.rules.round import Round
-from controller.table import alarms, cut, devices, irregular, progressive, reader, round, shoe, shuffler, wild
+from controller.table import (
+    alarms,
+    cut,
+    decisions,
+    devices,
+    draw,
+    irregular,
+    progressive,
+    reader,
+    round,
+    round_end,
+    shoe,
+    shuffler,
+    wild,
+)
 from controller.table.alarms import Alarm
 from controller.table.asking import asking
 from controller.table.batches import Batch, Place
@@ -40,8 +57,23 @@ __all__ = ["BACKS", "DECK_LIFETIME", "EXPIRY_WARNING", "Command", "Step", "Table
 
 BACKS = ("blue", "red")  # default back colours of the two batches
 
-# Importing a machine registers its handlers and transitions; this is the whole table.
-MACHINES = (shuffler, cut, shoe, round, irregular, reader, wild, progressive, alarms, devices)
+# Importing a machine registers its handlers and transitions; this is the whole table, each
+# machine after those it imports.
+MACHINES = (
+    alarms,
+    shuffler,
+    cut,
+    shoe,
+    draw,
+    round_end,
+    round,
+    decisions,
+    irregular,
+    reader,
+    wild,
+    progressive,
+    devices,
+)
 
 
 @dataclass(slots=True)

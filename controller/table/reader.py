@@ -14,9 +14,11 @@ from controller.games import GameId
 from controller.rules.requests import InsuranceOffer, MasqueRange, ReaderUse, SurrenderOffer
 from controller.table import inputs as I
 from controller.table.alarms import AlarmAcknowledged, raise_alarm
+from controller.table.decisions import answer_offer
 from controller.table.events import Event, event
 from controller.table.machine import Step, applies, handles, public
-from controller.table.round import advance, answer_offer, void
+from controller.table.round import advance
+from controller.table.round_end import void
 
 if TYPE_CHECKING:
     from controller.table.core import Table

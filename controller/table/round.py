@@ -1,5 +1,6 @@
 """A blackjack round at the table: opened with its wagers, each card from the shoe to where the
-rules ask, the dealer's keys and the wagers on offers, settled or voided.
+rules ask, on until the rules ask no more (the end of the round is in round_end.py; the dealer's
+decisions and offers in decisions.py).
 
 The rules engine (controller.rules) decides what the round asks next; this machine feeds it what
 happens at the table and answers on its own what needs no one (a held card dealt next, a player
@@ -12,36 +13,20 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from controller.cards import Card
-from controller.games import GameId
 from controller.rules.requests import (
-    DEALER,
     Action,
     CardFor,
     Decision,
-    DoubleAttackOffer,
-    EvenMoneyOffer,
-    InsuranceOffer,
-    ReaderUse,
-    Request,
-    SecondChanceOffer,
-    SurrenderOffer,
 )
 from controller.rules.round import Round, check_wagers
-from controller.rules.settlement_order import PLAYER_BY_PLAYER, dealer_order
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
 from controller.table.alarms import AlarmAcknowledged, not_halted
-from controller.table.batches import Place
+from controller.table.draw import check_remaining, drawn, outside_round, take_from_shoe
 from controller.table.events import OMIT, Event, event
 from controller.table.machine import Step, applies, handles, public
-from controller.table.shoe import (
-    check_remaining,
-    drawn,
-    end_shoe,
-    outside_round,
-    refuse_other_in_rack,
-    take_from_shoe,
-)
+from controller.table.round_end import HoleCardTurned, finish
+from controller.table.shoe import refuse_other_in_rack
 from controller.table.shuffler import expired
 
 if TYPE_CHECKING:
@@ -91,13 +76,6 @@ class HoleCardDealt(CardDealt):
     pass
 
 
-@event("hole_card_turned")
-@dataclass(slots=True)
-class HoleCardTurned(Event):
-    round: int
-    hole: str
-
-
 @event("decision")
 @dataclass(slots=True)
 class DecisionMade(Event):
@@ -105,51 +83,6 @@ class DecisionMade(Event):
     seat: int
     hand: int
     action: str
-
-
-@event("offer_answered")
-@dataclass(slots=True)
-class OfferAnswered(Event):
-    round: int
-    offer: str
-    seat: int
-    value: int | bool
-
-
-@event("exposed_card_discarded")
-@dataclass(slots=True)
-class ExposedCardDiscarded(Event):
-    round: int
-    card: str
-    back: str
-
-
-@event("round_settled")
-@dataclass(slots=True)
-class RoundSettled(Event):
-    """A blackjack round's outcome (the hands, settlements, the dealer's order of settling), or
-    a DJ Wild round's end (``wild``: its hands are settled at the table, not here)."""
-
-    round: int
-    outcome: dict[str, Any] = field(default_factory=dict)
-    wild: bool = False
-
-    def payload(self) -> dict[str, Any]:
-        return {"round": self.round, "wild": True} if self.wild else {"round": self.round, **self.outcome}
-
-    @classmethod
-    def decode(cls, **payload: Any) -> RoundSettled:
-        number = payload.pop("round")
-        wild = bool(payload.pop("wild", False))
-        return cls(number, payload, wild)
-
-
-@event("round_voided")
-@dataclass(slots=True)
-class RoundVoided(Event):
-    round: int
-    section: str
-    by: str
 
 
 # -- opening ----------------------------------------------------------------------------------
@@ -259,45 +192,7 @@ def advance(t: Table, step: Step) -> None:
         # before the dealer draws (unless 685a.7(h) already showed it).
         t.emit(step, HoleCardTurned(rs.number, str(rnd.state.dealer[1])))
     if rnd.request is None:
-        _finish(t, rnd, step)
-
-
-def _finish(t: Table, rnd: Round, step: Step) -> None:
-    rs = t.state.round
-    held = t.state.shoe.held_card
-    if held is not None and rs.held_exposed:
-        # 673a.13(c): refused by the players and not used by the dealer: to the discard rack.
-        assert held.back is not None
-        t.emit(step, ExposedCardDiscarded(rs.number, str(held), held.back))
-    state = rnd.state
-    if state.dealer and not (state.hole_exposed or rs.hole_shown):
-        t.emit(step, HoleCardTurned(rs.number, str(state.dealer[1])))
-    t.emit(step, RoundSettled(rs.number, _settlement(t, rnd)))
-    if t.state.shoe.reshuffle_due:
-        end_shoe(t, step)
-
-
-def _settlement(t: Table, rnd: Round) -> dict[str, Any]:
-    state = rnd.state
-    settlements = [
-        {"seat": s.seat, "hand": s.hand, "wager": s.wager.value, "stake": s.stake, "halves": s.halves,
-         "section": s.section}
-        for s in state.settlements
-    ]  # fmt: skip
-    return {
-        **rnd.outcome(),
-        "settlements": settlements,
-        # 673a.7(t), 685a.7(r): the Rules Submission's procedure; 665a.7(p) has one.
-        "dealer_order": dealer_order(
-            state.settlements,
-            len(state.settlements) if state.final_from is None else state.final_from,
-            PLAYER_BY_PLAYER
-            if t.options.game is GameId.DOUBLE_ATTACK
-            else t.options.rulings.settlement_procedure,
-        ),
-        "reader": None if state.reader_report is None else {"agrees": state.reader_agrees},
-        "dealer_played": state.dealer_played,
-    }
+        finish(t, rnd, step)
 
 
 # -- the dealer's keys and the wagers on offers ----------------------------------------------------
@@ -306,62 +201,6 @@ def round_or_refuse(t: Table) -> Round:
     if rnd is None or rnd.request is None:
         raise t.refuse(t.sec("7"), "no round is in progress")
     return rnd
-
-
-def key_pressed(t: Table, inp: I.KeyPressed, step: Step) -> None:
-    """A key of the dealer's keypad in a blackjack round: a decision or an answer to an offer."""
-    rnd = round_or_refuse(t)
-    req = rnd.request
-    key = inp.key
-    if isinstance(req, Decision):
-        try:
-            action = Action(key)
-        except ValueError:
-            raise t.refuse(t.sec("decisions"), f"the dealer's decision is awaited, not {key!r}") from None
-        if action not in req.legal:
-            box = next(b for b in rnd.state.boxes if b.seat == req.seat)
-            why = rnd.procedure.refusal(action, box.hands[req.hand], box)
-            raise why or t.refuse(t.sec("decisions"), f"{key} is not allowed now")
-        t.emit(step, DecisionMade(t.state.round.number, req.seat, req.hand, action.value))
-    elif isinstance(req, SecondChanceOffer | SurrenderOffer | EvenMoneyOffer):
-        if key not in ("next", "second_chance", "surrender", "even_money"):
-            raise t.refuse(t.sec("7"), f"an answer to the {type(req).__name__} is awaited, not {key!r}")
-        answer_offer(t, step, req, key != "next")
-    elif isinstance(req, InsuranceOffer | DoubleAttackOffer):
-        if key not in ("next", "insurance_closed"):
-            raise t.refuse(t.sec("8(b)"), f"the {type(req).__name__} is open, not {key!r}")
-        # "insurance closed" declines every remaining offer; "next" declines this one.
-        offer: Request | None = req
-        while isinstance(offer, InsuranceOffer | DoubleAttackOffer):
-            answer_offer(t, step, offer, 0)
-            offer = rnd.request if key != "next" else None
-    else:
-        raise t.refuse(t.sec("7"), f"no decision is awaited ({key!r})")
-    advance(t, step)
-
-
-@handles(I.WagerPlaced)
-def _wager(t: Table, inp: I.WagerPlaced, step: Step) -> None:
-    rnd = round_or_refuse(t)
-    req = rnd.request
-    if not isinstance(req, InsuranceOffer | DoubleAttackOffer) or req.seat != inp.seat:
-        section = t.sec("8(b)") if isinstance(req, ReaderUse) else t.sec("wager_timing")
-        raise t.refuse(section, f"no wager is being taken from seat {inp.seat} now")
-    if not 0 <= inp.amount <= req.maximum:
-        section = "665a.6(e)" if isinstance(req, DoubleAttackOffer) else t.sec("8(b)")
-        raise t.refuse(section, f"seat {inp.seat}: {inp.amount} is more than the {req.maximum} allowed")
-    answer_offer(t, step, req, inp.amount)
-    advance(t, step)
-
-
-def answer_offer(
-    t: Table,
-    step: Step,
-    offer: InsuranceOffer | DoubleAttackOffer | SecondChanceOffer | SurrenderOffer | EvenMoneyOffer,
-    value: int | bool,
-) -> None:
-    """Record the answer to the offer in front of the dealer (an amount, or yes/no)."""
-    t.emit(step, OfferAnswered(t.state.round.number, type(offer).__name__, offer.seat, value))
 
 
 # -- the floor ---------------------------------------------------------------------------------
@@ -374,21 +213,6 @@ def _acknowledged(t: Table, inp: I.AlarmAcknowledged, step: Step) -> None:
         raise t.refuse(alarm.section, "the reader is replaced before dealing resumes")
     t.emit(step, AlarmAcknowledged(id=inp.alarm, by=inp.by))
     advance(t, step)
-
-
-# -- voids --------------------------------------------------------------------------------------
-@handles(I.VoidRound)
-def _void_round(t: Table, inp: I.VoidRound, step: Step) -> None:
-    if not t.in_round:
-        raise t.refuse(inp.section, "no round to void")
-    void(t, step, inp.section, inp.by)
-
-
-def void(t: Table, step: Step, section: str, by: str, *, end_the_shoe: bool = True) -> None:
-    t.emit(step, RoundVoided(t.state.round.number, section, by))
-    shoe = t.state.shoe
-    if end_the_shoe and shoe.back is not None and (shoe.reshuffle_due or not t.blackjack):
-        end_shoe(t, step)  # a DJ Wild deck is reshuffled after a void, never dealt from again
 
 
 # -- transitions ------------------------------------------------------------------------------
@@ -433,57 +257,7 @@ def _dealt(t: Table, e: CardDealt) -> None:
 applies(HoleCardDealt)(_dealt)
 
 
-@applies(HoleCardTurned)
-def _turned(t: Table, e: HoleCardTurned) -> None:
-    t.state.round.hole_shown = True
-
-
 @applies(DecisionMade)
 def _decided(t: Table, e: DecisionMade) -> None:
     assert t.state.round.round is not None
     t.state.round.round.answer(Action(e.action))
-
-
-@applies(OfferAnswered)
-def _answered(t: Table, e: OfferAnswered) -> None:
-    assert t.state.round.round is not None
-    t.state.round.round.answer(e.value)
-
-
-@applies(ExposedCardDiscarded)
-def _exposed_discarded(t: Table, e: ExposedCardDiscarded) -> None:
-    t.state.batches.batches[e.back].move(1, Place.LAYOUT, Place.DISCARD)
-    t.state.shoe.held_card = None
-    t.state.round.held_exposed = False
-
-
-@applies(RoundSettled)
-def _settled(t: Table, e: RoundSettled) -> None:
-    rs = t.state.round
-    if t.state.wild.round is None:
-        dealer = e.outcome["dealer"]
-        rs.dealer_stood = dealer["total"] >= 17 and len(dealer["cards"]) >= 2
-        if rs.cover_target is not None:
-            seat, _ = rs.cover_target
-            t.state.cut.reason = ("cover_on_dealer", 0) if seat == DEALER else ("cover_on_seat", seat)
-    _clear_layout(t)
-
-
-@applies(RoundVoided)
-def _voided(t: Table, e: RoundVoided) -> None:
-    _clear_layout(t)
-
-
-def _clear_layout(t: Table) -> None:
-    """Cards on the layout go to the discard rack in order (673a.7(u)); the round is over."""
-    rs = t.state.round
-    back = t.state.shoe.back
-    if back is not None:
-        batch = t.state.batches.batches[back]
-        if rs.round is not None:
-            batch.move(len(rs.cards), Place.LAYOUT, Place.DISCARD)
-        if t.state.wild.round is not None:
-            batch.move(batch.places[Place.LAYOUT], Place.LAYOUT, Place.DISCARD)
-    rs.round = None
-    rs.cards = []
-    t.state.wild.round = None

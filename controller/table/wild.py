@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 from controller.table import inputs as I
 from controller.table.alarms import AlarmAcknowledged, not_halted, raise_alarm
 from controller.table.batches import Place
+from controller.table.decisions import key_pressed
 from controller.table.events import Event, event
 from controller.table.machine import Step, applies, handles
-from controller.table.round import RoundSettled, RoundStarted, key_pressed, void
+from controller.table.round import RoundStarted
+from controller.table.round_end import RoundSettled, void
 from controller.table.shoe import end_shoe
 
 if TYPE_CHECKING:

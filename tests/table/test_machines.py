@@ -7,13 +7,14 @@ from __future__ import annotations
 import inspect
 import json
 import random
+import re
 from dataclasses import fields
 
 import pytest
 
 from controller.game_config import default_options
 from controller.table import inputs as I
-from controller.table.core import Table, TableState
+from controller.table.core import MACHINES, Table, TableState
 from controller.table.events import CLASSIFICATION, EVENT_TYPES, DomainEvent
 from controller.table.machine import HANDLERS, TRANSITIONS
 from controller.table.virtual import VirtualTable
@@ -82,3 +83,13 @@ def test_the_snapshot_keeps_its_keys() -> None:
         "round", "in_round", "batch_in_shoe", "cards_in_shoe", "cover_card_reached", "batches", "halted",
         "alarms", "shuffler_out_of_order", "reader_failed", "out_of_order", "reader_inspected_for", "asking",
     }  # fmt: skip
+
+
+def test_each_machine_imports_only_the_machines_before_it() -> None:
+    """The machines are layers: no import circle, and the order in MACHINES says who may use whom."""
+    names = [m.__name__ for m in MACHINES]
+    for i, machine in enumerate(MACHINES):
+        source = inspect.getsource(machine)
+        used = set(re.findall(r"^from (controller\.table\.\w+) import", source, re.M))
+        later = used & set(names[i:])
+        assert not later, f"{machine.__name__} imports {sorted(later)}"
