@@ -126,23 +126,24 @@ class Answerer(Protocol[T]):
 def answer(req: Request, by: Answerer[T]) -> T:
     """Route ``req`` to the method of ``by`` that answers its kind (mypy checks every kind is
     routed: a new request type without a case here is an error)."""
-    # The commonest first: a card, then a decision; the offers are rare.
+    # The commonest first (a failed case costs as much as the call): a card, a decision, Double
+    # Attack's offer on every box, then the rarer ones.
     match req:
         case CardFor():
             return by.card(req)
         case Decision():
             return by.decision(req)
+        case DoubleAttackOffer():
+            return by.double_attack(req)
         case ReaderUse():
             return by.reader(req)
         case InsuranceOffer():
             return by.insurance(req)
-        case DoubleAttackOffer():
-            return by.double_attack(req)
+        case SecondChanceOffer():
+            return by.second_chance(req)
         case EvenMoneyOffer():
             return by.even_money(req)
         case SurrenderOffer():
             return by.surrender(req)
-        case SecondChanceOffer():
-            return by.second_chance(req)
         case _:
             assert_never(req)
