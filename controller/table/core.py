@@ -45,6 +45,7 @@ from controller.table import (
     shuffler,
     wild,
 )
+from controller.table import inputs as I
 from controller.table.alarms import Alarm
 from controller.table.asking import asking
 from controller.table.batches import Batch, Place
@@ -147,7 +148,7 @@ class Table:
         self.now = 0.0  # the time of the input being handled or the event being applied
 
     # ================================================================== routing
-    def handle(self, inp: Any, now: float) -> Step:
+    def handle(self, inp: I.Input, now: float) -> Step:
         """Decide what ``inp`` means at ``now``; apply and return the events and commands."""
         handler = HANDLERS.get(type(inp))
         if handler is None:
