@@ -13,7 +13,8 @@ shuffler (``shuffler``), the cut (``cut``), the shoe (``shoe``) and each card ou
 (``draw``), the end of a round (``round_end``), the blackjack round (``round``) and the dealer's
 decisions and offers in it (``decisions``), one player's hand (``irregular``), the reader
 (``reader``), DJ Wild dealt from the hand (``wild``) and its Progressive (``progressive``), and
-the devices (``devices``). Each imports only machines before it in that list (``MACHINES``).
+the devices (``devices``). Each imports only machines before it in that list (``MACHINES``;
+pyproject.toml's import contract ``table-machines`` holds them to it).
 This object only routes: an input to the machine registered for its type, an event to its
 transition.
 """
