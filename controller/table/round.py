@@ -13,11 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from controller.cards import Card
-from controller.rules.requests import (
-    Action,
-    CardFor,
-    Decision,
-)
+from controller.rules.requests import Action, CardFor, Decision
 from controller.rules.round import Round, check_wagers
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
@@ -65,9 +61,8 @@ class CardDealt(Event):
     card: str
     back: str
     purpose: str
-    held: bool | None = field(
-        default=None, metadata=OMIT
-    )  # the card drawn in error, dealt as the next card (673a.13(b))
+    # True for the card drawn in error and dealt as the next card (673a.13(b)); absent otherwise.
+    held: bool | None = field(default=None, metadata=OMIT)
 
 
 @event("hole_card_dealt")
@@ -86,8 +81,8 @@ class DecisionMade(Event):
 
 
 # -- opening ----------------------------------------------------------------------------------
-def ready_for_round(t: Table) -> str:
-    """Refuse a new round the table is not ready for; the batch in the shoe."""
+def ready_for_round(t: Table) -> None:
+    """Refuse a new round the table is not ready for."""
     refuse_other_in_rack(t)
     if t.in_round:
         raise t.refuse(t.sec("7"), f"round {t.state.round.number} is not finished")
@@ -109,7 +104,6 @@ def ready_for_round(t: Table) -> str:
         raise t.refuse(t.sec("5(f)"), "a reshuffle was ordered: the batch is reshuffled first")
     # A cover card that came out between rounds: that round is played, then the batch is
     # reshuffled (673a.7(d) "appears as the first card ... at the beginning of a round").
-    return back
 
 
 @handles(I.RoundOpened)
