@@ -50,7 +50,7 @@ from controller.table import inputs as I
 from controller.table.alarms import Alarm
 from controller.table.asking import asking
 from controller.table.batches import Batch, Place
-from controller.table.events import DomainEvent, Event, event, typed
+from controller.table.events import DECODERS, EVENT_TYPES, DomainEvent, Event, event, typed
 from controller.table.machine import HANDLERS, TRANSITIONS, Command, Step, applies
 from controller.table.sections import section
 from controller.table.shuffler import DECK_LIFETIME, EXPIRY_WARNING
@@ -122,6 +122,10 @@ def _taken(t: Table, e: ActionTaken) -> None:
     pass
 
 
+# Each journal kind's decoder and transition, for replay.
+_REPLAY = {kind: (DECODERS[kind], TRANSITIONS[cls]) for kind, cls in EVENT_TYPES.items()}
+
+
 class Table:
     def __init__(self, options: GameOptions, table_id: str = "table", backs: tuple[str, str] = BACKS) -> None:
         options.validate()
@@ -167,8 +171,14 @@ class Table:
     def apply(self, recorded: DomainEvent) -> None:
         """The one state transition per event kind. Replay calls only this."""
         self.now = recorded.at
-        e = typed(recorded)
-        TRANSITIONS[type(e)](self, e)
+        # typed() and the registry in one lookup: replay runs this for every record.
+        try:
+            decode, transition = _REPLAY[recorded.kind]
+            e = decode(**recorded.payload)
+        except (KeyError, TypeError):
+            typed(recorded)  # raises the one-line error that says what is wrong with the record
+            raise
+        transition(self, e)
 
     @classmethod
     def replay(cls, options: GameOptions, events: Iterable[DomainEvent], table_id: str = "table") -> Table:
