@@ -1,0 +1,143 @@
+"""The one schema library for every document tablectl reads: table, game, device profile, command.
+
+Each document's shape is a pydantic model built on ``Document``: strict types (``true`` is not 1,
+``"5"`` is not 5), unknown keys refused (a misspelt key would otherwise be silently ignored),
+immutable once read. A value whose type or bounds are wrong is refused with the ``Rule`` its field
+carries, in the words the docs use ("must be an integer 1-247"); ``one_line`` turns pydantic's
+error into the one line every refusal is: ``<file>: <dotted key>: <rule>``.
+
+The checks that cite a regulation (a deck count 673a.3 allows, a wager that belongs to another
+game) stay in the modules that own them, after the schema has checked the shapes: a schema says
+what a key may hold, the regulation says what a table may do.
+
+The value itself is never quoted in the line: a password or a card may be what was misplaced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidatorFunctionWrapHandler
+from pydantic_core import PydanticCustomError, core_schema
+
+
+class Document(BaseModel):
+    """Base of every document model (see the module's docstring)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """``Annotated`` metadata: any failure of the value's type or bounds is refused as ``text``.
+
+    Only for leaf values (a number, a string, a list of them): a nested table keeps the key of its
+    own first problem. ``ge``, ``gt`` and ``le`` bound a number (NaN is never inside)."""
+
+    text: str
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+
+    def inside(self, value: object) -> bool:
+        if not isinstance(value, int | float):
+            return True
+        return (
+            (self.ge is None or value >= self.ge)
+            and (self.gt is None or value > self.gt)
+            and (self.le is None or value <= self.le)
+        )
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
+        inner = handler(source)
+        rule = self
+
+        def wrap(value: object, validate: ValidatorFunctionWrapHandler) -> object:
+            try:
+                checked = validate(value)
+            except ValidationError:
+                checked = rule  # any failure below is the rule
+            if checked is rule or not rule.inside(checked):
+                raise PydanticCustomError("rule", "{rule}", {"rule": rule.text})
+            return checked
+
+        return core_schema.no_info_wrap_validator_function(wrap, inner)
+
+
+# pydantic's error types in the words of our docs, for fields without a Rule of their own.
+_WORDS: Final[dict[str, str]] = {
+    "extra_forbidden": "unknown key",
+    "missing": "required",
+    "int_type": "must be an integer",
+    "int_parsing": "must be an integer",
+    "int_from_float": "must be an integer",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "finite_number": "must be a finite number",
+    "bool_type": "must be true or false",
+    "string_type": "must be a string",
+    "dict_type": "must be a table",
+    "model_type": "must be a table",
+    "model_attributes_type": "must be a table",
+    "list_type": "must be a list",
+    "tuple_type": "must be a list",
+}
+
+
+def _rule(err: Any) -> str:
+    kind, ctx = err["type"], err.get("ctx") or {}
+    if kind == "rule":
+        return str(ctx["rule"])
+    if kind in ("value_error", "assertion_error") and "error" in ctx:
+        return str(ctx["error"])
+    if kind in ("literal_error", "enum"):
+        return f"must be one of {ctx.get('expected', '')}".strip()
+    if kind in _WORDS:
+        return _WORDS[kind]
+    bounds = {
+        "greater_than_equal": ("ge", "at least"),
+        "greater_than": ("gt", "above"),
+        "less_than_equal": ("le", "at most"),
+        "less_than": ("lt", "below"),
+    }
+    if kind in bounds:
+        key, words = bounds[kind]
+        return f"must be {words} {ctx.get(key)}"
+    if kind in ("too_short", "too_long", "string_too_short", "string_too_long"):
+        return (
+            str(err["msg"])
+            .replace("Value should", "must")
+            .replace("String should", "must")
+            .replace("List should", "must")
+        )
+    return str(err["msg"]).splitlines()[0] if err.get("msg") else kind
+
+
+def key_of(loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as the dotted key the docs use: ``devices.shoe.port``,
+    ``frames.count.fields[0].name``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def one_line(error: ValidationError, source: str, prefix: str = "") -> str:
+    """``<source>: <prefix><key>: <rule>`` for the first problem pydantic found.
+
+    ``prefix`` is where the validated value sits in its document (``devices.shoe.``) when the
+    model is not the whole document."""
+    first = error.errors(include_url=False, include_input=False, include_context=True)[0]
+    key = key_of(tuple(first["loc"]))
+    where = (prefix + key) if key else prefix.rstrip(".")
+    return f"{source}: {where}: {_rule(first)}" if where else f"{source}: {_rule(first)}"
+
+
+def between(lo: float, hi: float, what: str = "an integer") -> Rule:
+    """A number from ``lo`` to ``hi``, refused in the docs' words: ``must be an integer 1-247``."""
+    return Rule(f"must be {what} {_num(lo)}-{_num(hi)}", ge=lo, le=hi)
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
