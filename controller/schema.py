@@ -16,9 +16,9 @@ The value itself is never quoted in the line: a password or a card may be what w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Annotated, Any, Final, get_args
 
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidatorFunctionWrapHandler
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, ValidatorFunctionWrapHandler
 from pydantic_core import PydanticCustomError, core_schema
 
 
@@ -123,15 +123,46 @@ def key_of(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def one_line(error: ValidationError, source: str, prefix: str = "") -> str:
-    """``<source>: <prefix><key>: <rule>`` for the first problem pydantic found.
+def one_line(
+    error: ValidationError, source: str, prefix: str = "", model: type[BaseModel] | None = None
+) -> str:
+    """``<source>: <prefix><key>: <rule>`` for the first problem pydantic found (without
+    ``<source>: `` when it is empty: the caller adds the file).
 
     ``prefix`` is where the validated value sits in its document (``devices.shoe.``) when the
-    model is not the whole document."""
+    model is not the whole document. With ``model`` (the one validated), an unknown key's line
+    lists the keys its table may have."""
     first = error.errors(include_url=False, include_input=False, include_context=True)[0]
-    key = key_of(tuple(first["loc"]))
+    loc = tuple(first["loc"])
+    key = key_of(loc)
+    rule = _rule(first)
+    if first["type"] == "extra_forbidden" and model is not None:
+        known = _keys_at(model, loc[:-1])
+        if known:
+            rule += f" (expected {', '.join(known)})"
     where = (prefix + key) if key else prefix.rstrip(".")
-    return f"{source}: {where}: {_rule(first)}" if where else f"{source}: {_rule(first)}"
+    parts = [p for p in (source, where, rule) if p]
+    return ": ".join(parts)
+
+
+def _keys_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """The keys of the table at ``loc`` in ``model``'s document (nested models only)."""
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        inner = _model_in(field.annotation) if field is not None else None
+        if inner is None:
+            return []
+        model = inner
+    return list(model.model_fields)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):  # X | None
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg
+    return None
 
 
 def between(lo: float, hi: float, what: str = "an integer") -> Rule:
@@ -141,3 +172,13 @@ def between(lo: float, hi: float, what: str = "an integer") -> Rule:
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("blank")
+    return value
+
+
+# A string with something in it: a name, a path, a reference.
+NonEmpty = Annotated[str, AfterValidator(_not_blank), Rule("must be a non-empty string")]
