@@ -65,6 +65,26 @@ class Rule:
         return core_schema.no_info_wrap_validator_function(wrap, inner)
 
 
+@dataclass(frozen=True, slots=True)
+class Range:
+    """``Annotated`` metadata: a number of the right type outside ``ge``..``le`` is refused as
+    ``text`` (after the type's own check, which keeps its own words)."""
+
+    text: str
+    ge: float | None = None
+    le: float | None = None
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
+        rule = Rule(self.text, ge=self.ge, le=self.le)
+
+        def check(value: object) -> object:
+            if not rule.inside(value):
+                raise PydanticCustomError("rule", "{rule}", {"rule": rule.text})
+            return value
+
+        return core_schema.no_info_after_validator_function(check, handler(source))
+
+
 # pydantic's error types in the words of our docs, for fields without a Rule of their own.
 _WORDS: Final[dict[str, str]] = {
     "extra_forbidden": "unknown key",
