@@ -21,7 +21,7 @@ from pydantic import AfterValidator, BaseModel, Field, ValidationError, create_m
 from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError, RuleViolation
 from controller.games import GameId, GameSpec, game_spec
-from controller.schema import Document, Rule, one_line
+from controller.schema import Document, Rule, first_error, one_line
 
 MAX_BOXES = 6  # 673a.2(a), 665a.2(a), 685a.2(a): no more than six players
 # Where the Rules Submission names how many adjacent boxes one player may bet on in a round.
@@ -224,7 +224,7 @@ def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
     try:
         file = GameFile.model_validate(doc)
     except ValidationError as e:
-        first = e.errors()[0]
+        first = first_error(e)
         loc = first["loc"]
         if first["type"] == "extra_forbidden" and len(loc) == 2 and loc[0] in _UNKNOWN:
             raise ConfigError(f"{where}: {loc[0]}.{loc[1]}: {_UNKNOWN[str(loc[0])]}") from None

@@ -152,7 +152,7 @@ def one_line(
     ``prefix`` is where the validated value sits in its document (``devices.shoe.``) when the
     model is not the whole document. With ``model`` (the one validated), an unknown key's line
     lists the keys its table may have."""
-    first = error.errors(include_url=False, include_input=False, include_context=True)[0]
+    first = first_error(error)
     loc = tuple(first["loc"])
     key = key_of(loc)
     rule = _rule(first)
@@ -163,6 +163,19 @@ def one_line(
     where = (prefix + key) if key else prefix.rstrip(".")
     parts = [p for p in (source, where, rule) if p]
     return ": ".join(parts)
+
+
+def first_error(error: ValidationError) -> Any:
+    """The problem to name: the first, except that a misspelt key (unknown, beside a missing one
+    in the same table) is named rather than the key it was meant to be."""
+    errors = error.errors(include_url=False, include_input=False, include_context=True)
+    first = errors[0]
+    if first["type"] == "missing":
+        parent = tuple(first["loc"][:-1])
+        for err in errors:
+            if err["type"] == "extra_forbidden" and tuple(err["loc"][:-1]) == parent:
+                return err
+    return first
 
 
 def _keys_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:

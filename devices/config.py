@@ -20,7 +20,7 @@ from pydantic import AfterValidator, ConfigDict, Field, ValidationError
 
 from controller.cards import RANKS
 from controller.errors import ConfigError, short_reason
-from controller.schema import Document, Rule, between, one_line
+from controller.schema import Document, Rule, between, first_error, one_line
 from controller.shipped import resolve_ref, shipped_names
 from devices.errors import ProfileError
 from devices.profiles import DeviceKind, Profile, Protocol, load_profile
@@ -431,7 +431,7 @@ def _one(
         sec = _SECTIONS[kind].model_validate(t)
     except ValidationError as exc:
         line = one_line(exc, src, f"devices.{name}.")
-        if exc.errors()[0]["type"] == "extra_forbidden":
+        if first_error(exc)["type"] == "extra_forbidden":
             line += f" for a {kind} device"
         raise ConfigError(line) from None
     prof_path = resolve_ref(base_dir, sec.profile, "devices")

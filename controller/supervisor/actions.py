@@ -239,7 +239,9 @@ def check_args(action: Action, args: object) -> dict[str, Any]:
     try:
         args_model(action).model_validate(args)
     except ValidationError as e:
-        first = e.errors(include_url=False, include_input=False)[0]
+        errors = e.errors(include_url=False, include_input=False)
+        # An unknown argument is named first, as a misspelt one is the likelier mistake.
+        first = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
         key = str(first["loc"][0]) if first["loc"] else ""
         if first["type"] == "extra_forbidden":
             raise BadAction(f"{name}: unknown argument {key[:32]!r}") from None

@@ -19,7 +19,7 @@ from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError, RuleViolation
 from controller.game_config import GameOptions, load_game_options
 from controller.games import GameId
-from controller.schema import one_line
+from controller.schema import first_error, one_line
 from controller.shipped import resolve_ref, shipped_names
 from controller.table_file import SECTIONS_RULE, TableFile
 from devices.config import DeviceConfig, Side, TransportKind, load_devices
@@ -63,7 +63,7 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
     try:
         file = TableFile.model_validate(doc)
     except ValidationError as e:
-        first = e.errors()[0]
+        first = first_error(e)
         if first["type"] == "extra_forbidden" and len(first["loc"]) == 1:
             raise ConfigError(f"{p}: {first['loc'][0]}: {SECTIONS_RULE}") from None
         raise ConfigError(one_line(e, str(p), model=TableFile)) from None
