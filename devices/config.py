@@ -452,8 +452,10 @@ def _one(
     serial_keys = ("path", "baudrate", "bytesize", "parity", "stopbits")
     network_keys = ("host", "port")
     serial = transport in (TransportKind.MODBUS_RTU, TransportKind.SERIAL_LINE)
-    _only(w, t, network_keys if serial else serial_keys[2:], "for a serial line" if not serial else
-          "for a network transport (modbus-tcp, mqtt)")  # fmt: skip
+    if serial:
+        _only(w, t, network_keys, "only for a network transport (modbus-tcp, mqtt)")
+    else:
+        _only(w, t, serial_keys[2:], "only for a serial line (modbus-rtu, serial-line)")
     gap_default = 5.0 if transport is TransportKind.MODBUS_RTU else 0.0
     gap_s = (gap_default if sec.gap_ms is None else sec.gap_ms) / 1000
     if serial:

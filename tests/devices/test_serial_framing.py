@@ -59,6 +59,7 @@ def test_each_line_has_its_framing_and_modbus_defaults_to_8e1(section: dict[str,
     ({"dev": {**KEYPAD, "stopbits": 1.5}}, "dev.stopbits", "must be 1 or 2"),
     ({"dev": {**STUB, "bytesize": 9}}, "dev.bytesize", "must be an integer 5-8"),
     ({"dev": {**KEYPAD, "transport": "modbus-tcp", "parity": "even"}}, "dev.parity", "for a serial line"),
+    ({"dev": {**KEYPAD, "port": 502}}, "dev.port", "only for a network transport"),
     ({"a": KEYPAD, "b": {**READER, "parity": "odd"}}, "b.parity", "must agree on its speed and framing"),
     ({"a": KEYPAD, "b": {**READER, "baudrate": 9600}}, "b.baudrate", "must agree on its speed and framing"),
 ])  # fmt: skip
