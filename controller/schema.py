@@ -16,7 +16,7 @@ The value itself is never quoted in the line: a password or a card may be what w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, get_args
+from typing import Annotated, Any, Final, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, ValidatorFunctionWrapHandler
 from pydantic_core import PydanticCustomError, core_schema
@@ -179,22 +179,33 @@ def first_error(error: ValidationError) -> Any:
 
 
 def _keys_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
-    """The keys of the table at ``loc`` in ``model``'s document (nested models only)."""
-    for part in loc:
-        field = model.model_fields.get(str(part))
-        inner = _model_in(field.annotation) if field is not None else None
-        if inner is None:
+    """The keys of the table at ``loc`` in ``model``'s document (through nested models and
+    tables of them, such as ``[devices.<name>]``)."""
+    parts = list(loc)
+    while parts:
+        field = model.model_fields.get(str(parts.pop(0)))
+        found = _model_in(field.annotation) if field is not None else None
+        if found is None:
             return []
+        inner, named = found
+        if named:  # a table of tables (or a list): the next part is one's name (or index)
+            if not parts:
+                return []
+            parts.pop(0)
         model = inner
     return list(model.model_fields)
 
 
-def _model_in(annotation: Any) -> type[BaseModel] | None:
+def _model_in(annotation: Any, named: bool = False) -> tuple[type[BaseModel], bool] | None:
+    """The model an annotation holds (``X``, ``X | None``, ``dict[str, X]``, ``list[X]``), and
+    whether it is held in a table of named ones (or a list)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in get_args(annotation):  # X | None
-        if isinstance(arg, type) and issubclass(arg, BaseModel):
-            return arg
+        return annotation, named
+    is_table = get_origin(annotation) in (dict, list)
+    for arg in get_args(annotation):
+        found = _model_in(arg, named or is_table)
+        if found is not None:
+            return found
     return None
 
 
