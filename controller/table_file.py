@@ -35,12 +35,16 @@ Identifier = Annotated[NonEmpty, AfterValidator(_identifier)]
 _LABEL: Final = re.compile(r"[A-Za-z0-9-]{1,63}")
 
 
+def is_host_name(value: str) -> bool:
+    """RFC 1123 labels, at most 253 characters, an optional final dot (the console's
+    ``allow_hosts`` and the fleet page's ``--http-allow-host`` alike)."""
+    labels = value.removesuffix(".").split(".")
+    return 0 < len(value) <= 253 and all(_LABEL.fullmatch(label) for label in labels)
+
+
 def _host_names(values: list[str]) -> list[str]:
-    for value in values:
-        if not 0 < len(value) <= 253 or not all(
-            _LABEL.fullmatch(label) for label in value.removesuffix(".").split(".")
-        ):
-            raise ValueError("not a host name")
+    if not all(is_host_name(v) for v in values):
+        raise ValueError("not a host name")
     return values
 
 

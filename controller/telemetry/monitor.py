@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import re
 import shutil
 import sys
 import time
@@ -35,6 +34,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from controller.errors import TablectlError
+from controller.table_file import is_host_name
 from controller.telemetry import web
 from controller.telemetry.broker import ENV_PASSWORD, ENV_USERNAME, BrokerSettings, parse_broker_url
 from controller.telemetry.fleet import COLUMNS, FleetView, Row
@@ -174,15 +174,13 @@ def parse_http(value: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-# RFC 1123 labels: letters, digits and '-'. A browser sends only those in Host (an IDN as its xn--
-# form), so a name with anything else could never match and is a mistake (a port, a URL, a space).
-_LABEL = re.compile(r"[A-Za-z0-9-]{1,63}")
-
-
 def parse_allow_host(value: str) -> str:
-    """A host name for --http-allow-host, as given (the page compares case-insensitively)."""
-    labels = value.removesuffix(".").split(".")
-    if len(value) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
+    """A host name for --http-allow-host, as given (the page compares case-insensitively).
+
+    RFC 1123 labels: letters, digits and '-'. A browser sends only those in Host (an IDN as its
+    xn-- form), so a name with anything else could never match and is a mistake (a port, a URL,
+    a space)."""
+    if not is_host_name(value):
         raise TablectlError(
             f"monitor: --http-allow-host {value!r}: expected a host name such as ops-proxy.example, "
             "without port (IP addresses and localhost need no option)"
