@@ -8,41 +8,29 @@ here it is only a table of tables.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Final
 
 from pydantic import AfterValidator, Field
 
+from controller.ids import is_host_name, is_identifier
 from controller.schema import Document, NonEmpty, Rule
 
-# The table id and site name files (/var/lib/tablectl/<id>.db), MQTT topic levels (tablectl/<site>/
-# <table>, tabledev/...) and broker user names: safe characters only.
-_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 ID_RULE: Final = "letters, digits, '.', '_' and '-' only, at most 64 characters"
 
 
 def _identifier(value: str) -> str:
-    if not _ID.match(value):
+    # A file name (/var/lib/tablectl/<id>.db), an MQTT topic level, a broker user name.
+    if not is_identifier(value):
         raise ValueError(ID_RULE)
     return value
 
 
 Identifier = Annotated[NonEmpty, AfterValidator(_identifier)]
 
-# A DNS name the console may be reached by (besides its IP address and localhost), e.g. the name
-# a tablet uses through the pit's TLS proxy. RFC 1123 labels only: a browser sends nothing else
-# in Host, so anything else is a mistake.
-_LABEL: Final = re.compile(r"[A-Za-z0-9-]{1,63}")
-
-
-def is_host_name(value: str) -> bool:
-    """RFC 1123 labels, at most 253 characters, an optional final dot (the console's
-    ``allow_hosts`` and the fleet page's ``--http-allow-host`` alike)."""
-    labels = value.removesuffix(".").split(".")
-    return 0 < len(value) <= 253 and all(_LABEL.fullmatch(label) for label in labels)
-
 
 def _host_names(values: list[str]) -> list[str]:
+    # A DNS name the console may be reached by (besides its IP address and localhost), e.g. the
+    # name a tablet uses through the pit's TLS proxy.
     if not all(is_host_name(v) for v in values):
         raise ValueError("not a host name")
     return values

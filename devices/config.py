@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import re
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -18,8 +17,10 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError
 
+from controller.backoff import BackoffPolicy
 from controller.cards import RANKS
 from controller.errors import ConfigError, short_reason
+from controller.ids import BACK_COLOUR, ENV_NAME, IDENTIFIER_RULE, is_identifier, matches
 from controller.schema import Document, Rule, between, first_error, one_line
 from controller.shipped import resolve_ref, shipped_names
 from devices.errors import ProfileError
@@ -50,18 +51,6 @@ class RetryPolicy:
 
     read_attempts: int = 2  # reads are idempotent
     write_attempts: int = 1  # a command is not repeated unless the profile says it is safe
-
-
-@dataclass(frozen=True, slots=True)
-class BackoffPolicy:
-    initial_s: float = 0.2
-    max_s: float = 10.0
-    jitter: float = 0.25  # +- fraction of the delay, so a room of tables does not reconnect at once
-
-    def delay(self, failures: int, unit_random: float) -> float:
-        """Delay before attempt ``failures + 1``; ``unit_random`` is uniform in [0, 1)."""
-        base = min(self.max_s, self.initial_s * 2.0 ** max(0, failures - 1))
-        return max(0.0, base * (1 + self.jitter * (2 * unit_random - 1)))
 
 
 Parity = Literal["even", "odd", "none"]
@@ -196,14 +185,13 @@ class DeviceConfig:
         return replace(self, endpoint=replace(self.endpoint, **changes))
 
 
-_ENV_NAME: Final = re.compile(r"[A-Z_][A-Z0-9_]*")
 # Upper case only: a password pasted into password_env by mistake is then refused by its shape
 # more often than it is named back in "not set" (the names people use are upper case anyway).
 _ENV_RULE: Final = "must name an environment variable (A-Z, 0-9, _)"
 
 
 def _distinct_pair(v: list[str]) -> list[str]:
-    if len(v) != 2 or len(set(v)) != 2 or not all(v):
+    if len(v) != 2 or len(set(v)) != 2 or not all(matches(BACK_COLOUR, x) for x in v):
         raise ValueError("two different colours")
     return v
 
@@ -221,7 +209,7 @@ def _plain_topic(v: str) -> str:
 
 
 def _env_name(v: str) -> str:
-    if not _ENV_NAME.fullmatch(v):
+    if not matches(ENV_NAME, v):
         raise ValueError("not a variable name")
     return v
 
@@ -297,7 +285,7 @@ class _ShufflerSection(_Section):
         Annotated[
             list[str],
             AfterValidator(_distinct_pair),
-            Rule("must name the two batches' back colours, e.g. ['red', 'blue']"),
+            Rule("must name the two batches' back colours (a-z, 0-9, '_', '-'), e.g. ['red', 'blue']"),
         ]
         | None
     ) = None
@@ -417,6 +405,8 @@ def _one(
     side: Side,
 ) -> DeviceConfig:
     w = _Where(src, name)
+    if not is_identifier(name):  # a log field, an MQTT topic level of the device's health
+        raise ConfigError(f"{src}: devices.{ascii(name)[1:-1][:64]}: the name must be {IDENTIFIER_RULE}")
     if not isinstance(t, dict):
         raise ConfigError(f"{src}: devices.{name}: must be a table")
     _no_literal_password(w, t)

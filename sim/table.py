@@ -10,9 +10,9 @@ import pathlib
 from dataclasses import dataclass
 from typing import Any
 
+from controller.clock import REAL_CLOCK, Clock
 from controller.games import GameSpec
 from controller.supervisor.config import TableConfig, load_table_config
-from devices.clock import REAL_CLOCK, Clock
 from devices.config import DeviceConfig, TransportKind
 from devices.events import Slot
 from devices.profiles import LATCHES, DeviceKind

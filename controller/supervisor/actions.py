@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, ValidationError, create_model
 
+from controller.ids import BACK_COLOUR, IDENTIFIER, TEXT, matches
 from controller.schema import Document, Range, Rule, one_line
 from controller.table import inputs as I
 from devices.events import Key
@@ -27,10 +28,7 @@ FLOOR, DEALER = "floor", "dealer"
 ROLES = frozenset({FLOOR, DEALER})
 DEVICES = ("shuffler", "shoe", "reader", "keypad", "stub_counter")
 
-TEXT = re.compile(r"[^\x00-\x1f\x7f]{1,64}\Z")  # a name: printable, short, one line
-DEVICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
-BACK = re.compile(r"[a-z][a-z0-9_\-]{0,31}\Z")
-SECTION = re.compile(r"6[0-9]{2}a\.[0-9]+(\([0-9a-z]+\))*\Z")
+SECTION = re.compile(r"6[0-9]{2}a\.[0-9]+(\([0-9a-z]+\))*")  # a citation such as 665a.13(h)(1)
 MAX_LIST = 6  # boxes at a table
 
 
@@ -99,8 +97,10 @@ def _a(
 
 
 _SEAT = Arg(int, "seat number", minimum=1, maximum=6)
-_BACK = Arg(str, "the batch's back colour", pattern=BACK)
-_DEVICE = Arg(str, "a device's name or kind (shuffler, shoe, reader, keypad, stub_counter)", pattern=DEVICE)
+_BACK = Arg(str, "the batch's back colour", pattern=BACK_COLOUR)
+_DEVICE = Arg(
+    str, "a device's name or kind (shuffler, shoe, reader, keypad, stub_counter)", pattern=IDENTIFIER
+)
 
 _ALL: list[Action] = [
     _a("inspection_verified", {FLOOR}, "673a.4",
@@ -183,7 +183,7 @@ ACTIONS: dict[str, Action] = {a.name: a for a in _ALL}
 
 def _pattern(pattern: re.Pattern[str]) -> Callable[[str], str]:
     def check(value: str) -> str:
-        if not pattern.match(value):
+        if not matches(pattern, value):  # whole: no trailing newline
             raise ValueError("not a short one-line string")
         return value
 
@@ -256,7 +256,7 @@ def check_args(action: Action, args: object) -> dict[str, Any]:
 def check(name: object, args: object, who: object, role: object) -> Action:
     """The action, or BadAction naming the first problem."""
     action = lookup(name)
-    if not isinstance(who, str) or not TEXT.match(who):
+    if not matches(TEXT, who):
         raise BadAction(f"{action.name}: who must name the person")
     if role not in action.roles:
         raise BadAction(

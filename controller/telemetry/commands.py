@@ -15,8 +15,9 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, ValidationError
 
 from controller.bounded import InputRefused, load_json
+from controller.ids import TEXT, matches
 from controller.schema import Document, Rule, one_line
-from controller.supervisor.actions import ACTIONS, FLOOR, TEXT, Action, BadAction, check_args, lookup
+from controller.supervisor.actions import ACTIONS, FLOOR, Action, BadAction, check_args, lookup
 from controller.telemetry.payloads import PAYLOAD_VERSION
 
 # Who may command a table over MQTT; the broker's ACL enforces it first. Dealer actions are the
@@ -45,7 +46,7 @@ class Refused(Exception):
 
 
 def _printable(value: str) -> str:
-    if not TEXT.match(value):
+    if not matches(TEXT, value):  # whole: no trailing newline
         raise ValueError("not printable")
     return value
 
@@ -72,8 +73,8 @@ def parse_command(name: str, payload: bytes) -> Command:
     if not isinstance(doc, dict):
         raise Refused("payload must be a JSON object")
     raw_id, raw_who = doc.get("id"), doc.get("who")
-    request_id = raw_id if isinstance(raw_id, str) and TEXT.match(raw_id) else None
-    who = raw_who if isinstance(raw_who, str) and TEXT.match(raw_who) else None
+    request_id = raw_id if matches(TEXT, raw_id) else None
+    who = raw_who if matches(TEXT, raw_who) else None
     try:
         try:
             action = lookup(name)
