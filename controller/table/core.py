@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, fields, is_dataclass
-from enum import Enum
+from dataclasses import dataclass, fields
 from typing import Any
 
 from controller.errors import RuleViolation
@@ -51,7 +50,7 @@ from controller.table.alarms import Alarm
 from controller.table.asking import asking
 from controller.table.batches import Batch, Place
 from controller.table.events import DECODERS, EVENT_TYPES, DomainEvent, Event, event, typed
-from controller.table.machine import HANDLERS, TRANSITIONS, Command, Step, applies
+from controller.table.machine import HANDLERS, TRANSITIONS, Command, Step, applies, plain, public_fields
 from controller.table.sections import section
 from controller.table.shuffler import DECK_LIFETIME, EXPIRY_WARNING
 
@@ -225,20 +224,16 @@ class Table:
         """Everything that decides what the table does next, for comparing a replay with the live
         table (secrets included: this never leaves the process). Derived from the state
         dataclasses field by field, so a field added to any machine is compared too."""
-        return _plain(self.state)
+        return plain(self.state)
 
     def snapshot(self) -> dict[str, Any]:
         """The public state: what the ops view may show (no card identities). The fields each
         machine marks public (``machine.public``), and views of the state that hold no secret."""
-        out: dict[str, Any] = {}
-        for part in fields(self.state):
-            state = getattr(self.state, part.name)
-            for f in fields(state):
-                key = f.metadata.get("public")
-                if key is not None:
-                    view = f.metadata["view"]
-                    value = getattr(state, f.name)
-                    out[key] = value if view is None else view(value)
+        out = {
+            key: value
+            for part in fields(self.state)
+            for key, value in public_fields(getattr(self.state, part.name))
+        }
         back = self.shoe_back
         out |= {
             "in_round": self.in_round,
@@ -334,22 +329,3 @@ class Table:
     @property
     def failed_devices(self) -> dict[str, int]:
         return self.state.devices.failed
-
-
-def _plain(x: Any) -> Any:
-    """``x`` as plain, comparable data: dataclasses field by field, mappings and sets in order."""
-    if isinstance(x, Round):
-        return {"state": _plain(x.state), "request": repr(x.request)}
-    if isinstance(x, GameOptions):
-        return None  # fixed for the table's life, and the same object live and replayed
-    if is_dataclass(x) and not isinstance(x, type):
-        return {f.name: _plain(getattr(x, f.name)) for f in fields(x)}
-    if isinstance(x, Enum):
-        return x.value
-    if isinstance(x, dict):
-        return sorted(((_plain(k), _plain(v)) for k, v in x.items()), key=repr)
-    if isinstance(x, set | frozenset):
-        return sorted((_plain(v) for v in x), key=repr)
-    if isinstance(x, list | tuple):
-        return [_plain(v) for v in x]
-    return x
