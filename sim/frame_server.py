@@ -14,12 +14,13 @@ import structlog
 from controller.backoff import Backoff, BackoffPolicy
 from controller.clock import REAL_CLOCK, Clock
 from controller.errors import short_reason
-from devices.config import MqttAccess, tls_context
+from devices.config import LINE_FRAMING, Framing, MqttAccess, tls_context
 from devices.drivers.base import stop_if_cancelling
 from devices.errors import LinkDown
 from devices.framing import Frame, LineDecoder, encode_frame
 from devices.profiles import Profile
 from devices.transport.links import close_quietly, login_refused
+from devices.transport.mqtt_session import session
 from sim.faults import WireFaults
 from sim.models import StubCounterModel
 from sim.pty import Pty, link_line, unlink_line
@@ -48,13 +49,14 @@ class PtySink:
     """A serial line on a pty; with ``link``, reached through a symlink at that path (the path the
     table's config names), which ``where`` then is."""
 
-    def __init__(self, link: str = "") -> None:
+    def __init__(self, link: str = "", framing: Framing = LINE_FRAMING) -> None:
         self._pty: Pty | None = None
         self.link = link
+        self.framing = framing
         self.where = ""
 
     async def open(self, on_bytes: _OnBytes) -> None:
-        self._pty = Pty()
+        self._pty = Pty(self.framing)
         if self.link:
             link_line(self.link, self._pty.path)
         self.where = self.link or self._pty.path
@@ -145,7 +147,7 @@ class MqttSink:
                 username=a.username, password=a.password, timeout=5, keepalive=10,
                 tls_context=tls_context(a.tls, a.ca_file),
             )  # fmt: skip
-            await stack.enter_async_context(client)
+            await stack.enter_async_context(session(client))
             await client.subscribe(f"{self.topic}/in", qos=1)
         except BaseException:
             await close_quietly(stack)

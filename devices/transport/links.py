@@ -24,6 +24,7 @@ from controller.clock import REAL_CLOCK, Clock
 from controller.errors import short_reason
 from devices.config import Endpoint, TransportKind, tls_context
 from devices.errors import DeviceTimeout, LinkDown
+from devices.transport.mqtt_session import session
 
 _log = structlog.get_logger("devices.link")
 
@@ -91,9 +92,12 @@ class SerialLink:
             return self._port
         self._backoff.check()
         try:
+            # The line's configured framing (docs/devices/README.md); what a pty can take on a pty.
+            framing = self.endpoint.serial_framing.for_port(self.endpoint.path)
             port = serial.serial_for_url(
-                self.endpoint.path, baudrate=self.endpoint.baudrate, timeout=0, write_timeout=1
-            )
+                self.endpoint.path, baudrate=self.endpoint.baudrate, timeout=0, write_timeout=1,
+                **framing.pyserial(),
+            )  # fmt: skip
         except (serial.SerialException, OSError, ValueError) as exc:
             raise self._backoff.failed(f"cannot open ({type(exc).__name__})") from None
         self._backoff.succeeded()
@@ -232,7 +236,7 @@ class MqttLink:
         )  # fmt: skip
         stack = contextlib.AsyncExitStack()
         try:
-            await stack.enter_async_context(client)
+            await stack.enter_async_context(session(client))
             await client.subscribe(f"{self.endpoint.topic}/out", qos=1)
         except (aiomqtt.MqttError, OSError) as exc:
             await close_quietly(stack)
