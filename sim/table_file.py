@@ -13,6 +13,7 @@ controller, which refuses a bad table with its own one-line errors.
 from __future__ import annotations
 
 import pathlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,10 +35,24 @@ class SimTableFile:
     devices: list[DeviceConfig]
 
 
+# The table's id and site are MQTT topic levels (tabledev/<site>/<table>/..., docs/mqtt.md): the
+# letters, digits and - _ . the broker ACL's names use, as the controller's loader requires.
+_LEVEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
+
+
 def _text(path: pathlib.Path, section: dict[str, Any], key: str) -> str:
     value = section.get(key)
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{path}: table.{key}: must be a non-empty string")
+    return value
+
+
+def _level(path: pathlib.Path, section: dict[str, Any], key: str) -> str:
+    value = _text(path, section, key)
+    if not _LEVEL.match(value):
+        raise ConfigError(
+            f"{path}: table.{key}: 1-64 letters, digits, '-', '_' or '.', starting with a letter or digit"
+        )
     return value
 
 
@@ -54,7 +69,7 @@ def read_table_file(path: pathlib.Path | str, *, side: Side = "sim") -> SimTable
     table = doc.get("table")
     if not isinstance(table, dict):
         raise ConfigError(f"{p}: table: a [table] section is required")
-    table_id, site, ref = _text(p, table, "id"), _text(p, table, "site"), _text(p, table, "game")
+    table_id, site, ref = _level(p, table, "id"), _level(p, table, "site"), _text(p, table, "game")
     game_path = resolve_ref(p.parent, ref, "games")
     if game_path is None:
         raise ConfigError(f"{p}: table.game: no game file at {ref}")
@@ -74,4 +89,6 @@ def read_table_file(path: pathlib.Path | str, *, side: Side = "sim") -> SimTable
     devices = load_devices(
         devices_doc, p.parent, source=str(p), topic_prefix=f"tabledev/{site}/{table_id}", side=side
     )
+    if not devices:
+        raise ConfigError(f"{p}: devices: no [devices.<name>] section, nothing to simulate")
     return SimTableFile(p, table_id, site, spec, decks, side_wagers, devices)
