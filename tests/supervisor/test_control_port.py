@@ -121,7 +121,7 @@ async def test_hostile_input_is_refused_in_one_line(
 def broker(tmp_path: Path) -> Iterator[str]:
     number = mosquitto_fixtures.free_port()
     conf = tmp_path / "mosquitto.conf"
-    conf.write_text(f"listener {number} 127.0.0.1\nallow_anonymous true\npersistence false\n", encoding="utf-8")
+    conf.write_text(f"listener {number} 127.0.0.1\nallow_anonymous true\npersistence false\n", "utf-8")
     proc = mosquitto_fixtures.start(conf, ready_within_s=10)
     yield f"mqtt://127.0.0.1:{number}"
     mosquitto_fixtures.stop(proc, within_s=5)
@@ -153,7 +153,7 @@ async def _hand_dealt_round(control: str, link: MqttLink) -> None:
     while snap["asking"]["what"] == "burn":  # 673a.7(c)
         assert (await _post(f"{control}/action", {"action": "draw"}))[0] == 200
         burns = snap["asking"]["cards"]
-        snap = await _until(link, "the burn", lambda s: s["asking"].get("cards") != burns)
+        snap = await _until(link, "the burn", lambda s, left=burns: s["asking"].get("cards") != left)
     assert snap["asking"]["what"] == "bets"
     assert (await _post(f"{control}/action", {"action": "chips", "box": 1, "spot": 1}))[0] == 200
     assert (await _post(f"{control}/action", {"action": "key", "key": "start_game"}))[0] == 200
