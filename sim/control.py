@@ -72,9 +72,7 @@ class ControlPort:
         site = web.TCPSite(runner, host, port)
         await site.start()
         self._runner = runner
-        server = site._server
-        assert server is not None and getattr(server, "sockets", None)
-        bound = server.sockets[0].getsockname()  # type: ignore[attr-defined]
+        bound = runner.addresses[0]
         return str(bound[0]), int(bound[1])
 
     async def stop(self) -> None:
