@@ -50,12 +50,12 @@ from typing import Any
 
 from pymodbus.client import AsyncModbusTcpClient
 
+from controller.clock import REAL_CLOCK
 from controller.journal import Classification, Journal
 from controller.supervisor import logs
 from controller.supervisor.config import load_table_config
 from controller.supervisor.rig import TABLES
 from controller.supervisor.supervisor import Supervisor
-from devices.clock import REAL_CLOCK
 from devices.config import load_devices
 from devices.drivers.base import Driver, PollSchedule
 from devices.events import Key

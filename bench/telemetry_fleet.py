@@ -41,8 +41,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import aiomqtt
 from rich.console import Console
 
+from controller.backoff import BackoffPolicy
 from controller.journal import Classification, Journal
-from controller.telemetry import Backoff, BrokerSettings, TableIdentity, Telemetry
+from controller.telemetry import BrokerSettings, TableIdentity, Telemetry
 from controller.telemetry.config import versions
 from controller.telemetry.fleet import FleetView
 from controller.telemetry.monitor import consume, render
@@ -304,7 +305,7 @@ async def drain(port: int, backlog: int, directory: pathlib.Path) -> None:
         journal.append_many(entries)
     identity = TableIdentity("bench", "drain", "double-attack", "sha256:bench", versions())
     telemetry = Telemetry(
-        BrokerSettings("127.0.0.1", port), identity, path, backoff=Backoff(0.05, 0.5), batch=BATCH
+        BrokerSettings("127.0.0.1", port), identity, path, backoff=BackoffPolicy(0.05, 0.5), batch=BATCH
     )
     t0 = time.perf_counter()
     await telemetry.start()

@@ -4,7 +4,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 PY="${PYTHON:-python3}"
-STAMP="$VENV/.installed-$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)-$1"
+# A change to the dependencies or their pins installs again.
+STAMP="$VENV/.installed-$(cat "$ROOT/pyproject.toml" "$ROOT/constraints.txt" | sha256sum | cut -c1-16)-$1"
 
 if [ ! -x "$VENV/bin/python" ]; then
     if ! "$PY" -m venv "$VENV" 2>/dev/null; then
@@ -16,10 +17,12 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 if [ ! -f "$STAMP" ]; then
     "$VENV/bin/python" -m pip install -q --upgrade pip >&2
+    # Exact versions from constraints.txt (bin/pin refreshes it): every machine and CI run tests and
+    # runs the same releases, not whatever is newest that day.
     if [ "$1" = dev ]; then
-        "$VENV/bin/python" -m pip install -q -e "$ROOT[dev]" >&2
+        "$VENV/bin/python" -m pip install -q -c "$ROOT/constraints.txt" -e "$ROOT[dev]" >&2
     else
-        "$VENV/bin/python" -m pip install -q -e "$ROOT" >&2
+        "$VENV/bin/python" -m pip install -q -c "$ROOT/constraints.txt" -e "$ROOT" >&2
     fi
     rm -f "$VENV"/.installed-*
     touch "$STAMP"

@@ -10,15 +10,16 @@ from __future__ import annotations
 import math
 import os
 import pathlib
-import re
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final, Literal
 
+from controller.backoff import BackoffPolicy
 from controller.cards import RANKS
 from controller.errors import ConfigError, short_reason
+from controller.ids import BACK_COLOUR, ENV_NAME, IDENTIFIER_RULE, is_identifier, matches
 from controller.shipped import resolve_ref, shipped_names
 from devices.errors import ProfileError
 from devices.profiles import DeviceKind, Profile, Protocol, load_profile
@@ -45,18 +46,6 @@ class RetryPolicy:
 
     read_attempts: int = 2  # reads are idempotent
     write_attempts: int = 1  # a command is not repeated unless the profile says it is safe
-
-
-@dataclass(frozen=True, slots=True)
-class BackoffPolicy:
-    initial_s: float = 0.2
-    max_s: float = 10.0
-    jitter: float = 0.25  # +- fraction of the delay, so a room of tables does not reconnect at once
-
-    def delay(self, failures: int, unit_random: float) -> float:
-        """Delay before attempt ``failures + 1``; ``unit_random`` is uniform in [0, 1)."""
-        base = min(self.max_s, self.initial_s * 2.0 ** max(0, failures - 1))
-        return max(0.0, base * (1 + self.jitter * (2 * unit_random - 1)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +135,6 @@ _MQTT_KEYS: Final = frozenset({"tls", "ca_file", "username", "password_env"})
 _SIM_MQTT_KEYS: Final = frozenset({"username", "password_env"})
 # Upper case only: a password pasted into password_env by mistake is then refused by its shape
 # more often than it is named back in "not set" (the names people use are upper case anyway).
-_ENV_NAME: Final = re.compile(r"[A-Z_][A-Z0-9_]*")
 _OPTION_KEYS: Final[dict[DeviceKind, dict[str, str]]] = {
     DeviceKind.SHUFFLER: {"max_cycle_s": "number", "backs": "backs"},
     DeviceKind.SHOE: {},
@@ -221,6 +209,8 @@ def _one(
     side: Side,
 ) -> DeviceConfig:
     w = _Where(src, name)
+    if not is_identifier(name):  # a log field, an MQTT topic level of the device's health
+        raise ConfigError(f"{src}: devices.{ascii(name)[1:-1][:64]}: the name must be {IDENTIFIER_RULE}")
     if not isinstance(t, dict):
         raise ConfigError(f"{src}: devices.{name}: must be a table")
     _no_literal_password(w, t)
@@ -402,7 +392,7 @@ def _mqtt_account(
     password_env = t.get("password_env")
     password: str | None = None
     if password_env is not None:
-        if not isinstance(password_env, str) or not _ENV_NAME.fullmatch(password_env):
+        if not matches(ENV_NAME, password_env):
             raise w.fail("password_env", "must name an environment variable (A-Z, 0-9, _)")
         if username is None:
             raise w.fail("password_env", "needs a username")
@@ -430,8 +420,10 @@ def _options(w: _Where, kind: DeviceKind, t: Mapping[str, Any]) -> dict[str, Any
                 raise w.fail(key, "must be an integer 1-1000")
         elif rule == "backs":
             if (not isinstance(v, list) or len(v) != 2 or len(set(v)) != 2
-                    or not all(isinstance(x, str) and x for x in v)):  # fmt: skip
-                raise w.fail(key, "must name the two batches' back colours, e.g. ['red', 'blue']")
+                    or not all(matches(BACK_COLOUR, x) for x in v)):  # fmt: skip
+                raise w.fail(
+                    key, "must name the two batches' back colours (a-z, 0-9, '_', '-'), e.g. ['red', 'blue']"
+                )
             v = tuple(v)
         elif rule == "ranks":
             if not isinstance(v, list) or not all(x in RANKS for x in v):

@@ -10,7 +10,7 @@ import asyncio
 import heapq
 import itertools
 
-from devices.clock import REAL_CLOCK, Clock, RealClock
+from controller.clock import REAL_CLOCK, Clock, RealClock
 
 __all__ = ["REAL_CLOCK", "Clock", "RealClock", "VirtualClock"]
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import random
 import secrets
 from typing import Protocol
 
 import aiomqtt
 import structlog
 
+from controller.backoff import Backoff, BackoffPolicy
+from controller.clock import REAL_CLOCK, Clock
 from controller.errors import short_reason
-from devices.clock import REAL_CLOCK, Clock
-from devices.config import BackoffPolicy, MqttAccess, tls_context
+from devices.config import MqttAccess, tls_context
 from devices.drivers.base import stop_if_cancelling
 from devices.errors import LinkDown
 from devices.framing import Frame, LineDecoder, encode_frame
@@ -127,12 +127,11 @@ class MqttSink:
         scheme = "mqtts" if self.access.tls else "mqtt"
         self.where = f"{scheme}://{host}:{port}/{topic}"  # one token: `tablectl sim` lists key=value
         self.label = label or self.where  # "<file>: devices.<name>" from SimTable, for messages
-        self.backoff = backoff or BackoffPolicy()
         self.clock = clock
+        self._backoff = Backoff(backoff or BackoffPolicy(), clock=clock)
         self._conn: _Connection | None = None
         self._task: asyncio.Task[None] | None = None
         self._closing = asyncio.Event()  # set by close(): the reconnect loop stops
-        self._rng = random.Random()  # jitter only
         if self.access.password is not None and not self.access.tls:
             _log.warning("sim_mqtt_password_without_tls", device=self.label)
 
@@ -173,7 +172,6 @@ class MqttSink:
 
     async def _run(self, on_bytes: _OnBytes) -> None:
         """Pump ``/in`` while connected; after a loss, reconnect until closed."""
-        failures = 0
         while not self._closing.is_set():
             conn = self._conn
             if conn is not None:
@@ -184,8 +182,7 @@ class MqttSink:
                 if self._closing.is_set():
                     return
                 _log.warning("sim_mqtt_lost", device=self.label, at=self.where)
-            failures += 1
-            await self.clock.sleep(self.backoff.delay(failures, self._rng.random()))
+            await self.clock.sleep(self._backoff.failed())
             stop_if_cancelling()  # aiomqtt's wait_for can swallow the cancel of close()
             if self._closing.is_set():
                 return
@@ -200,7 +197,8 @@ class MqttSink:
             if self._closing.is_set():
                 await close_quietly(conn.stack)
                 return
-            self._conn, failures = conn, 0
+            self._conn = conn
+            self._backoff.succeeded()
             _log.info("sim_mqtt_reconnected", device=self.label, at=self.where)
 
     async def send(self, data: bytes) -> None:

@@ -3,6 +3,10 @@
 Each simulated device is a pymodbus ``SimDevice`` whose action hook renders the model into the
 registers on every read and carries out the command block on every write, so a Modbus master
 (our drivers, or mbpoll) always sees the model's current state.
+
+pymodbus's servers answer more than a conformant device does, so a gate sits in front of each:
+sim/rtu_gate.py on the pty bridge of a serial line, sim/tcp_gate.py in a small relay that listens
+on the device's TCP address and passes the requests it accepts to pymodbus on a private port.
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ from pymodbus.simulator import DataType, SimData, SimDevice
 from devices.profiles import DeviceKind, Profile
 from sim.faults import WireFaults
 from sim.models import SimRefused
+from sim.pdu_rules import SERVER_BUSY
 from sim.pty import PtyBridge, link_line, unlink_line
 from sim.registers import command, render
 from sim.rtu_gate import RtuGate
+from sim.tcp_gate import TcpGate, refused
 
 _log = structlog.get_logger("sim.modbus")
 
@@ -43,11 +49,14 @@ class RegisterSim:
     faults: WireFaults = field(default_factory=WireFaults)
     on_command: Callable[[str, Any], None] | None = None  # (command name, result)
 
-    def sim_device(self) -> SimDevice:
+    def sim_device(self, unit_id: int | None = None) -> SimDevice:
+        """The pymodbus device; ``unit_id`` 0 makes it answer every id pymodbus is handed (the
+        TCP gate hands it only the ids the device answers to)."""
         start = min(r.address for r in self.profile.registers.values())
         end = max(r.address + r.words for r in self.profile.registers.values())
         data = SimData(start, count=end - start, values=0, datatype=DataType.REGISTERS)
-        return SimDevice(id=self.device_id, simdata=[data], action=self._action)
+        dev_id = self.device_id if unit_id is None else unit_id
+        return SimDevice(id=dev_id, simdata=[data], action=self._action)
 
     async def _action(
         self,
@@ -87,11 +96,12 @@ class RegisterSim:
 
 def _shaper(devices: list[RegisterSim], id_offset: int) -> Callable[[bool, bytes], bytes]:
     by_id = {d.device_id: d for d in devices}
+    alone = devices[0] if len(devices) == 1 else None  # answers 0 and 0xFF on TCP too
 
     def trace(sending: bool, data: bytes) -> bytes:
         if not sending or len(data) <= id_offset:
             return data
-        dev = by_id.get(data[id_offset])
+        dev = by_id.get(data[id_offset], alone)
         if dev is None:
             return data
         faults = dev.faults
@@ -113,29 +123,81 @@ def _with_unit_id(data: bytes, id_offset: int, unit: int) -> bytes:
 
 
 class ModbusTcpSim:
-    """One TCP listener (port 0 picks a free port); ``port`` holds the real one after start."""
+    """One TCP address (port 0 picks a free port); ``port`` holds the real one after start.
+
+    The address is the relay's: each master connection gets a connection of its own to pymodbus's
+    server on a private loopback port, and a TcpGate (sim/tcp_gate.py) between them that answers
+    refusals itself and drops what a conformant device would not answer."""
 
     def __init__(self, devices: list[RegisterSim], *, host: str = "127.0.0.1", port: int = 0):
         self.devices = devices
         self.host = host
         self.port = port
         self._server: ModbusTcpServer | None = None
+        self._front: asyncio.Server | None = None
+        self._backend_port = 0
+        self._relays: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
+        sim_devices = [d.sim_device() for d in self.devices]
+        if len(self.devices) == 1:  # alone on its address: 0 and 0xFF reach it too (tcp_gate.py)
+            sim_devices.append(self.devices[0].sim_device(unit_id=0))
         server = ModbusTcpServer(
-            [d.sim_device() for d in self.devices],
-            address=(self.host, self.port),
+            sim_devices,
+            address=("127.0.0.1", 0),
             trace_packet=_shaper(self.devices, 6),  # MBAP header: unit id is byte 6
-        )
+        )  # broadcast_enable stays off: on TCP, unit 0 addresses the device (guide 4.4.1.2)
         await server.serve_forever(background=True)
         sockets = getattr(server.transport, "sockets", None) or []
         if not sockets:
-            raise RuntimeError(f"modbus sim could not listen on {self.host}:{self.port}")
-        self.port = sockets[0].getsockname()[1]
+            raise RuntimeError("modbus sim could not listen on a loopback port")
+        self._backend_port = sockets[0].getsockname()[1]
         self._server = server
+        try:
+            self._front = await asyncio.start_server(self._relay, self.host, self.port)
+        except OSError as exc:
+            await self.stop()
+            raise RuntimeError(f"modbus sim could not listen on {self.host}:{self.port} ({exc})") from exc
+        self.port = self._front.sockets[0].getsockname()[1]
         _log.info("listening", transport="modbus-tcp", host=self.host, port=self.port)
 
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._relays.add(task)
+        gate = TcpGate({d.device_id for d in self.devices})
+        upstream = _Upstream(self._backend_port, writer)
+        try:
+            while data := await reader.read(4096):
+                forward, reply = gate.feed(data)
+                if reply:
+                    writer.write(reply)
+                for frame in forward:
+                    if upstream.full:
+                        writer.write(refused(frame, SERVER_BUSY))
+                    else:
+                        await upstream.send(frame)
+                await writer.drain()  # a master that does not read its answers is not read either
+                if gate.closed:
+                    _log.info("unframeable_request", transport="modbus-tcp", port=self.port)
+                    break
+        except (OSError, asyncio.CancelledError):
+            pass  # the master or the server went away: this connection ends, the others go on
+        finally:
+            await upstream.close()
+            writer.close()
+            self._relays.discard(task)
+
     async def stop(self) -> None:
+        front, self._front = self._front, None
+        if front is not None:
+            front.close()
+        relays, self._relays = list(self._relays), set()
+        for task in relays:
+            task.cancel()
+        for task in relays:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         server, self._server = self._server, None
         if server is not None:
             await server.shutdown()  # type: ignore[no-untyped-call]
@@ -146,6 +208,63 @@ class ModbusTcpSim:
 
     async def restore_link(self) -> None:
         await self.start()
+
+
+_IN_FLIGHT_MAX = 16  # requests one master connection may have unanswered (the guide: 1 to 16)
+
+
+@dataclass
+class _Leg:
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    pump: asyncio.Task[None] | None = None
+
+
+class _Upstream:
+    """One master connection's way to pymodbus. pymodbus's server takes one request per connection
+    until it has answered it (a second one in the same read waits for more bytes, or takes the
+    first one's place), while a Modbus TCP master may send several without waiting (guide 4.4.1.2).
+    So each request goes on a connection to pymodbus that has no request unanswered, opened when
+    none is idle; answers go back to the master as they come. ``full`` once ``_IN_FLIGHT_MAX``
+    are unanswered (one whose answer a wire fault dropped stays so until the master hangs up)."""
+
+    def __init__(self, port: int, master: asyncio.StreamWriter) -> None:
+        self.port = port
+        self.master = master
+        self.idle: list[_Leg] = []
+        self.busy: list[_Leg] = []
+
+    @property
+    def full(self) -> bool:
+        return len(self.busy) >= _IN_FLIGHT_MAX
+
+    async def send(self, frame: bytes) -> None:
+        leg = self.idle.pop() if self.idle else await self._open()
+        self.busy.append(leg)
+        leg.writer.write(frame)
+
+    async def _open(self) -> _Leg:
+        leg = _Leg(*await asyncio.open_connection("127.0.0.1", self.port))
+        leg.pump = asyncio.create_task(self._answers(leg))
+        return leg
+
+    async def _answers(self, leg: _Leg) -> None:
+        with contextlib.suppress(OSError):
+            while data := await leg.reader.read(4096):
+                self.master.write(data)
+                await self.master.drain()
+                if leg in self.busy:  # answered: free for the next request
+                    self.busy.remove(leg)
+                    self.idle.append(leg)
+
+    async def close(self) -> None:
+        legs, self.busy, self.idle = [*self.busy, *self.idle], [], []
+        for leg in legs:
+            leg.writer.close()
+            if leg.pump is not None:
+                leg.pump.cancel()
+                with contextlib.suppress(asyncio.CancelledError, OSError):
+                    await leg.pump
 
 
 class ModbusRtuSim:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from controller.cards import Card
+from controller.clock import Clock
 from controller.games import GameSpec
-from devices.clock import Clock
 from devices.events import Key, MasqueLight, ShufflerState, Slot
 
 

@@ -38,10 +38,12 @@ def _shuffler(m: ShufflerModel, p: Profile) -> Registers:
     for slot, s in m.slots.items():
         pre = f"slot_{slot.value.lower()}_"
         out[pre + "state"] = [p.enum_value("shuffler_state", s.state.value)]
-        # shuffler.md: a slot's back colour reads 0 once the slot is empty (its batch ejected);
-        # the model keeps the colour the slot belongs to, for the batch that comes back to it.
-        out[pre + "back"] = [0 if s.state is ShufflerState.EMPTY else _code(p, "back", s.back)]
-        out[pre + "decks"] = [s.decks]
+        # shuffler.md: an empty slot (its batch ejected) holds no batch, so it reads back colour 0
+        # and 0 decks; the model keeps the colour and size the slot is set up for, for the batch
+        # that comes back to it.
+        empty = s.state is ShufflerState.EMPTY
+        out[pre + "back"] = [0 if empty else _code(p, "back", s.back)]
+        out[pre + "decks"] = [0 if empty else s.decks]
     return out
 
 

@@ -6,10 +6,8 @@ Per Modbus over Serial Line V1.02 and the Application Protocol V1.1b3, on a shar
 - a frame for another id is ignored (never answered: two answers would collide on RS-485);
 - a broadcast (id 0) write is carried out by every device and never answered; a broadcast read
   is meaningless and ignored;
-- a function the profiles do not document (anything but 3, read holding registers, and 16, write
-  multiple registers) gets exception 01, illegal function;
-- a quantity outside 1-125 (read) or 1-123 (write), or a byte count that does not match it, gets
-  exception 03, illegal data value;
+- any other request is judged as on every transport (sim/pdu_rules.py): an undocumented function
+  gets exception 01, a bad quantity or byte count exception 03;
 - a frame with a bad CRC is dropped, as a receiver drops a damaged frame.
 
 Frames are found by content and CRC, not by silences (which a pty or a USB adapter does not keep).
@@ -20,23 +18,40 @@ from __future__ import annotations
 import struct
 from collections.abc import Collection
 
-FUNCTIONS = frozenset({3, 16})  # docs/devices/: every profile is read with 3 and written with 16
-_READ_MAX, _WRITE_MAX = 125, 123
+from sim.pdu_rules import exception_pdu, refusal
+
 _MAX_FRAME = 256  # RTU ADU limit; more without a valid frame is noise
+
+
+def _crc_step(crc: int, byte: int) -> int:
+    crc ^= byte
+    for _ in range(8):
+        crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
 
 
 def crc16(frame: bytes) -> bytes:
     """The Modbus RTU CRC, low byte first."""
     crc = 0xFFFF
     for b in frame:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+        crc = _crc_step(crc, b)
     return struct.pack("<H", crc)
 
 
+def _closed_length(buf: bytes) -> int:
+    """The length of the shortest frame at the head of ``buf`` that its CRC closes (at least id,
+    function and CRC), or 0: how a frame of a function whose layout we do not know is found, so
+    a request that follows it at once is not taken for part of it. One pass over ``buf``."""
+    crc = 0xFFFF
+    for i in range(len(buf) - 2):
+        crc = _crc_step(crc, buf[i])
+        if i >= 1 and buf[i + 1] == crc & 0xFF and buf[i + 2] == crc >> 8:
+            return i + 3
+    return 0
+
+
 def _exception(device_id: int, function: int, code: int) -> bytes:
-    body = bytes((device_id, (function | 0x80) & 0xFF, code))
+    body = bytes((device_id,)) + exception_pdu(function, code)
     return body + crc16(body)
 
 
@@ -68,12 +83,12 @@ class RtuGate:
             n = _frame_length(self._buf)
             if n is None:
                 break
-            if n == 0:  # unknown layout: the whole buffer, once its CRC closes a frame
-                if len(self._buf) < 4 or crc16(self._buf[:-2]) != self._buf[-2:]:
-                    if len(self._buf) > _MAX_FRAME:
-                        self._buf = b""
+            if n == 0:  # unknown layout: up to the first place its CRC closes a frame
+                n = _closed_length(self._buf[:_MAX_FRAME])
+                if not n:
+                    if len(self._buf) >= _MAX_FRAME:
+                        self._buf = b""  # no frame is longer: noise
                     break
-                n = len(self._buf)
             if len(self._buf) < n:
                 break
             frame, self._buf = self._buf[:n], self._buf[n:]
@@ -90,13 +105,9 @@ class RtuGate:
         if device_id != 0 and device_id not in self.device_ids:
             return b"", b""
         broadcast = device_id == 0
-        if fc not in FUNCTIONS:
-            return b"", b"" if broadcast else _exception(device_id, fc, 0x01)
-        quantity = int.from_bytes(frame[4:6], "big")
-        if fc == 3:
-            ok = 1 <= quantity <= _READ_MAX and not broadcast
-        else:
-            ok = 1 <= quantity <= _WRITE_MAX and frame[6] == 2 * quantity
-        if not ok:
-            return b"", b"" if broadcast else _exception(device_id, fc, 0x03)
+        code = refusal(frame[1:-2])
+        if code is None and broadcast and fc == 3:
+            return b"", b""  # a broadcast read is meaningless: nobody answers, nothing to do
+        if code is not None:
+            return b"", b"" if broadcast else _exception(device_id, fc, code)
         return frame, b""  # pymodbus (broadcast_enable) applies a broadcast and does not answer

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from controller.clock import REAL_CLOCK, Clock
 from controller.games import GameSpec
-from devices.clock import REAL_CLOCK, Clock
 from devices.config import DeviceConfig, TransportKind
 from devices.events import Slot
 from devices.profiles import LATCHES, DeviceKind

@@ -14,12 +14,12 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
+from controller.ids import EVENT_KIND, matches
 from controller.journal import Classification, canonical_json, record_hash
 from controller.telemetry.topics import parse_topic
 
 MAX_BODY = 64 * 1024  # a journal record is a few hundred bytes; a bigger body is not one of ours
 _HASH = re.compile(r"[0-9a-f]{64}\Z")
-_KIND = re.compile(r"[A-Za-z][A-Za-z0-9_.:\-]{0,63}\Z")
 _CLASSES = frozenset(c.value for c in Classification)
 _PLACEHOLDER_KEYS = frozenset({"version", "seq", "kind", "classification", "withheld"})
 
@@ -84,7 +84,7 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
     if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq < 2**62:
         raise Unreadable(f"{where}: seq must be a whole number from 1")
     kind, classification = doc.get("kind"), doc.get("classification")
-    if not isinstance(kind, str) or not _KIND.match(kind):
+    if not isinstance(kind, str) or not matches(EVENT_KIND, kind):
         raise Unreadable(f"{where} seq {seq}: kind is not a journal kind")
     if classification not in _CLASSES:
         raise Unreadable(f"{where} seq {seq}: classification is not one of {', '.join(sorted(_CLASSES))}")

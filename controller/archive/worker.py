@@ -39,6 +39,7 @@ from controller.archive.messages import ArchivedEvent, Unreadable, parse_event
 from controller.archive.mqtt_client import BufferedClient
 from controller.archive.schema import migrate
 from controller.archive.store import EventStore
+from controller.backoff import Backoff, BackoffPolicy
 from controller.telemetry.broker import BrokerSettings
 from controller.telemetry.topics import ROOT
 
@@ -193,7 +194,7 @@ class ArchiveWorker:
 
     async def _until_committed(self, events: list[ArchivedEvent], stop: asyncio.Event) -> bool:
         """Store the batch, retrying while PostgreSQL is away; False when asked to stop first."""
-        delay = 0.2
+        backoff = Backoff(BackoffPolicy(initial_s=0.2, max_s=self.settings.retry_max_s))
         while True:
             try:
                 store = await self._db()
@@ -204,11 +205,10 @@ class ArchiveWorker:
                 self._notify()
                 await self._drop_db()
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(delay):
+                    async with asyncio.timeout(backoff.failed()):
                         await stop.wait()
                 if stop.is_set():
                     return False
-                delay = min(delay * 2, self.settings.retry_max_s)
                 continue
             self.stored += result.inserted
             self.duplicates += result.duplicates

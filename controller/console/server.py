@@ -37,8 +37,9 @@ from aiohttp import web
 
 from controller.bounded import InputRefused, load_json
 from controller.console.display import display, turn
-from controller.console.users import MAX_PASSWORD, NAME, User, hash_password, load_users, verify_password
+from controller.console.users import MAX_PASSWORD, User, hash_password, load_users, verify_password
 from controller.errors import ConfigError
+from controller.ids import USER_NAME, matches
 from controller.supervisor import actions
 from controller.supervisor.supervisor import Supervisor
 from controller.telemetry.web import answers_for, host_name
@@ -281,7 +282,7 @@ class Console:
         self._same_origin(request)
         doc = await self._json(request)
         name, password = doc.get("user"), doc.get("password")
-        name_key = name if isinstance(name, str) and NAME.match(name) else None
+        name_key = name if matches(USER_NAME, name) else None
         keys = [f"addr:{request.remote}"] + ([f"user:{name_key}"] if name_key else [])
         wait = self.failures.retry_after(*keys)
         if wait > 0:

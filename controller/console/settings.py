@@ -4,25 +4,15 @@ overridden by ``tablectl run --console HOST:PORT --users FILE``. Loopback unless
 from __future__ import annotations
 
 import ipaddress
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from controller.errors import ConfigError
+from controller.ids import is_host_name
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8470
-# A DNS name the console may be reached by (besides its IP address and localhost), e.g. the name
-# a tablet uses through the pit's TLS proxy.
-_LABEL = re.compile(r"[A-Za-z0-9-]{1,63}")
-
-
-def _host_name(value: object) -> bool:
-    """RFC 1123 labels only: a browser sends nothing else in Host, so anything else is a mistake."""
-    if not isinstance(value, str) or not 0 < len(value) <= 253:
-        return False
-    return all(_LABEL.fullmatch(label) for label in value.removesuffix(".").split("."))
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +62,7 @@ def console_settings(
     if extra:
         raise ConfigError(f"{source}: console.{extra[0]}: unknown key (expected listen, users, allow_hosts)")
     allow = section.get("allow_hosts", [])
-    if not isinstance(allow, list) or not all(_host_name(h) for h in allow):
+    if not isinstance(allow, list) or not all(is_host_name(h) for h in allow):
         example = '["table-12.pit.example"]'
         raise ConfigError(f"{source}: console.allow_hosts: must be a list of host names, e.g. {example}")
     if listen is not None:

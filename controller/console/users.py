@@ -16,7 +16,6 @@ import getpass
 import hashlib
 import hmac
 import os
-import re
 import secrets
 import sys
 from dataclasses import dataclass
@@ -25,9 +24,9 @@ from typing import TextIO
 
 from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError
+from controller.ids import USER_NAME, matches
 from controller.supervisor.actions import ROLES
 
-NAME = re.compile(r"[a-z][a-z0-9_.\-]{0,31}\Z")
 # scrypt cost: N=2**14, r=8, p=1 is the interactive-login setting (16 MiB, tens of ms a try).
 N, R, P = 2**14, 8, 1
 MAX_PASSWORD = 256
@@ -86,7 +85,7 @@ def load_users(path: Path) -> dict[str, User]:
         raise ConfigError(f"{path}: users: must be a table of [users.<name>] sections")
     for name, entry in table.items():
         where = f"{path}: users.{name}"
-        if not NAME.match(name):
+        if not matches(USER_NAME, name):
             raise ConfigError(f"{where}: a name is 1-32 of a-z, 0-9, '_', '.', '-', starting with a letter")
         if not isinstance(entry, dict) or set(entry) != {"role", "password"}:
             raise ConfigError(f"{where}: needs exactly the keys role and password")
@@ -148,7 +147,7 @@ def main(argv: list[str], stdin: TextIO | None = None) -> int:
             for u in sorted(users.values(), key=lambda u: u.name):
                 print(f"{u.name}\t{u.role}")
             return 0
-        if not NAME.match(args.name):
+        if not matches(USER_NAME, args.name):
             raise ConfigError(
                 f"{args.name!r}: a name is 1-32 of a-z, 0-9, '_', '.', '-', starting with a letter"
             )

@@ -10,19 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 from json.encoder import encode_basestring
 from typing import Any
 
 from controller.errors import TablectlError
+from controller.ids import EVENT_KIND, matches
 
 GENESIS_HASH = "0" * 64
-
-# Kinds are identifiers chosen by code, not data; keeping them to a plain alphabet means they need no
-# JSON escaping, so the hash input is the same whichever JSON library an auditor uses.
-_KIND = re.compile(r"[A-Za-z][A-Za-z0-9_.:\-]{0,63}\Z")
 
 
 class JournalError(TablectlError):
@@ -136,7 +132,7 @@ class Entry:
 
 def prepare(kind: object, payload: object, classification: object, at: object) -> Entry:
     """Validate and encode one append request, or refuse it with a one-line JournalError."""
-    if not isinstance(kind, str) or not _KIND.match(kind):
+    if not isinstance(kind, str) or not matches(EVENT_KIND, kind):
         raise JournalError(
             "journal: kind must be 1-64 characters of letters, digits, '_', '.', ':' or '-', "
             "starting with a letter"

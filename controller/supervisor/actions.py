@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from controller.ids import BACK_COLOUR, IDENTIFIER, TEXT, matches
 from controller.table import inputs as I
 from devices.events import Key
 
@@ -22,10 +23,7 @@ FLOOR, DEALER = "floor", "dealer"
 ROLES = frozenset({FLOOR, DEALER})
 DEVICES = ("shuffler", "shoe", "reader", "keypad", "stub_counter")
 
-TEXT = re.compile(r"[^\x00-\x1f\x7f]{1,64}\Z")  # a name: printable, short, one line
-DEVICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
-BACK = re.compile(r"[a-z][a-z0-9_\-]{0,31}\Z")
-SECTION = re.compile(r"6[0-9]{2}a\.[0-9]+(\([0-9a-z]+\))*\Z")
+SECTION = re.compile(r"6[0-9]{2}a\.[0-9]+(\([0-9a-z]+\))*")  # a citation such as 665a.13(h)(1)
 MAX_LIST = 6  # boxes at a table
 
 
@@ -94,8 +92,10 @@ def _a(
 
 
 _SEAT = Arg(int, "seat number", minimum=1, maximum=6)
-_BACK = Arg(str, "the batch's back colour", pattern=BACK)
-_DEVICE = Arg(str, "a device's name or kind (shuffler, shoe, reader, keypad, stub_counter)", pattern=DEVICE)
+_BACK = Arg(str, "the batch's back colour", pattern=BACK_COLOUR)
+_DEVICE = Arg(
+    str, "a device's name or kind (shuffler, shoe, reader, keypad, stub_counter)", pattern=IDENTIFIER
+)
 
 _ALL: list[Action] = [
     _a("inspection_verified", {FLOOR}, "673a.4",
@@ -196,7 +196,7 @@ def _check_arg(action: str, key: str, arg: Arg, value: object) -> None:
     else:
         if arg.choices and value not in arg.choices:
             raise BadAction(f"{bad} must be {arg.describe()}")
-        if not isinstance(value, str) or not arg.pattern.match(value):
+        if not matches(arg.pattern, value):
             raise BadAction(f"{bad} must be a short one-line string")
         return
     for v in values:
@@ -231,7 +231,7 @@ def check_args(action: Action, args: object) -> dict[str, Any]:
 def check(name: object, args: object, who: object, role: object) -> Action:
     """The action, or BadAction naming the first problem."""
     action = lookup(name)
-    if not isinstance(who, str) or not TEXT.match(who):
+    if not matches(TEXT, who):
         raise BadAction(f"{action.name}: who must name the person")
     if role not in action.roles:
         raise BadAction(

@@ -7,7 +7,6 @@ Every problem is one ConfigError line: ``<file>: <key>: <rule>``.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,13 +16,10 @@ from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError, RuleViolation
 from controller.game_config import GameOptions, load_game_options
 from controller.games import GameId
+from controller.ids import is_identifier
 from controller.shipped import resolve_ref, shipped_names
 from devices.config import DeviceConfig, Side, TransportKind, load_devices
 from devices.profiles import DeviceKind
-
-# The table id and site name files (/var/lib/tablectl/<id>.db), MQTT topic levels (tablectl/<site>/
-# <table>, tabledev/...) and broker user names: safe characters only.
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 # Devices the supervisor needs for each game; the rest are optional.
 _REQUIRED: dict[GameId, tuple[DeviceKind, ...]] = {
@@ -55,7 +51,7 @@ def _string(path: Path, table: dict[str, Any], key: str) -> str:
 
 def _identifier(path: Path, table: dict[str, Any], key: str) -> str:
     value = _string(path, table, key)
-    if not _ID.match(value):
+    if not is_identifier(value):  # a file name, an MQTT topic level, a broker user name
         rule = "letters, digits, '.', '_' and '-' only, at most 64 characters"
         raise ConfigError(f"{path}: table.{key}: {rule}")
     return value

@@ -47,7 +47,7 @@ def quiet_wire(devices: list[DeviceConfig]) -> list[DeviceConfig]:
 
 
 def fast_backoff(devices: list[DeviceConfig]) -> list[DeviceConfig]:
-    from devices.config import BackoffPolicy
+    from controller.backoff import BackoffPolicy
 
     quick = BackoffPolicy(0.01, 0.1, 0.25)
     return [replace(d, backoff=quick, timeout_s=min(d.timeout_s, 0.3)) for d in devices]

@@ -27,6 +27,8 @@ from typing import Any
 
 import structlog
 
+from controller.backoff import Backoff
+from controller.clock import REAL_CLOCK, Clock
 from controller.errors import RuleViolation, TablectlError
 from controller.journal import JournalError
 from controller.rules.requests import DEALER
@@ -42,7 +44,6 @@ from controller.table.core import Step, Table
 from controller.table.recorder import JournaledTable, Seen
 from devices import commands as dc
 from devices import events as dev
-from devices.clock import REAL_CLOCK, Clock
 from devices.config import DeviceConfig
 from devices.drivers.base import EVENT_QUEUE_MAX, Driver, PollSchedule, stop_if_cancelling
 from devices.drivers.factory import build_drivers
@@ -203,7 +204,7 @@ class Supervisor:
     # ================================================================== one task per device
     async def _supervise(self, driver: Driver) -> None:
         """Run the driver's poll loop; when it dies of a bug, restart it after a backoff delay."""
-        failures = 0
+        backoff = Backoff(driver.config.backoff, clock=self.clock, rng=self.rng)
         log = self.log.bind(device=driver.name)
         while True:
             began = self.clock.now()
@@ -213,9 +214,8 @@ class Supervisor:
                 raise
             except Exception as e:  # a driver bug: the device restarts, the table goes on
                 if self.clock.now() - began > RESTART_OK_AFTER_S:
-                    failures = 0
-                failures += 1
-                delay = driver.config.backoff.delay(failures, self.rng.random())
+                    backoff.succeeded()
+                delay = backoff.failed()
                 log.error("driver_crashed", error=f"{type(e).__name__}: {e}", restart_in_s=round(delay, 3))
                 await self._set_health(driver.name, DeviceHealth.FAULT)
                 self._crashed.add(driver.name)

@@ -11,13 +11,12 @@ from controller.telemetry.broker import BrokerSettings, parse_broker_url
 from controller.telemetry.commands import COMMANDS
 from controller.telemetry.config import telemetry_from_config
 from controller.telemetry.payloads import PAYLOAD_VERSION
-from controller.telemetry.publisher import Backoff, CommandHandler, TableIdentity, Telemetry
+from controller.telemetry.publisher import CommandHandler, TableIdentity, Telemetry
 from controller.telemetry.topics import TableTopics, parse_topic
 
 __all__ = [
     "COMMANDS",
     "PAYLOAD_VERSION",
-    "Backoff",
     "BrokerSettings",
     "CommandHandler",
     "TableIdentity",

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.bounded import InputRefused, load_json
-from controller.supervisor.actions import ACTIONS, FLOOR, TEXT, Action, BadAction, check_args, lookup
+from controller.ids import TEXT, matches
+from controller.supervisor.actions import ACTIONS, FLOOR, Action, BadAction, check_args, lookup
 from controller.telemetry.payloads import PAYLOAD_VERSION
 
 # Who may command a table over MQTT; the broker's ACL enforces it first. Dealer actions are the
@@ -44,7 +45,7 @@ class Refused(Exception):
 
 def _text(doc: dict[str, Any], key: str) -> str:
     value = doc.get(key)
-    if not isinstance(value, str) or not TEXT.match(value):
+    if not isinstance(value, str) or not matches(TEXT, value):
         raise Refused(f"{key} must be a string of 1-64 printable characters")
     return value
 
@@ -58,8 +59,8 @@ def parse_command(name: str, payload: bytes) -> Command:
     if not isinstance(doc, dict):
         raise Refused("payload must be a JSON object")
     raw_id, raw_who = doc.get("id"), doc.get("who")
-    request_id = raw_id if isinstance(raw_id, str) and TEXT.match(raw_id) else None
-    who = raw_who if isinstance(raw_who, str) and TEXT.match(raw_who) else None
+    request_id = raw_id if matches(TEXT, raw_id) else None
+    who = raw_who if matches(TEXT, raw_who) else None
     try:
         try:
             action = lookup(name)

@@ -27,7 +27,7 @@ from controller.journal import canonical_json
 from controller.journal.store import FORMAT_VERSION
 from controller.telemetry.broker import broker_settings
 from controller.telemetry.payloads import PAYLOAD_VERSION
-from controller.telemetry.publisher import Backoff, CommandHandler, TableIdentity, Telemetry
+from controller.telemetry.publisher import CommandHandler, TableIdentity, Telemetry
 from controller.telemetry.topics import check_level
 
 
@@ -83,7 +83,6 @@ def telemetry_from_config(
     *,
     command: CommandHandler | None = None,
     environ: Mapping[str, str] | None = None,
-    backoff: Backoff | None = None,
     game: str | None = None,
 ) -> Telemetry | None:
     """The table's Telemetry, or None when no broker is configured (no --broker, no [telemetry] broker).
@@ -117,4 +116,4 @@ def telemetry_from_config(
         config_hash=config_hash(table_doc),
         versions=versions(),
     )
-    return Telemetry(settings, identity, journal_path, command=command, backoff=backoff)
+    return Telemetry(settings, identity, journal_path, command=command)

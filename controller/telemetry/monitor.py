@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import re
 import shutil
 import sys
 import time
@@ -34,12 +33,16 @@ from rich.live import Live
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from controller.backoff import Backoff, BackoffPolicy
 from controller.errors import TablectlError
+from controller.ids import is_host_name
 from controller.telemetry import web
 from controller.telemetry.broker import ENV_PASSWORD, ENV_USERNAME, BrokerSettings, parse_broker_url
 from controller.telemetry.fleet import COLUMNS, FleetView, Row
 from controller.telemetry.topics import ROOT
 
+# Reconnecting to the broker: from half a second, doubling, at most every 10 s.
+BROKER_RETRY = BackoffPolicy(initial_s=0.5, max_s=10.0, jitter=0.2)
 MAX_QUEUED = 10_000  # messages received but not yet folded; past it paho drops (and counts) them
 
 
@@ -49,13 +52,13 @@ async def consume(settings: BrokerSettings, view: FleetView, *, topic: str = f"{
     Supervised: a message whose folding raises is counted and skipped, a failure of the connection
     is retried with backoff, and if the loop ever ends ``view.stopped`` says why, so that /healthz
     stops answering ok."""
-    delay = 0.5
+    backoff = Backoff(BROKER_RETRY)
     try:
         while True:
             client = settings.client(f"tablectl-monitor-{os.getpid()}", max_queued_incoming=MAX_QUEUED)
             try:
                 async with client:
-                    delay = 0.5
+                    backoff.succeeded()
                     await client.subscribe(topic, qos=1)
                     async for message in client.messages:
                         _fold(view, message)
@@ -64,8 +67,7 @@ async def consume(settings: BrokerSettings, view: FleetView, *, topic: str = f"{
             except Exception as e:  # a bug: reported through the view, and the loop goes on
                 view.fold_errors += 1
                 view.last_fold_error = type(e).__name__
-            await asyncio.sleep(delay)  # try again, more slowly each time
-            delay = min(delay * 2, 10.0)
+            await asyncio.sleep(backoff.failed())  # try again, more slowly each time
     except BaseException as e:
         view.stopped = type(e).__name__
         raise
@@ -174,15 +176,9 @@ def parse_http(value: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-# RFC 1123 labels: letters, digits and '-'. A browser sends only those in Host (an IDN as its xn--
-# form), so a name with anything else could never match and is a mistake (a port, a URL, a space).
-_LABEL = re.compile(r"[A-Za-z0-9-]{1,63}")
-
-
 def parse_allow_host(value: str) -> str:
     """A host name for --http-allow-host, as given (the page compares case-insensitively)."""
-    labels = value.removesuffix(".").split(".")
-    if len(value) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
+    if not is_host_name(value):  # a port, a URL, a space: a mistake, never a Host a browser sends
         raise TablectlError(
             f"monitor: --http-allow-host {value!r}: expected a host name such as ops-proxy.example, "
             "without port (IP addresses and localhost need no option)"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any
 import aiomqtt
 import structlog
 
+from controller.backoff import Backoff, BackoffPolicy
 from controller.bounded import MAX_MESSAGE_BYTES, InputRefused, load_json
 from controller.errors import TablectlError, short_reason
 from controller.journal import JournalError
@@ -37,19 +37,9 @@ CommandHandler = Callable[[str, dict[str, Any], str, str], Awaitable[dict[str, A
 log = structlog.get_logger("tablectl.telemetry")
 
 
-@dataclass(frozen=True)
-class Backoff:
-    initial_s: float = 0.5
-    max_s: float = 30.0
-    factor: float = 2.0
-
-    def next(self, delay: float) -> float:
-        return min(delay * self.factor, self.max_s)
-
-    @staticmethod
-    def jittered(delay: float) -> float:
-        # 500 tables reconnecting to a restarted broker in the same millisecond is a thundering herd.
-        return delay * random.uniform(0.8, 1.2)
+# Reconnecting to the ops broker: a restarted broker has 500 tables coming back at once, so the
+# delays spread by +-20% and grow to half a minute.
+BROKER_BACKOFF = BackoffPolicy(initial_s=0.5, max_s=30.0, jitter=0.2)
 
 
 @dataclass(frozen=True)
@@ -82,7 +72,7 @@ class Telemetry:
         journal_path: str | Path,
         *,
         command: CommandHandler | None = None,
-        backoff: Backoff | None = None,
+        backoff: BackoffPolicy = BROKER_BACKOFF,
         client_id: str | None = None,
         batch: int = 256,
         poll_s: float = 1.0,
@@ -93,7 +83,7 @@ class Telemetry:
         self.topics = TableTopics(identity.site, identity.table)
         self.client_id = client_id or f"tablectl-{identity.site}-{identity.table}"
         self._command = command
-        self._backoff = backoff or Backoff()
+        self._backoff = Backoff(backoff)
         self._batch = batch
         self._poll_s = poll_s  # journal_appended is the signal; this is the safety net for a missed one
         self._drain_on_stop_s = drain_on_stop_s
@@ -159,7 +149,6 @@ class Telemetry:
     # -- the connection loop ---------------------------------------------------------------------
 
     async def _run(self) -> None:
-        delay = self._backoff.initial_s
         while not self._stopping.is_set():
             self.connected = False
             try:
@@ -171,14 +160,13 @@ class Telemetry:
             except Exception as e:  # a bug: logged, and the connection starts again after the backoff
                 self._log.error("telemetry.failed", error=type(e).__name__, reason=short_reason(e))
             if self.connected:  # the last attempt got in: start the backoff again from the bottom
-                delay = self._backoff.initial_s
+                self._backoff.succeeded()
             self.connected = False
             if self._stopping.is_set():
                 return
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(Backoff.jittered(delay)):
+                async with asyncio.timeout(self._backoff.failed()):
                     await self._stopping.wait()
-            delay = self._backoff.next(delay)
 
     async def _connection(self) -> None:
         self._births += 1

@@ -7,21 +7,19 @@ wildcard in a subscriber's eyes, and the broker refuses such a topic anyway).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from controller.errors import ConfigError
+from controller.ids import is_identifier
 
 ROOT = "tablectl"
 # ``tablectl/<site>/archive/alarms`` is the archive's (controller/archive/), not a table's: no table
 # may take the name, and the fleet view does not read it as one.
 ARCHIVE_LEVEL = "archive"
-# Letters, digits and - _ . : the same alphabet the broker ACL's user names use (docs/mqtt.md).
-_LEVEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
 
 
 def check_level(what: str, value: object) -> str:
-    if not isinstance(value, str) or not _LEVEL.match(value):
+    if not is_identifier(value):
         raise ConfigError(
             f"telemetry: {what} must be 1-64 letters, digits, '-', '_' or '.', starting with a letter or "
             "digit (it is one MQTT topic level)"

@@ -1,9 +1,11 @@
 """The fleet view as a small web page, for ``tablectl monitor --http HOST:PORT``.
 
-HTTP/1.1 on asyncio streams, standard library only: ``GET /`` is one self-contained page that
-polls ``GET /fleet.json`` every second and draws the rows ``FleetView.rows()`` decides, the same
-ones the terminal shows; ``GET /healthz`` says ok. One request per connection (``Connection:
-close``): the page asks once a second, so keep-alive would save nothing worth its state.
+Served by aiohttp's low-level server (the same library as the table console): ``GET /`` is one
+self-contained page that polls ``GET /fleet.json`` every second and draws the rows
+``FleetView.rows()`` decides, the same ones the terminal shows; ``GET /healthz`` says ok. One
+request per connection (``Connection: close``): the page asks once a second, so keep-alive would
+save nothing worth an idle connection held open. Three paths and no body need no router: one
+handler answers from ``FleetPage.respond``.
 
 There is no login. The page shows only what the broker already published to every monitor
 account, and the server is read-only, but bind it to localhost or behind the ops network's proxy.
@@ -18,34 +20,34 @@ still served: no browser sends that, and old scripts and probes might.
 Everything a table sends is untrusted text (topic levels and payloads are whatever a publisher
 sent): the page has no server-side interpolation at all, its script writes with ``textContent``
 only, and ``/fleet.json`` escapes ``<``, ``>`` and ``&`` so it stays inert wherever it is pasted.
+Every refused request is one ``http_refused`` log line, whether aiohttp's parser refused it (a
+malformed head: 400) or this module did; never a traceback.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
-import email.utils
 import hashlib
 import ipaddress
 import json
+import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import structlog
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestHandler
 
 from controller.telemetry.fleet import COLUMNS, FleetView
 
 log = structlog.get_logger("tablectl.monitor.web")
 
-MAX_HEAD = 8 * 1024  # request line and headers together
+MAX_HEAD = 8 * 1024  # the request line, and each header line
+MAX_HEADERS = 32  # a browser sends about a dozen; with MAX_HEAD, what one head can cost in memory
 HEAD_TIMEOUT_S = 10.0  # a client that trickles its request (or never sends one) holds a slot no longer
-WRITE_TIMEOUT_S = 10.0
-LINGER_S = 2.0
-LINGER_MAX = 64 * 1024
 MAX_CLIENTS = 64  # a few browsers and a health check; more than this at once is not a browser
 
 _STYLE = """
@@ -152,18 +154,8 @@ PAGE = f"""<!DOCTYPE html>
 </html>
 """.encode()
 
-_REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    421: "Misdirected Request",
-    503: "Service Unavailable",
-}
-_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
-_VERSION = re.compile(rb"HTTP/1\.[0-9]\Z")
 _TEXT = "text/plain; charset=utf-8"
-_PORT = re.compile(r"[0-9]*\Z")  # RFC 9110 4.2.1: port = *DIGIT, so "name:" is a name too
+_PORT = re.compile(r"[0-9]*")  # RFC 9110 4.2.1: port = *DIGIT, so "name:" is a name too
 _HOST_SHOWN = 64  # of a refused Host in the log line; the header can be as long as the head
 
 
@@ -186,22 +178,22 @@ class Response:
     content_type: str = _TEXT
     allow: str | None = None
 
-    def encode(self, *, head: bool) -> bytes:
-        headers = [
-            f"HTTP/1.1 {self.status} {_REASONS[self.status]}",
-            f"Date: {email.utils.formatdate(usegmt=True)}",
-            f"Content-Type: {self.content_type}",
-            f"Content-Length: {len(self.body)}",
-            "Cache-Control: no-store",
-            "X-Content-Type-Options: nosniff",
-            f"Content-Security-Policy: {CSP}",
-            "Referrer-Policy: no-referrer",
-            "Connection: close",
-        ]
+    def to_web(self) -> web.Response:
+        headers = {
+            "Content-Type": self.content_type,
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": CSP,
+            "Referrer-Policy": "no-referrer",
+            # aiohttp says close itself for HTTP/1.1 only; HTTP/1.0 clients are told too.
+            "Connection": "close",
+        }
         if self.allow is not None:
-            headers.append(f"Allow: {self.allow}")
-        # HEAD: the headers GET would send, Content-Length included, and no body (RFC 9110 9.3.2).
-        return "\r\n".join(headers).encode() + b"\r\n\r\n" + (b"" if head else self.body)
+            headers["Allow"] = self.allow
+        # HEAD: aiohttp sends the headers GET would, Content-Length included, and no body.
+        response = web.Response(status=self.status, body=self.body, headers=headers)
+        response.force_close()
+        return response
 
 
 def _plain(status: int, text: str, *, allow: str | None = None) -> Response:
@@ -221,7 +213,7 @@ class Refused(Exception):
 class Request:
     method: str
     path: str
-    host: str | None = None  # the Host header as sent (latin-1), None when there was none
+    host: str | None = None  # the Host header as sent, None when there was none
 
 
 def host_name(name: str) -> str:
@@ -240,7 +232,7 @@ def answers_for(host: str, names: frozenset[str]) -> bool:
     """
     if host.startswith("["):
         literal, bracket, port = host[1:].partition("]")
-        if not bracket or (port and not (port.startswith(":") and _PORT.match(port[1:]))):
+        if not bracket or (port and not (port.startswith(":") and _PORT.fullmatch(port[1:]))):
             return False
         try:
             ipaddress.IPv6Address(literal)
@@ -248,7 +240,7 @@ def answers_for(host: str, names: frozenset[str]) -> bool:
             return False
         return True
     name, _, port = host.partition(":")
-    if not _PORT.match(port):
+    if not _PORT.fullmatch(port):
         return False
     try:
         ipaddress.IPv4Address(name)
@@ -258,38 +250,64 @@ def answers_for(host: str, names: frozenset[str]) -> bool:
     return True
 
 
-def parse_head(head: bytes) -> Request:
-    """The request line and headers (up to and including the blank line); Refused(400) if malformed."""
-    lines = head[: -len(b"\r\n\r\n")].split(b"\r\n")
-    parts = lines[0].split(b" ")
-    if len(parts) != 3 or not _TOKEN.match(parts[0]) or not _VERSION.match(parts[2]) or not parts[1]:
-        raise Refused(_plain(400, "bad request line"), "malformed request line")
-    method, target, version = parts
-    hosts: list[bytes] = []
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        # No obsolete line folding and no space before the colon (RFC 9112 5.1, 5.2): both are how
-        # requests get smuggled past proxies that read them differently.
-        if not colon or not _TOKEN.match(name):
-            raise Refused(_plain(400, "bad header"), "malformed header")
-        if name.lower() == b"host":
-            hosts.append(value.strip(b" \t"))
-    # Two Hosts are refused in HTTP/1.0 too (RFC 9112 3.2): the Host check needs the one name.
-    if len(hosts) > 1 or (version == b"HTTP/1.1" and not hosts):
-        raise Refused(_plain(400, "one Host header required"), "Host header missing or repeated")
-    try:
-        text = target.decode("ascii")
-        if not text.isprintable():
-            raise ValueError(text)
-        split = urlsplit(text)
-    except ValueError:
-        raise Refused(_plain(400, "bad request target"), "malformed request target") from None
-    if not split.path.startswith("/") and text != "*":
+def read_request(request: web.BaseRequest) -> Request:
+    """What ``respond`` needs of a request aiohttp parsed; Refused(400) for what its parser lets
+    through and we do not: another HTTP version, a target that is not a path, no or two Hosts."""
+    if request.version.major != 1:
+        raise Refused(_plain(400, "bad request line"), f"HTTP version {request.version.major}")
+    target = request.raw_path
+    if not target.startswith("/") or not (target.isascii() and target.isprintable()):
         raise Refused(_plain(400, "bad request target"), "malformed request target")
-    return Request(method.decode("ascii"), split.path, hosts[0].decode("latin-1") if hosts else None)
+    hosts = request.headers.getall("Host", [])
+    # Two Hosts are refused in HTTP/1.0 too (RFC 9112 3.2): the Host check needs the one name.
+    if len(hosts) > 1 or (request.version.minor >= 1 and not hosts):
+        raise Refused(_plain(400, "one Host header required"), "Host header missing or repeated")
+    return Request(request.method, request.path, hosts[0] if hosts else None)
 
 
 _MISDIRECTED = "unknown Host; start the monitor with --http-allow-host NAME"
+
+
+class _ParserRefusals(logging.Logger):
+    """aiohttp reports a request its parser refused (400) through its server logger, with a
+    traceback. Given as that logger, this turns each into the one ``http_refused`` line."""
+
+    def __init__(self) -> None:
+        super().__init__("tablectl.monitor.web.parser")
+
+    def _refused(self, args: tuple[object, ...], exc: object) -> None:
+        peer = str(args[0]) if args else "?"  # ("Error handling request from %s", request.remote)
+        if isinstance(exc, HttpProcessingError):
+            # The first line only: the rest quotes the request's bytes.
+            first = (exc.message or type(exc).__name__).splitlines()[0][:200]
+            reason = first.encode("ascii", "backslashreplace").decode("ascii")
+            log.info("http_refused", peer=peer, status=400, reason=reason)
+        else:  # not a refusal: the server itself failed (our handler catches its own errors)
+            log.error("http_request_failed", peer=peer, error=type(exc).__name__)
+
+    def exception(self, msg: object, *args: object, exc_info: Any = True, **kw: Any) -> None:
+        self._refused(args, exc_info)
+
+    def debug(self, msg: object, *args: object, exc_info: Any = None, **kw: Any) -> None:
+        # aiohttp logs at debug a first request that is not HTTP at all (TLS to a plain port).
+        if exc_info is not None:
+            self._refused(args, exc_info)
+
+
+class _Server(web.Server):
+    """aiohttp's low-level server, telling the page when a connection opens and closes."""
+
+    def __init__(self, page: FleetPage, **kwargs: Any) -> None:
+        super().__init__(page._handle, **kwargs)
+        self._page = page
+
+    def connection_made(self, handler: RequestHandler, transport: Any) -> None:
+        super().connection_made(handler, transport)
+        self._page._connection_changed(+1)
+
+    def connection_lost(self, handler: RequestHandler, exc: BaseException | None = None) -> None:
+        super().connection_lost(handler, exc)
+        self._page._connection_changed(-1)
 
 
 class FleetPage:
@@ -301,30 +319,47 @@ class FleetPage:
     def __init__(self, view: FleetView, allow_hosts: Iterable[str] = ()) -> None:
         self.view = view
         self.allow_hosts = frozenset(host_name(name) for name in allow_hosts)
-        self.server: asyncio.Server | None = None
-        self._clients = 0
-        self._handlers: set[asyncio.Task[Any]] = set()
+        self._runner: web.ServerRunner | None = None
+        self._address: tuple[str, int] | None = None
+        self._clients = 0  # open connections
         self._json: tuple[int, bytes] | None = None  # (view.messages when built, /fleet.json)
 
-    async def start(self, host: str, port: int) -> asyncio.Server:
-        # limit: readuntil gives up once the head outgrows MAX_HEAD instead of buffering without end.
-        self.server = await asyncio.start_server(self._client, host, port, limit=MAX_HEAD)
-        return self.server
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        server = _Server(
+            self,
+            access_log=None,
+            logger=_ParserRefusals(),
+            # From the connection's start too: a client that sends no complete head in this time
+            # (or nothing at all) is closed, so a trickler holds a slot no longer.
+            keepalive_timeout=HEAD_TIMEOUT_S,
+            max_line_size=MAX_HEAD,
+            max_field_size=MAX_HEAD,
+            max_headers=MAX_HEADERS,
+        )
+        runner = web.ServerRunner(server, shutdown_timeout=1.0)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        name = runner.addresses[0]
+        self._address = (str(name[0]), int(name[1]))
+        return self._address
 
     @property
     def address(self) -> tuple[str, int]:
-        assert self.server is not None and self.server.sockets
-        name = self.server.sockets[0].getsockname()
-        return str(name[0]), int(name[1])
+        assert self._address is not None
+        return self._address
 
     async def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            # From Python 3.12 wait_closed() also waits for open connections, and an idle client
-            # would hold the monitor's exit for HEAD_TIMEOUT_S.
-            for handler in list(self._handlers):
-                handler.cancel()
-            await self.server.wait_closed()
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    def _connection_changed(self, change: int) -> None:
+        self._clients += change
 
     def respond(self, request: Request) -> tuple[Response, str | None]:
         """The response, and why the request was refused (None when it was not)."""
@@ -354,78 +389,22 @@ class FleetPage:
             self._json = (count, fleet_json(self.view))
         return self._json[1]
 
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = _peer(writer.get_extra_info("peername"))
-        handler = asyncio.current_task()
-        if handler is not None:
-            self._handlers.add(handler)
-        self._clients += 1
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        refused: str | None
         try:
-            response, head, refused = await self._answer(reader)
-            if refused is not None:
-                status = response.status if response is not None else None
-                log.info("http_refused", peer=peer, status=status, reason=refused)
-            if response is not None:
-                async with asyncio.timeout(WRITE_TIMEOUT_S):
-                    writer.write(response.encode(head=head))
-                    await writer.drain()
-                await _linger(reader, writer)
-        except (ConnectionError, TimeoutError):
-            pass  # the client went away or stalled while we wrote: nobody left to answer
+            if self._clients > MAX_CLIENTS:
+                response, refused = _plain(503, "busy"), "too many connections"
+            else:
+                response, refused = self.respond(read_request(request))
+        except Refused as e:
+            response, refused = e.response, e.reason
         except Exception:
             # Whatever a request does, the server goes on serving the next one.
-            log.exception("http_request_failed", peer=peer)
-        finally:
-            self._clients -= 1
-            if handler is not None:
-                self._handlers.discard(handler)
-            writer.close()
-            with contextlib.suppress(ConnectionError, TimeoutError):
-                async with asyncio.timeout(WRITE_TIMEOUT_S):
-                    await writer.wait_closed()
-
-    async def _answer(self, reader: asyncio.StreamReader) -> tuple[Response | None, bool, str | None]:
-        """(response or None when nobody is listening, whether it answers a HEAD, why it was refused)."""
-        if self._clients > MAX_CLIENTS:
-            return _plain(503, "busy"), False, "too many connections"
-        try:
-            async with asyncio.timeout(HEAD_TIMEOUT_S):
-                head = await reader.readuntil(b"\r\n\r\n")
-        except asyncio.LimitOverrunError:
-            return _plain(400, "request head over 8 KiB"), False, "request head over 8 KiB"
-        except asyncio.IncompleteReadError as e:
-            # A bare connect-and-close (a port check) is not worth a log line; half a request is.
-            return None, False, "closed mid-request" if e.partial.strip() else None
-        except TimeoutError:
-            return None, False, f"no complete request head in {HEAD_TIMEOUT_S:g} s"
-        try:
-            request = parse_head(head)
-        except Refused as refused:
-            return refused.response, head.startswith(b"HEAD "), refused.reason
-        response, refused_reason = self.respond(request)
-        return response, request.method == "HEAD", refused_reason
-
-
-def _peer(name: object) -> str:
-    if isinstance(name, tuple) and len(name) >= 2:
-        return f"{name[0]}:{name[1]}"
-    return str(name)
-
-
-async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """Half-close, then read what the client still sends until it closes (briefly, and capped).
-
-    Closing a socket with unread input makes the kernel send a reset, and a reset can destroy
-    the response before the client has read it: the 400 to an oversized head would never arrive.
-    """
-    if not writer.can_write_eof():
-        return
-    writer.write_eof()
-    with contextlib.suppress(TimeoutError, ConnectionError):
-        async with asyncio.timeout(LINGER_S):
-            for _ in range(LINGER_MAX // 4096):
-                if not await reader.read(4096):
-                    break
+            log.exception("http_request_failed", peer=request.remote)
+            response, refused = _plain(500, "internal error"), None
+        if refused is not None:
+            log.info("http_refused", peer=request.remote, status=response.status, reason=refused)
+        return response.to_web()
 
 
 async def serve(view: FleetView, host: str, port: int, *, allow_hosts: Iterable[str] = ()) -> FleetPage:

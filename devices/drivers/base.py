@@ -10,7 +10,7 @@ from typing import ClassVar
 
 import structlog
 
-from devices.clock import REAL_CLOCK, Clock
+from controller.clock import REAL_CLOCK, Clock
 from devices.commands import Command
 from devices.config import DeviceConfig
 from devices.errors import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from devices.clock import REAL_CLOCK, Clock
+from controller.clock import REAL_CLOCK, Clock
 from devices.config import DeviceConfig, TransportKind
 from devices.drivers.base import Driver
 from devices.drivers.keypad import KeypadDriver

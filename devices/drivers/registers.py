@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from abc import abstractmethod
 
-from devices.clock import REAL_CLOCK, Clock
+from controller.clock import REAL_CLOCK, Clock
 from devices.config import DeviceConfig
 from devices.drivers.base import Driver
 from devices.errors import CommandRejected, TransportError

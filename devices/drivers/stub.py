@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from devices.clock import REAL_CLOCK, Clock
+from controller.clock import REAL_CLOCK, Clock
 from devices.commands import Command, RequestStubCount
 from devices.config import DeviceConfig
 from devices.drivers.base import Driver, stop_if_cancelling

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import pathlib
-import random
 import secrets
 import ssl
 from typing import Final, Protocol
@@ -19,9 +18,10 @@ import serial  # type: ignore[import-untyped]
 import structlog
 from paho.mqtt.reasoncodes import ReasonCode
 
+from controller.backoff import Backoff, BackoffPolicy
+from controller.clock import REAL_CLOCK, Clock
 from controller.errors import short_reason
-from devices.clock import REAL_CLOCK, Clock
-from devices.config import BackoffPolicy, Endpoint, TransportKind, tls_context
+from devices.config import Endpoint, TransportKind, tls_context
 from devices.errors import DeviceTimeout, LinkDown
 
 _log = structlog.get_logger("devices.link")
@@ -41,29 +41,26 @@ class ByteLink(Protocol):
     async def close(self) -> None: ...
 
 
-class _Backoff:
+class _Reconnect:
+    """A link's backoff, told in the link's own terms: a try before its time is refused at once
+    with LinkDown (the driver's poll goes on), and each failure is logged and becomes LinkDown."""
+
     def __init__(self, policy: BackoffPolicy, clock: Clock, what: str) -> None:
-        self.policy, self.clock, self.what = policy, clock, what
-        self.failures = 0
-        self.next_attempt = float("-inf")
-        self._rng = random.Random()  # jitter only
+        self.backoff = Backoff(policy, clock=clock)
+        self.what = what
 
     def check(self) -> None:
-        now = self.clock.now()
-        if now < self.next_attempt:
-            wait = self.next_attempt - now
+        wait = self.backoff.wait_left()
+        if wait > 0:
             raise LinkDown(f"{self.what}: link down, next attempt in {wait:.2f}s")
 
     def failed(self, reason: str) -> LinkDown:
-        self.failures += 1
-        delay = self.policy.delay(self.failures, self._rng.random())
-        self.next_attempt = self.clock.now() + delay
+        delay = self.backoff.failed()
         _log.warning("link_failed", link=self.what, reason=reason, retry_in_s=round(delay, 3))
         return LinkDown(f"{self.what}: {reason}")
 
     def succeeded(self) -> None:
-        self.failures = 0
-        self.next_attempt = float("-inf")
+        self.backoff.succeeded()
 
 
 class SerialLink:
@@ -79,7 +76,7 @@ class SerialLink:
         if endpoint.transport is not TransportKind.SERIAL_LINE:
             raise ValueError(f"not a serial line: {endpoint.transport}")
         self.endpoint = endpoint
-        self._backoff = _Backoff(backoff or BackoffPolicy(), clock, endpoint.path)
+        self._backoff = _Reconnect(backoff or BackoffPolicy(), clock, endpoint.path)
         self._port: serial.Serial | None = None
         self._chunks: asyncio.Queue[bytes | Exception] = asyncio.Queue()
         self._buffered = 0  # bytes in _chunks
@@ -167,7 +164,7 @@ class MqttLink:
         if endpoint.transport is not TransportKind.MQTT:
             raise ValueError(f"not an MQTT endpoint: {endpoint.transport}")
         self.endpoint = endpoint
-        self._backoff = _Backoff(backoff or BackoffPolicy(), clock, endpoint.describe())
+        self._backoff = _Reconnect(backoff or BackoffPolicy(), clock, endpoint.describe())
         self._username, self._password = username, password
         self._tls, self._ca_file = tls, ca_file
         self._stack: contextlib.AsyncExitStack | None = None

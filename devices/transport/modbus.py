@@ -21,8 +21,9 @@ from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient
 from pymodbus.exceptions import ConnectionException, ModbusException, ModbusIOException
 from pymodbus.pdu import ModbusPDU
 
-from devices.clock import REAL_CLOCK, Clock
-from devices.config import BackoffPolicy, Endpoint, TransportKind
+from controller.backoff import Backoff, BackoffPolicy
+from controller.clock import REAL_CLOCK, Clock
+from devices.config import Endpoint, TransportKind
 from devices.errors import BadResponse, DeviceRefused, DeviceTimeout, LinkDown, TransportError
 
 # Modbus exception 6 (device busy) is worth asking again; the others will not change.
@@ -50,14 +51,11 @@ class ModbusBus:
         if endpoint.transport not in (TransportKind.MODBUS_TCP, TransportKind.MODBUS_RTU):
             raise ValueError(f"not a Modbus endpoint: {endpoint.transport}")
         self.endpoint = endpoint
-        self.backoff = backoff or BackoffPolicy()
         self.clock = clock
-        self._rng = rng or random.Random()  # jitter only; nothing secret depends on it
+        self._reconnect = Backoff(backoff or BackoffPolicy(), clock=clock, rng=rng)
         self._lock = asyncio.Lock()
         self._client: AsyncModbusTcpClient | AsyncModbusSerialClient | None = None
         self._last_done = float("-inf")
-        self._connect_failures = 0
-        self._next_attempt = float("-inf")
         self._failures_in_row = 0
         self._log = _log.bind(bus=endpoint.describe())
         self.requests = 0
@@ -78,11 +76,9 @@ class ModbusBus:
     async def _ensure_connected(self, timeout_s: float) -> AsyncModbusTcpClient | AsyncModbusSerialClient:
         if self._client is not None and self._client.connected:
             return self._client
-        now = self.clock.now()
-        if now < self._next_attempt:
-            raise LinkDown(
-                f"{self.endpoint.describe()}: link down, next attempt in {self._next_attempt - now:.2f}s"
-            )
+        wait = self._reconnect.wait_left()
+        if wait > 0:
+            raise LinkDown(f"{self.endpoint.describe()}: link down, next attempt in {wait:.2f}s")
         self._drop_client()
         client = self._new_client()
         reason = "refused"
@@ -95,14 +91,12 @@ class ModbusBus:
             ok, reason = False, type(exc).__name__
         if not ok:
             client.close()
-            self._connect_failures += 1
-            delay = self.backoff.delay(self._connect_failures, self._rng.random())
-            self._next_attempt = self.clock.now() + delay
+            delay = self._reconnect.failed()
             self._log.warning("connect_failed", reason=reason, retry_in_s=round(delay, 3))
             raise LinkDown(f"{self.endpoint.describe()}: cannot connect ({reason})")
-        if self._connect_failures:
-            self._log.info("reconnected", after_failures=self._connect_failures)
-        self._connect_failures = 0
+        if self._reconnect.failures:
+            self._log.info("reconnected", after_failures=self._reconnect.failures)
+        self._reconnect.succeeded()
         self._failures_in_row = 0
         self._client = client
         return client

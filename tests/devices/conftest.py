@@ -50,7 +50,7 @@ def fast(cfg: DeviceConfig, **changes: Any) -> DeviceConfig:
     """Short timeouts and backoff, so fault tests run quickly."""
     from dataclasses import replace
 
-    from devices.config import BackoffPolicy
+    from controller.backoff import BackoffPolicy
 
     defaults: dict[str, Any] = {
         "timeout_s": 0.15,

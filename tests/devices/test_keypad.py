@@ -78,3 +78,21 @@ async def test_stuck_sensor_is_reported_and_clears(rig: Rig) -> None:
     fault, seen = await poll_until(d, SensorFault)
     assert fault.faulty is False
     assert BetSensed("keypad", 3, 1, False) in seen
+
+
+async def test_lock_lights_what_it_froze_and_unlock_puts_every_light_out(rig: Rig) -> None:
+    """docs/devices/keypad.md, 'Sensors and lights on lock and unlock'."""
+    d, kp = rig.driver("keypad"), rig.model("keypad")
+    await d.send(SetLight(7, 2, True))  # a light set before the lock
+    kp.place_bet(2, 1)
+    kp.faults.stuck.add((5, 2))
+    await d.send(LockSensors())
+    assert kp.lights == {(2, 1), (5, 2)}  # the wagers sensed, the stuck sensor's spot; 7/2 out
+    kp.remove_bet(2, 1)  # taken away after the lock: still reads as placed
+    kp.place_bet(3, 1)
+    await d.send(LockSensors())  # again while locked: nothing changes
+    assert (kp.sensed(), kp.lights) == ({(2, 1), (5, 2)}, {(2, 1), (5, 2)})
+    await d.send(SetLight(1, 1, True))  # one light, while locked
+    assert kp.lights == {(1, 1), (2, 1), (5, 2)}
+    await d.send(UnlockSensors())
+    assert (kp.locked, kp.lights, kp.sensed()) == (False, set(), {(3, 1), (5, 2)})

@@ -95,3 +95,26 @@ async def test_masque_wrong_light_is_reported_as_the_device_shows_it(rig_factory
     rig.model("reader").insert(parse_card("3C"))
     await d.poll_once()
     assert [e.light for e in of_type(drain(d), MasqueRange)] == [MasqueLight.BLUE]
+
+
+async def test_reset_clears_the_round_not_the_count_nor_the_failure(rig: Rig) -> None:
+    """docs/devices/reader.md, 'What reset clears': up_rank and result to none; insert_seq and
+    health as they were; a card inserted before the next set_up_card is misuse."""
+    d = rig.driver("reader")
+    await poll_until(d, DeviceOnline)
+    assert of_type(await _peek(rig, "A", "KS"), ReaderResult)
+    model = rig.model("reader")
+    model.faults.dead = True
+    await poll_until(d, ReaderFailed)
+    await d.send(ResetReader())
+    await d.poll_once()
+    assert drain(d) == []  # no event: a reset is not an insertion, nor a repair
+    kept = (model.up_rank, model.result, model.insert_seq, model.health)
+    assert kept == (None, "none", 1, READER_DEAD_CODE)
+    model.faults.dead = False
+    await poll_until(d, ReaderRestored)
+    model.insert(parse_card("KS"))  # no up card written since the reset
+    await d.poll_once()
+    events = drain(d)
+    assert of_type(events, ReaderMisuse) == [ReaderMisuse("reader", None)]
+    assert [r.blackjack for r in of_type(events, ReaderResult)] == [False]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from devices.clock import REAL_CLOCK
+from controller.clock import REAL_CLOCK
 from devices.commands import LockSensors
 from devices.drivers.factory import build_drivers
 from devices.events import BetSensed, DeviceEvent, DeviceOnline, SensorsLocked

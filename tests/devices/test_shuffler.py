@@ -21,7 +21,9 @@ from devices.events import (
     ShuffleStarted,
     Slot,
 )
+from devices.profiles import DeviceKind
 from sim.models import JAM_CODE
+from sim.registers import render
 from tests.devices.conftest import Rig, drain, of_type, poll_until
 
 
@@ -62,8 +64,8 @@ async def test_eject_moves_the_batch_into_the_shoe(rig: Rig) -> None:
     assert (loaded.back, loaded.cards) == ("red", 312)
 
 
-async def test_an_emptied_slot_reads_no_back_colour(rig: Rig) -> None:
-    """docs/devices/shuffler.md: slot_a_back is 0 when the slot is empty."""
+async def test_an_emptied_slot_reads_no_back_colour_and_no_decks(rig: Rig) -> None:
+    """docs/devices/shuffler.md: slot_a_back and slot_a_decks are 0 when the slot is empty."""
     await _start(rig)
     rig.clock.advance(30)
     shuffler = rig.driver("shuffler")
@@ -71,7 +73,7 @@ async def test_an_emptied_slot_reads_no_back_colour(rig: Rig) -> None:
     await shuffler.send(EjectToShoe(Slot.A))
     _, events = await poll_until(shuffler, EjectedToShoe)
     (slot_a,) = [e for e in of_type(events, BatchSlotChanged) if e.slot is Slot.A]
-    assert (slot_a.state, slot_a.back) == (ShufflerState.EMPTY, None)
+    assert (slot_a.state, slot_a.back, slot_a.decks) == (ShufflerState.EMPTY, None, 0)
 
 
 async def test_jam_at_card_n_then_clear_and_recover(rig: Rig) -> None:
@@ -145,3 +147,39 @@ async def test_driver_refuses_commands_of_other_devices(rig: Rig) -> None:
 
     with pytest.raises(CommandRejected, match="a shuffler does not take LockSensors"):
         await rig.driver("shuffler").send(LockSensors())
+
+
+async def test_the_overall_state_shows_the_first_condition_that_holds(rig: Rig) -> None:
+    """docs/devices/shuffler.md, 'The overall state': out of order, fault, jammed, shuffling,
+    ready, idle, in that order; read from the `state` register as a master sees it."""
+    model, profile = rig.model("shuffler"), rig.table.devices["shuffler"].config.profile
+    names = {code: name for name, code in profile.enums["shuffler_state"].items()}
+
+    def state() -> str:
+        return names[render(DeviceKind.SHUFFLER, model, profile)["state"][0]]
+
+    assert state() == "idle"  # both slots loaded, unshuffled
+    model.start(Slot.A)
+    rig.clock.advance(30)
+    assert state() == "ready"  # A ready, B idle
+    model.start(Slot.B)
+    assert state() == "shuffling"  # B shuffling hides A's ready
+    model.faults.jam_at_card = 1
+    rig.clock.advance(1)
+    assert state() == "jammed"  # B jammed, A ready
+    model.faults.device_fault = 7
+    assert state() == "fault"
+    model.mark_out_of_order()
+    assert state() == "out_of_order"
+    model.clear_fault()  # clears the jam and the fault, not the out-of-order mark
+    assert (state(), model.slots[Slot.B].state) == ("out_of_order", ShufflerState.IDLE)
+
+
+async def test_an_empty_slot_leaves_the_overall_state_idle(rig: Rig) -> None:
+    model, profile = rig.model("shuffler"), rig.table.devices["shuffler"].config.profile
+    model.start(Slot.A)
+    rig.clock.advance(30)
+    model.eject(Slot.A)
+    regs = render(DeviceKind.SHUFFLER, model, profile)
+    idle, empty = (profile.enum_value("shuffler_state", s) for s in ("idle", "empty"))
+    assert (regs["state"], regs["slot_a_state"], regs["slot_b_state"]) == ([idle], [empty], [idle])

@@ -68,9 +68,12 @@ class ModbusProxy:
         self, r: asyncio.StreamReader, w: asyncio.StreamWriter, asks: dict[int, int], upstream: bool
     ) -> None:
         while True:
-            head = await r.readexactly(7)
-            tid, _, length, _ = struct.unpack(">HHHB", head)
-            pdu = await r.readexactly(length - 1)
+            try:
+                head = await r.readexactly(7)
+                tid, _, length, _ = struct.unpack(">HHHB", head)
+                pdu = await r.readexactly(length - 1)
+            except asyncio.IncompleteReadError:
+                return  # either end closed the connection (the simulated shoe stops first)
             if upstream and pdu[0] == 3:
                 asks[tid] = struct.unpack(">H", pdu[1:3])[0]
             elif not upstream and pdu[0] == 3 and tid in asks:

@@ -1,11 +1,10 @@
 """The product's promise, as two processes and a broker: `tablectl sim --dealer` plays rounds at a
 table run by `tablectl run` on the same table file, knowing of it only its public MQTT state, for
-every game (DJ Wild dealt from the hand, its stub into the stub counter, 687a.9); and sim/ keeps
-to its layer."""
+every game (DJ Wild dealt from the hand, its stub into the stub counter, 687a.9). That sim/ keeps
+to its layer is import-linter's contract (pyproject.toml, run by bin/test)."""
 
 from __future__ import annotations
 
-import ast
 import signal
 import subprocess
 import sys
@@ -69,34 +68,3 @@ def test_sim_dealer_plays_rounds_at_a_table_run_beside_it(game: str, tmp_path: P
         settled = [r for r in j.records() if r.kind == "round_settled"]
     assert len(settled) == 3
     assert verify_journal(journal).ok
-
-
-# The domain's vocabulary: leaf modules sim/ may use (cards, games, errors, bounded parsing, the
-# shipped files, and the players' strategy, which works on cards only).
-VOCABULARY = {
-    "controller.cards", "controller.errors", "controller.games", "controller.bounded",
-    "controller.shipped", "controller.strategy",
-}  # fmt: skip
-
-
-def test_sim_imports_of_the_controller_only_its_vocabulary() -> None:
-    """Issue 14: sim/ stands beside the controller (it is the hardware), not on top of it."""
-    for path in sorted((ROOT / "sim").rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        bad = {m for m in imported if m.split(".")[0] == "controller" and m not in VOCABULARY}
-        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
-
-
-# The demo's composition (and the command-line dispatcher that runs `tablectl sim`).
-COMPOSITION = {"controller/supervisor/rig.py", "controller/supervisor/demo.py", "controller/cli.py"}
-
-
-def test_the_controller_imports_sim_only_in_the_demos_composition() -> None:
-    for path in sorted((ROOT / "controller").rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        if any(m.split(".")[0] == "sim" for m in imported):
-            assert str(path.relative_to(ROOT)) in COMPOSITION, path

@@ -10,7 +10,8 @@ import asyncio
 import os
 import sys
 
-from controller.telemetry import Backoff, BrokerSettings, TableIdentity, Telemetry
+from controller.backoff import BackoffPolicy
+from controller.telemetry import BrokerSettings, TableIdentity, Telemetry
 from controller.telemetry.config import versions
 
 
@@ -20,7 +21,7 @@ async def main(port: int, ca_file: str, journal: str) -> None:
         os.environ["TABLECTL_MQTT_PASSWORD"], keepalive=3,
     )  # fmt: skip
     identity = TableIdentity("site-a", "t2", "down-under", "sha256:child", versions())
-    telemetry = Telemetry(settings, identity, journal, backoff=Backoff(0.05, 0.5))
+    telemetry = Telemetry(settings, identity, journal, backoff=BackoffPolicy(0.05, 0.5))
     await telemetry.start()
     telemetry.device_health("shoe", "online")
     await asyncio.Event().wait()  # until SIGKILL

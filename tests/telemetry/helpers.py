@@ -6,10 +6,11 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
+from controller.backoff import BackoffPolicy
 from controller.game_config import default_options
 from controller.journal import Classification, Journal
 from controller.table.core import Table
-from controller.telemetry import Backoff, CommandHandler, TableIdentity, Telemetry
+from controller.telemetry import CommandHandler, TableIdentity, Telemetry
 from controller.telemetry.config import versions
 from tests.telemetry.conftest import Broker, Received
 
@@ -42,7 +43,7 @@ def telemetry_for(
     identity = TableIdentity(site, table, "double-attack", "sha256:test", versions())
     return Telemetry(
         broker.settings(user, keepalive=3), identity, journal_path, command=command,
-        backoff=Backoff(initial_s=0.05, max_s=0.5), poll_s=0.5,
+        backoff=BackoffPolicy(initial_s=0.05, max_s=0.5), poll_s=0.5,
     )  # fmt: skip
 
 
