@@ -11,13 +11,17 @@ Keys under ``[rulings]`` are the readings of ambiguous text listed in docs/rulin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Final
+
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, create_model, field_validator
 
 from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError, RuleViolation
 from controller.games import GameId, GameSpec, game_spec
+from controller.schema import Document, Rule, first_error, one_line
 
 MAX_BOXES = 6  # 673a.2(a), 665a.2(a), 685a.2(a): no more than six players
 # Where the Rules Submission names how many adjacent boxes one player may bet on in a round.
@@ -147,100 +151,100 @@ def default_options(game: GameId | str, decks: int | None = None) -> GameOptions
     )
 
 
-def _expect(where: str, key: str, value: Any, kind: type | tuple[type, ...]) -> Any:
-    # bool is an int in Python; a deck count of `true` is a typo, not 1.
-    if isinstance(value, bool) and kind is not bool:
-        raise ConfigError(f"{where}: {key}: expected {_kind_name(kind)}, got {value!r}")
-    if not isinstance(value, kind):
-        raise ConfigError(f"{where}: {key}: expected {_kind_name(kind)}, got {value!r}")
-    return value
+def _one_of(choices: tuple[object, ...]) -> Callable[[object], object]:
+    def check(value: object) -> object:
+        if value not in choices:
+            raise ValueError("not a choice")
+        return value
+
+    return check
 
 
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    if isinstance(kind, tuple):
-        return " or ".join(k.__name__ for k in kind)
-    return {"int": "an integer", "bool": "true or false", "str": "text"}.get(kind.__name__, kind.__name__)
+_WORDS: Final[dict[type, str]] = {int: "an integer", bool: "true or false", str: "text"}
+
+
+def _ruling_field(name: str, default: object) -> Any:
+    kind = type(default)
+    if name in _CHOICES:
+        rule = f"must be one of {' | '.join(repr(c) for c in _CHOICES[name])}"
+        return (Annotated[kind, AfterValidator(_one_of(_CHOICES[name])), Rule(rule)] | None, None)
+    return (Annotated[kind, Rule(f"must be {_WORDS[kind]}")] | None, None)
+
+
+# [rulings]: one optional key per field of Rulings, of its type (and among its choices).
+_RulingsDoc: Final = create_model(
+    "_RulingsDoc",
+    __base__=Document,
+    **{f.name: _ruling_field(f.name, f.default) for f in fields(Rulings)},
+)
+Flag = Annotated[bool, Rule("must be true or false")]
+Whole = Annotated[int, Rule("must be an integer")]
+
+
+class _WagersDoc(Document):
+    bust_it: Flag | None = None
+    match_the_dealer: Flag | None = None
+    progressive: Flag | None = None
+
+
+class GameFile(Document):
+    """A game file's keys and their types; the game's own checks cite the chapter (validate)."""
+
+    game: str  # checked first: which game decides what the other keys may say
+    decks_per_batch: Whole | None = None
+    boxes: Whole | None = None
+    boxes_per_player: Whole | None = None
+    bar_non_wagering: Flag | None = None
+    reader_inspection_required: Flag | None = None
+    automated_shuffler: Flag | None = None
+    self_shuffling_shoe: Flag | None = None
+    wagers: _WagersDoc = _WagersDoc()
+    rulings: Any = Field(default=None, validate_default=True)  # a _RulingsDoc (made from Rulings)
+
+    @field_validator("rulings", mode="plain")
+    @classmethod
+    def _rulings(cls, value: object) -> BaseModel:
+        return _RulingsDoc.model_validate({} if value is None else value)
+
+
+_UNKNOWN: Final = {
+    "wagers": f"unknown optional wager (one of {', '.join(_WAGER_GAMES)})",
+    "rulings": "unknown ruling (see docs/rulings.md)",
+}
 
 
 def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
     """Build and validate options from a parsed TOML document; errors name ``where`` and the key."""
-    known_top = {
-        "game",
-        "decks_per_batch",
-        "boxes",
-        "boxes_per_player",
-        "bar_non_wagering",
-        "reader_inspection_required",
-        "automated_shuffler",
-        "self_shuffling_shoe",
-        "wagers",
-        "rulings",
-    }
-    for key in doc:
-        if key not in known_top:
-            raise ConfigError(f"{where}: {key}: unknown key (expected one of {', '.join(sorted(known_top))})")
+    games = ", ".join(g.value for g in GameId)
     if "game" not in doc:
-        raise ConfigError(f"{where}: game: missing (one of {', '.join(g.value for g in GameId)})")
+        raise ConfigError(f"{where}: game: missing (one of {games})")
+    if not isinstance(doc["game"], str) or doc["game"] not in tuple(GameId):
+        raise ConfigError(f"{where}: game: unknown game {str(doc['game'])[:40]!r} (one of {games})")
+    gid = GameId(doc["game"])
     try:
-        gid = GameId(_expect(where, "game", doc["game"], str))
-    except ValueError:
-        raise ConfigError(
-            f"{where}: game: unknown game {doc['game']!r} (one of {', '.join(g.value for g in GameId)})"
-        ) from None
-    opts = default_options(gid)
-    kwargs: dict[str, Any] = {
-        "bust_it": False,
-        "match_the_dealer": False,
-        "progressive": False,
-    }
-    if "decks_per_batch" in doc:
-        kwargs["decks"] = _expect(where, "decks_per_batch", doc["decks_per_batch"], int)
-    if "boxes" in doc:
-        kwargs["boxes"] = _expect(where, "boxes", doc["boxes"], int)
+        file = GameFile.model_validate(doc)
+    except ValidationError as e:
+        first = first_error(e)
+        loc = first["loc"]
+        if first["type"] == "extra_forbidden" and len(loc) == 2 and loc[0] in _UNKNOWN:
+            raise ConfigError(f"{where}: {loc[0]}.{loc[1]}: {_UNKNOWN[str(loc[0])]}") from None
+        raise ConfigError(one_line(e, where, model=GameFile)) from None
+    given = file.model_dump(exclude_none=True, exclude={"game", "wagers", "rulings"})
     for key in ("boxes_per_player", "bar_non_wagering", "reader_inspection_required"):
-        if key in doc and gid not in ADJACENT_BOXES:
+        if key in given and gid not in ADJACENT_BOXES:
             raise ConfigError(f"{where}: {key}: applies to the blackjack games, not {game_spec(gid).title}")
-    if "boxes_per_player" in doc:
-        kwargs["boxes_per_player"] = _expect(where, "boxes_per_player", doc["boxes_per_player"], int)
-    for key in ("bar_non_wagering", "reader_inspection_required"):
-        if key in doc:
-            kwargs[key] = _expect(where, key, doc[key], bool)
-    if "self_shuffling_shoe" in doc:
-        kwargs["self_shuffling_shoe"] = _expect(
-            where, "self_shuffling_shoe", doc["self_shuffling_shoe"], bool
-        )
-    if "automated_shuffler" in doc:
-        kwargs["automated_shuffler"] = _expect(where, "automated_shuffler", doc["automated_shuffler"], bool)
-
-    wagers = _expect(where, "wagers", doc.get("wagers", {}), dict)
-    for key, value in wagers.items():
-        if key not in _WAGER_GAMES:
-            raise ConfigError(
-                f"{where}: wagers.{key}: unknown optional wager (one of {', '.join(_WAGER_GAMES)})"
-            )
-        kwargs[key] = _expect(where, f"wagers.{key}", value, bool)
-
-    rulings_doc = _expect(where, "rulings", doc.get("rulings", {}), dict)
-    defaults = Rulings()
-    ruling_kwargs: dict[str, Any] = {}
-    names = {f.name for f in fields(Rulings)}
-    for key, value in rulings_doc.items():
-        if key not in names:
-            raise ConfigError(f"{where}: rulings.{key}: unknown ruling (see docs/rulings.md)")
-        default = getattr(defaults, key)
-        _expect(where, f"rulings.{key}", value, type(default))
-        if key in _CHOICES and value not in _CHOICES[key]:
-            allowed = " | ".join(repr(c) for c in _CHOICES[key])
-            raise ConfigError(f"{where}: rulings.{key}: {value!r} is not one of {allowed}")
-        games = _RULING_GAMES.get(key)
-        if games is not None and gid not in games:
-            raise ConfigError(
-                f"{where}: rulings.{key}: applies to {' and '.join(game_spec(g).title for g in games)}, "
-                f"not {game_spec(gid).title}"
-            )
-        ruling_kwargs[key] = value
-
-    opts = replace(opts, rulings=Rulings(**ruling_kwargs), **kwargs)
+    kwargs: dict[str, Any] = {"bust_it": False, "match_the_dealer": False, "progressive": False}
+    if "decks_per_batch" in given:
+        kwargs["decks"] = given.pop("decks_per_batch")
+    kwargs.update(given)
+    kwargs.update(file.wagers.model_dump(exclude_none=True))
+    ruling_kwargs: dict[str, Any] = file.rulings.model_dump(exclude_none=True)
+    for key in ruling_kwargs:
+        ruling_games = _RULING_GAMES.get(key)
+        if ruling_games is not None and gid not in ruling_games:
+            titles = " and ".join(game_spec(g).title for g in ruling_games)
+            raise ConfigError(f"{where}: rulings.{key}: applies to {titles}, not {game_spec(gid).title}")
+    opts = replace(default_options(gid), rulings=Rulings(**ruling_kwargs), **kwargs)
     try:
         opts.validate()
     except RuleViolation as e:

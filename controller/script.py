@@ -28,9 +28,9 @@ from controller.rules.requests import (
     EvenMoneyOffer,
     InsuranceOffer,
     ReaderUse,
-    Request,
     SecondChanceOffer,
     SurrenderOffer,
+    answer,
 )
 from controller.rules.round import Round
 from controller.rules.state import SeatWagers
@@ -180,50 +180,59 @@ class ScriptedRound:
     def play(self) -> dict[str, Any]:
         rnd = self.round
         while rnd.request is not None:
-            rnd.answer(self.respond(rnd.request))
+            rnd.answer(answer(rnd.request, self))
         self.check_leftovers()
         return self.settlement()
 
-    def respond(self, req: Request) -> Any:
-        if isinstance(req, CardFor):
-            if not self.shoe:
-                raise RuleViolation(
-                    SHOE_RAN_OUT[self.game],
-                    "the shoe ran out of cards before the round was complete",
-                )
-            return self.shoe.popleft()
-        if isinstance(req, Decision):
-            actions = self.seats[req.seat].actions
-            if not actions:
-                return Action.STAND
-            if req.legal <= ONLY_STAND_OR_SURRENDER and actions[0] != "surrender":
-                # Ruling G4: a hand that can no longer draw (after a Double Attack double, or a
-                # split ace) but may still surrender leaves the next decision to the next hand.
-                return Action.STAND
-            if actions[0] == "second_chance":
-                raise RuleViolation("673a.7(l)", "a Second Chance Wager is placed only on a hand over 21")
-            return Action(actions.popleft())
-        if isinstance(req, SecondChanceOffer | SurrenderOffer):
-            actions = self.seats[req.seat].actions
-            wanted = "second_chance" if isinstance(req, SecondChanceOffer) else "surrender"
-            if actions and actions[0] == wanted:
-                actions.popleft()
-                return True
-            return False
-        if isinstance(req, DoubleAttackOffer):
-            return self.seats[req.seat].double_attack
-        if isinstance(req, InsuranceOffer):
-            seat = self.seats[req.seat]
-            seat.insurance_taken = True
-            return seat.insurance
-        if isinstance(req, EvenMoneyOffer):
-            seat = self.seats[req.seat]
-            seat.even_money_taken = True
-            return seat.even_money
-        if isinstance(req, ReaderUse):
-            hole = self.round.state.dealer[1]
-            return masque_range(hole) if req.masque else self.round.procedure.dealer_blackjack()
-        raise AssertionError(f"unanswered request {req!r}")  # pragma: no cover
+    # -- answers to the rules engine (controller.rules.requests.Answerer) -----------------
+    def card(self, req: CardFor) -> Card:
+        if not self.shoe:
+            raise RuleViolation(
+                SHOE_RAN_OUT[self.game], "the shoe ran out of cards before the round was complete"
+            )
+        return self.shoe.popleft()
+
+    def decision(self, req: Decision) -> Action:
+        actions = self.seats[req.seat].actions
+        if not actions:
+            return Action.STAND
+        if req.legal <= ONLY_STAND_OR_SURRENDER and actions[0] != "surrender":
+            # Ruling G4: a hand that can no longer draw (after a Double Attack double, or a
+            # split ace) but may still surrender leaves the next decision to the next hand.
+            return Action.STAND
+        if actions[0] == "second_chance":
+            raise RuleViolation("673a.7(l)", "a Second Chance Wager is placed only on a hand over 21")
+        return Action(actions.popleft())
+
+    def _offered(self, seat: int, wanted: str) -> bool:
+        actions = self.seats[seat].actions
+        if actions and actions[0] == wanted:
+            actions.popleft()
+            return True
+        return False
+
+    def second_chance(self, req: SecondChanceOffer) -> bool:
+        return self._offered(req.seat, "second_chance")
+
+    def surrender(self, req: SurrenderOffer) -> bool:
+        return self._offered(req.seat, "surrender")
+
+    def double_attack(self, req: DoubleAttackOffer) -> int:
+        return self.seats[req.seat].double_attack
+
+    def insurance(self, req: InsuranceOffer) -> int:
+        seat = self.seats[req.seat]
+        seat.insurance_taken = True
+        return seat.insurance
+
+    def even_money(self, req: EvenMoneyOffer) -> bool:
+        seat = self.seats[req.seat]
+        seat.even_money_taken = True
+        return seat.even_money
+
+    def reader(self, req: ReaderUse) -> object:
+        hole = self.round.state.dealer[1]
+        return masque_range(hole) if req.masque else self.round.procedure.dealer_blackjack()
 
     def check_leftovers(self) -> None:
         state = self.round.state

@@ -35,6 +35,7 @@ from controller.rules.requests import (
     ReaderUse,
     SecondChanceOffer,
     SurrenderOffer,
+    answer,
 )
 from controller.rules.round import PROCEDURES, Round, check_wagers
 from controller.rules.state import RoundState, SeatWagers
@@ -178,16 +179,6 @@ class TableSimulator:
         check_wagers(options, self.wagers)  # once: every round opens with these (checked=True)
         self.on_round = on_round
         self.round: Round
-        self._answers: dict[type, Callable[[Any], Any]] = {
-            CardFor: lambda req: self._draw(),
-            Decision: self._decide,
-            ReaderUse: self._read,
-            InsuranceOffer: lambda req: insurance_stake(BET),
-            DoubleAttackOffer: lambda req: BET,
-            SecondChanceOffer: self._second_chance,
-            SurrenderOffer: lambda req: False,
-            EvenMoneyOffer: lambda req: False,
-        }
         self.limit = PROCEDURES[options.game].dealer_limit  # bust above it (685a.3(d)(3): 22)
 
     def _new_shoe(self) -> Shoe:
@@ -209,25 +200,39 @@ class TableSimulator:
             self.shoe.draw()
         return self.shoe.draw()
 
-    # -- answers to the rules engine, by request type ------------------------------------
-    def _decide(self, req: Decision) -> Action:
+    # -- answers to the rules engine (controller.rules.requests.Answerer) -----------------
+    def card(self, req: CardFor) -> Card:
+        return self._draw()
+
+    def decision(self, req: Decision) -> Action:
         state = self.round.state
         return choose(state.boxes[req.seat - 1].hands[req.hand], state.dealer[0], req.legal)
 
-    def _read(self, req: ReaderUse) -> object:
+    def reader(self, req: ReaderUse) -> object:
         hole = self.round.state.dealer[1]
         return masque_range(hole) if req.masque else self.round.procedure.dealer_blackjack()
 
-    def _second_chance(self, req: SecondChanceOffer) -> bool:
+    def insurance(self, req: InsuranceOffer) -> int:
+        return insurance_stake(BET)
+
+    def double_attack(self, req: DoubleAttackOffer) -> int:
+        return BET
+
+    def even_money(self, req: EvenMoneyOffer) -> bool:
+        return False
+
+    def surrender(self, req: SurrenderOffer) -> bool:
+        return False
+
+    def second_chance(self, req: SecondChanceOffer) -> bool:
         return takes_second_chance(self.round.state.boxes[req.seat - 1].hands[req.hand])
 
     def play_round(self, report: Report) -> None:
         rnd = Round(self.options, self.wagers, checked=True)
         self.round = rnd
-        answers = self._answers
         req = rnd.request
         while req is not None:
-            req = rnd.answer(answers[type(req)](req))
+            req = rnd.answer(answer(req, self))
         state = rnd.state
         played = state.dealer_played
         report.add_round(

@@ -7,19 +7,21 @@ each device's profile (paths are relative to the table file's folder). Every pro
 
 from __future__ import annotations
 
-import math
 import os
 import pathlib
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import AfterValidator, ConfigDict, Field, ValidationError
 
 from controller.backoff import BackoffPolicy
 from controller.cards import RANKS
 from controller.errors import ConfigError, short_reason
 from controller.ids import BACK_COLOUR, ENV_NAME, IDENTIFIER_RULE, is_identifier, matches
+from controller.schema import Document, Rule, between, first_error, one_line
 from controller.shipped import resolve_ref, shipped_names
 from devices.errors import ProfileError
 from devices.profiles import DeviceKind, Profile, Protocol, load_profile
@@ -31,6 +33,9 @@ class TransportKind(StrEnum):
     SERIAL_LINE = "serial-line"
     MQTT = "mqtt"
 
+
+_PROFILE_RULE: Final = "must be the path of a device profile (config/devices/*.toml)"
+_TRANSPORT_RULE: Final = f"must be one of {', '.join(TransportKind)}"
 
 _PROTOCOL_OF: Final = {
     TransportKind.MODBUS_TCP: Protocol.MODBUS,
@@ -48,6 +53,55 @@ class RetryPolicy:
     write_attempts: int = 1  # a command is not repeated unless the profile says it is safe
 
 
+Parity = Literal["even", "odd", "none"]
+_PARITY_CODE: Final = {"even": "E", "odd": "O", "none": "N"}  # pyserial's and pymodbus's letters
+
+
+@dataclass(frozen=True, slots=True)
+class Framing:
+    """How each character goes on a serial line: data bits, parity, stop bits.
+
+    Modbus over Serial Line (V1.02, 2.5.1) makes even parity the default, and a line without
+    parity must use two stop bits so a character keeps its 11 bits; RTU carries 8 data bits.
+    Frame devices on a plain serial line keep their usual 8N1."""
+
+    bytesize: int = 8
+    parity: Parity = "even"
+    stopbits: int = 1
+
+    @property
+    def parity_code(self) -> str:
+        """``E``, ``O`` or ``N``: what pyserial and pymodbus take."""
+        return _PARITY_CODE[self.parity]
+
+    def describe(self) -> str:
+        return f"{self.bytesize}{self.parity_code}{self.stopbits}"
+
+    def for_port(self, path: str) -> Framing:
+        """The framing to set on the port at ``path``: this one, or on a pty (the simulators'
+        lines) 8 data bits, no parity and these stop bits. A pty carries bytes and has neither
+        parity nor a byte size; Linux drops both and may refuse the setting outright (EINVAL),
+        which would keep the line from ever opening."""
+        if not _is_pty(path):
+            return self
+        return Framing(bytesize=8, parity="none", stopbits=self.stopbits)
+
+    def pyserial(self) -> dict[str, Any]:
+        """The keyword arguments of pyserial's (and pymodbus's) serial ports."""
+        return {"bytesize": self.bytesize, "parity": self.parity_code, "stopbits": self.stopbits}
+
+
+def _is_pty(path: str) -> bool:
+    try:
+        return os.path.realpath(path).startswith("/dev/pts/")
+    except (OSError, ValueError):
+        return False
+
+
+MODBUS_RTU_FRAMING: Final = Framing()
+LINE_FRAMING: Final = Framing(parity="none")
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     transport: TransportKind
@@ -57,6 +111,14 @@ class Endpoint:
     baudrate: int = 19200
     gap_s: float = 0.0  # quiet time between requests on this bus
     topic: str = ""  # MQTT base topic of the device
+    framing: Framing | None = None  # serial lines: None is the transport's default (serial_framing)
+
+    @property
+    def serial_framing(self) -> Framing:
+        """The line's framing as configured, else Modbus's 8E1 on RTU and 8N1 on a frame line."""
+        if self.framing is not None:
+            return self.framing
+        return MODBUS_RTU_FRAMING if self.transport is TransportKind.MODBUS_RTU else LINE_FRAMING
 
     @property
     def bus_key(self) -> tuple[str, str, int]:
@@ -120,28 +182,149 @@ class DeviceConfig:
     sim_mqtt: MqttAccess = field(default_factory=MqttAccess)
 
     def with_endpoint(self, **changes: Any) -> DeviceConfig:
-        from dataclasses import replace
-
         return replace(self, endpoint=replace(self.endpoint, **changes))
 
 
-_COMMON_KEYS: Final = {
-    "kind", "profile", "transport", "host", "port", "path", "baudrate", "gap_ms", "topic",
-    "device_id", "timeout_s", "poll_interval_s", "offline_after", "read_attempts",
-    "write_attempts", "backoff_initial_s", "backoff_max_s", "backoff_jitter", "sim",
-}  # fmt: skip
-_MQTT_KEYS: Final = frozenset({"tls", "ca_file", "username", "password_env"})
-# In [devices.<name>.sim]: the simulated device's own account.
-_SIM_MQTT_KEYS: Final = frozenset({"username", "password_env"})
 # Upper case only: a password pasted into password_env by mistake is then refused by its shape
 # more often than it is named back in "not set" (the names people use are upper case anyway).
-_OPTION_KEYS: Final[dict[DeviceKind, dict[str, str]]] = {
-    DeviceKind.SHUFFLER: {"max_cycle_s": "number", "backs": "backs"},
-    DeviceKind.SHOE: {},
-    DeviceKind.READER: {"peek_up_ranks": "ranks"},
-    DeviceKind.STUB_COUNTER: {"expected": "count", "heartbeat_timeout_s": "number"},
-    DeviceKind.KEYPAD: {"boxes": "count", "spots": "count"},
+_ENV_RULE: Final = "must name an environment variable (A-Z, 0-9, _)"
+
+
+def _distinct_pair(v: list[str]) -> list[str]:
+    if len(v) != 2 or len(set(v)) != 2 or not all(matches(BACK_COLOUR, x) for x in v):
+        raise ValueError("two different colours")
+    return v
+
+
+def _ranks(v: list[str]) -> list[str]:
+    if not all(x in RANKS for x in v):
+        raise ValueError("not a rank")
+    return v
+
+
+def _plain_topic(v: str) -> str:
+    if not v or any(ch in v for ch in "+#"):
+        raise ValueError("wildcard")
+    return v
+
+
+def _env_name(v: str) -> str:
+    if not matches(ENV_NAME, v):
+        raise ValueError("not a variable name")
+    return v
+
+
+Seconds = Annotated[float, Rule("must be a positive number", gt=0, le=1e6)]
+Count = Annotated[int, between(1, 1000)]
+NonEmpty = Annotated[str, Field(min_length=1), Rule("must be a non-empty string")]
+EnvName = Annotated[str, AfterValidator(_env_name), Rule(_ENV_RULE)]
+
+
+class _SimSection(Document):
+    """``[devices.<name>.sim]``: the simulator's settings. Other keys stay free-form (each
+    simulator reads its own); the numbers and the simulated device's account are checked here,
+    so that a wrong type is one line naming the key, not a traceback in the simulator."""
+
+    model_config = ConfigDict(extra="allow")
+
+    decks: Annotated[int, Rule("must be a whole number of decks from 1 to 12", ge=1, le=12)] | None = None
+    cycle_s: (
+        Annotated[float, Rule("must be a number of seconds above 0, at most 3600", gt=0, le=3600)] | None
+    ) = None
+    heartbeat_s: (
+        Annotated[float, Rule("must be a number of seconds above 0, at most 60", gt=0, le=60)] | None
+    ) = None
+    cover_fraction: (
+        Annotated[float, Rule("must be a fraction of the shoe between 0.01 and 0.99", ge=0.01, le=0.99)]
+        | None
+    ) = None
+    username: NonEmpty | None = None
+    password_env: EnvName | None = None
+
+
+class _Section(Document):
+    """The keys every ``[devices.<name>]`` section may have (the schema; the checks across keys,
+    files and the environment are in ``_one``). Defaults are the docs' (docs/devices/README.md)."""
+
+    kind: str  # checked first, to choose the section's model
+    profile: Annotated[str, Field(min_length=1), Rule(_PROFILE_RULE)]
+    transport: Annotated[str, AfterValidator(TransportKind), Rule(_TRANSPORT_RULE)]
+    host: Annotated[str, Field(min_length=1), Rule("must be a host name or address")] = "127.0.0.1"
+    port: Annotated[int, between(0, 65535)] = 0
+    path: Annotated[str, Rule("must be a string")] = ""
+    baudrate: Annotated[int, between(1200, 921600)] = 19200
+    bytesize: Annotated[int, between(5, 8)] | None = None
+    parity: Annotated[Parity, Rule("must be one of even, odd, none")] | None = None
+    stopbits: Annotated[int, Rule("must be 1 or 2", ge=1, le=2)] | None = None
+    gap_ms: Annotated[float, between(0, 1000, "a number")] | None = None
+    topic: (
+        Annotated[str, AfterValidator(_plain_topic), Rule("must be a plain topic without wildcards")] | None
+    ) = None
+    device_id: Annotated[int, between(1, 247)] = 1
+    timeout_s: Annotated[float, between(0.01, 30, "a number")] = 0.5
+    poll_interval_s: Annotated[float, between(0.005, 60, "a number")] = 0.1
+    offline_after: Annotated[int, between(1, 100)] = 3
+    read_attempts: Annotated[int, between(1, 10)] = 2
+    write_attempts: Annotated[int, between(1, 10)] = 1
+    backoff_initial_s: Annotated[float, between(0.001, 60, "a number")] = 0.2
+    backoff_max_s: Annotated[float, between(0.001, 3600, "a number")] = 10.0
+    backoff_jitter: Annotated[float, between(0, 1, "a number")] = 0.25
+    # MQTT only (refused on the other transports in _one).
+    tls: Annotated[bool, Rule("must be true or false")] = False
+    ca_file: (
+        Annotated[str, Field(min_length=1), Rule("must be the path of a CA certificate (PEM)")] | None
+    ) = None
+    username: NonEmpty | None = None
+    password_env: EnvName | None = None
+    sim: _SimSection = Field(default_factory=lambda: _SimSection())
+
+
+class _ShufflerSection(_Section):
+    max_cycle_s: Seconds | None = None
+    backs: (
+        Annotated[
+            list[str],
+            AfterValidator(_distinct_pair),
+            Rule("must name the two batches' back colours (a-z, 0-9, '_', '-'), e.g. ['red', 'blue']"),
+        ]
+        | None
+    ) = None
+
+
+class _ShoeSection(_Section):
+    pass
+
+
+class _ReaderSection(_Section):
+    peek_up_ranks: (
+        Annotated[list[str], AfterValidator(_ranks), Rule(f"must be a list of ranks from {' '.join(RANKS)}")]
+        | None
+    ) = None
+
+
+class _StubCounterSection(_Section):
+    expected: Count | None = None
+    heartbeat_timeout_s: Seconds | None = None
+
+
+class _KeypadSection(_Section):
+    boxes: Count | None = None
+    spots: Count | None = None
+
+
+_SECTIONS: Final[dict[DeviceKind, type[_Section]]] = {
+    DeviceKind.SHUFFLER: _ShufflerSection,
+    DeviceKind.SHOE: _ShoeSection,
+    DeviceKind.READER: _ReaderSection,
+    DeviceKind.STUB_COUNTER: _StubCounterSection,
+    DeviceKind.KEYPAD: _KeypadSection,
 }
+_OPTION_KEYS: Final = {
+    kind: tuple(sorted(set(model.model_fields) - set(_Section.model_fields)))
+    for kind, model in _SECTIONS.items()
+}
+_MQTT_KEYS: Final = ("tls", "ca_file", "username", "password_env")
+_SIM_MQTT_KEYS: Final = ("username", "password_env")
 
 
 class _Where:
@@ -182,7 +365,7 @@ def load_devices(
         raise ConfigError(f"{src}: devices: must be a table of [devices.<name>] sections")
     out = [_one(name, t, base_dir, src, env, topic_prefix, side) for name, t in devices_table.items()]
     seen: dict[tuple[tuple[str, str, int], int], str] = {}
-    gaps: dict[tuple[str, str, int], float] = {}
+    lines: dict[tuple[str, str, int], DeviceConfig] = {}
     for d in out:
         key = (d.endpoint.bus_key, d.device_id)
         if d.endpoint.transport is not TransportKind.MQTT and (d.endpoint.port or d.endpoint.path):
@@ -193,10 +376,23 @@ def load_devices(
                     f"devices.{seen[key]} on the same bus" + (" (one id per RTU line)" if rtu else "")
                 )
             seen[key] = d.name
-        gap = gaps.setdefault(d.endpoint.bus_key, d.endpoint.gap_s)
-        if gap != d.endpoint.gap_s and d.endpoint.transport is TransportKind.MODBUS_RTU:
+        if d.endpoint.transport is not TransportKind.MODBUS_RTU:
+            continue
+        # One RTU line has one speed, one framing and one gap: the first device's are the line's.
+        first = lines.setdefault(d.endpoint.bus_key, d)
+        if first.endpoint.gap_s != d.endpoint.gap_s:
             raise ConfigError(f"{src}: devices.{d.name}.gap_ms: devices on one bus must agree on the gap")
+        for setting in ("baudrate", "bytesize", "parity", "stopbits"):
+            if _line_setting(d.endpoint, setting) != _line_setting(first.endpoint, setting):
+                raise ConfigError(
+                    f"{src}: devices.{d.name}.{setting}: devices on one line must agree on its speed"
+                    f" and framing (devices.{first.name}'s line)"
+                )
     return out
+
+
+def _line_setting(ep: Endpoint, key: str) -> object:
+    return ep.baudrate if key == "baudrate" else getattr(ep.serial_framing, key)
 
 
 def _one(
@@ -214,122 +410,105 @@ def _one(
     if not isinstance(t, dict):
         raise ConfigError(f"{src}: devices.{name}: must be a table")
     _no_literal_password(w, t)
+    sim_raw = t.get("sim", {})
+    if isinstance(sim_raw, dict):
+        _no_literal_password(_Where(src, f"{name}.sim"), sim_raw)
     kind_raw = t.get("kind")
     if kind_raw not in tuple(DeviceKind):
         raise w.fail("kind", f"must be one of {', '.join(DeviceKind)}")
     kind = DeviceKind(kind_raw)
-    allowed = _COMMON_KEYS | _MQTT_KEYS | set(_OPTION_KEYS[kind])
-    for key in t:
-        if key not in allowed:
-            raise w.fail(key, f"unknown key for a {kind} device")
-    prof_raw = t.get("profile")
-    if not isinstance(prof_raw, str) or not prof_raw:
-        raise w.fail("profile", "must be the path of a device profile (config/devices/*.toml)")
-    prof_path = resolve_ref(base_dir, prof_raw, "devices")
+    try:
+        sec = _SECTIONS[kind].model_validate(t)
+    except ValidationError as exc:
+        line = one_line(exc, src, f"devices.{name}.")
+        if first_error(exc)["type"] == "extra_forbidden":
+            line += f" for a {kind} device"
+        raise ConfigError(line) from None
+    prof_path = resolve_ref(base_dir, sec.profile, "devices")
     if prof_path is None:
         shipped = ", ".join(shipped_names("devices"))
-        why = f"no profile at {prof_raw} (relative to the table file) nor a shipped one ({shipped})"
+        why = f"no profile at {sec.profile} (relative to the table file) nor a shipped one ({shipped})"
         raise w.fail("profile", why)
     try:
         profile = load_profile(prof_path)
     except ProfileError as exc:
         raise w.fail("profile", str(exc)) from None
     if profile.kind is not kind:
-        raise w.fail("profile", f"{prof_raw} is a {profile.kind} profile, not {kind}")
-    tr_raw = t.get("transport")
-    if tr_raw not in tuple(TransportKind):
-        raise w.fail("transport", f"must be one of {', '.join(TransportKind)}")
-    transport = TransportKind(tr_raw)
+        raise w.fail("profile", f"{sec.profile} is a {profile.kind} profile, not {kind}")
+    transport = TransportKind(sec.transport)
     if _PROTOCOL_OF[transport] is not profile.protocol:
         raise w.fail("transport", f"{transport} cannot carry a {profile.protocol} profile")
 
-    def num(key: str, lo: float, hi: float, default: float) -> float:
-        v = t.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-            raise w.fail(key, f"must be a number {lo}-{hi}")
-        if not lo <= v <= hi:
-            raise w.fail(key, f"must be a number {lo}-{hi}")
-        return float(v)
-
-    def integer(key: str, lo: int, hi: int, default: int) -> int:
-        v = t.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise w.fail(key, f"must be an integer {lo}-{hi}")
-        return v
-
-    def text(key: str, default: str = "") -> str:
-        v = t.get(key, default)
-        if not isinstance(v, str):
-            raise w.fail(key, "must be a string")
-        return v
-
-    if transport in (TransportKind.MODBUS_TCP, TransportKind.MQTT):
-        host = text("host", "127.0.0.1")
-        if not host:
-            raise w.fail("host", "must not be empty")
-        endpoint = Endpoint(transport, host=host, port=integer("port", 0, 65535, 0))
+    serial_keys = ("path", "baudrate", "bytesize", "parity", "stopbits")
+    network_keys = ("host", "port")
+    serial = transport in (TransportKind.MODBUS_RTU, TransportKind.SERIAL_LINE)
+    if serial:
+        _only(w, t, network_keys, "only for a network transport (modbus-tcp, mqtt)")
     else:
-        endpoint = Endpoint(
-            transport,
-            path=text("path"),
-            baudrate=integer("baudrate", 1200, 921600, 19200),
-        )
-    if transport is TransportKind.MQTT:
-        topic = text("topic", f"{topic_prefix}/{name}")
-        if not topic or any(ch in topic for ch in "+#"):
-            raise w.fail("topic", "must be a plain topic without wildcards")
-        endpoint = Endpoint(transport, host=endpoint.host, port=endpoint.port, topic=topic)
-        access = _mqtt_access(w, t, base_dir, environ if side != "sim" else None)
-    else:
-        _mqtt_only(w, _MQTT_KEYS, t)
-        access = MqttAccess()
+        _only(w, t, serial_keys[2:], "only for a serial line (modbus-rtu, serial-line)")
     gap_default = 5.0 if transport is TransportKind.MODBUS_RTU else 0.0
-    endpoint = Endpoint(
-        endpoint.transport, endpoint.host, endpoint.port, endpoint.path, endpoint.baudrate,
-        num("gap_ms", 0, 1000, gap_default) / 1000, endpoint.topic,
-    )  # fmt: skip
-
-    sim = t.get("sim", {})
-    if not isinstance(sim, dict):
-        raise w.fail("sim", "must be a table")
-    # Other sim keys stay free-form (each simulator reads its own); only the account is checked here.
-    w_sim = _Where(src, f"{name}.sim")
-    _no_literal_password(w_sim, sim)
-    _check_sim_numbers(w_sim, sim)
-    if transport is TransportKind.MQTT:
-        # The simulated device reaches the same broker as the appliance: same TLS, its own account.
-        sim_environ = environ if side != "appliance" else None
-        sim_access = MqttAccess(access.tls, access.ca_file, *_mqtt_account(w_sim, sim, sim_environ))
+    gap_s = (gap_default if sec.gap_ms is None else sec.gap_ms) / 1000
+    if serial:
+        endpoint = Endpoint(
+            transport, path=sec.path, baudrate=sec.baudrate, gap_s=gap_s, framing=_framing(w, sec, transport)
+        )
     else:
-        _mqtt_only(w_sim, _SIM_MQTT_KEYS, sim)
-        sim_access = MqttAccess()
+        endpoint = Endpoint(transport, host=sec.host, port=sec.port, gap_s=gap_s)
+    if transport is TransportKind.MQTT:
+        topic = sec.topic if sec.topic is not None else f"{topic_prefix}/{name}"
+        endpoint = replace(endpoint, topic=topic)
+        access = _mqtt_access(w, sec, base_dir, environ if side != "sim" else None)
+        # The simulated device reaches the same broker as the appliance: same TLS, its own account.
+        w_sim = _Where(src, f"{name}.sim")
+        sim_environ = environ if side != "appliance" else None
+        sim_access = MqttAccess(access.tls, access.ca_file, *_mqtt_account(w_sim, sec.sim, sim_environ))
+    else:
+        _only(w, t, (*_MQTT_KEYS, "topic"), 'only for transport = "mqtt"')
+        _only(_Where(src, f"{name}.sim"), sim_raw, _SIM_MQTT_KEYS, 'only for transport = "mqtt"')
+        access = sim_access = MqttAccess()
     return DeviceConfig(
         name=name,
         kind=kind,
         profile=profile,
         endpoint=endpoint,
-        device_id=integer("device_id", 1, 247, 1),
-        timeout_s=num("timeout_s", 0.01, 30, 0.5),
-        poll_interval_s=num("poll_interval_s", 0.005, 60, 0.1),
-        offline_after=integer("offline_after", 1, 100, 3),
-        retry=RetryPolicy(integer("read_attempts", 1, 10, 2), integer("write_attempts", 1, 10, 1)),
-        backoff=BackoffPolicy(
-            num("backoff_initial_s", 0.001, 60, 0.2),
-            num("backoff_max_s", 0.001, 3600, 10),
-            num("backoff_jitter", 0, 1, 0.25),
-        ),
-        options=_options(w, kind, t),
-        sim=sim,
+        device_id=sec.device_id,
+        timeout_s=sec.timeout_s,
+        poll_interval_s=sec.poll_interval_s,
+        offline_after=sec.offline_after,
+        retry=RetryPolicy(sec.read_attempts, sec.write_attempts),
+        backoff=BackoffPolicy(sec.backoff_initial_s, sec.backoff_max_s, sec.backoff_jitter),
+        options=_options(sec, kind),
+        sim=sim_raw,
         source=f"{src}: devices.{name}",
         mqtt=access,
         sim_mqtt=sim_access,
     )
 
 
-def _mqtt_only(w: _Where, keys: frozenset[str], t: Mapping[str, Any]) -> None:
-    extra = sorted(keys & set(t))
+def _framing(w: _Where, sec: _Section, transport: TransportKind) -> Framing:
+    """The line's framing: each key given, or the default of its transport (Modbus: 8E1, and two
+    stop bits when there is no parity; a plain serial line: 8N1)."""
+    default = MODBUS_RTU_FRAMING if transport is TransportKind.MODBUS_RTU else LINE_FRAMING
+    parity = sec.parity or default.parity
+    two_stop = transport is TransportKind.MODBUS_RTU and parity == "none"
+    framing = Framing(
+        bytesize=sec.bytesize or default.bytesize,
+        parity=parity,
+        stopbits=sec.stopbits or (2 if two_stop else default.stopbits),
+    )
+    if transport is TransportKind.MODBUS_RTU:
+        if framing.bytesize != 8:
+            raise w.fail("bytesize", "Modbus RTU sends 8 data bits (Modbus over Serial Line 2.5.1)")
+        if two_stop and framing.stopbits != 2:
+            why = "Modbus RTU without parity needs 2 stop bits (Modbus over Serial Line 2.5.1)"
+            raise w.fail("stopbits", why)
+    return framing
+
+
+def _only(w: _Where, t: Mapping[str, Any], keys: tuple[str, ...], rule: str) -> None:
+    extra = sorted(set(keys) & set(t))
     if extra:
-        raise w.fail(extra[0], 'only for transport = "mqtt"')
+        raise w.fail(extra[0], rule)
 
 
 def _no_literal_password(w: _Where, t: Mapping[str, Any]) -> None:
@@ -338,96 +517,56 @@ def _no_literal_password(w: _Where, t: Mapping[str, Any]) -> None:
         raise w.fail("password", "a password is never written in the table config; use password_env")
 
 
-# The simulators' own numbers ([devices.<name>.sim]): (lowest, highest, whole numbers only, rule).
-# Checked here so that a wrong type is one line naming the key, not a traceback in the simulator.
-_SIM_NUMBERS: Final[dict[str, tuple[float, float, bool, str]]] = {
-    "decks": (1, 12, True, "must be a whole number of decks from 1 to 12"),
-    "cycle_s": (0.001, 3600, False, "must be a number of seconds above 0, at most 3600"),
-    "heartbeat_s": (0.001, 60, False, "must be a number of seconds above 0, at most 60"),
-    "cover_fraction": (0.01, 0.99, False, "must be a fraction of the shoe between 0.01 and 0.99"),
-}
-
-
-def _check_sim_numbers(w: _Where, sim: Mapping[str, Any]) -> None:
-    for key, (low, high, whole, rule) in _SIM_NUMBERS.items():
-        if key not in sim:
-            continue
-        v = sim[key]
-        number = isinstance(v, int) or (isinstance(v, float) and not whole)
-        if isinstance(v, bool) or not number or not low <= float(v) <= high:
-            raise w.fail(key, rule)
-
-
 def _mqtt_access(
-    w: _Where, t: Mapping[str, Any], base_dir: pathlib.Path, environ: Mapping[str, str] | None
+    w: _Where, sec: _Section, base_dir: pathlib.Path, environ: Mapping[str, str] | None
 ) -> MqttAccess:
-    tls = t.get("tls", False)
-    if not isinstance(tls, bool):
-        raise w.fail("tls", "must be true or false")
     ca_file: pathlib.Path | None = None
-    if "ca_file" in t:
-        ca_raw = t["ca_file"]
-        if not tls:
+    if sec.ca_file is not None:
+        if not sec.tls:
             raise w.fail("ca_file", "needs tls = true")
-        if not isinstance(ca_raw, str) or not ca_raw:
-            raise w.fail("ca_file", "must be the path of a CA certificate (PEM)")
-        ca_file = (base_dir / ca_raw).resolve()
+        ca_file = (base_dir / sec.ca_file).resolve()
         if not ca_file.is_file():
-            raise w.fail("ca_file", f"{ca_raw}: no such file")
+            raise w.fail("ca_file", f"{sec.ca_file}: no such file")
         try:
             tls_context(True, ca_file)
         except (OSError, ssl.SSLError) as exc:
-            raise w.fail("ca_file", f"{ca_raw}: not a usable CA certificate ({short_reason(exc)})") from None
-    return MqttAccess(tls, ca_file, *_mqtt_account(w, t, environ))
+            raise w.fail(
+                "ca_file", f"{sec.ca_file}: not a usable CA certificate ({short_reason(exc)})"
+            ) from None
+    return MqttAccess(sec.tls, ca_file, *_mqtt_account(w, sec, environ))
 
 
 def _mqtt_account(
-    w: _Where, t: Mapping[str, Any], environ: Mapping[str, str] | None
+    w: _Where, sec: _Section | _SimSection, environ: Mapping[str, str] | None
 ) -> tuple[str | None, str | None, str | None]:
-    """``username``, ``password_env`` and the password read from that variable, checked; with
-    ``environ`` None (the other end's account) the variable is not read and the password is None."""
-    username = t.get("username")
-    if username is not None and (not isinstance(username, str) or not username):
-        raise w.fail("username", "must be a non-empty string")
-    password_env = t.get("password_env")
-    password: str | None = None
-    if password_env is not None:
-        if not matches(ENV_NAME, password_env):
-            raise w.fail("password_env", "must name an environment variable (A-Z, 0-9, _)")
-        if username is None:
-            raise w.fail("password_env", "needs a username")
-        if environ is None:
-            return username, password_env, None
-        password = environ.get(password_env)
-        if password is None:
-            raise w.fail("password_env", f"environment variable {password_env} is not set")
-        if not password:
-            raise w.fail("password_env", f"environment variable {password_env} is empty")
+    """``username``, ``password_env`` and the password read from that variable (the schema has
+    checked their shapes); with ``environ`` None (the other end's account) the variable is not
+    read and the password is None."""
+    username, password_env = sec.username, sec.password_env
+    if password_env is None:
+        return username, None, None
+    if username is None:
+        raise w.fail("password_env", "needs a username")
+    if environ is None:
+        return username, password_env, None
+    password = environ.get(password_env)
+    if password is None:
+        raise w.fail("password_env", f"environment variable {password_env} is not set")
+    if not password:
+        raise w.fail("password_env", f"environment variable {password_env} is empty")
     return username, password_env, password
 
 
-def _options(w: _Where, kind: DeviceKind, t: Mapping[str, Any]) -> dict[str, Any]:
+def _options(sec: _Section, kind: DeviceKind) -> dict[str, Any]:
+    """The kind's own keys that were given, in the shapes the drivers take."""
     out: dict[str, Any] = {}
-    for key, rule in _OPTION_KEYS[kind].items():
-        if key not in t:
+    for key in _OPTION_KEYS[kind]:
+        v = getattr(sec, key)
+        if v is None:
             continue
-        v = t[key]
-        if rule == "number":
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e6:
-                raise w.fail(key, "must be a positive number")
-        elif rule == "count":
-            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1000:
-                raise w.fail(key, "must be an integer 1-1000")
-        elif rule == "backs":
-            if (not isinstance(v, list) or len(v) != 2 or len(set(v)) != 2
-                    or not all(matches(BACK_COLOUR, x) for x in v)):  # fmt: skip
-                raise w.fail(
-                    key, "must name the two batches' back colours (a-z, 0-9, '_', '-'), e.g. ['red', 'blue']"
-                )
+        if key == "backs":
             v = tuple(v)
-        elif rule == "ranks":
-            if not isinstance(v, list) or not all(x in RANKS for x in v):
-                raise w.fail(key, f"must be a list of ranks from {' '.join(RANKS)}")
+        elif key == "peek_up_ranks":
             v = frozenset(v)
         out[key] = v
     return out

@@ -13,9 +13,12 @@ import pathlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import Annotated, Any, Final
+
+from pydantic import AfterValidator, Field, ValidationError
 
 from controller.bounded import InputRefused, read_toml
+from controller.schema import Document, NonEmpty, Rule, between, one_line
 from devices.errors import FrameDecodeError, ProfileError
 
 
@@ -249,49 +252,107 @@ _REQUIRED_FRAMES: Final[dict[DeviceKind, dict[str, tuple[str, ...]]]] = {
 }
 
 
-class _Checker:
-    """Reads a TOML table with one-line errors that name the file and the dotted key."""
+def _choice(options: tuple[str, ...]) -> Any:
+    def check(value: str) -> str:
+        if value not in options:
+            raise ValueError("not a choice")
+        return value
 
-    def __init__(self, path: pathlib.Path) -> None:
-        self.path = path
+    return check
 
-    def fail(self, key: str, rule: str) -> ProfileError:
-        return ProfileError(f"{self.path}: {key}: {rule}")
 
-    def table(self, data: Mapping[str, Any], key: str, *, required: bool = True) -> dict[str, Any]:
-        v = data.get(key.rsplit(".", 1)[-1])
-        if v is None and not required:
-            return {}
-        if not isinstance(v, dict):
-            raise self.fail(key, "must be a table")
-        return v
+def _fail(path: pathlib.Path, key: str, rule: str) -> ProfileError:
+    return ProfileError(f"{path}: {key}: {rule}")
 
-    def string(self, data: Mapping[str, Any], key: str, default: str | None = None) -> str:
-        v = data.get(key.rsplit(".", 1)[-1], default)
-        if not isinstance(v, str) or not v:
-            raise self.fail(key, "must be a non-empty string")
-        return v
 
-    def integer(self, data: Mapping[str, Any], key: str, lo: int, hi: int, default: int | None = None) -> int:
-        v = data.get(key.rsplit(".", 1)[-1], default)
-        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
-            raise self.fail(key, f"must be an integer {lo}-{hi}")
-        return v
+def _one_char(value: str) -> str:
+    if len(value) != 1:
+        raise ValueError("must be one character")
+    if value == "*":
+        raise ValueError("'*' is reserved for the checksum")
+    return value
 
-    def choice(self, data: Mapping[str, Any], key: str, options: tuple[str, ...],
-               default: str | None = None) -> str:  # fmt: skip
-        v = data.get(key.rsplit(".", 1)[-1], default)
-        if v not in options:
-            raise self.fail(key, f"must be one of {', '.join(options)}")
-        return str(v)
 
-    def strings(self, data: Mapping[str, Any], key: str) -> tuple[str, ...]:
-        v = data.get(key.rsplit(".", 1)[-1])
-        if not isinstance(v, list) or not v or not all(isinstance(x, str) and x for x in v):
-            raise self.fail(key, "must be a non-empty list of strings")
-        if len(set(v)) != len(v):
-            raise self.fail(key, "must not repeat a name")
-        return tuple(v)
+def _unique(value: list[str]) -> list[str]:
+    if not value:
+        raise ValueError("must be a non-empty list of strings")
+    if len(set(value)) != len(value):
+        raise ValueError("must not repeat a name")
+    return value
+
+
+Word = Annotated[int, between(0, U16_MAX)]
+Names = Annotated[list[NonEmpty], AfterValidator(_unique)]
+Separator = Annotated[str, Field(min_length=1), Rule("must be a non-empty string"), AfterValidator(_one_char)]
+
+
+class _Head(Document):
+    name: NonEmpty
+    kind: Annotated[str, AfterValidator(DeviceKind), Rule(f"must be one of {', '.join(DeviceKind)}")]
+    protocol: Annotated[str, AfterValidator(Protocol), Rule(f"must be one of {', '.join(Protocol)}")]
+    vendor: NonEmpty | None = None
+
+
+class _Register(Document):
+    address: Word
+    count: Annotated[int, between(1, 125)] = 1
+    type: Annotated[
+        str, AfterValidator(_choice(REGISTER_TYPES)), Rule(f"must be one of {', '.join(REGISTER_TYPES)}")
+    ] = "u16"
+    access: Annotated[str, AfterValidator(_choice(("r", "w", "rw"))), Rule("must be one of r, w, rw")] = "r"
+    min: Annotated[int, Rule("must be an integer 0-4294967295", ge=0, le=0xFFFFFFFF)] = 0
+    max: Annotated[int, Rule("must be an integer 0-4294967295", ge=0, le=0xFFFFFFFF)] | None = None
+    units: str = ""
+    enum: NonEmpty | None = None
+    doc: str = ""
+
+
+class _BitFieldDoc(Document):
+    shift: Annotated[int, between(0, 15)]
+    bits: Annotated[int, between(1, 16)]
+
+
+class _CardDoc(Document):
+    rank: _BitFieldDoc
+    suit: _BitFieldDoc
+    back: _BitFieldDoc
+    face_up: _BitFieldDoc
+    ranks: Names
+    suits: Names
+
+
+class _LineDoc(Document):
+    start: Separator = "$"
+    end: Annotated[str, Field(min_length=1), Rule("must be a non-empty string")] = (
+        "\r\n"  # white space only: not NonEmpty
+    )
+    separator: Separator = ","
+    max_length: Annotated[int, between(8, 4096)] = 128
+
+
+class _FieldDoc(Document):
+    name: NonEmpty
+    min: Annotated[int, between(0, 2**31)] = 0
+    max: Annotated[int, between(0, 2**31)] = 65535
+
+
+class _FrameDoc(Document):
+    tag: NonEmpty
+    fields: list[_FieldDoc] = Field(default_factory=list)
+
+
+class ProfileFile(Document):
+    """A device profile's keys and their types (the schema); what a kind of driver needs from
+    it, and the checks across keys, are in ``parse_profile``."""
+
+    profile: _Head
+    options: dict[str, Any] = Field(default_factory=dict)
+    enums: dict[str, dict[str, Word]] = Field(default_factory=dict)
+    commands: dict[str, Annotated[int, between(1, U16_MAX)]] = Field(default_factory=dict)
+    registers: dict[str, _Register] | None = None
+    card: _CardDoc | None = None
+    line: _LineDoc = _LineDoc()
+    frames: dict[str, _FrameDoc] | None = None
 
 
 def load_profile(path: pathlib.Path) -> Profile:
@@ -306,52 +367,62 @@ LATCHES: Final = "latches_on_start_game"
 
 
 def parse_profile(data: Mapping[str, Any], path: pathlib.Path) -> Profile:
-    c = _Checker(path)
-    head = c.table(data, "profile")
-    name = c.string(head, "profile.name")
-    kind = DeviceKind(c.choice(head, "profile.kind", tuple(DeviceKind)))
-    protocol = Protocol(c.choice(head, "profile.protocol", tuple(Protocol)))
-    options = c.table(data, "options", required=False)
-    enums = _enums(c, data)
-    cmd_table = c.table(data, "commands", required=False)
-    commands = {k: c.integer(cmd_table, f"commands.{k}", 1, U16_MAX) for k in cmd_table}
+    try:
+        doc = ProfileFile.model_validate(data)
+    except ValidationError as exc:
+        raise ProfileError(one_line(exc, str(path), model=ProfileFile)) from None
+    kind, protocol = DeviceKind(doc.profile.kind), Protocol(doc.profile.protocol)
+    options = doc.options
+    enums = doc.enums
+    for en, table in enums.items():
+        if not table:
+            raise _fail(path, f"enums.{en}", "must be a table of name = code")
+        if len(set(table.values())) != len(table):
+            raise _fail(path, f"enums.{en}", "two names share one code")
+    commands = doc.commands
     for cmd in _REQUIRED_COMMANDS.get(kind, ()):
         if cmd not in commands:
-            raise c.fail(f"commands.{cmd}", f"a {kind} profile must define this command code")
+            raise _fail(path, f"commands.{cmd}", f"a {kind} profile must define this command code")
     for en in _REQUIRED_ENUMS.get(kind, ()):
         if en not in enums:
-            raise c.fail(f"enums.{en}", f"a {kind} profile must define this enum")
+            raise _fail(path, f"enums.{en}", f"a {kind} profile must define this enum")
     if kind is DeviceKind.KEYPAD and not isinstance(options.get(LATCHES, False), bool):
         # A keypad that freezes its own sensors when Start Game is pressed (687a.9(b)): the
         # controller's read after the press is then the latched snapshot, whatever came later.
-        raise c.fail(f"options.{LATCHES}", "must be true or false")
+        raise _fail(path, f"options.{LATCHES}", "must be true or false")
     if kind is DeviceKind.SHUFFLER:
         unknown = set(enums["shuffler_state"]) - {s.value for s in _shuffler_states()}
         if unknown:
-            raise c.fail("enums.shuffler_state", f"unknown state name {sorted(unknown)[0]!r}")
+            raise _fail(path, "enums.shuffler_state", f"unknown state name {sorted(unknown)[0]!r}")
 
     registers: dict[str, RegisterSpec] = {}
     card: CardFormat | None = None
     line: LineFormat | None = None
     frames: dict[str, FrameSpec] = {}
     if protocol is Protocol.MODBUS:
-        registers = _registers(c, data, enums)
+        if doc.registers is None:
+            raise _fail(path, "registers", "must be a table")
+        registers = _registers(path, doc.registers, enums)
         for reg in _REQUIRED_REGISTERS.get(kind, ()):
             if reg not in registers:
-                raise c.fail(f"registers.{reg}", f"a {kind} profile must define this register")
-        if "card" in data or any(r.type == "card" for r in registers.values()):
-            card = _card_format(c, c.table(data, "card"))
+                raise _fail(path, f"registers.{reg}", f"a {kind} profile must define this register")
+        if doc.card is not None or any(r.type == "card" for r in registers.values()):
+            if doc.card is None:
+                raise _fail(path, "card", "must be a table")
+            card = _card_format(path, doc.card)
     else:
-        line = _line_format(c, c.table(data, "line"))
-        frames = _frames(c, c.table(data, "frames"))
+        line = LineFormat(doc.line.start, doc.line.end, doc.line.separator, doc.line.max_length)
+        if doc.frames is None:
+            raise _fail(path, "frames", "must be a table")
+        frames = _frames(path, doc.frames)
         for fname, fields in _REQUIRED_FRAMES.get(kind, {}).items():
             if fname not in frames:
-                raise c.fail(f"frames.{fname}", f"a {kind} profile must define this frame")
+                raise _fail(path, f"frames.{fname}", f"a {kind} profile must define this frame")
             have = [f.name for f in frames[fname].fields]
             for f in fields:
                 if f not in have:
-                    raise c.fail(f"frames.{fname}.fields", f"must include field {f!r}")
-    return Profile(name, kind, protocol, path, registers, enums, commands, card, line, frames,
+                    raise _fail(path, f"frames.{fname}.fields", f"must include field {f!r}")
+    return Profile(doc.profile.name, kind, protocol, path, registers, enums, commands, card, line, frames,
                    options)  # fmt: skip
 
 
@@ -361,120 +432,77 @@ def _shuffler_states() -> tuple[StrEnum, ...]:
     return tuple(ShufflerState)
 
 
-def _enums(c: _Checker, data: Mapping[str, Any]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for en, table in c.table(data, "enums", required=False).items():
-        if not isinstance(table, dict) or not table:
-            raise c.fail(f"enums.{en}", "must be a table of name = code")
-        codes = {k: c.integer(table, f"enums.{en}.{k}", 0, U16_MAX) for k in table}
-        if len(set(codes.values())) != len(codes):
-            raise c.fail(f"enums.{en}", "two names share one code")
-        out[en] = codes
-    return out
-
-
 def _registers(
-    c: _Checker, data: Mapping[str, Any], enums: Mapping[str, Mapping[str, int]]
+    path: pathlib.Path, regs: Mapping[str, _Register], enums: Mapping[str, Mapping[str, int]]
 ) -> dict[str, RegisterSpec]:
     out: dict[str, RegisterSpec] = {}
-    regs = c.table(data, "registers")
     for name, t in regs.items():
         key = f"registers.{name}"
-        if not isinstance(t, dict):
-            raise c.fail(key, "must be a table")
-        typ = c.choice(t, f"{key}.type", REGISTER_TYPES, "u16")
-        hi_default = 0xFFFFFFFF if typ == "u32" else U16_MAX
-        lo = c.integer(t, f"{key}.min", 0, hi_default, 0)
-        hi = c.integer(t, f"{key}.max", lo, hi_default, hi_default)
-        enum = t.get("enum")
-        if typ == "enum" and (not isinstance(enum, str) or enum not in enums):
-            raise c.fail(f"{key}.enum", "must name a table under [enums]")
-        spec = RegisterSpec(
+        hi_default = 0xFFFFFFFF if t.type == "u32" else U16_MAX
+        if t.min > hi_default:
+            raise _fail(path, f"{key}.min", f"must be an integer 0-{hi_default}")
+        hi = hi_default if t.max is None else t.max
+        if not t.min <= hi <= hi_default:
+            raise _fail(path, f"{key}.max", f"must be an integer {t.min}-{hi_default}")
+        if t.type == "enum" and (t.enum is None or t.enum not in enums):
+            raise _fail(path, f"{key}.enum", "must name a table under [enums]")
+        out[name] = RegisterSpec(
             name=name,
-            address=c.integer(t, f"{key}.address", 0, U16_MAX),
-            count=c.integer(t, f"{key}.count", 1, 125, 1),
-            type=typ,
-            access=c.choice(t, f"{key}.access", ("r", "w", "rw"), "r"),
-            min=lo,
+            address=t.address,
+            count=t.count,
+            type=t.type,
+            access=t.access,
+            min=t.min,
             max=hi,
-            units=str(t.get("units", "")),
-            enum=enum if typ == "enum" else None,
-            doc=str(t.get("doc", "")),
+            units=t.units,
+            enum=t.enum if t.type == "enum" else None,
+            doc=t.doc,
         )
-        out[name] = spec
     spans = sorted((s.address, s.address + s.words, s.name) for s in out.values())
     for (_, end, a), (start, _, b) in itertools.pairwise(spans):
         if start < end:
-            raise c.fail(f"registers.{b}.address", f"overlaps register {a}")
+            raise _fail(path, f"registers.{b}.address", f"overlaps register {a}")
     if spans and spans[-1][1] > U16_MAX + 1:
-        raise c.fail(f"registers.{spans[-1][2]}.address", "runs past address 65535")
+        raise _fail(path, f"registers.{spans[-1][2]}.address", "runs past address 65535")
     return out
 
 
-def _bitfield(c: _Checker, t: Mapping[str, Any], key: str) -> BitField:
-    bf = c.table(t, key)
-    shift = c.integer(bf, f"{key}.shift", 0, 15)
-    bits = c.integer(bf, f"{key}.bits", 1, 16 - shift)
-    return BitField(shift, bits)
+def _bitfield(path: pathlib.Path, doc: _BitFieldDoc, key: str) -> BitField:
+    if doc.bits > 16 - doc.shift:
+        raise _fail(path, f"{key}.bits", f"must be an integer 1-{16 - doc.shift}")
+    return BitField(doc.shift, doc.bits)
 
 
-def _card_format(c: _Checker, t: Mapping[str, Any]) -> CardFormat:
+def _card_format(path: pathlib.Path, doc: _CardDoc) -> CardFormat:
     fmt = CardFormat(
-        rank=_bitfield(c, t, "card.rank"),
-        suit=_bitfield(c, t, "card.suit"),
-        back=_bitfield(c, t, "card.back"),
-        face_up=_bitfield(c, t, "card.face_up"),
-        ranks=c.strings(t, "card.ranks"),
-        suits=c.strings(t, "card.suits"),
+        rank=_bitfield(path, doc.rank, "card.rank"),
+        suit=_bitfield(path, doc.suit, "card.suit"),
+        back=_bitfield(path, doc.back, "card.back"),
+        face_up=_bitfield(path, doc.face_up, "card.face_up"),
+        ranks=tuple(doc.ranks),
+        suits=tuple(doc.suits),
     )
     used = 0
     for fld in (fmt.rank, fmt.suit, fmt.back, fmt.face_up):
         mask = ((1 << fld.bits) - 1) << fld.shift
         if used & mask:
-            raise c.fail("card", "bit fields overlap")
+            raise _fail(path, "card", "bit fields overlap")
         used |= mask
     if len(fmt.ranks) >= 1 << fmt.rank.bits or len(fmt.suits) >= 1 << fmt.suit.bits:
-        raise c.fail("card", "too many rank or suit codes for their bit fields")
+        raise _fail(path, "card", "too many rank or suit codes for their bit fields")
     return fmt
 
 
-def _line_format(c: _Checker, t: Mapping[str, Any]) -> LineFormat:
-    fmt = LineFormat(
-        start=c.string(t, "line.start", "$"),
-        end=c.string(t, "line.end", "\r\n"),
-        separator=c.string(t, "line.separator", ","),
-        max_length=c.integer(t, "line.max_length", 8, 4096, 128),
-    )
-    if len(fmt.start) != 1 or len(fmt.separator) != 1:
-        raise c.fail("line", "start and separator must be one character each")
-    if "*" in (fmt.start, fmt.separator):
-        raise c.fail("line", "'*' is reserved for the checksum")
-    return fmt
-
-
-def _frames(c: _Checker, t: Mapping[str, Any]) -> dict[str, FrameSpec]:
+def _frames(path: pathlib.Path, docs: Mapping[str, _FrameDoc]) -> dict[str, FrameSpec]:
     out: dict[str, FrameSpec] = {}
-    for fname, ft in t.items():
+    for fname, ft in docs.items():
         key = f"frames.{fname}"
-        if not isinstance(ft, dict):
-            raise c.fail(key, "must be a table")
-        tag = c.string(ft, f"{key}.tag")
-        fields_raw = ft.get("fields", [])
-        if not isinstance(fields_raw, list):
-            raise c.fail(f"{key}.fields", "must be a list of tables")
         fields: list[FieldSpec] = []
-        for i, f in enumerate(fields_raw):
-            if not isinstance(f, dict):
-                raise c.fail(f"{key}.fields[{i}]", "must be a table")
-            lo = c.integer(f, f"{key}.fields[{i}].min", 0, 2**31, 0)
-            fields.append(
-                FieldSpec(
-                    c.string(f, f"{key}.fields[{i}].name"),
-                    lo,
-                    c.integer(f, f"{key}.fields[{i}].max", lo, 2**31, 65535),
-                )
-            )
-        if any(s.tag == tag for s in out.values()):
-            raise c.fail(f"{key}.tag", "two frames share one tag")
-        out[fname] = FrameSpec(fname, tag, tuple(fields))
+        for i, f in enumerate(ft.fields):
+            if f.max < f.min:
+                raise _fail(path, f"{key}.fields[{i}].max", f"must be an integer {f.min}-{2**31}")
+            fields.append(FieldSpec(f.name, f.min, f.max))
+        if any(s.tag == ft.tag for s in out.values()):
+            raise _fail(path, f"{key}.tag", "two frames share one tag")
+        out[fname] = FrameSpec(fname, ft.tag, tuple(fields))
     return out

@@ -14,7 +14,7 @@ import structlog
 from controller.backoff import Backoff, BackoffPolicy
 from controller.clock import REAL_CLOCK, Clock
 from controller.errors import short_reason
-from devices.config import MqttAccess, tls_context
+from devices.config import LINE_FRAMING, Framing, MqttAccess, tls_context
 from devices.drivers.base import stop_if_cancelling
 from devices.errors import LinkDown
 from devices.framing import Frame, LineDecoder, encode_frame
@@ -48,13 +48,14 @@ class PtySink:
     """A serial line on a pty; with ``link``, reached through a symlink at that path (the path the
     table's config names), which ``where`` then is."""
 
-    def __init__(self, link: str = "") -> None:
+    def __init__(self, link: str = "", framing: Framing = LINE_FRAMING) -> None:
         self._pty: Pty | None = None
         self.link = link
+        self.framing = framing
         self.where = ""
 
     async def open(self, on_bytes: _OnBytes) -> None:
-        self._pty = Pty()
+        self._pty = Pty(self.framing)
         if self.link:
             link_line(self.link, self._pty.path)
         self.where = self.link or self._pty.path

@@ -24,6 +24,7 @@ from pymodbus.framer.rtu import FramerRTU
 from pymodbus.server import ModbusSerialServer, ModbusTcpServer
 from pymodbus.simulator import DataType, SimData, SimDevice
 
+from devices.config import MODBUS_RTU_FRAMING, Framing
 from devices.profiles import DeviceKind, Profile
 from sim.faults import WireFaults
 from sim.models import SimRefused
@@ -271,11 +272,19 @@ class ModbusRtuSim:
     """Devices on one RTU line, served on a pty; ``path`` is the line the master opens: ``link``
     (a symlink made to the pty, at the path the table's config names) or else the pty itself."""
 
-    def __init__(self, devices: list[RegisterSim], *, baudrate: int = 19200, link: str = "") -> None:
+    def __init__(
+        self,
+        devices: list[RegisterSim],
+        *,
+        baudrate: int = 19200,
+        framing: Framing = MODBUS_RTU_FRAMING,
+        link: str = "",
+    ) -> None:
         self.devices = devices
         self.baudrate = baudrate
+        self.framing = framing  # the line's, as the table file configures it (8E1 by default)
         self.link = link
-        self.bridge = PtyBridge(RtuGate({d.device_id for d in devices}))
+        self.bridge = PtyBridge(RtuGate({d.device_id for d in devices}), framing)
         self._server: ModbusSerialServer | None = None
 
     @property
@@ -291,6 +300,7 @@ class ModbusRtuSim:
             framer=FramerType.RTU,
             port=self.bridge.device_path,
             baudrate=self.baudrate,
+            **self.framing.for_port(self.bridge.device_path).pyserial(),
             broadcast_enable=True,  # id 0 writes reach every device here, unanswered (sim/rtu_gate.py)
             trace_packet=_shaper(self.devices, 0),  # RTU: device id is the first byte
         )

@@ -3,6 +3,13 @@
 ``PtyBridge`` joins two ptys back to back, so two programs that both want a *path* (pymodbus's
 serial server and our RTU client) can talk as over a null-modem cable. Cutting the bridge makes
 the line go silent without either side's port going away, as when a cable is pulled.
+
+A pty has no UART: it carries bytes, not characters on a wire. Each end is set to what of the
+line's configured framing (``devices.config.Framing``) a pty keeps: its stop bits. Linux forces 8
+data bits and no parity on a pty and may refuse (EINVAL) a setting it cannot keep, so both ends
+open a pty without parity (``Framing.for_port``). A framing mismatch between the appliance and a
+device cannot show on a pty; the tests check that the configured framing is validated and
+reaches pyserial and pymodbus.
 """
 
 from __future__ import annotations
@@ -10,8 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import termios
 import tty
 from typing import Protocol
+
+from devices.config import LINE_FRAMING, Framing
+
+_CSIZE = {5: termios.CS5, 6: termios.CS6, 7: termios.CS7, 8: termios.CS8}
 
 
 class Gate(Protocol):
@@ -21,9 +33,11 @@ class Gate(Protocol):
 class Pty:
     """One pty: ``fd`` is the master end we hold, ``path`` is the line another program opens."""
 
-    def __init__(self) -> None:
+    def __init__(self, framing: Framing = LINE_FRAMING) -> None:
         self.fd, self._slave = os.openpty()
         tty.setraw(self._slave)  # no echo or line editing: bytes pass as they are
+        self.framing = framing
+        set_framing(self._slave, framing.for_port(os.ttyname(self._slave)))
         os.set_blocking(self.fd, False)
         self.path = os.ttyname(self._slave)
 
@@ -33,11 +47,25 @@ class Pty:
                 os.close(fd)
 
 
+def set_framing(fd: int, framing: Framing) -> None:
+    """Set a terminal's data bits, parity and stop bits (see the module's note on ptys)."""
+    attrs = termios.tcgetattr(fd)
+    cflag = attrs[2] & ~(termios.CSIZE | termios.PARENB | termios.PARODD | termios.CSTOPB)
+    cflag |= _CSIZE[framing.bytesize]
+    if framing.parity != "none":
+        cflag |= termios.PARENB | (termios.PARODD if framing.parity == "odd" else 0)
+    if framing.stopbits == 2:
+        cflag |= termios.CSTOPB
+    attrs[2] = cflag
+    termios.tcsetattr(fd, termios.TCSANOW, attrs)
+
+
 class PtyBridge:
     """``gate`` (optional) sees the host's bytes first: it returns what goes on to the device end
     and what is answered straight back to the host (see sim/rtu_gate.py)."""
 
-    def __init__(self, gate: Gate | None = None) -> None:
+    def __init__(self, gate: Gate | None = None, framing: Framing = LINE_FRAMING) -> None:
+        self.framing = framing
         self._host: Pty | None = None
         self._device: Pty | None = None
         self.cut = False
@@ -60,7 +88,7 @@ class PtyBridge:
     def open(self) -> None:
         if self._host is not None:
             return
-        self._host, self._device = Pty(), Pty()
+        self._host, self._device = Pty(self.framing), Pty(self.framing)
         loop = asyncio.get_running_loop()
         loop.add_reader(self._host.fd, self._pump, self._host.fd, self._device.fd)
         loop.add_reader(self._device.fd, self._pump, self._device.fd, self._host.fd)

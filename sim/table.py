@@ -214,7 +214,7 @@ class SimTable:
                         access=cfg.sim_mqtt, backoff=cfg.backoff, clock=self.clock,
                     )  # fmt: skip
                 else:
-                    sink = PtySink(ep.path if self.at_configured else "")
+                    sink = PtySink(ep.path if self.at_configured else "", ep.serial_framing)
                 fs = StubCounterSim(
                     info.model, info.config.profile, sink, clock=self.clock,
                     heartbeat_s=float(info.config.sim.get("heartbeat_s", 1.0)),
@@ -230,10 +230,10 @@ class SimTable:
                     if info.register_sim in sims:
                         info.server = srv
             for path, sims in rtu_groups.items():
-                baud = next(
-                    i.config.endpoint.baudrate for i in self.devices.values() if i.register_sim in sims
-                )
-                rtu = ModbusRtuSim(sims, baudrate=baud, link=path if self.at_configured else "")
+                # One line, one speed and framing (devices/config.py makes its devices agree).
+                line = next(i.config.endpoint for i in self.devices.values() if i.register_sim in sims)
+                link = path if self.at_configured else ""
+                rtu = ModbusRtuSim(sims, baudrate=line.baudrate, framing=line.serial_framing, link=link)
                 await rtu.start()
                 self._rtu[path] = rtu
                 for info in self.devices.values():

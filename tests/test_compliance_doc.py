@@ -21,8 +21,8 @@ SECTION = re.compile(r"\b6[6-8][0-9]a\.[0-9]+(?:\([a-z0-9]+\))*")
 NODE_ID = re.compile(r"`(tests/[^`]+?::[^`]+)`")
 BLACKJACK_CHAPTERS = ("673a", "665a", "685a")
 # The table core names a section by its letter (the same in every chapter) or by what it is
-# (table/sections.py): self._sec("5(a)"), self._sec("reader_failed").
-RUNTIME_SEC = re.compile(r'_sec\("([^"]+)"\)')
+# (table/sections.py): t.sec("5(a)"), t.sec("reader_failed").
+RUNTIME_SEC = re.compile(r'\bsec\("([^"]+)"\)')
 # A section written with the chapter filled in at run time: f"{chapter}.6(d)", f"{spec.chapter}.8(a)".
 CHAPTER_FSTRING = re.compile(r"\{[\w.]*chapter\}\.([0-9]+(?:\([a-z0-9]+\))*)")
 
@@ -71,7 +71,7 @@ def cited_in_code() -> set[str]:
 
 def test_sections_built_at_run_time_are_found() -> None:
     code = cited_in_code()
-    # _sec("5(a)") in the table core, f"{chapter}.6(d)" in rules/round.py, _sec("reader_failed").
+    # sec("5(a)") in the table core, f"{chapter}.6(d)" in rules/round.py, _sec("reader_failed").
     assert {"665a.5(a)", "685a.5(a)", "685a.6(d)", "665a.13(i)", "685a.12(i)"} <= code
 
 

@@ -8,8 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from controller.errors import ConfigError
-from controller.ids import is_host_name
+from controller.schema import one_line
+from controller.table_file import ConsoleSection
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8470
@@ -51,34 +54,24 @@ def console_settings(
     """The console's settings from the table file's ``[console]`` and the command line, or None
     when neither asks for a console. ``need_users=False`` checks the section alone (the users
     file may still come from ``--users``)."""
-    section = doc.get("console")
-    if section is None and listen is None and users is None:
+    raw = doc.get("console")
+    if raw is None and listen is None and users is None:
         return None
-    if section is None:
-        section = {}
-    if not isinstance(section, dict):
-        raise ConfigError(f"{source}: console: must be a [console] section")
-    extra = sorted(set(section) - {"listen", "users", "allow_hosts"})
-    if extra:
-        raise ConfigError(f"{source}: console.{extra[0]}: unknown key (expected listen, users, allow_hosts)")
-    allow = section.get("allow_hosts", [])
-    if not isinstance(allow, list) or not all(is_host_name(h) for h in allow):
-        example = '["table-12.pit.example"]'
-        raise ConfigError(f"{source}: console.allow_hosts: must be a list of host names, e.g. {example}")
+    try:
+        section = ConsoleSection.model_validate({} if raw is None else raw)
+    except ValidationError as e:
+        raise ConfigError(one_line(e, source, "console.", model=ConsoleSection)) from None
     if listen is not None:
         host, port = parse_listen(listen, "--console")
     else:
-        raw = section.get("listen", f"{DEFAULT_HOST}:{DEFAULT_PORT}")
-        if not isinstance(raw, str):
-            raise ConfigError(f"{source}: console.listen: must be a string HOST:PORT")
-        host, port = parse_listen(raw, f"{source}: console.listen")
+        host, port = parse_listen(
+            section.listen or f"{DEFAULT_HOST}:{DEFAULT_PORT}", f"{source}: console.listen"
+        )
     if users is None:
-        raw_users = section.get("users")
+        raw_users = section.users
         if raw_users is None and not need_users:
             raw_users = "-"
         if raw_users is None:
             raise ConfigError(f"{source}: console.users: the console needs a users file (or --users FILE)")
-        if not isinstance(raw_users, str) or not raw_users:
-            raise ConfigError(f"{source}: console.users: must be a path")
         users = base / raw_users
-    return ConsoleSettings(host, port, users, tuple(allow))
+    return ConsoleSettings(host, port, users, tuple(section.allow_hosts))

@@ -20,11 +20,14 @@ import secrets
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Annotated, TextIO
+
+from pydantic import AfterValidator, Field, ValidationError
 
 from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError
 from controller.ids import USER_NAME, matches
+from controller.schema import Document, Rule, first_error, one_line
 from controller.supervisor.actions import ROLES
 
 # scrypt cost: N=2**14, r=8, p=1 is the interactive-login setting (16 MiB, tens of ms a try).
@@ -32,6 +35,31 @@ N, R, P = 2**14, 8, 1
 MAX_PASSWORD = 256
 MIN_PASSWORD = 8
 MAX_FILE_BYTES = 1 << 20
+
+
+def _role(value: str) -> str:
+    if value not in ROLES:
+        raise ValueError("not a role")
+    return value
+
+
+def _scrypt(value: str) -> str:
+    if not value.startswith("scrypt$"):
+        raise ValueError("not a hash")
+    return value
+
+
+class _Entry(Document):
+    role: Annotated[str, AfterValidator(_role), Rule(f"must be one of {', '.join(sorted(ROLES))}")]
+    password: Annotated[
+        str, AfterValidator(_scrypt), Rule("must be a scrypt hash written by tablectl users add")
+    ] = Field(repr=False)
+
+
+class UsersFile(Document):
+    """The users file's schema: ``[users.<name>]`` with a role and a password hash each."""
+
+    users: dict[str, _Entry] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,24 +104,21 @@ def load_users(path: Path) -> dict[str, User]:
         doc = read_toml(path, max_bytes=MAX_FILE_BYTES)
     except InputRefused as e:
         raise ConfigError(f"{path}: {e}") from None
-    extra = sorted(set(doc) - {"users"})
-    if extra:
-        raise ConfigError(f"{path}: {extra[0]}: unknown section (expected [users.<name>])")
+    try:
+        file = UsersFile.model_validate(doc)
+    except ValidationError as e:
+        first = first_error(e)
+        if first["type"] == "extra_forbidden" and len(first["loc"]) == 1:
+            raise ConfigError(
+                f"{path}: {first['loc'][0]}: unknown section (expected [users.<name>])"
+            ) from None
+        raise ConfigError(one_line(e, str(path), model=UsersFile)) from None
     users: dict[str, User] = {}
-    table = doc.get("users", {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: users: must be a table of [users.<name>] sections")
-    for name, entry in table.items():
-        where = f"{path}: users.{name}"
+    for name, entry in file.users.items():
         if not matches(USER_NAME, name):
-            raise ConfigError(f"{where}: a name is 1-32 of a-z, 0-9, '_', '.', '-', starting with a letter")
-        if not isinstance(entry, dict) or set(entry) != {"role", "password"}:
-            raise ConfigError(f"{where}: needs exactly the keys role and password")
-        if entry["role"] not in ROLES:
-            raise ConfigError(f"{where}.role: must be one of {', '.join(sorted(ROLES))}")
-        if not isinstance(entry["password"], str) or not entry["password"].startswith("scrypt$"):
-            raise ConfigError(f"{where}.password: must be a scrypt hash written by tablectl users add")
-        users[name] = User(name, entry["role"], entry["password"])
+            rule = "a name is 1-32 of a-z, 0-9, '_', '.', '-', starting with a letter"
+            raise ConfigError(f"{path}: users.{name}: {rule}")
+        users[name] = User(name, entry.role, entry.password)
     return users
 
 

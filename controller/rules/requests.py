@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol, TypeVar, assert_never
 
 DEALER = 0  # the dealer's seat number in CardFor
 
@@ -102,3 +103,47 @@ Request = (
     | ReaderUse
     | Decision
 )
+
+
+T = TypeVar("T", covariant=True)
+
+
+class Answerer(Protocol[T]):
+    """Whoever answers a round's requests (a script, the simulator, a virtual dealer, a test rig):
+    one method per kind of request. ``answer`` is the one dispatch from a request to its method;
+    ``T`` is what the answerer gives back (the answer itself, a table step, a coroutine)."""
+
+    def card(self, req: CardFor) -> T: ...
+    def decision(self, req: Decision) -> T: ...
+    def reader(self, req: ReaderUse) -> T: ...
+    def insurance(self, req: InsuranceOffer) -> T: ...
+    def double_attack(self, req: DoubleAttackOffer) -> T: ...
+    def even_money(self, req: EvenMoneyOffer) -> T: ...
+    def surrender(self, req: SurrenderOffer) -> T: ...
+    def second_chance(self, req: SecondChanceOffer) -> T: ...
+
+
+def answer(req: Request, by: Answerer[T]) -> T:
+    """Route ``req`` to the method of ``by`` that answers its kind (mypy checks every kind is
+    routed: a new request type without a case here is an error)."""
+    # The commonest first (a failed case costs as much as the call): a card, a decision, Double
+    # Attack's offer on every box, then the rarer ones.
+    match req:
+        case CardFor():
+            return by.card(req)
+        case Decision():
+            return by.decision(req)
+        case DoubleAttackOffer():
+            return by.double_attack(req)
+        case ReaderUse():
+            return by.reader(req)
+        case InsuranceOffer():
+            return by.insurance(req)
+        case SecondChanceOffer():
+            return by.second_chance(req)
+        case EvenMoneyOffer():
+            return by.even_money(req)
+        case SurrenderOffer():
+            return by.surrender(req)
+        case _:
+            assert_never(req)

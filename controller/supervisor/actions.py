@@ -6,6 +6,8 @@ each has one name, the roles that may use it, its checked arguments, the section
 and the core inputs it becomes. Anything else is refused in one line and changes nothing. Every
 action that reaches the core names who did it (the signed-in person), so the journal records it.
 docs/install.md and docs/mqtt.md list this table (action_docs.py writes it there; a test checks).
+An action's arguments are checked by a schema model made from its ``Arg`` declarations
+(``args_model``), so the declaration stays the one place they are written.
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, create_model
 
 from controller.ids import BACK_COLOUR, IDENTIFIER, TEXT, matches
+from controller.schema import Document, Range, Rule, one_line
 from controller.table import inputs as I
 from devices.events import Key
 
@@ -176,32 +181,46 @@ _ALL: list[Action] = [
 ACTIONS: dict[str, Action] = {a.name: a for a in _ALL}
 
 
-def _check_arg(action: str, key: str, arg: Arg, value: object) -> None:
-    bad = f"{action}: argument {key!r}"
+def _pattern(pattern: re.Pattern[str]) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if not matches(pattern, value):  # whole: no trailing newline
+            raise ValueError("not a short one-line string")
+        return value
+
+    return check
+
+
+def _schema_type(arg: Arg) -> Any:
+    """The pydantic type of one argument, refused in the words the docs and clients know."""
     if arg.kind is bool:
-        if not isinstance(value, bool):
-            raise BadAction(f"{bad} must be true or false")
-        return
+        return Annotated[bool, Rule("must be true or false")]
+    if arg.kind is str:
+        if arg.choices:
+            return Annotated[Literal[arg.choices], Rule(f"must be {arg.describe()}")]
+        return Annotated[str, AfterValidator(_pattern(arg.pattern)), Rule("must be a short one-line string")]
+    out_of_range = Range(f"is out of range ({arg.describe()})", ge=arg.minimum, le=arg.maximum)
     if arg.kind is int:
-        # bool is an int in Python: a seat of `true` is a mistake, not seat 1.
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise BadAction(f"{bad} must be an integer")
-        values = [value]
-    elif arg.kind is list:
-        if not isinstance(value, list) or not 1 <= len(value) <= MAX_LIST:
-            raise BadAction(f"{bad} must be a list of 1 to {MAX_LIST} integers")
-        if any(isinstance(v, bool) or not isinstance(v, int) for v in value):
-            raise BadAction(f"{bad} must be a list of integers")
-        values = value
-    else:
-        if arg.choices and value not in arg.choices:
-            raise BadAction(f"{bad} must be {arg.describe()}")
-        if not matches(arg.pattern, value):
-            raise BadAction(f"{bad} must be a short one-line string")
-        return
-    for v in values:
-        if (arg.minimum is not None and v < arg.minimum) or (arg.maximum is not None and v > arg.maximum):
-            raise BadAction(f"{bad} is out of range ({arg.describe()})")
+        # bool is an int in Python: a seat of `true` is a mistake, not seat 1 (strict refuses it).
+        return Annotated[int, Rule("must be an integer"), out_of_range]
+    item = Annotated[int, Rule("must be a list of integers"), out_of_range]
+    return Annotated[list[item], Field(min_length=1, max_length=MAX_LIST)]  # see _LIST_SHAPE
+
+
+def args_model(action: Action) -> type[BaseModel]:
+    """The action's arguments as a schema model (made once per action from its ``args``, so the
+    allow-list stays the one declaration the docs are generated from)."""
+    model = _MODELS.get(action.name)
+    if model is None:
+        fields: dict[str, Any] = {
+            key: (_schema_type(arg), ... if arg.required else None) for key, arg in action.args.items()
+        }
+        model = create_model(f"{action.name}_args", __base__=Document, **fields)
+        _MODELS[action.name] = model
+    return model
+
+
+_MODELS: dict[str, type[BaseModel]] = {}
+_LIST_SHAPE = frozenset({"list_type", "too_short", "too_long"})  # a list argument's own shape
 
 
 def lookup(name: object) -> Action:
@@ -217,14 +236,20 @@ def check_args(action: Action, args: object) -> dict[str, Any]:
     name = action.name
     if not isinstance(args, dict):
         raise BadAction(f"{name}: args must be an object")
-    extra = sorted(k for k in args if k not in action.args)
-    if extra:
-        raise BadAction(f"{name}: unknown argument {str(extra[0])[:32]!r}")
-    for key, arg in action.args.items():
-        if key in args:
-            _check_arg(name, key, arg, args[key])
-        elif arg.required:
-            raise BadAction(f"{name}: missing argument {key!r}")
+    try:
+        args_model(action).model_validate(args)
+    except ValidationError as e:
+        errors = e.errors(include_url=False, include_input=False)
+        # An unknown argument is named first, as a misspelt one is the likelier mistake.
+        first = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
+        key = str(first["loc"][0]) if first["loc"] else ""
+        if first["type"] == "extra_forbidden":
+            raise BadAction(f"{name}: unknown argument {key[:32]!r}") from None
+        if first["type"] == "missing":
+            raise BadAction(f"{name}: missing argument {key!r}") from None
+        if first["type"] in _LIST_SHAPE:
+            raise BadAction(f"{name}: argument {key!r} must be a list of 1 to {MAX_LIST} integers") from None
+        raise BadAction(f"{name}: argument {key!r} {one_line(e, '').split(': ', 1)[-1]}") from None
     return dict(args)
 
 

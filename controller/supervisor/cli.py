@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from controller.bounded import InputRefused, read_toml
 from controller.console.settings import ConsoleSettings, console_settings
 from controller.errors import ConfigError, TablectlError
 from controller.supervisor import logs
@@ -71,7 +70,7 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
         supervisor = Supervisor(config, journal, telemetry=telemetry)
         if forwarder is not None:
             forwarder.supervisor = supervisor
-        settings = _console_settings(config.path, args.console, args.users)
+        settings = _console_settings(config, args.console, args.users)
         console = None
         if settings is not None:
             from controller.console.server import Console
@@ -105,12 +104,8 @@ def _require_endpoints(config: TableConfig) -> None:
         )
 
 
-def _console_settings(path: Path, listen: str | None, users: Path | None) -> ConsoleSettings | None:
-    try:
-        doc = read_toml(path)
-    except InputRefused as e:
-        raise ConfigError(f"{path}: {e}") from None
-    return console_settings(doc, path.parent, str(path), listen, users)
+def _console_settings(config: TableConfig, listen: str | None, users: Path | None) -> ConsoleSettings | None:
+    return console_settings(dict(config.doc), config.path.parent, str(config.path), listen, users)
 
 
 async def _run(supervisor: Supervisor, console: Console | None, settings: ConsoleSettings | None) -> int:

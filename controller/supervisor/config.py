@@ -8,16 +8,20 @@ Every problem is one ConfigError line: ``<file>: <key>: <rule>``.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError, RuleViolation
 from controller.game_config import GameOptions, load_game_options
 from controller.games import GameId
-from controller.ids import is_identifier
+from controller.schema import first_error, one_line
 from controller.shipped import resolve_ref, shipped_names
+from controller.table_file import SECTIONS_RULE, TableFile
 from devices.config import DeviceConfig, Side, TransportKind, load_devices
 from devices.profiles import DeviceKind
 
@@ -37,64 +41,46 @@ class TableConfig:
     site: str
     options: GameOptions
     devices: list[DeviceConfig]
+    # The file as read, once: the telemetry hashes it and takes [telemetry], the console its
+    # [console] (neither reads the file again).
+    doc: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     def device_of(self, kind: DeviceKind) -> DeviceConfig | None:
         return next((d for d in self.devices if d.kind is kind), None)
 
 
-def _string(path: Path, table: dict[str, Any], key: str) -> str:
-    value = table.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{path}: table.{key}: must be a non-empty string")
-    return value
-
-
-def _identifier(path: Path, table: dict[str, Any], key: str) -> str:
-    value = _string(path, table, key)
-    if not is_identifier(value):  # a file name, an MQTT topic level, a broker user name
-        rule = "letters, digits, '.', '_' and '-' only, at most 64 characters"
-        raise ConfigError(f"{path}: table.{key}: {rule}")
-    return value
-
-
 def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableConfig:
-    """``side``: which end of an MQTT device's link this process is (see ``load_devices``):
+    """The one reading of a table file: every section checked (shapes by the schema, then the
+    rules across sections), the game file and device profiles loaded.
+
+    ``side``: which end of an MQTT device's link this process is (see ``load_devices``):
     `tablectl run` reads only the appliance's password, `tablectl sim` only the device's."""
     p = Path(path)
     try:
         doc = read_toml(p)
     except InputRefused as e:
         raise ConfigError(f"{p}: {e}") from None
-    table = doc.get("table")
-    if not isinstance(table, dict):
-        raise ConfigError(f"{p}: table: a [table] section is required")
-    unknown = sorted(set(doc) - {"table", "devices", "telemetry", "console"})
-    if unknown:
-        raise ConfigError(
-            f"{p}: {unknown[0]}: unknown section (expected [table], [devices.<name>], [telemetry], [console])"
-        )
-    table_id = _identifier(p, table, "id")
-    site = _identifier(p, table, "site")
-    game_ref = _string(p, table, "game")
-    game_path = resolve_ref(p.parent, game_ref, "games")
+    try:
+        file = TableFile.model_validate(doc)
+    except ValidationError as e:
+        first = first_error(e)
+        if first["type"] == "extra_forbidden" and len(first["loc"]) == 1:
+            raise ConfigError(f"{p}: {first['loc'][0]}: {SECTIONS_RULE}") from None
+        raise ConfigError(one_line(e, str(p), model=TableFile)) from None
+    table = file.table
+    game_path = resolve_ref(p.parent, table.game, "games")
     if game_path is None:
         raise ConfigError(
-            f"{p}: table.game: no game file at {game_ref} (relative to the table file) and no shipped"
+            f"{p}: table.game: no game file at {table.game} (relative to the table file) and no shipped"
             f" game of that name ({', '.join(shipped_names('games'))})"
         )
     try:
         options = load_game_options(game_path)
     except RuleViolation as e:
-        raise ConfigError(f"{p}: table.game: {game_ref}: {e}") from None
-    extra = sorted(set(table) - {"id", "site", "game"})
-    if extra:
-        raise ConfigError(f"{p}: table.{extra[0]}: unknown key (expected id, site, game)")
-    devices_doc = doc.get("devices", {})
-    if not isinstance(devices_doc, dict):
-        raise ConfigError(f"{p}: devices: must be a table of [devices.<name>] sections")
+        raise ConfigError(f"{p}: table.game: {table.game}: {e}") from None
     # An MQTT device without a topic gets the one the shipped broker ACL grants it.
     devices = load_devices(
-        devices_doc, p.parent, source=str(p), topic_prefix=f"tabledev/{site}/{table_id}", side=side
+        file.devices, p.parent, source=str(p), topic_prefix=f"tabledev/{table.site}/{table.id}", side=side
     )
     _one_id_per_rtu_line(p, devices)
     kinds = Counter(d.kind for d in devices)
@@ -111,8 +97,8 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
         )
     from controller.console.settings import console_settings
 
-    console_settings(doc, p.parent, str(p), need_users=False)  # [console] checked here too
-    return TableConfig(p, table_id, site, options, devices)
+    console_settings(doc, p.parent, str(p), need_users=False)  # [console]'s listen address too
+    return TableConfig(p, table.id, table.site, options, devices, doc)
 
 
 def _one_id_per_rtu_line(p: Path, devices: list[DeviceConfig]) -> None:

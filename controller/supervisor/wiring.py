@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError
 from controller.supervisor.config import TableConfig
 from controller.supervisor.supervisor import Supervisor
@@ -29,15 +28,12 @@ class CommandForwarder:
 def build_telemetry(
     config: TableConfig, broker_url: str | None, journal_path: Path
 ) -> tuple[Telemetry | None, CommandForwarder]:
-    """The table's telemetry (None when no broker is configured) and the forwarder to connect."""
-    try:
-        doc = read_toml(config.path)
-    except InputRefused as e:
-        raise ConfigError(f"{config.path}: {e}") from None
+    """The table's telemetry (None when no broker is configured) and the forwarder to connect,
+    from the table file as ``load_table_config`` read it."""
     forwarder = CommandForwarder()
     try:
         telemetry = telemetry_from_config(
-            doc,
+            dict(config.doc),
             config.path.parent,
             broker_url,
             journal_path,

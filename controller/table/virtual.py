@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from controller.cards import Card
-from controller.errors import RuleViolation
 from controller.game_config import GameOptions
 from controller.rules.down_under import masque_range
 from controller.rules.requests import (
@@ -25,7 +24,9 @@ from controller.rules.requests import (
     ReaderUse,
     SecondChanceOffer,
     SurrenderOffer,
+    answer,
 )
+from controller.rules.round import Round
 from controller.rules.state import SeatWagers
 from controller.shoe import shuffled_shoe
 from controller.strategy import BET, choose, insurance_stake, takes_second_chance
@@ -126,28 +127,43 @@ class VirtualTable:
 
     def _answer(self) -> None:
         rnd = self.table.round
+        assert rnd is not None and rnd.request is not None
+        answer(rnd.request, self)
+
+    # -- answers to the round's requests (controller.rules.requests.Answerer), fed as the
+    # devices and the dealer's keys would feed them
+    def _round(self) -> Round:
+        rnd = self.table.round
         assert rnd is not None
-        req = rnd.request
-        state = rnd.state
-        if isinstance(req, CardFor):
-            self.draw()
-        elif isinstance(req, Decision):
-            box = next(b for b in state.boxes if b.seat == req.seat)
-            self.feed(I.KeyPressed(key=choose(box.hands[req.hand], state.dealer[0], req.legal).value))
-        elif isinstance(req, ReaderUse):
-            hole = state.dealer[1]
-            if req.masque:
-                self.feed(I.ReaderReport(light=masque_range(hole)))
-            else:
-                self.feed(I.ReaderReport(blackjack=rnd.procedure.dealer_blackjack()))
-        elif isinstance(req, InsuranceOffer):
-            self.feed(I.WagerPlaced(seat=req.seat, amount=insurance_stake(BET)))
-        elif isinstance(req, DoubleAttackOffer):
-            self.feed(I.WagerPlaced(seat=req.seat, amount=BET))
-        elif isinstance(req, SecondChanceOffer):
-            hand = next(b for b in state.boxes if b.seat == req.seat).hands[req.hand]
-            self.feed(I.KeyPressed(key="second_chance" if takes_second_chance(hand) else "next"))
-        elif isinstance(req, SurrenderOffer | EvenMoneyOffer):
-            self.feed(I.KeyPressed(key="next"))
-        else:  # pragma: no cover
-            raise RuleViolation("virtual", f"unanswered {req!r}")
+        return rnd
+
+    def card(self, req: CardFor) -> None:
+        self.draw()
+
+    def decision(self, req: Decision) -> None:
+        state = self._round().state
+        box = next(b for b in state.boxes if b.seat == req.seat)
+        self.feed(I.KeyPressed(key=choose(box.hands[req.hand], state.dealer[0], req.legal).value))
+
+    def reader(self, req: ReaderUse) -> None:
+        rnd = self._round()
+        if req.masque:
+            self.feed(I.ReaderReport(light=masque_range(rnd.state.dealer[1])))
+        else:
+            self.feed(I.ReaderReport(blackjack=rnd.procedure.dealer_blackjack()))
+
+    def insurance(self, req: InsuranceOffer) -> None:
+        self.feed(I.WagerPlaced(seat=req.seat, amount=insurance_stake(BET)))
+
+    def double_attack(self, req: DoubleAttackOffer) -> None:
+        self.feed(I.WagerPlaced(seat=req.seat, amount=BET))
+
+    def second_chance(self, req: SecondChanceOffer) -> None:
+        hand = next(b for b in self._round().state.boxes if b.seat == req.seat).hands[req.hand]
+        self.feed(I.KeyPressed(key="second_chance" if takes_second_chance(hand) else "next"))
+
+    def surrender(self, req: SurrenderOffer) -> None:
+        self.feed(I.KeyPressed(key="next"))
+
+    def even_money(self, req: EvenMoneyOffer) -> None:
+        self.feed(I.KeyPressed(key="next"))

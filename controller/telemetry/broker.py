@@ -14,8 +14,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import aiomqtt
+from pydantic import ValidationError
 
 from controller.errors import ConfigError, short_reason
+from controller.schema import one_line
+from controller.table_file import TelemetrySection
 
 ENV_USERNAME = "TABLECTL_MQTT_USERNAME"
 ENV_PASSWORD = "TABLECTL_MQTT_PASSWORD"
@@ -95,37 +98,34 @@ def parse_broker_url(url: str) -> tuple[bool, str, int]:
 
 
 def broker_settings(
-    url: str, section: Mapping[str, object], base_dir: Path, environ: Mapping[str, str]
+    url: str, section: TelemetrySection | Mapping[str, object], base_dir: Path, environ: Mapping[str, str]
 ) -> BrokerSettings:
     """Settings from a URL, the config's ``[telemetry]`` section and the environment (which wins)."""
     tls, host, port = parse_broker_url(url)
-    username = environ.get(ENV_USERNAME) or _optional_str(section, "username")
-    password = environ.get(ENV_PASSWORD) or _optional_str(section, "password")
+    sec = section if isinstance(section, TelemetrySection) else telemetry_section(section)
+    username = environ.get(ENV_USERNAME) or sec.username
+    password = environ.get(ENV_PASSWORD) or sec.password
     if password is not None and username is None:
         raise ConfigError(f"telemetry: a password but no username ({ENV_USERNAME} or [telemetry] username)")
-    ca = _optional_str(section, "ca_file")
-    ca_file = (base_dir / ca) if ca is not None else None
+    ca_file = (base_dir / sec.ca_file) if sec.ca_file is not None else None
     if ca_file is not None and not ca_file.is_file():
-        raise ConfigError(f"telemetry.ca_file: {ca}: no such file")
+        raise ConfigError(f"telemetry.ca_file: {sec.ca_file}: no such file")
     if ca_file is not None:
         try:  # refused here, not looped on at run time (each connection attempt would fail)
             ssl.create_default_context(cafile=str(ca_file))
         except (OSError, ssl.SSLError) as e:
             raise ConfigError(
-                f"telemetry.ca_file: {ca}: not a usable CA certificate ({short_reason(e)})"
+                f"telemetry.ca_file: {sec.ca_file}: not a usable CA certificate ({short_reason(e)})"
             ) from None
-    keepalive = section.get("keepalive_s", 10)
-    if isinstance(keepalive, bool) or not isinstance(keepalive, int) or not 2 <= keepalive <= 600:
-        raise ConfigError("telemetry: keepalive_s must be a whole number of seconds from 2 to 600")
-    if section.get("require_tls") is True and not tls:
-        raise ConfigError("telemetry: require_tls is set; use an mqtts:// broker URL")
-    return BrokerSettings(host, port, tls, ca_file, username, password, keepalive)
+    if sec.require_tls and not tls:
+        raise ConfigError("telemetry.require_tls: set; use an mqtts:// broker URL")
+    return BrokerSettings(host, port, tls, ca_file, username, password, sec.keepalive_s)
 
 
-def _optional_str(section: Mapping[str, object], key: str) -> str | None:
-    value = section.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"telemetry: {key} must be a non-empty string")
-    return value
+def telemetry_section(section: object) -> TelemetrySection:
+    """``[telemetry]`` checked by the table file's schema; ConfigError ``telemetry.<key>: <rule>``
+    (the caller adds the file)."""
+    try:
+        return TelemetrySection.model_validate(section)
+    except ValidationError as e:
+        raise ConfigError(one_line(e, "", "telemetry.", model=TelemetrySection)) from None

@@ -10,10 +10,13 @@ message changes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, ValidationError
 
 from controller.bounded import InputRefused, load_json
 from controller.ids import TEXT, matches
+from controller.schema import Document, Rule, one_line
 from controller.supervisor.actions import ACTIONS, FLOOR, Action, BadAction, check_args, lookup
 from controller.telemetry.payloads import PAYLOAD_VERSION
 
@@ -21,7 +24,6 @@ from controller.telemetry.payloads import PAYLOAD_VERSION
 # console's: a dealer signs in at the table, not through a floor account.
 ROLES = frozenset({FLOOR})
 COMMANDS: dict[str, Action] = {n: a for n, a in ACTIONS.items() if a.roles & ROLES}
-_ENVELOPE = frozenset({"version", "id", "who", "role", "args"})
 MAX_COMMAND_BYTES = 4096
 
 
@@ -43,11 +45,23 @@ class Refused(Exception):
         self.who = who
 
 
-def _text(doc: dict[str, Any], key: str) -> str:
-    value = doc.get(key)
-    if not isinstance(value, str) or not matches(TEXT, value):
-        raise Refused(f"{key} must be a string of 1-64 printable characters")
+def _printable(value: str) -> str:
+    if not matches(TEXT, value):  # whole: no trailing newline
+        raise ValueError("not printable")
     return value
+
+
+Text = Annotated[str, AfterValidator(_printable), Rule("must be a string of 1-64 printable characters")]
+
+
+class Envelope(Document):
+    """A command message's own keys (its ``args`` are the action's: ``check_args``)."""
+
+    version: Annotated[int, Rule(f"must be {PAYLOAD_VERSION}", ge=PAYLOAD_VERSION, le=PAYLOAD_VERSION)]
+    id: Text
+    who: Text
+    role: Text
+    args: Any = Field(default_factory=dict)
 
 
 def parse_command(name: str, payload: bytes) -> Command:
@@ -66,16 +80,18 @@ def parse_command(name: str, payload: bytes) -> Command:
             action = lookup(name)
         except BadAction as e:
             raise Refused(str(e)) from None
-        unknown = set(doc) - _ENVELOPE
-        if unknown:
-            raise Refused("unknown keys: " + ", ".join(sorted(unknown)[:5]))
-        if doc.get("version") != PAYLOAD_VERSION:
-            raise Refused(f"version must be {PAYLOAD_VERSION}")
-        request_id, who, role = _text(doc, "id"), _text(doc, "who"), _text(doc, "role")
+        try:
+            envelope = Envelope.model_validate(doc)
+        except ValidationError as e:
+            unknown = sorted(str(x["loc"][0]) for x in e.errors() if x["type"] == "extra_forbidden")
+            if unknown:
+                raise Refused("unknown keys: " + ", ".join(k[:32] for k in unknown[:5])) from None
+            raise Refused(one_line(e, "", model=Envelope)) from None
+        request_id, who, role = envelope.id, envelope.who, envelope.role
         if role not in ROLES or role not in action.roles:
             raise Refused(f"role may not command {name} over MQTT (floor actions only)")
         try:
-            args = check_args(action, doc.get("args", {}))
+            args = check_args(action, envelope.args)
         except BadAction as e:
             raise Refused(str(e)) from None
     except Refused as e:

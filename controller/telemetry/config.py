@@ -25,7 +25,7 @@ from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError
 from controller.journal import canonical_json
 from controller.journal.store import FORMAT_VERSION
-from controller.telemetry.broker import broker_settings
+from controller.telemetry.broker import broker_settings, telemetry_section
 from controller.telemetry.payloads import PAYLOAD_VERSION
 from controller.telemetry.publisher import CommandHandler, TableIdentity, Telemetry
 from controller.telemetry.topics import check_level
@@ -72,9 +72,6 @@ def game_name(table: Mapping[str, Any], base_dir: Path) -> str:
     return Path(ref).stem
 
 
-TELEMETRY_KEYS = frozenset({"broker", "username", "password", "ca_file", "keepalive_s", "require_tls"})
-
-
 def telemetry_from_config(
     table_doc: dict[str, Any],
     base_dir: str | Path,
@@ -93,20 +90,11 @@ def telemetry_from_config(
     """
     table = table_doc.get("table")
     if not isinstance(table, dict):
-        raise ConfigError("telemetry: the table config has no [table] section")
-    section = table_doc.get("telemetry", {})
-    if not isinstance(section, dict):
-        raise ConfigError("telemetry: [telemetry] must be a table")
-    unknown = sorted(set(section) - TELEMETRY_KEYS)
-    if unknown:  # a misspelt require_tls would otherwise be silently off
-        raise ConfigError(
-            f"telemetry.{unknown[0]}: unknown key (expected {', '.join(sorted(TELEMETRY_KEYS))})"
-        )
-    url = broker_url or section.get("broker")
+        raise ConfigError("table: the table config has no [table] section")
+    section = telemetry_section(table_doc.get("telemetry", {}))
+    url = broker_url or section.broker
     if url is None:
         return None
-    if not isinstance(url, str):
-        raise ConfigError("telemetry: broker must be an mqtt:// or mqtts:// URL")
     base = Path(base_dir)
     settings = broker_settings(url, section, base, os.environ if environ is None else environ)
     identity = TableIdentity(

@@ -87,9 +87,12 @@ class SerialLink:
             return self._port
         self._backoff.check()
         try:
+            # The line's configured framing (docs/devices/README.md); what a pty can take on a pty.
+            framing = self.endpoint.serial_framing.for_port(self.endpoint.path)
             port = serial.serial_for_url(
-                self.endpoint.path, baudrate=self.endpoint.baudrate, timeout=0, write_timeout=1
-            )
+                self.endpoint.path, baudrate=self.endpoint.baudrate, timeout=0, write_timeout=1,
+                **framing.pyserial(),
+            )  # fmt: skip
         except (serial.SerialException, OSError, ValueError) as exc:
             raise self._backoff.failed(f"cannot open ({type(exc).__name__})") from None
         self._backoff.succeeded()

@@ -71,7 +71,10 @@ class ModbusBus:
         common: dict[str, Any] = {"timeout": 30.0, "retries": 0, "reconnect_delay": 0}
         if ep.transport is TransportKind.MODBUS_TCP:
             return AsyncModbusTcpClient(ep.host, port=ep.port, **common)
-        return AsyncModbusSerialClient(ep.path, baudrate=ep.baudrate, **common)
+        # Modbus over Serial Line's 8E1 unless the table file says otherwise (what a pty can take
+        # on a pty: see Framing.for_port).
+        framing = ep.serial_framing.for_port(ep.path)
+        return AsyncModbusSerialClient(ep.path, baudrate=ep.baudrate, **framing.pyserial(), **common)
 
     async def _ensure_connected(self, timeout_s: float) -> AsyncModbusTcpClient | AsyncModbusSerialClient:
         if self._client is not None and self._client.connected:

@@ -113,6 +113,10 @@ GOOD_SHUFFLER = (DEVICES / "ref-shuffler.toml").read_text(encoding="utf-8")
     (lambda t: t.replace('type = "enum"\nenum = "back"', 'type = "enum"\nenum = "hue"', 1),
      "registers.slot_a_back.enum", "must name a table"),
     (lambda t: t + "\n[registers.x\n", "", "not valid TOML"),
+    # A misspelt key is refused, not silently ignored.
+    (lambda t: t.replace("[profile]", '[profile]\ncolour = "red"'), "profile.colour", "unknown key ("),
+    (lambda t: t.replace("address = 1\n", "adress = 1\n", 1), "registers.cycle.adress", "unknown key"),
+    (lambda t: t.replace("address = 1\n", 'address = "1"\n', 1), "registers.cycle.address", "0-65535"),
 ])  # fmt: skip
 def test_bad_profiles_fail_in_one_line(tmp_path: pathlib.Path, edit: Any, key: str, rule: str) -> None:
     path = _profile(tmp_path, edit(GOOD_SHUFFLER))

@@ -6,7 +6,7 @@ from typing import Any
 
 from controller.cards import parse_card
 from controller.game_config import GameOptions, default_options
-from controller.rules.requests import ReaderUse, Request
+from controller.rules.requests import ReaderUse
 from controller.rules.state import SeatWagers
 from controller.script import ScriptedRound, ScriptSeat
 
@@ -29,12 +29,11 @@ def play(opts: GameOptions, shoe: str, *seats: ScriptSeat, reader: Any = None) -
     cards = [parse_card(c) for c in shoe.split()]
     rnd = ScriptedRound(opts, cards, list(seats))
     if reader is not None:
-        truthful = rnd.respond
 
-        def respond(req: Request) -> Any:
-            return reader if isinstance(req, ReaderUse) else truthful(req)
+        def misread(req: ReaderUse) -> Any:
+            return reader
 
-        rnd.respond = respond  # type: ignore[method-assign]
+        rnd.reader = misread  # type: ignore[method-assign]
     return rnd.play()
 
 

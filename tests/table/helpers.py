@@ -6,8 +6,9 @@ check every refusal must pass (its section first, and nothing changed)."""
 from __future__ import annotations
 
 import copy
+import json
 import random
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -25,12 +26,13 @@ from controller.rules.requests import (
     ReaderUse,
     SecondChanceOffer,
     SurrenderOffer,
+    answer,
 )
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
 from controller.table.batches import Place
 from controller.table.core import Step, Table
-from controller.table.events import DomainEvent
+from controller.table.events import DomainEvent, typed
 
 T0 = 1_800_000_000.0
 HOUR = 3600.0
@@ -39,6 +41,13 @@ DA = "double-attack"
 DU = "down-under"
 WILD = "dj-wild"
 CHAPTER = {BJ: "673a", DA: "665a", DU: "685a", WILD: "687a"}
+
+
+def assert_journals(event: DomainEvent) -> None:
+    """The event as the journal stores it (JSON) reads back as the same typed event, and that
+    writes the same payload: nothing the core decides is lost or changed by the journal."""
+    stored = json.loads(json.dumps(event.payload))
+    assert typed(DomainEvent(event.kind, stored, event.at)).payload() == stored == event.payload
 
 
 class Rig:
@@ -60,6 +69,8 @@ class Rig:
     def feed(self, inp: I.Input, at: float | None = None) -> Step:
         self.now = self.now + 1 if at is None else at
         step = self.table.handle(inp, self.now)
+        for event in step.events:
+            assert_journals(event)
         self.events.extend(step.events)
         return step
 
@@ -166,21 +177,8 @@ class Rig:
     def answer(self, cards: list[str] | None = None) -> Step:
         """Answer what the round asks: a card (named, or the next of the stack), stand, decline."""
         rnd = self.table.round
-        assert rnd is not None
-        req = rnd.request
-        if isinstance(req, CardFor):
-            return self.draw(cards.pop(0) if cards else None)
-        if isinstance(req, Decision):
-            return self.feed(I.KeyPressed(key="stand"))
-        if isinstance(req, ReaderUse):
-            if req.masque:
-                return self.feed(I.ReaderReport(light=masque_range(rnd.state.dealer[1])))
-            return self.feed(I.ReaderReport(blackjack=rnd.procedure.dealer_blackjack()))
-        if isinstance(req, InsuranceOffer | DoubleAttackOffer):
-            return self.feed(I.WagerPlaced(seat=req.seat, amount=0))
-        if isinstance(req, SecondChanceOffer | SurrenderOffer | EvenMoneyOffer):
-            return self.feed(I.KeyPressed(key="next"))
-        raise AssertionError(f"unexpected request {req!r}")
+        assert rnd is not None and rnd.request is not None
+        return answer(rnd.request, _Plainly(self, cards))
 
     def finish_round(self, cards: list[str] | None = None) -> None:
         guard = 0
@@ -228,3 +226,40 @@ def manual(decks: int = 1, **options: Any) -> Rig:
     rig.open_batches()
     rig.feed(I.NewDealer(name="dealer-1"))
     return rig
+
+
+@dataclass
+class _Plainly:
+    """The plainest answers (controller.rules.requests.Answerer): the card named or the next of
+    the stack, stand, decline every offer, the reader telling the truth."""
+
+    rig: Rig
+    cards: list[str] | None
+
+    def card(self, req: CardFor) -> Step:
+        return self.rig.draw(self.cards.pop(0) if self.cards else None)
+
+    def decision(self, req: Decision) -> Step:
+        return self.rig.feed(I.KeyPressed(key="stand"))
+
+    def reader(self, req: ReaderUse) -> Step:
+        rnd = self.rig.table.round
+        assert rnd is not None
+        if req.masque:
+            return self.rig.feed(I.ReaderReport(light=masque_range(rnd.state.dealer[1])))
+        return self.rig.feed(I.ReaderReport(blackjack=rnd.procedure.dealer_blackjack()))
+
+    def insurance(self, req: InsuranceOffer) -> Step:
+        return self.rig.feed(I.WagerPlaced(seat=req.seat, amount=0))
+
+    def double_attack(self, req: DoubleAttackOffer) -> Step:
+        return self.rig.feed(I.WagerPlaced(seat=req.seat, amount=0))
+
+    def second_chance(self, req: SecondChanceOffer) -> Step:
+        return self.rig.feed(I.KeyPressed(key="next"))
+
+    def surrender(self, req: SurrenderOffer) -> Step:
+        return self.rig.feed(I.KeyPressed(key="next"))
+
+    def even_money(self, req: EvenMoneyOffer) -> Step:
+        return self.rig.feed(I.KeyPressed(key="next"))

@@ -1,0 +1,76 @@
+"""Alarms: what the floor is told, and whether dealing stops until it is acknowledged.
+
+Every machine raises alarms through ``raise_alarm``; an alarm that ``halts`` stops new rounds
+and new cards until the floor acknowledges it (or the device it names is back).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from controller.table.events import Event, event
+from controller.table.machine import Step, applies
+
+if TYPE_CHECKING:
+    from controller.table.core import Table
+
+
+@dataclass(slots=True)
+class Alarm:
+    id: int
+    section: str
+    message: str
+    floor_action: str
+    halts: bool
+    acknowledged_by: str | None = None
+
+
+@dataclass(slots=True)
+class AlarmsState:
+    alarms: dict[int, Alarm] = field(default_factory=dict)
+    next_id: int = 1
+
+    @property
+    def halted(self) -> list[Alarm]:
+        return [a for a in self.alarms.values() if a.halts and a.acknowledged_by is None]
+
+
+@event("alarm_raised")
+@dataclass(slots=True)
+class AlarmRaised(Event):
+    id: int
+    section: str
+    message: str
+    floor_action: str
+    halts: bool
+
+
+@event("alarm_acknowledged")
+@dataclass(slots=True)
+class AlarmAcknowledged(Event):
+    id: int
+    by: str
+
+
+def raise_alarm(t: Table, step: Step, section: str, message: str, floor_action: str, halts: bool) -> None:
+    t.emit(step, AlarmRaised(t.state.alarms.next_id, section, message, floor_action, halts))
+
+
+def not_halted(t: Table, what: str) -> None:
+    halted = t.state.alarms.halted
+    if halted:
+        a = halted[0]
+        raise t.refuse(a.section, f"dealing is stopped ({a.message}); {what} must wait")
+
+
+@applies(AlarmRaised)
+def _raised(t: Table, e: AlarmRaised) -> None:
+    s = t.state.alarms
+    s.alarms[e.id] = Alarm(e.id, e.section, e.message, e.floor_action, e.halts)
+    s.next_id = e.id + 1
+
+
+@applies(AlarmAcknowledged)
+def _acknowledged(t: Table, e: AlarmAcknowledged) -> None:
+    t.state.alarms.alarms[e.id].acknowledged_by = e.by

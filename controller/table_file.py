@@ -1,0 +1,80 @@
+"""The schema of a table file (config/tables/<table>.toml): its sections and their keys.
+
+``load_table_config`` (controller/supervisor/config.py) reads the file once and validates it with
+``TableFile``; the telemetry and the console take their sections from that one reading. Each
+``[devices.<name>]`` section has its own model in devices/config.py (the device layer's), so
+here it is only a table of tables.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final
+
+from pydantic import AfterValidator, Field
+
+from controller.ids import is_host_name, is_identifier
+from controller.schema import Document, NonEmpty, Rule
+
+ID_RULE: Final = "letters, digits, '.', '_' and '-' only, at most 64 characters"
+
+
+def _identifier(value: str) -> str:
+    # A file name (/var/lib/tablectl/<id>.db), an MQTT topic level, a broker user name.
+    if not is_identifier(value):
+        raise ValueError(ID_RULE)
+    return value
+
+
+Identifier = Annotated[NonEmpty, AfterValidator(_identifier)]
+
+
+def _host_names(values: list[str]) -> list[str]:
+    # A DNS name the console may be reached by (besides its IP address and localhost), e.g. the
+    # name a tablet uses through the pit's TLS proxy.
+    if not all(is_host_name(v) for v in values):
+        raise ValueError("not a host name")
+    return values
+
+
+class TableSection(Document):
+    """``[table]``: which table, where it stands, its game file (relative to the table file, or a
+    shipped game's name)."""
+
+    id: Identifier
+    site: Identifier
+    game: NonEmpty
+
+
+class TelemetrySection(Document):
+    """``[telemetry]``: the ops broker (controller/telemetry/config.py)."""
+
+    broker: Annotated[str, Rule("must be an mqtt:// or mqtts:// URL")] | None = None
+    username: NonEmpty | None = None
+    password: NonEmpty | None = Field(default=None, repr=False)  # never in a repr or a message
+    ca_file: NonEmpty | None = None
+    keepalive_s: Annotated[int, Rule("must be a whole number of seconds from 2 to 600", ge=2, le=600)] = 10
+    require_tls: Annotated[bool, Rule("must be true or false")] = False
+
+
+class ConsoleSection(Document):
+    """``[console]``: where the table console listens and whose users file it reads."""
+
+    listen: Annotated[str, Rule("must be a string HOST:PORT")] | None = None
+    users: Annotated[str, Field(min_length=1), Rule("must be a path")] | None = None
+    allow_hosts: Annotated[
+        list[str],
+        AfterValidator(_host_names),
+        Rule('must be a list of host names, e.g. ["table-12.pit.example"]'),
+    ] = Field(default_factory=list)
+
+
+class TableFile(Document):
+    """A whole table file. ``devices`` are checked by devices.config.load_devices."""
+
+    table: TableSection
+    devices: dict[str, Any] = Field(default_factory=dict)
+    telemetry: TelemetrySection = TelemetrySection()
+    console: ConsoleSection | None = None
+
+
+SECTIONS_RULE: Final = "unknown section (expected [table], [devices.<name>], [telemetry], [console])"

@@ -1,0 +1,63 @@
+"""One table-file loader (issue 14): the file is read and checked once; the telemetry and the
+console take their sections from that reading, and every problem is one line naming the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controller.errors import ConfigError
+from controller.shipped import shipped_file
+from controller.supervisor.config import load_table_config
+from controller.supervisor.wiring import build_telemetry
+
+
+def _table(tmp_path: Path, extra: str = "") -> Path:
+    src = shipped_file("tables", "double-back-jack")
+    assert src is not None
+    # Copied out of the checkout: the game and profiles are found among the shipped files.
+    path = tmp_path / "t.toml"
+    path.write_text(src.read_text(encoding="utf-8") + extra, encoding="utf-8")
+    return path
+
+
+def test_the_telemetry_and_console_use_the_one_reading(tmp_path: Path) -> None:
+    path = _table(tmp_path, '\n[telemetry]\nbroker = "mqtt://127.0.0.1:1883"\nkeepalive_s = 30\n')
+    config = load_table_config(path)
+    path.write_text("not toml at all [", encoding="utf-8")  # a second read would now fail
+    telemetry, _ = build_telemetry(config, None, tmp_path / "j.db")
+    assert telemetry is not None and telemetry.broker.keepalive == 30
+
+
+@pytest.mark.parametrize(("extra", "line"), [
+    ("\n[extra]\nx = 1\n", "extra: unknown section (expected [table], [devices.<name>]"),
+    ("\n[telemetry]\nkeepalive_s = 1\n", "telemetry.keepalive_s: must be a whole number of seconds from 2"),
+    ("\n[telemetry]\nkeepalive_s = true\n", "telemetry.keepalive_s: must be a whole number of seconds"),
+    ('\n[telemetry]\nusername = ""\n', "telemetry.username: must be a non-empty string"),
+    ("\n[telemetry]\nrequire_tls = 1\n", "telemetry.require_tls: must be true or false"),
+    ("\n[console]\nusers = 7\n", "console.users: must be a path"),
+    ("\n[console]\nlisten = 7\n", "console.listen: must be a string HOST:PORT"),
+    ("\n[telemetry]\nbroker = 7\n", "telemetry.broker: must be an mqtt:// or mqtts:// URL"),
+])  # fmt: skip
+def test_a_bad_section_is_one_line_naming_file_and_key(tmp_path: Path, extra: str, line: str) -> None:
+    path = _table(tmp_path, extra)
+    with pytest.raises(ConfigError) as info:
+        load_table_config(path)
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: {line}"), msg
+
+
+@pytest.mark.parametrize(("old", "new", "line"), [
+    ('id = "dbj-01"', 'id = "dbj-01\\n"', "table.id: letters, digits, '.', '_' and '-' only"),
+    ('id = "dbj-01"', "id = 7", "table.id: must be a non-empty string"),
+    ('id = "dbj-01"', 'id = "dbj-01"\nseats = 6', "table.seats: unknown key (expected id, site, game)"),
+])  # fmt: skip
+def test_the_table_section_is_checked(tmp_path: Path, old: str, new: str, line: str) -> None:
+    path = _table(tmp_path)
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_table_config(path)
+    assert str(info.value).startswith(f"{path}: {line}"), info.value
