@@ -116,7 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:
+        # Ctrl-C while a command is still importing or setting up: an exit status, not a
+        # traceback through the import machinery.
+        return 130
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] in (["run"], ["demo"], ["config"]):
         # The appliance's commands parse their own arguments (controller/supervisor/).
         from controller.supervisor.cli import dispatch

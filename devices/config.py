@@ -170,6 +170,9 @@ class DeviceConfig:
     timeout_s: float = 0.5
     poll_interval_s: float = 0.1
     offline_after: int = 3  # consecutive failed polls before the device counts as offline
+    # A device the controller has not heard from since it started is still connecting (it may
+    # simply not be up yet) for this long; only then do its connection failures count.
+    connect_grace_s: float = 30.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
     options: Mapping[str, Any] = field(default_factory=dict)  # kind-specific, checked below
@@ -264,6 +267,7 @@ class _Section(Document):
     timeout_s: Annotated[float, between(0.01, 30, "a number")] = 0.5
     poll_interval_s: Annotated[float, between(0.005, 60, "a number")] = 0.1
     offline_after: Annotated[int, between(1, 100)] = 3
+    connect_grace_s: Annotated[float, between(0, 3600, "a number")] = 30.0
     read_attempts: Annotated[int, between(1, 10)] = 2
     write_attempts: Annotated[int, between(1, 10)] = 1
     backoff_initial_s: Annotated[float, between(0.001, 60, "a number")] = 0.2
@@ -475,6 +479,7 @@ def _one(
         timeout_s=sec.timeout_s,
         poll_interval_s=sec.poll_interval_s,
         offline_after=sec.offline_after,
+        connect_grace_s=sec.connect_grace_s,
         retry=RetryPolicy(sec.read_attempts, sec.write_attempts),
         backoff=BackoffPolicy(sec.backoff_initial_s, sec.backoff_max_s, sec.backoff_jitter),
         options=_options(sec, kind),

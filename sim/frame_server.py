@@ -20,6 +20,7 @@ from devices.errors import LinkDown
 from devices.framing import Frame, LineDecoder, encode_frame
 from devices.profiles import Profile
 from devices.transport.links import close_quietly, login_refused
+from devices.transport.mqtt_session import session
 from sim.faults import WireFaults
 from sim.models import StubCounterModel
 from sim.pty import Pty, link_line, unlink_line
@@ -146,7 +147,7 @@ class MqttSink:
                 username=a.username, password=a.password, timeout=5, keepalive=10,
                 tls_context=tls_context(a.tls, a.ca_file),
             )  # fmt: skip
-            await stack.enter_async_context(client)
+            await stack.enter_async_context(session(client))
             await client.subscribe(f"{self.topic}/in", qos=1)
         except BaseException:
             await close_quietly(stack)

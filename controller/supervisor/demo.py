@@ -5,8 +5,10 @@ to them over the wire, a broker for telemetry, the virtual dealer of ``tablectl 
 playing (controller/supervisor/rig.py composes them), and a live terminal view. The broker is
 Debian's mosquitto, started by the demo on a free port of 127.0.0.1 with its own config (never a
 broker already running on the machine; ``bin/tablectl`` installs the package when it is missing, as
-``bin/test`` does); ``--broker URL`` publishes to a broker of yours instead. Ctrl-C stops everything
-cleanly. ``--no-ui`` plays N rounds headless and prints a JSON summary.
+``bin/test`` does); ``--broker URL`` publishes to a broker of yours instead. Ctrl-C, SIGTERM and
+SIGHUP stop everything cleanly (the table says it is offline, then disconnects; the journal is
+closed). ``--no-ui`` plays N rounds headless and prints a JSON summary; with stdout not a terminal
+(``| tee``, a log file) the view is one line per settled round instead.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import shutil
 import signal
 import socket
@@ -24,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,6 +40,9 @@ from controller.supervisor.rig import Rig, virtual_table
 
 BrokerKind = Literal["mosquitto", "external"]
 MOSQUITTO_READY_S = 10.0  # a failure guard: mosquitto says it is running in milliseconds
+# Each stops the demo the same clean way: the farewell on the broker, the journal closed. SIGHUP is
+# a closed terminal; without a handler it would end the process as the broker's Last Will does.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 SUMMARY_FIELDS = """\
 the JSON summary (--no-ui):
@@ -53,6 +59,7 @@ the JSON summary (--no-ui):
   seconds              real seconds the run took
   table_hours          hours on the table's virtual clock
   journal_verified     the journal's hash chain verified from its first record
+  interrupted          true when Ctrl-C, SIGTERM or SIGHUP stopped the demo before its rounds
   house                per wager: settled (count), staked (table units; a sensed spot is 10),
                        house_net (what the players lost minus what they won) and house_edge
                        (house_net / staked); empty for DJ Wild, whose hands the dealer pays
@@ -148,7 +155,13 @@ def broker(workdir: Path) -> Iterator[int]:
         f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\n",
         encoding="utf-8",
     )
-    proc = subprocess.Popen([binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Its own process group: Ctrl-C on a terminal signals the whole foreground group, and a broker
+    # that died with the demo would cut the table's farewell off (and leave the clients' lost
+    # connections to be reported). The demo stops it itself, after the farewell. Its log is read
+    # until it says it is running.
+    proc = subprocess.Popen(
+        [binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, process_group=0
+    )
     try:
         _wait_running(proc)
         yield port
@@ -186,6 +199,10 @@ def _wait_running(proc: subprocess.Popen[bytes]) -> None:
 def main(argv: list[str]) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    # Until the event loop takes the signals over (STOP_SIGNALS), SIGTERM and SIGHUP unwind like
+    # Ctrl-C, so the broker started below is stopped too.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
     if args.journal is not None and args.journal.exists():
         # The virtual dealer opens a fresh table; an old journal's table would be mid-day.
         parser.error(f"--journal {args.journal}: already exists; the demo writes a new journal")
@@ -198,14 +215,53 @@ def main(argv: list[str]) -> int:
             with demo_broker(args, Path(tmp)) as (broker_url, broker_kind):
                 if args.no_ui:
                     summary = asyncio.run(_headless(args, journal, broker_url, broker_kind))
-                    print(json.dumps(summary))
+                    print(json.dumps(summary), flush=True)
                     return 0 if summary["journal_verified"] else 1
+                if not sys.stdout.isatty():
+                    return asyncio.run(_with_lines(args, journal, broker_url))
                 return asyncio.run(_with_view(args, journal, broker_url))
         except TablectlError as e:
             print(f"tablectl demo: {e}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
             return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop_on_signals() -> asyncio.Event:
+    """An event STOP_SIGNALS set, for the rest of the run: taken over before the table is set up,
+    so a signal at any point ends in the same clean stop, and a second one changes nothing."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def _play(
+    rig: Rig, rounds: int | None, stop: asyncio.Event, on_round: Callable[[], None] = lambda: None
+) -> bool:
+    """Open the table and play ``rounds`` (None: until stopped) or until ``stop`` is set; True
+    when a signal cut the play short. The caller's ``async with`` then stops the table."""
+
+    async def play() -> None:
+        await rig.dealer.open_table()
+        played = 0
+        while rounds is None or played < rounds:
+            await rig.dealer.play_round()
+            played += 1
+            on_round()
+
+    player, stopper = asyncio.create_task(play()), asyncio.create_task(stop.wait())
+    await asyncio.wait([player, stopper], return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+    player.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await player  # the dealer's own failure (TableStopped) is raised here
+    return stop.is_set()
 
 
 @contextlib.asynccontextmanager
@@ -229,6 +285,7 @@ async def _console(args: argparse.Namespace, rig: Rig) -> AsyncIterator[None]:
 
 
 async def _headless(args: argparse.Namespace, journal: Path, url: str, kind: BrokerKind) -> dict[str, Any]:
+    stop = _stop_on_signals()
     rounds = 200 if args.rounds is None else args.rounds
     began = time.perf_counter()
     telemetry, forwarder = _telemetry(args, journal, url)
@@ -239,9 +296,9 @@ async def _headless(args: argparse.Namespace, journal: Path, url: str, kind: Bro
         _console(args, rig),
     ):
         forwarder.supervisor = rig.supervisor
-        await rig.dealer.open_table()
-        await rig.dealer.play(rounds)
+        interrupted = await _play(rig, rounds, stop)
         summary = _summary(rig, time.perf_counter() - began, url, kind)
+    summary["interrupted"] = interrupted
     result = verify_journal(journal)
     summary["journal_verified"] = result.ok
     summary["house"] = house_result(journal)
@@ -306,38 +363,62 @@ def _summary(rig: Rig, seconds: float, url: str, kind: BrokerKind) -> dict[str, 
 async def _with_view(args: argparse.Namespace, journal: Path, url: str) -> int:
     from rich.live import Live
 
-    from controller.supervisor.view import render
+    from controller.supervisor.view import LiveView
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = _stop_on_signals()
     telemetry, forwarder = _telemetry(args, journal, url)
     async with virtual_table(table_file(args.game), journal, seed=args.seed, boxes=args.boxes,
                              pace_s=max(0.0, args.pace), telemetry=telemetry) as rig,\
             _console(args, rig):  # fmt: skip
         forwarder.supervisor = rig.supervisor
-        with Live(render(rig, url), refresh_per_second=8, screen=False) as live:
+        view = LiveView(rig, url)
+        with Live(view.render(), refresh_per_second=8, screen=False) as live:
 
             async def refresh() -> None:
                 while True:
-                    live.update(render(rig, url))
+                    live.update(view.render())
                     await asyncio.sleep(0.125)
 
-            async def play() -> None:
-                await rig.dealer.open_table()
-                played = 0
-                while args.rounds is None or played < args.rounds:
-                    await rig.dealer.play_round()
-                    played += 1
+            refresher = asyncio.create_task(refresh())
+            try:
+                await _play(rig, args.rounds, stop)
+            finally:
+                refresher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await refresher
+            live.update(view.render())
+    return 0
+
+
+async def _with_lines(args: argparse.Namespace, journal: Path, url: str) -> int:
+    """The view for a pipe or a file: a line per settled round as it settles, flushed at once
+    (a terminal view would draw only at the end, if at all), and a last line on stopping."""
+    from controller.supervisor.view import RoundFeed, round_line
+
+    stop = _stop_on_signals()
+    telemetry, forwarder = _telemetry(args, journal, url)
+    async with virtual_table(table_file(args.game), journal, seed=args.seed, boxes=args.boxes,
+                             pace_s=max(0.0, args.pace), telemetry=telemetry) as rig,\
+            _console(args, rig):  # fmt: skip
+        forwarder.supervisor = rig.supervisor
+        feed = RoundFeed(rig.supervisor)
+
+        def say(line: str) -> None:
+            try:
+                print(line, flush=True)
+            except BrokenPipeError:
+                # The reader is gone (`| head`, or tee ended by the same Ctrl-C): stop as for a
+                # closed terminal, and send what is left nowhere, so exiting raises nothing more.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
                 stop.set()
 
-            tasks = [asyncio.create_task(refresh()), asyncio.create_task(play())]
-            await stop.wait()
-            for t in tasks:
-                t.cancel()
-            for t in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await t
-            live.update(render(rig, url))
+        def said() -> None:
+            for settled in feed.new():
+                say(round_line(settled))
+
+        title = f"{rig.config.table_id} {rig.config.options.spec.title}"
+        say(f"tablectl demo: {title}, telemetry to {url}; Ctrl-C stops")
+        interrupted = await _play(rig, args.rounds, stop, said)
+        said()
+        say(f"tablectl demo: {'stopped' if interrupted else 'done'} after {rig.dealer.stats.rounds} rounds")
     return 0

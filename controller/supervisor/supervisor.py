@@ -36,6 +36,7 @@ from controller.supervisor import actions
 from controller.supervisor.config import TableConfig
 from controller.supervisor.health import DeviceHealth, health_after
 from controller.supervisor.mapping import Translator, Untranslatable, seen_of
+from controller.supervisor.startup import ConnectGrace
 from controller.supervisor.telemetry import NullTelemetry, Telemetry
 from controller.table import inputs as I
 from controller.table.batches import Place, ShufflerState
@@ -105,6 +106,7 @@ class Supervisor:
         self._eject_sent: set[dev.Slot] = set()
         self._crashed: set[str] = set()
         self._answered: set[str] = set()  # devices heard from since start (ready needs them all)
+        self._grace: ConnectGrace | None = None
         self._waiting_said: set[str] = set()
         self._auto_refused: dict[I.Input, int] = {}
         self._steps = 0
@@ -149,6 +151,10 @@ class Supervisor:
             self.telemetry.device_health(d.name, self.health[d.name].value)
         self._tasks.append(asyncio.create_task(self._consume(), name="supervisor-events"))
         self._tasks.append(asyncio.create_task(self._tick(), name="supervisor-tick"))
+        grace = self._grace = ConnectGrace(self.clock, [d.config for d in drivers])
+        self._tasks.append(
+            asyncio.create_task(grace.run(self.events, self._answered.__contains__), name="connect-grace")
+        )
         for d in drivers:
             self._tasks.append(asyncio.create_task(self._supervise(d), name=f"device-{d.name}"))
             self._tasks.append(asyncio.create_task(self._sender(d), name=f"outbox-{d.name}"))
@@ -297,6 +303,8 @@ class Supervisor:
             self._waiting_said.add(name)
             where = self.drivers[name].config.endpoint.describe() if name in self.drivers else None
             self.log.warning("waiting_for_device", device=name, where=where, error=event.reason)
+        if self._grace is not None and self._grace.holds(event, answered=name in self._answered):
+            return  # not up yet: still connecting (controller/supervisor/startup.py)
         if new is not old:
             await self._set_health(name, new)
         if isinstance(event, dev.FrameError):

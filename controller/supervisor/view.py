@@ -1,8 +1,16 @@
-"""The demo's live terminal view, drawn from the supervisor's public snapshot only (what an ops
-screen may show: no card identities), plus the dealer's counters."""
+"""The demo's live terminal view, and its one-line-per-round form for a pipe.
+
+It shows what a player standing at the table sees, and nothing more: the supervisor's public
+snapshot (devices, batches, alarms), the cards on the layout (the boxes' cards and the dealer's up
+card; the hole card only once it is turned or exposed, 673a.7(n), 665a.7(l), 685a.7(h),(l)),
+hand totals and results, and each settled round as the journal's public ``round_settled`` record
+has it. Never the order of a shoe, a reader's answer or a stub's contents: none of them is read.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 from rich.console import Group
@@ -10,7 +18,13 @@ from rich.panel import Panel
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from controller.console.display import turn
+from controller.journal.model import Classification
 from controller.supervisor.rig import Rig
+from controller.supervisor.supervisor import Supervisor
+from controller.table.asking import dealer_cards
+from controller.table.batches import Place, ShufflerState
+from controller.table.core import Table
 
 _HEALTH_STYLE = {
     "online": "green",
@@ -19,59 +33,183 @@ _HEALTH_STYLE = {
     "fault": "bold red",
     "out_of_order": "bold magenta",
 }
+_RESULT_STYLE = {"win": "green", "blackjack": "bold green", "lose": "red", "push": "", "surrender": "dim"}
+RECENT_ROUNDS = 5
 
 
-def render(rig: Rig, broker: str) -> Group:
-    snap: dict[str, Any] = rig.supervisor.snapshot()
-    stats = rig.dealer.stats
-    head = Text.assemble(
-        (f"{snap['table']} ", "bold"),
-        (f"{rig.config.options.spec.title}", "cyan"),
-        f"  round {snap.get('round', 0)}  ",
-        ("in round" if snap.get("in_round") else "between rounds", "dim"),
-        f"  table time {rig.clock.now() / 3600:.2f} h",
-        f"  telemetry to {broker}",
+class RoundFeed:
+    """The rounds settled since the last call, from the journal's public records (read after a
+    cursor, so each refresh reads only what is new)."""
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        self.supervisor = supervisor
+        self.seq = 0
+        self._stub: dict[str, Any] | None = None  # DJ Wild: this round's stub count, when made
+
+    def new(self) -> list[dict[str, Any]]:
+        jt = self.supervisor.jt
+        if jt is None or jt.journal.last_seq <= self.seq:
+            return []
+        settled: list[dict[str, Any]] = []
+        for record in list(jt.journal.records(after_seq=self.seq)):
+            self.seq = record.seq
+            if record.classification is not Classification.PUBLIC:
+                continue
+            if record.kind == "stub_counted":
+                self._stub = record.payload
+            elif record.kind == "round_settled":
+                settled.append({**record.payload, "stub": self._stub})
+                self._stub = None
+        return settled
+
+
+def _amount(x: Fraction) -> str:
+    return f"{int(x):+d}" if x.denominator == 1 else f"{float(x):+.1f}"
+
+
+def house_net(settled: Mapping[str, Any]) -> Fraction:
+    """What the players lost minus what they won in one settled round, in table units."""
+    return -sum(
+        (Fraction(str(s["stake"])) * s["halves"] / 2 for s in settled.get("settlements", [])), Fraction(0)
     )
-    shoe = RichTable(title="Shoe and batches", expand=True)
-    shoe.add_column("batch")
-    shoe.add_column("where")
-    shoe.add_column("shuffler")
-    for back, b in snap.get("batches", {}).items():
-        in_shoe = back == snap.get("batch_in_shoe")
-        where = b["location"] + (f" ({snap['cards_in_shoe']} cards)" if in_shoe else "")
-        shoe.add_row(Text(back, style=back if back in ("red", "blue") else ""), where, b["shuffler"])
-    if snap.get("cover_card_reached"):
-        shoe.caption = "cover card out: reshuffle after this round"
-    devices = RichTable(title="Devices", expand=True)
-    devices.add_column("device")
-    devices.add_column("health")
-    for name, health in snap.get("devices", {}).items():
-        devices.add_row(name, Text(health, style=_HEALTH_STYLE.get(health, "")))
-    boxes = RichTable(title="Boxes (sensed wagers)", expand=True)
-    boxes.add_column("box")
-    boxes.add_column("main")
-    boxes.add_column("side / progressive")
-    bets = rig.supervisor.translator.bets
-    for box in range(1, rig.config.options.boxes + 1):
-        boxes.add_row(str(box), "●" if (box, 1) in bets else "·", "●" if (box, 2) in bets else "·")
-    alarms = RichTable(title="Alarms", expand=True)
-    alarms.add_column("id")
-    alarms.add_column("section")
-    alarms.add_column("message")
-    alarms.add_column("floor action")
-    for a in snap.get("alarms", []):
-        alarms.add_row(str(a["id"]), a["section"], a["message"], a["floor_action"])
-    counters = Text(
-        f"rounds {stats.rounds}   cards drawn {stats.cards_drawn}   keys {stats.keys_pressed}"
-        f"   shoes {stats.shoes}   stub counts {stats.stub_counts}   Ctrl-C stops",
-        style="dim",
-    )
-    return Group(
-        Panel(head),
-        _row(shoe, devices, boxes),
-        alarms,
-        counters,
-    )
+
+
+def round_line(settled: Mapping[str, Any]) -> str:
+    """One settled round in one line, e.g. ``round 7: dealer 10H 7C (17); box 1 9S 9D (18) win;
+    house +10``; for DJ Wild, the stub count (the dealer settles the hands, 687a)."""
+    head = f"round {settled.get('round')}"
+    if settled.get("wild"):
+        stub = settled.get("stub")
+        if stub is None:
+            return f"{head}: hands dealt by hand; stub put away uncounted"
+        verdict = "right" if stub.get("ok") else "WRONG (687a.9(h))"
+        return f"{head}: hands dealt by hand; stub counted {stub.get('count')}, {verdict}"
+    dealer = settled.get("dealer", {})
+    parts = [f"dealer {' '.join(dealer.get('cards', []))} ({dealer.get('total')})"]
+    for box in settled.get("boxes", []):
+        for i, hand in enumerate(box.get("hands", [])):
+            which = f"box {box.get('seat')}" + (f".{i + 1}" if len(box.get("hands", [])) > 1 else "")
+            parts.append(
+                f"{which} {' '.join(hand.get('cards', []))} ({hand.get('total')}) {hand.get('result')}"
+            )
+    return f"{head}: {'; '.join(parts)}; house {_amount(house_net(settled))}"
+
+
+def batch_state(table: Table, back: str) -> str:
+    """Where a batch is and what it is waiting for, in the dealer's words. The batch in play says
+    so (its shuffler state is reset once it leaves the shuffler, which is not 'unshuffled')."""
+    b = table.batches[back]
+    wild = not table.blackjack
+    if b.location is Place.SHOE:
+        if not wild:
+            return f"in the shoe, being dealt ({b.places[Place.SHOE]} cards left)"
+        w = table.wild
+        if w is not None and w.dealt:
+            return "hands dealt; the stub is set aside for the stub counter"
+        return "the deck in play, dealt by hand"
+    if b.location is Place.DISCARD:
+        return "dealt; in the discard rack, to be shuffled"
+    if b.location is Place.SHUFFLER:
+        return {
+            ShufflerState.UNSHUFFLED: "in the shuffler, waiting to be shuffled",
+            ShufflerState.SHUFFLING: "in the shuffler, shuffling",
+            ShufflerState.READY: "in the shuffler, shuffled and ready",
+            ShufflerState.JAMMED: "in the shuffler, jammed: to be shuffled again",
+        }[b.shuffler]
+    if b.location is Place.NEW:
+        return "new, not yet in play"
+    return "out of play"
+
+
+def layout_rows(
+    table: Table, bets: set[tuple[int, int]], boxes: int
+) -> list[tuple[str, str, str, str, Text]]:
+    """(who, wagers sensed, cards, total, result) for the dealer and each box, as the table shows
+    them now: the dealer's hole card stays 'hole' until it is turned or exposed."""
+    rows: list[tuple[str, str, str, str, Text]] = []
+    rnd = table.round
+    if rnd is not None:
+        state = rnd.state
+        cards = dealer_cards(state)
+        total = str(rnd.procedure.dealer_total()) if cards and "hole" not in cards else ""
+        rows.append(("dealer", "", " ".join(cards), total, Text("")))
+    for box in range(1, boxes + 1):
+        sensed = ("●" if (box, 1) in bets else "·") + " " + ("●" if (box, 2) in bets else "·")
+        hands = [] if rnd is None else next((b.hands for b in rnd.state.boxes if b.seat == box), [])
+        if not hands:
+            dealt = (
+                "hand dealt"
+                if table.wild is not None and table.wild.dealt and box in table.wild.boxes
+                else ""
+            )
+            rows.append((f"box {box}", sensed, dealt, "", Text("")))
+        for i, hand in enumerate(hands):
+            who = f"box {box}" + (f".{i + 1}" if len(hands) > 1 else "")
+            result = Text(hand.result, style=_RESULT_STYLE.get(hand.result, ""))
+            shown = " ".join(str(c) for c in hand.cards)
+            rows.append((who, sensed if i == 0 else "", shown, str(hand.total) if hand.cards else "", result))
+    return rows
+
+
+class LiveView:
+    """The terminal view of one demo table; keeps the last few settled rounds between redraws."""
+
+    def __init__(self, rig: Rig, broker: str) -> None:
+        self.rig, self.broker = rig, broker
+        self.feed = RoundFeed(rig.supervisor)
+        self.recent: list[str] = []
+
+    def render(self) -> Group:
+        rig = self.rig
+        snap: dict[str, Any] = rig.supervisor.snapshot()
+        table = rig.supervisor.table
+        stats = rig.dealer.stats
+        self.recent = (self.recent + [round_line(s) for s in self.feed.new()])[-RECENT_ROUNDS:]
+        ask = turn(snap.get("asking", {}))
+        head = Text.assemble(
+            (f"{snap['table']} ", "bold"),
+            (f"{rig.config.options.spec.title}", "cyan"),
+            f"  round {snap.get('round', 0)}  ",
+            ("in round" if snap.get("in_round") else "between rounds", "dim"),
+            f"  table time {rig.clock.now() / 3600:.2f} h",
+            f"  telemetry to {self.broker}\n",
+            (f"{ask.get('who')}: {ask.get('what')}", "bold"),
+        )
+        title = "Shoe and batches" if table.blackjack else "Decks (dealt by hand) and stub"
+        batches = RichTable(title=title, expand=True)
+        batches.add_column("batch")
+        batches.add_column("state")
+        for back in snap.get("batches", {}):
+            batches.add_row(
+                Text(back, style=back if back in ("red", "blue") else ""), batch_state(table, back)
+            )
+        if snap.get("cover_card_reached"):
+            batches.caption = "cover card out: reshuffle after this round"
+        devices = RichTable(title="Devices", expand=True)
+        devices.add_column("device")
+        devices.add_column("health")
+        for name, health in snap.get("devices", {}).items():
+            devices.add_row(name, Text(health, style=_HEALTH_STYLE.get(health, "")))
+        layout = RichTable(title="Layout (what the players see)", expand=True)
+        for column in ("", "wagers", "cards", "total", "result"):
+            layout.add_column(column)
+        for row in layout_rows(table, rig.supervisor.translator.bets, rig.config.options.boxes):
+            layout.add_row(*row)
+        rounds = RichTable(title="Last rounds", expand=True, show_header=False)
+        rounds.add_column("round")
+        for line in self.recent or ["none settled yet"]:
+            rounds.add_row(line)
+        alarms = RichTable(title="Alarms", expand=True)
+        for column in ("id", "section", "message", "floor action"):
+            alarms.add_column(column)
+        for a in snap.get("alarms", []):
+            alarms.add_row(str(a["id"]), a["section"], a["message"], a["floor_action"])
+        counters = Text(
+            f"rounds {stats.rounds}   cards drawn {stats.cards_drawn}   keys {stats.keys_pressed}"
+            f"   shoes {stats.shoes}   stub counts {stats.stub_counts}   Ctrl-C stops",
+            style="dim",
+        )
+        return Group(Panel(head), _row(batches, devices), layout, rounds, alarms, counters)
 
 
 def _row(*tables: RichTable) -> RichTable:

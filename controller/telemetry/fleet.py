@@ -59,6 +59,16 @@ class FleetView:
         self.fold_errors = 0  # messages whose folding raised (a bug): counted and skipped
         self.last_fold_error: str | None = None
         self.stopped: str | None = None  # why the fold loop is no longer running; /healthz says so
+        # The broker as the monitor last found it: an empty fleet must not pass for a quiet one
+        # when the broker is simply out of reach (wrong URL, down, refusing the login).
+        self.broker_connected = False
+        self.broker_problem: str | None = None  # one line, from the last failed attempt; None once in
+
+    def broker_up(self) -> None:
+        self.broker_connected, self.broker_problem = True, None
+
+    def broker_down(self, problem: str) -> None:
+        self.broker_connected, self.broker_problem = False, problem
 
     def table(self, site: str, table: str) -> TableView:
         view = self.tables.get((site, table))
@@ -133,6 +143,7 @@ class FleetView:
             with_alarms=sum(1 for t in tables if t.alarms),
             stream_gaps=sum(t.gaps for t in tables),
             messages=self.messages,
+            broker_problem=self.broker_problem,
         )
 
 
@@ -204,14 +215,17 @@ class Summary:
     with_alarms: int
     stream_gaps: int
     messages: int
+    broker_problem: str | None = None  # the broker cannot be reached, and why (one line)
 
     @property
     def text(self) -> str:
-        """The fleet line without the message rate (each renderer measures that over its own period)."""
-        return (
+        """The fleet line without the message rate (each renderer measures that over its own period);
+        an unreachable broker comes first, so 0 tables never reads as an empty floor."""
+        fleet = (
             f"{self.tables} tables, {self.online} online, {self.with_alarms} with alarms, "
             f"{self.stream_gaps} stream gaps; {self.messages} messages"
         )
+        return f"{self.broker_problem}; {fleet}" if self.broker_problem else fleet
 
     def as_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__} | {"text": self.text}

@@ -24,7 +24,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import aiomqtt
@@ -34,36 +34,53 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from controller.backoff import Backoff, BackoffPolicy
-from controller.errors import TablectlError
+from controller.errors import TablectlError, short_reason
 from controller.ids import is_host_name
 from controller.telemetry import web
 from controller.telemetry.broker import ENV_PASSWORD, ENV_USERNAME, BrokerSettings, parse_broker_url
 from controller.telemetry.fleet import COLUMNS, FleetView, Row
 from controller.telemetry.topics import ROOT
+from devices.transport.mqtt_session import session
 
 # Reconnecting to the broker: from half a second, doubling, at most every 10 s.
 BROKER_RETRY = BackoffPolicy(initial_s=0.5, max_s=10.0, jitter=0.2)
+# The longest a first connect can take before aiomqtt gives up on it (the TCP connect, then the
+# CONNACK, each bounded by the client's timeouts).
+FIRST_ATTEMPT_S = 30.0
 MAX_QUEUED = 10_000  # messages received but not yet folded; past it paho drops (and counts) them
 
 
-async def consume(settings: BrokerSettings, view: FleetView, *, topic: str = f"{ROOT}/#") -> None:
+async def consume(
+    settings: BrokerSettings,
+    view: FleetView,
+    *,
+    topic: str = f"{ROOT}/#",
+    say: Callable[[str], None] | None = None,
+) -> None:
     """Fold every message of the tree into ``view``, reconnecting for ever (cancel to stop).
 
     Supervised: a message whose folding raises is counted and skipped, a failure of the connection
-    is retried with backoff, and if the loop ever ends ``view.stopped`` says why, so that /healthz
-    stops answering ok."""
+    is retried with backoff (``view.broker_problem`` says why meanwhile, and ``say`` gets one line
+    each time the broker goes out of reach or comes back), and if the loop ever ends
+    ``view.stopped`` says why, so that /healthz stops answering ok."""
     backoff = Backoff(BROKER_RETRY)
     try:
         while True:
             client = settings.client(f"tablectl-monitor-{os.getpid()}", max_queued_incoming=MAX_QUEUED)
             try:
-                async with client:
+                async with session(client):
                     backoff.succeeded()
                     await client.subscribe(topic, qos=1)
+                    view.broker_up()
+                    if say is not None:
+                        say(f"monitor: connected to the broker at {settings.url}")
                     async for message in client.messages:
                         _fold(view, message)
-            except aiomqtt.MqttError:
-                pass  # the broker is away
+            except aiomqtt.MqttError as e:  # the broker is away: said once, retried for ever
+                problem = f"broker {settings.url} unreachable ({short_reason(e)}); retrying"
+                if say is not None and problem != view.broker_problem:
+                    say(f"monitor: {problem}")
+                view.broker_down(problem)
             except Exception as e:  # a bug: reported through the view, and the loop goes on
                 view.fold_errors += 1
                 view.last_fold_error = type(e).__name__
@@ -108,7 +125,8 @@ def render(view: FleetView, rows: int, rate: float) -> Group:
         grid.add_row(*(Text(str(getattr(r, key)), style=_cell_style(r, key)) for _, key in COLUMNS))
     hidden = summary.tables - len(shown)
     footer = Text(f"... and {hidden} quieter tables" if hidden else "", style="dim")
-    return Group(Text(f"{summary.text} ({rate:,.0f}/s)", style="bold"), grid, footer)
+    style = "bold white on red" if summary.broker_problem else "bold"
+    return Group(Text(f"{summary.text} ({rate:,.0f}/s)", style=style), grid, footer)
 
 
 async def _draw(view: FleetView, refresh_s: float, duration_s: float | None) -> None:
@@ -132,8 +150,9 @@ async def run(
     http: tuple[str, int] | None = None,
     terminal: bool = True,
     allow_hosts: Sequence[str] = (),
-) -> None:
-    """Consume the broker into one FleetView; draw it in the terminal and/or serve it over HTTP."""
+) -> FleetView:
+    """Consume the broker into one FleetView; draw it in the terminal and/or serve it over HTTP.
+    Returns the view as it was when the monitor stopped."""
     view = FleetView()
     page = None
     if http is not None:
@@ -144,7 +163,13 @@ async def run(
         host, port = page.address
         # Before the terminal view takes the screen; with port 0 this is how anyone learns the port.
         print(f"monitor: fleet page on http://{_join(host, port)}/ (no login)", file=sys.stderr, flush=True)
-    consumer = asyncio.create_task(consume(settings, view))
+    attempted = asyncio.Event()  # the first connection attempt has succeeded or failed
+
+    def say(line: str) -> None:
+        _say(line)
+        attempted.set()
+
+    consumer = asyncio.create_task(consume(settings, view, say=say))
     try:
         if terminal:
             await _draw(view, refresh_s, duration_s)
@@ -152,12 +177,24 @@ async def run(
             await asyncio.Event().wait()  # serve until interrupted
         else:
             await asyncio.sleep(duration_s)
+        if not attempted.is_set():
+            # A short --duration must not end before the broker has answered once: the exit
+            # status of a scripted check would then depend on how fast the connect was.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(FIRST_ATTEMPT_S):
+                    await attempted.wait()
     finally:
         consumer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await consumer
         if page is not None:
             await page.close()
+    return view
+
+
+def _say(line: str) -> None:
+    # stderr, so a redirected stdout keeps the view only; rich's Live prints it above the view.
+    print(line, file=sys.stderr, flush=True)
 
 
 def _join(host: str, port: int) -> str:
@@ -187,7 +224,14 @@ def parse_allow_host(value: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tablectl monitor", description="Live view of all tables on the broker.")
+    p = argparse.ArgumentParser(
+        prog="tablectl monitor", description="Live view of all tables on the broker.",
+        epilog="A broker that cannot be reached (down, wrong address, login or TLS refused) is said "
+        "in one line on stderr and at the top of the view, and tried again with backoff (up to "
+        "every 10 s) for as long as the monitor runs; it says so again when the broker is back. "
+        "Exit status: 0; 1 when the broker was out of reach as the monitor stopped (--duration), "
+        "so a scripted check fails; 2 for a usage error; 130 after Ctrl-C.",
+    )  # fmt: skip
     p.add_argument("--broker", required=True, help="mqtt://host:port or mqtts://host:port")
     p.add_argument("--ca-file", type=Path, help="CA certificate for an mqtts:// broker")
     p.add_argument("--refresh", type=float, default=0.5, help="seconds between redraws (default 0.5)")
@@ -231,7 +275,7 @@ def main(argv: Sequence[str]) -> int:
         username, password = os.environ.get(ENV_USERNAME), os.environ.get(ENV_PASSWORD)
         settings = BrokerSettings(host, port, tls, args.ca_file, username, password)
         terminal = not args.no_terminal
-        asyncio.run(
+        view = asyncio.run(
             run(settings, args.refresh, args.duration, http=http, terminal=terminal, allow_hosts=allow_hosts)
         )
     except TablectlError as e:
@@ -239,4 +283,8 @@ def main(argv: Sequence[str]) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    if not view.broker_connected:
+        problem = view.broker_problem or f"broker {settings.url} not reached before the monitor stopped"
+        print(f"monitor: {problem.removesuffix('; retrying')}", file=sys.stderr)
+        return 1
     return 0

@@ -30,6 +30,7 @@ from controller.telemetry.commands import Refused, parse_command
 from controller.telemetry.outbox import JournalOutbox
 from controller.telemetry.topics import TableTopics, check_level
 from devices.drivers.base import stop_if_cancelling
+from devices.transport.mqtt_session import session
 
 # (name, args, who, role) -> {"ok": bool, ...}; the supervisor's, called only for a valid command.
 CommandHandler = Callable[[str, dict[str, Any], str, str], Awaitable[dict[str, Any]]]
@@ -178,7 +179,7 @@ class Telemetry:
         client = self.broker.client(self.client_id, will=will, max_queued_incoming=1000)
         # aiomqtt warns past 10 outstanding calls; a batch in flight is that by design.
         client.pending_calls_threshold = self._batch + 50
-        async with client:
+        async with session(client):
             self.connected = True
             published, last = await self._outbox.cursor()
             self.acked_seq = self._marked_seq = max(self.acked_seq, published)

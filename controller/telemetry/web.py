@@ -322,7 +322,7 @@ class FleetPage:
         self._runner: web.ServerRunner | None = None
         self._address: tuple[str, int] | None = None
         self._clients = 0  # open connections
-        self._json: tuple[int, bytes] | None = None  # (view.messages when built, /fleet.json)
+        self._json: tuple[tuple[int, str | None], bytes] | None = None  # (its source, /fleet.json)
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
         server = _Server(
@@ -377,6 +377,8 @@ class FleetPage:
         if request.path == "/healthz":
             if self.view.stopped is not None:  # the page would go on showing a frozen fleet
                 return _plain(503, f"fold loop stopped ({self.view.stopped})"), None
+            if self.view.broker_problem is not None:  # an empty page would pass for a quiet floor
+                return _plain(503, self.view.broker_problem), None
             return _plain(200, "ok"), None
         return _plain(404, "not found"), "not found"
 
@@ -384,7 +386,8 @@ class FleetPage:
         # Built on the loop that folds the broker's messages (about 12 ms for 500 tables), so not
         # once per request: the view changes only in ingest, which counts every message first, so
         # while the count stands the document does (a quiet fleet, several tabs, HEAD then GET).
-        count = self.view.messages
+        # The broker going out of reach or coming back changes the summary line but no count.
+        count = (self.view.messages, self.view.broker_problem)
         if self._json is None or self._json[0] != count:
             self._json = (count, fleet_json(self.view))
         return self._json[1]

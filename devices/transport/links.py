@@ -23,6 +23,7 @@ from controller.clock import REAL_CLOCK, Clock
 from controller.errors import short_reason
 from devices.config import Endpoint, TransportKind, tls_context
 from devices.errors import DeviceTimeout, LinkDown
+from devices.transport.mqtt_session import session
 
 _log = structlog.get_logger("devices.link")
 
@@ -197,7 +198,7 @@ class MqttLink:
         )  # fmt: skip
         stack = contextlib.AsyncExitStack()
         try:
-            await stack.enter_async_context(client)
+            await stack.enter_async_context(session(client))
             await client.subscribe(f"{self.endpoint.topic}/out", qos=1)
         except (aiomqtt.MqttError, OSError) as exc:
             await close_quietly(stack)

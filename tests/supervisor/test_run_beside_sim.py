@@ -91,3 +91,43 @@ def test_run_refuses_a_port_only_the_simulator_may_choose(tmp_path: Path) -> Non
         f"tablectl run: {config}: devices.shuffler.port: tablectl run needs the device's TCP port"
         " (0 or empty lets only tablectl sim choose)"
     )
+
+
+def test_run_started_before_its_simulators_waits_for_them_without_an_alarm(tmp_path: Path) -> None:
+    """Issue 12: `run` started before `sim` raised halting alarms (the shoe failed, the reader
+    malfunctioned) for devices that were simply not up yet. Within the connect grace they are
+    `connecting`; once `sim` is up the table is ready, and nothing was ever a failure."""
+    config = relocated_table("down-under", tmp_path)
+    run = _tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
+    try:
+        waiting = _log_until(
+            run, lambda seen: {x["device"] for x in seen if x["event"] == "waiting_for_device"} >= {
+                "shuffler", "shoe", "reader", "keypad"}
+        )  # fmt: skip
+        sim = _tablectl("sim", "--config", config, "--seed", "3")
+        try:
+            lines = waiting + _log_until(run, lambda seen: seen[-1]["event"] == "ready")
+        finally:
+            assert _stop(sim) == 0
+    finally:
+        assert _stop(run) == 0
+    assert not [x for x in lines if x["event"] in ("alarm", "dealing_halted", "progressive_closed")]
+    health = [(x["device"], x["health"]) for x in lines if x["event"] == "device_health"]
+    assert sorted(health) == sorted((d, "online") for d in ("shuffler", "shoe", "reader", "keypad"))
+
+
+def test_a_device_still_silent_after_its_connect_grace_fails_with_its_alarm(tmp_path: Path) -> None:
+    config = relocated_table("down-under", tmp_path)
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("[devices.shoe]\n", "[devices.shoe]\nconnect_grace_s = 0.5\n", 1), "utf-8")
+    run = _tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
+    try:
+        lines = _log_until(run, lambda seen: seen[-1]["event"] == "alarm")
+    finally:
+        assert _stop(run) == 0
+    alarm = lines[-1]
+    assert (alarm["device"], alarm["section"], alarm["halts"]) == ("shoe", "685a.7(a)", True)
+    assert "no answer in the 0.5 s after start (" in alarm["message"]
+    # Only the shoe's grace ran out: the others are still connecting, as their health says.
+    health = {x["device"]: x["health"] for x in lines if x["event"] == "device_health"}
+    assert health == {"shoe": "fault"}

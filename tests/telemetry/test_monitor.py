@@ -16,6 +16,7 @@ from rich.console import Console
 from controller.journal import Journal
 from controller.telemetry.fleet import FleetView
 from controller.telemetry.monitor import consume, render
+from tests.mosquitto_fixtures import free_port
 from tests.telemetry.conftest import GUARD_S, PASSWORD, ROOT, Broker
 from tests.telemetry.helpers import append_records, snapshot_with_alarms, telemetry_for
 
@@ -150,3 +151,58 @@ async def test_tablectl_monitor_runs_and_exits(broker: Broker) -> None:
         out, err = await proc.communicate()
     assert proc.returncode == 0, err.decode()
     assert b"0 tables" in out
+
+
+class BrokerWatchingView(NotifyingView):
+    """The monitor's view, also telling the test when the broker goes out of reach or comes back."""
+
+    def broker_up(self) -> None:
+        super().broker_up()
+        self.changed.set()
+
+    def broker_down(self, problem: str) -> None:
+        super().broker_down(problem)
+        self.changed.set()
+
+
+async def test_an_unreachable_broker_is_said_in_one_line_and_tried_until_it_is_back(broker: Broker) -> None:
+    """Issue 12: against a broker that was not there the monitor showed `0 tables` and nothing else,
+    as if the floor were empty. Now the view's first line (and /healthz) says the broker cannot be
+    reached and why, the monitor says it once on its ``say`` line, and it keeps trying."""
+    broker.stop()
+    view, said = BrokerWatchingView(), []
+    consumer = asyncio.create_task(consume(broker.settings("monitor-ops"), view, say=said.append))
+    try:
+        await view.until(lambda: view.broker_problem is not None)
+        url = f"mqtts://127.0.0.1:{broker.port}"
+        problem = view.broker_problem
+        assert problem is not None and not view.broker_connected
+        assert problem.startswith(f"broker {url} unreachable (") and "\n" not in problem
+        assert view.summary().text.startswith(view.broker_problem + "; 0 tables")
+        assert said == [f"monitor: {view.broker_problem}"]
+        broker.start()
+        await view.until(lambda: view.broker_connected)
+        assert view.broker_problem is None and view.summary().text.startswith("0 tables")
+        assert said[-1] == f"monitor: connected to the broker at {url}"
+        assert len([line for line in said if "unreachable" in line]) == 1  # once, not once per retry
+    finally:
+        consumer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await consumer
+
+
+async def test_tablectl_monitor_exits_1_naming_a_broker_it_could_not_reach() -> None:
+    port = free_port()  # nothing listens there
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "controller.cli", "monitor", "--broker", f"mqtt://127.0.0.1:{port}",
+        "--duration", "0.1", "--refresh", "0.05",
+        cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with asyncio.timeout(GUARD_S):
+        _, err = await proc.communicate()
+    assert proc.returncode == 1, err.decode()
+    lines = err.decode().splitlines()
+    problem = f"monitor: broker mqtt://127.0.0.1:{port} unreachable ("
+    assert lines[0].startswith(problem) and lines[0].endswith("; retrying")
+    assert lines[-1].startswith(problem) and not lines[-1].endswith("retrying")  # the last word
+    assert "Traceback" not in err.decode()
