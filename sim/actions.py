@@ -163,9 +163,17 @@ class TableHands:
 
 # -- faults ------------------------------------------------------------------------------------
 FAULTS = (
-    "jam", "incomplete_cycle", "shuffler_fault", "reader_failure", "sensor_stuck",
-    "stub_sensor_fault", "counter_glitch", "power_off", "power_on", "clear",
-)  # fmt: skip
+    "jam",
+    "incomplete_cycle",
+    "shuffler_fault",
+    "reader_failure",
+    "sensor_stuck",
+    "stub_sensor_fault",
+    "counter_glitch",
+    "power_off",
+    "power_on",
+    "clear",
+)
 
 
 def inject(hands: TableHands, fault: str, args: dict[str, Any]) -> None:

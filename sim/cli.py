@@ -42,13 +42,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=10, help="with --dealer: rounds to settle, then exit 0")
     p.add_argument("--boxes", type=int, default=2, choices=range(1, 7), metavar="1-6", help="with --dealer")
     p.add_argument(
-        "--broker", default="mqtt://127.0.0.1:1883",
+        "--broker",
+        default="mqtt://127.0.0.1:1883",
         help="with --dealer: the broker `tablectl run` publishes the table's state to",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--control", default=None, metavar="HOST:PORT",
+        "--control",
+        default=None,
+        metavar="HOST:PORT",
         help="serve the control port here (docs/simulators.md); loopback unless a host is named",
-    )  # fmt: skip
+    )
     return p
 
 
@@ -90,9 +93,12 @@ def main(argv: list[str]) -> int:
 
 
 async def _serve(
-    table: SimTable, dealer: WireDealer | None, link: MqttLink | None, rounds: int,
+    table: SimTable,
+    dealer: WireDealer | None,
+    link: MqttLink | None,
+    rounds: int,
     control: tuple[str, int] | None,
-) -> int:  # fmt: skip
+) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -31,9 +31,16 @@ from sim.table import SimTable
 MAX_BODY_BYTES = 4096
 DEFAULT_HOST = "127.0.0.1"
 ACTIONS = (
-    "chips", "key", "draw", "hole_into_reader", "take_deck", "deal_from_hand", "stub_into_counter",
-    "deck_to_shuffler", "decks_to_shuffler",
-)  # fmt: skip
+    "chips",
+    "key",
+    "draw",
+    "hole_into_reader",
+    "take_deck",
+    "deal_from_hand",
+    "stub_into_counter",
+    "deck_to_shuffler",
+    "decks_to_shuffler",
+)
 
 
 def parse_listen(text: str) -> tuple[str, int]:

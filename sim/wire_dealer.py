@@ -79,9 +79,15 @@ class DealerStats:
 
 class WireDealer:
     def __init__(
-        self, sim: SimTable, link: TableLink, *, boxes: int = 6, side_wagers: bool = True,
-        dealer: str = DEALER_NAME, floor: str = FLOOR_NAME,
-    ) -> None:  # fmt: skip
+        self,
+        sim: SimTable,
+        link: TableLink,
+        *,
+        boxes: int = 6,
+        side_wagers: bool = True,
+        dealer: str = DEALER_NAME,
+        floor: str = FLOOR_NAME,
+    ) -> None:
         self.sim = sim
         self.link = link
         self.hands = TableHands(sim)

@@ -74,9 +74,12 @@ async def test_each_fault_the_models_have(port: tuple[str, SimTable]) -> None:
     url, sim = port
     models = {name: d.model for name, d in sim.devices.items()}
     for body in (
-        {"fault": "jam", "at_card": 100}, {"fault": "incomplete_cycle"}, {"fault": "reader_failure"},
-        {"fault": "sensor_stuck", "box": 1, "spot": 2}, {"fault": "power_off", "device": "shoe"},
-    ):  # fmt: skip
+        {"fault": "jam", "at_card": 100},
+        {"fault": "incomplete_cycle"},
+        {"fault": "reader_failure"},
+        {"fault": "sensor_stuck", "box": 1, "spot": 2},
+        {"fault": "power_off", "device": "shoe"},
+    ):
         assert await _post(f"{url}/fault", body) == (200, {"ok": True}), body
     assert models["shuffler"].faults.jam_at_card == 100 and models["shuffler"].faults.stall
     assert models["reader"].faults.dead and (1, 2) in models["keypad"].sensed()
@@ -129,9 +132,12 @@ def broker(tmp_path: Path) -> Iterator[str]:
 
 def _tablectl(*args: str | Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "controller.cli", *map(str, args)], cwd=ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "controller.cli", *map(str, args)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 async def _until(link: MqttLink, what: str, ok: Any) -> dict[str, Any]:
@@ -144,8 +150,11 @@ async def _until(link: MqttLink, what: str, ok: Any) -> dict[str, Any]:
 async def _hand_dealt_round(control: str, link: MqttLink) -> None:
     """The floor opens the table (MQTT); a person deals through the control port; the table
     hears every act over the wire, and a reader failure injected stops dealing."""
-    snap = await _until(link, "every device online", lambda s: s.get("devices") and all(
-        h == "online" for h in s["devices"].values()))  # fmt: skip
+    snap = await _until(
+        link,
+        "every device online",
+        lambda s: s.get("devices") and all(h == "online" for h in s["devices"].values()),
+    )
     for back in snap["batches"]:
         await link.floor("inspection_verified", {"back": back, "dealer": "dealer-1"})
     await link.floor("new_dealer", {"name": "dealer-1"})
@@ -175,8 +184,17 @@ def test_a_test_deals_by_hand_through_the_control_port(tmp_path: Path, broker: s
         assert sim.stdout is not None
         lines = [sim.stdout.readline() for _ in range(5)]
         control = next(line.split("at=")[1].strip() for line in lines if line.startswith("control"))
-        run = _tablectl("run", "--config", config, "--journal", tmp_path / "j.db", "--broker", broker,
-                        "--log-level", "warning")  # fmt: skip
+        run = _tablectl(
+            "run",
+            "--config",
+            config,
+            "--journal",
+            tmp_path / "j.db",
+            "--broker",
+            broker,
+            "--log-level",
+            "warning",
+        )
 
         async def drive() -> None:
             async with asyncio.timeout(GUARD_S), MqttLink(broker, "example-floor", "dub-01") as link:

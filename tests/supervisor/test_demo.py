@@ -30,8 +30,12 @@ GUARD_S = 240.0  # failure guard only
 def _demo(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "controller.cli", "demo", "--no-ui", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=GUARD_S, env=env,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=GUARD_S,
+        env=env,
+    )
 
 
 @pytest.fixture
@@ -84,9 +88,16 @@ def test_demo_with_a_broker_survives_a_hostile_command(tmp_path: Path, broker: i
 
     asyncio.run(publish())
     done = _demo(
-        "--rounds", "3", "--seed", "5", "--broker", f"mqtt://127.0.0.1:{broker}", "--journal", str(journal),
+        "--rounds",
+        "3",
+        "--seed",
+        "5",
+        "--broker",
+        f"mqtt://127.0.0.1:{broker}",
+        "--journal",
+        str(journal),
         env=env,
-    )  # fmt: skip
+    )
     status = asyncio.run(last_status())
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)

@@ -34,9 +34,12 @@ def broker(tmp_path: Path) -> Iterator[str]:
 
 def _tablectl(*args: str | Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "controller.cli", *map(str, args)], cwd=ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "controller.cli", *map(str, args)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.mark.parametrize("game", ["down-under", "double-attack", "dj-wild"])
