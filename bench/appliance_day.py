@@ -31,13 +31,18 @@ async def day(game: str, rounds: int, journal: Path, seed: int) -> dict[str, obj
         wall = time.perf_counter() - began
         stats = rig.dealer.stats
         return {
-            "game": game, "rounds": stats.rounds, "boxes": 6, "seconds": round(wall, 2),
+            "game": game,
+            "rounds": stats.rounds,
+            "boxes": 6,
+            "seconds": round(wall, 2),
             "cpu_seconds": round(time.process_time() - cpu, 2),
-            "rounds_per_s": round(stats.rounds / wall, 1), "cards": stats.cards_drawn,
+            "rounds_per_s": round(stats.rounds / wall, 1),
+            "cards": stats.cards_drawn,
             "keys": stats.keys_pressed,
             "records": rig.supervisor.jt.journal.last_seq if rig.supervisor.jt else 0,
-            "table_hours": round(rig.clock.now() / 3600, 1), "journal": str(journal),
-        }  # fmt: skip
+            "table_hours": round(rig.clock.now() / 3600, 1),
+            "journal": str(journal),
+        }
 
 
 def main() -> None:

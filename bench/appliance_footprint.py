@@ -38,7 +38,7 @@ def peak_rss_mb(pid: int) -> float:
 
 async def bench(game: str, seconds: float) -> dict[str, object]:
     cfg = load_table_config(table_file(game))
-    sim = SimTable.from_config(cfg, seed=1)
+    sim = SimTable(list(cfg.devices), cfg.options.spec, seed=1, decks=cfg.options.decks)
     await sim.start()
     try:
         with tempfile.TemporaryDirectory() as tmp:

@@ -41,7 +41,7 @@ async def until_ready(proc: asyncio.subprocess.Process) -> dict[str, object]:
 
 async def bench(game: str, journal: Path, repeat: int) -> dict[str, object]:
     cfg = load_table_config(table_file(game))
-    sim = SimTable.from_config(cfg, seed=1)
+    sim = SimTable(list(cfg.devices), cfg.options.spec, seed=1, decks=cfg.options.decks)
     await sim.start()
     times: list[float] = []
     try:

@@ -82,11 +82,24 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
     try:
         for i in range(workers):
             with open(d / f"worker{i}.log", "wb") as log:
-                procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "controller.cli", "archive", "--broker", f"mqtt://127.0.0.1:{port}",
-                     "--db", cluster.dsn, "--client-id", f"bench-archive-{i}"],
-                    stdout=log, stderr=subprocess.STDOUT,
-                ))  # fmt: skip
+                procs.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "controller.cli",
+                            "archive",
+                            "--broker",
+                            f"mqtt://127.0.0.1:{port}",
+                            "--db",
+                            cluster.dsn,
+                            "--client-id",
+                            f"bench-archive-{i}",
+                        ],
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
         # The workers have subscribed once their migrations ran and the broker logged them in.
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -132,8 +145,9 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
                 "SELECT percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP"
                 " (ORDER BY extract(epoch FROM received_at) - at),"
                 " count(*) FILTER (WHERE extract(epoch FROM received_at) <= %s)"
-                " FROM events", (start_at + args.seconds,)
-            ).fetchone()  # fmt: skip
+                " FROM events",
+                (start_at + args.seconds,),
+            ).fetchone()
             alarms = conn.execute("SELECT count(*) FROM chain_alarms").fetchone()
             # received_at is the inserting transaction's start: one value per commit.
             commits = conn.execute(

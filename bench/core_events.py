@@ -55,8 +55,10 @@ def main() -> None:
     for game in BLACKJACK_GAMES:
         runs = [one_run(game.value, args.rounds, seed) for seed in range(args.repeat)]
         rates = [r[0] for r in runs]
-        print(f"{game.value:<18}{runs[0][2]:>9}{max(rates):>15,.0f}{statistics.median(rates):>10,.0f}"
-              f"{statistics.median(r[1] for r in runs):>12,.0f}")  # fmt: skip
+        print(
+            f"{game.value:<18}{runs[0][2]:>9}{max(rates):>15,.0f}{statistics.median(rates):>10,.0f}"
+            f"{statistics.median(r[1] for r in runs):>12,.0f}"
+        )
 
 
 if __name__ == "__main__":

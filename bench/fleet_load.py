@@ -22,16 +22,39 @@ from dataclasses import dataclass, field
 from controller.journal import GENESIS_HASH, Classification, Record, canonical_json, record_hash
 from controller.telemetry.payloads import birth, death, encode, event_message, state
 from controller.telemetry.topics import TableTopics
-from sim.mqtt_broker.packets import MAX_PACKET_ID, PacketType, encode_remaining_length, packet, utf8_field
 
 KEEPALIVE_S = 60  # the tables publish ten times a second: the broker never needs a PINGREQ
+MAX_PACKET_ID = 0xFFFF
+CONNECT = 1  # the CONNECT control packet's type [MQTT 3.1.1 2.2.1]
+
+
+# -- the few MQTT 3.1.1 frames a publishing table needs ---------------------------------------------
+def encode_remaining_length(length: int) -> bytes:
+    """The fixed header's variable-length "remaining length" [2.2.3]: 7 bits a byte, high bit = more."""
+    out = bytearray()
+    while True:
+        length, byte = divmod(length, 128)
+        out.append(byte | (0x80 if length else 0))
+        if not length:
+            return bytes(out)
+
+
+def packet(ptype: int, flags: int, body: bytes) -> bytes:
+    """A control packet: fixed header (type, flags, remaining length) and body [2.2]."""
+    return bytes([ptype << 4 | flags]) + encode_remaining_length(len(body)) + body
+
+
+def utf8_field(text: str) -> bytes:
+    """A UTF-8 encoded string field: two bytes of length, then the bytes [1.5.3]."""
+    data = text.encode("utf-8")
+    return struct.pack("!H", len(data)) + data
 
 
 def connect_frame(client_id: str, will_topic: str, will: bytes) -> bytes:
     # MQTT 3.1.1 3.1.2.3: clean session (0x02), will flag (0x04), will QoS 1 (0x08), will retain (0x20).
     variable = utf8_field("MQTT") + bytes([4, 0x02 | 0x04 | 0x08 | 0x20]) + struct.pack("!H", KEEPALIVE_S)
     body = variable + utf8_field(client_id) + utf8_field(will_topic) + struct.pack("!H", len(will)) + will
-    return packet(PacketType.CONNECT, 0, body)
+    return packet(CONNECT, 0, body)
 
 
 def publish_frame(topic: bytes, packet_id: int, payload: bytes, *, retain: bool = False) -> bytes:

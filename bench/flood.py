@@ -54,7 +54,9 @@ async def run(mib: float, presses: int) -> dict[str, Any]:
     logs.configure(logging.CRITICAL, cache=False)
     with tempfile.TemporaryDirectory() as tmp:
         config = load_table_config(table_file("dj-wild"), side="both")
-        sim = SimTable.from_config(config, seed=3, clock=REAL_CLOCK)
+        sim = SimTable(
+            list(config.devices), config.options.spec, seed=3, clock=REAL_CLOCK, decks=config.options.decks
+        )
         await sim.start()
         sup = Supervisor(config, pathlib.Path(tmp) / "j.db", devices=sim.driver_configs())
         handled: list[dev.DeviceEvent] = []

@@ -1,6 +1,6 @@
 """kill -9 soak: ``tablectl run`` killed at seeded random moments over full shoes, many times.
 
-Each run is one full shoe (sim/kill9.py) with ``--kills-per-shoe`` kill -9s at random moments
+Each run is one full shoe (tests/support/kill9.py) with ``--kills-per-shoe`` kill -9s at random moments
 (mid-draw, mid-commit, and with cards drawn and keys pressed while the appliance is down), a
 restart after each; runs go on with new seeds until ``--kills`` kills are done. Prints JSON: kills
 survived, lost and phantom cards, halting alarms no person caused, whether every journal verified
@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 
 import structlog
 
-from sim.kill9 import Result, run_once
+from tests.support.kill9 import Result, run_once
 
 
 async def soak(kills: int, per_shoe: int, seed: int, game: str) -> dict[str, object]:

@@ -38,10 +38,16 @@ def _pct(samples: list[float], q: float) -> float:
 
 async def run(requests: int, batch: int) -> None:
     [cfg] = load_devices(
-        {"shuffler": {"kind": "shuffler", "profile": "../devices/ref-shuffler.toml",
-                      "transport": "modbus-tcp", "port": 0}},
+        {
+            "shuffler": {
+                "kind": "shuffler",
+                "profile": "../devices/ref-shuffler.toml",
+                "transport": "modbus-tcp",
+                "port": 0,
+            }
+        },
         ROOT / "config" / "tables",
-    )  # fmt: skip
+    )
     model = ShufflerModel(RealClock(), GAMES[GameId.DOUBLE_BACK_JACK], 6)
     server = ModbusTcpSim([RegisterSim(cfg.kind, model, cfg.profile)])
     await server.start()

@@ -103,8 +103,10 @@ def state_message(base: str, seq: int) -> tuple[str, str]:
 async def tables_worker(
     port: int, first: int, count: int, rate: float, seconds: float, started: float
 ) -> int:
-    clients = [aiomqtt.Client("127.0.0.1", port, identifier=f"bench-t{first + i}", max_inflight_messages=100)
-               for i in range(count)]  # fmt: skip
+    clients = [
+        aiomqtt.Client("127.0.0.1", port, identifier=f"bench-t{first + i}", max_inflight_messages=100)
+        for i in range(count)
+    ]
     for c in clients:
         await c.__aenter__()
         c.pending_calls_threshold = 10_000
@@ -224,8 +226,10 @@ async def fleet(port: int, tables: int, rate: float, seconds: float, procs: int,
         workers = [ctx.Process(target=light_worker_main, args=(port, tables, rate, seconds, started, q))]
     else:
         target = wire_worker_main if load == "wire" else worker_main
-        workers = [ctx.Process(target=target, args=(port, p * per, per, rate, seconds, started, q))
-                   for p in range(procs)]  # fmt: skip
+        workers = [
+            ctx.Process(target=target, args=(port, p * per, per, rate, seconds, started, q))
+            for p in range(procs)
+        ]
     for w in workers:
         w.start()
     cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -268,22 +272,34 @@ async def fleet(port: int, tables: int, rate: float, seconds: float, procs: int,
 
     first, last_q = [s[1] for s in run[:quarter]], [s[1] for s in run[-quarter:]]
     gaps = sum(t.gaps for t in view.tables.values())
-    print(f"fleet: {len(view.tables)} tables x {rate:g} events/s (+1 state/s) for {seconds:g} s, "
-          f"{LOADS[load].format(procs=procs)}")  # fmt: skip
-    print(f"  offered {sent / seconds:,.0f} msg/s; sent {sent:,}, "
-          f"received {view.messages - tables:,} (+{tables} births)")  # fmt: skip
-    print(f"  received per second in the steady part: median {statistics.median(steady):,.0f}, "
-          f"min {min(steady):,.0f}")  # fmt: skip
+    print(
+        f"fleet: {len(view.tables)} tables x {rate:g} events/s (+1 state/s) for {seconds:g} s, "
+        f"{LOADS[load].format(procs=procs)}"
+    )
+    print(
+        f"  offered {sent / seconds:,.0f} msg/s; sent {sent:,}, "
+        f"received {view.messages - tables:,} (+{tables} births)"
+    )
+    print(
+        f"  received per second in the steady part: median {statistics.median(steady):,.0f}, "
+        f"min {min(steady):,.0f}"
+    )
     behind = sent - (folded_at_end or 0)
     behind_ms = behind / (sent / seconds) * 1000
-    print(f"  behind when the tables stopped: {behind:,} messages = {behind_ms:,.0f} ms "
-          f"of load (measured at the first redraw after the end, up to 0.5 s late)")  # fmt: skip
+    print(
+        f"  behind when the tables stopped: {behind:,} messages = {behind_ms:,.0f} ms "
+        f"of load (measured at the first redraw after the end, up to 0.5 s late)"
+    )
     print(f"  gaps seen by the view: {gaps}; repeats: {sum(t.repeats for t in view.tables.values())}")
-    print(f"  latency send->fold p50/p99: first quarter {pct(first, 50):.1f}/{pct(first, 99):.1f} ms, "
-          f"last quarter {pct(last_q, 50):.1f}/{pct(last_q, 99):.1f} ms")  # fmt: skip
+    print(
+        f"  latency send->fold p50/p99: first quarter {pct(first, 50):.1f}/{pct(first, 99):.1f} ms, "
+        f"last quarter {pct(last_q, 50):.1f}/{pct(last_q, 99):.1f} ms"
+    )
     print(f"  redraw of the monitor (40 rows): median {statistics.median(draw_ms):.1f} ms")
-    print(f"  CPU: the view {view_cpu:.0%} of one core (receive, fold and redraw); the load generator "
-          f"{(load_cpu.ru_utime + load_cpu.ru_stime) / seconds:.0%} of one core")  # fmt: skip
+    print(
+        f"  CPU: the view {view_cpu:.0%} of one core (receive, fold and redraw); the load generator "
+        f"{(load_cpu.ru_utime + load_cpu.ru_stime) / seconds:.0%} of one core"
+    )
 
 
 async def drain(port: int, backlog: int, directory: pathlib.Path) -> None:
@@ -315,8 +331,10 @@ async def drain(port: int, backlog: int, directory: pathlib.Path) -> None:
     await telemetry.stop()
     with Journal.open(path, readonly=True) as journal:
         assert journal.published_seq() == backlog
-    print(f"drain: {backlog:,} journal records published and acknowledged (QoS 1) in {took:.2f} s "
-          f"= {backlog / took:,.0f} records/s (connect and birth included)")  # fmt: skip
+    print(
+        f"drain: {backlog:,} journal records published and acknowledged (QoS 1) in {took:.2f} s "
+        f"= {backlog / took:,.0f} records/s (connect and birth included)"
+    )
 
 
 def main() -> int:

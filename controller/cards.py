@@ -11,6 +11,7 @@ never appears in a shoe listing; it is a position (see ``controller.shoe``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
@@ -107,3 +108,29 @@ def standard_deck(back: str | None = None) -> list[Card]:
 
 
 JOKER: Final = card(JOKER_RANK, "")
+
+
+# -- totals ---------------------------------------------------------------------------------------
+# The chapters' card values added up: shared by the rules (controller/rules/hand.py) and by the
+# simulated players' strategy (controller/strategy.py), which must not import the rules.
+PLAYER_LIMIT: Final = 21
+
+
+def hard_total(cards: Sequence[Card]) -> int:
+    """Every ace counted 1 (the 'hard total' of 673a.1)."""
+    return sum(c.points for c in cards)
+
+
+def total(cards: Sequence[Card], limit: int = PLAYER_LIMIT) -> tuple[int, bool]:
+    """The hand's total and whether it is soft (an ace counted 11), 673a.3(d)(3), 685a.3(d)(3):
+    an ace counts 11 unless that takes the hand over ``limit`` (21 for players; 22 for the
+    Down Under dealer)."""
+    hard = 0
+    has_ace = False
+    for c in cards:
+        hard += c.points
+        if c.is_ace:
+            has_ace = True
+    if has_ace and hard + 10 <= limit:
+        return hard + 10, True
+    return hard, False

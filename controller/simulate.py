@@ -171,8 +171,10 @@ class TableSimulator:
         self.shoe: Shoe = self._new_shoe()
         self.discards: list[Card] = []
         self.shoes = 1
-        side = {"bust_it": BET if options.bust_it else 0,
-                "match_the_dealer": BET if options.match_the_dealer else 0}  # fmt: skip
+        side = {
+            "bust_it": BET if options.bust_it else 0,
+            "match_the_dealer": BET if options.match_the_dealer else 0,
+        }
         self.wagers = [
             SeatWagers(s, BET, side["bust_it"], side["match_the_dealer"]) for s in range(1, seats + 1)
         ]
@@ -349,9 +351,13 @@ def _progress_bar(total: int, enabled: bool) -> Iterator[Callable[[int], None] |
     from rich.progress import BarColumn, Progress, TimeRemainingColumn
 
     with Progress(
-        "[progress.description]{task.description}", BarColumn(), "{task.percentage:>3.0f}%",
-        TimeRemainingColumn(), console=Console(stderr=True), transient=True,
-    ) as bar:  # fmt: skip
+        "[progress.description]{task.description}",
+        BarColumn(),
+        "{task.percentage:>3.0f}%",
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
         task = bar.add_task("simulating", total=total)
         yield lambda done: bar.update(task, completed=done)
 

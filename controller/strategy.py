@@ -7,13 +7,30 @@ dealers draw to 22, Double Back Jack pays 21 at once); it is a fixed, well-known
 house edge figures are comparable run to run. Wager choices ("every optional wager placed"):
 Bust It, Match-the-Dealer and Double Attack equal to the bet, insurance at half the bet whenever
 offered, even money never, Second Chance when the hand's total is 26 or less.
+
+Domain vocabulary, not rules: it imports only controller.cards, because two sides use it. The
+controller's statistical simulator (controller/simulate.py) plays its players with it, and the
+simulated players at a table on the wire (sim/wire_dealer.py) choose with it from the cards face
+up, and sim/ may not import the rules engine. So it works on anything holding ``cards`` and picks
+from the legal actions it is given (rules.requests.Action values, or the strings of a public ask).
 """
 
 from __future__ import annotations
 
-from controller.cards import Card
-from controller.rules.hand import Hand, total
-from controller.rules.requests import Action
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+from controller.cards import Card, total
+
+A = TypeVar("A", bound=str)
+
+
+class Holding(Protocol):
+    """A player hand as the strategy sees it: its cards, face up at the table."""
+
+    @property
+    def cards(self) -> Sequence[Card]: ...
+
 
 UP_COLUMNS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)  # 11 = ace
 
@@ -55,9 +72,9 @@ def insurance_stake(bet: int) -> int:
     return bet // 2
 
 
-def takes_second_chance(hand: Hand) -> bool:
+def takes_second_chance(hand: Holding) -> bool:
     """673a.7(l): buy the Second Chance card when the busted total is 26 or less."""
-    return hand.total <= SECOND_CHANCE_UP_TO
+    return total(hand.cards)[0] <= SECOND_CHANCE_UP_TO
 
 
 def up_value(up: Card) -> int:
@@ -77,21 +94,32 @@ def _code(hand_total: int, soft: bool, up: int) -> str:
     return _HARD[hand_total][col]
 
 
-def choose(hand: Hand, up: Card, legal: frozenset[Action]) -> Action:
+def choose(hand: Holding, up: Card, legal: frozenset[A]) -> A:
+    """The action basic strategy takes, one of ``legal`` (hit, stand, double, split, surrender)."""
+
+    def pick(name: str) -> A | None:
+        return next((a for a in legal if a == name), None)
+
     upv = up_value(up)
     cards = hand.cards
-    if Action.SPLIT in legal and cards[0].points != 10:
+    split = pick("split")
+    if split is not None and cards[0].points != 10:
         row = _PAIRS.get(cards[0].points)
         if row is not None and row[upv - 2] == "P":
-            return Action.SPLIT
+            return split
     t, soft = total(cards)
     code = _code(t, soft, upv)
-    if code == "S":
-        return Action.STAND
-    if code in "DT" and Action.DOUBLE in legal:
-        return Action.DOUBLE
-    if code == "T":
-        return Action.STAND
-    if code == "R" and Action.SURRENDER in legal:
-        return Action.SURRENDER
-    return Action.HIT if Action.HIT in legal else Action.STAND
+    stand, double = pick("stand"), pick("double")
+    if code == "S" and stand is not None:
+        return stand
+    if code in "DT" and double is not None:
+        return double
+    if code == "T" and stand is not None:
+        return stand
+    surrender = pick("surrender")
+    if code == "R" and surrender is not None:
+        return surrender
+    chosen = pick("hit") or stand
+    if chosen is None:
+        raise ValueError(f"no hit or stand among {sorted(legal)}")
+    return chosen

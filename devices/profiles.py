@@ -221,16 +221,31 @@ class Profile:
 
 _REQUIRED_REGISTERS: Final[dict[DeviceKind, tuple[str, ...]]] = {
     DeviceKind.SHUFFLER: (
-        "state", "cycle", "cards_counted", "fault_code",
-        "slot_a_state", "slot_a_back", "slot_a_decks",
-        "slot_b_state", "slot_b_back", "slot_b_decks", "command",
+        "state",
+        "cycle",
+        "cards_counted",
+        "fault_code",
+        "slot_a_state",
+        "slot_a_back",
+        "slot_a_decks",
+        "slot_b_state",
+        "slot_b_back",
+        "slot_b_decks",
+        "command",
     ),
-    DeviceKind.SHOE: ("draw_seq", "draw_ring", "remaining", "cover", "batch_seq", "batch_size",
-                      "batch_back"),
+    DeviceKind.SHOE: ("draw_seq", "draw_ring", "remaining", "cover", "batch_seq", "batch_size", "batch_back"),
     DeviceKind.READER: ("health", "insert_seq", "result", "up_rank", "command"),
-    DeviceKind.KEYPAD: ("sensors", "sensor_faults", "locked", "lights", "meter", "key_seq",
-                        "key_ring", "command"),
-}  # fmt: skip
+    DeviceKind.KEYPAD: (
+        "sensors",
+        "sensor_faults",
+        "locked",
+        "lights",
+        "meter",
+        "key_seq",
+        "key_ring",
+        "command",
+    ),
+}
 _REQUIRED_ENUMS: Final[dict[DeviceKind, tuple[str, ...]]] = {
     DeviceKind.SHUFFLER: ("shuffler_state", "back"),
     DeviceKind.SHOE: ("back",),
@@ -238,11 +253,16 @@ _REQUIRED_ENUMS: Final[dict[DeviceKind, tuple[str, ...]]] = {
     DeviceKind.KEYPAD: ("key",),
 }
 _REQUIRED_COMMANDS: Final[dict[DeviceKind, tuple[str, ...]]] = {
-    DeviceKind.SHUFFLER: ("start_shuffle", "abort_shuffle", "eject_to_shoe", "clear_fault",
-                          "mark_out_of_order"),
+    DeviceKind.SHUFFLER: (
+        "start_shuffle",
+        "abort_shuffle",
+        "eject_to_shoe",
+        "clear_fault",
+        "mark_out_of_order",
+    ),
     DeviceKind.READER: ("set_up_card", "reset"),
     DeviceKind.KEYPAD: ("lock", "unlock", "set_light", "show_meter"),
-}  # fmt: skip
+}
 _REQUIRED_FRAMES: Final[dict[DeviceKind, dict[str, tuple[str, ...]]]] = {
     DeviceKind.STUB_COUNTER: {
         "count": ("seq", "count", "verified"),
@@ -422,8 +442,9 @@ def parse_profile(data: Mapping[str, Any], path: pathlib.Path) -> Profile:
             for f in fields:
                 if f not in have:
                     raise _fail(path, f"frames.{fname}.fields", f"must include field {f!r}")
-    return Profile(doc.profile.name, kind, protocol, path, registers, enums, commands, card, line, frames,
-                   options)  # fmt: skip
+    return Profile(
+        doc.profile.name, kind, protocol, path, registers, enums, commands, card, line, frames, options
+    )
 
 
 def _shuffler_states() -> tuple[StrEnum, ...]:

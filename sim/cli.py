@@ -1,10 +1,12 @@
-"""``tablectl sim --config config/tables/<table>.toml [--seed N] [--dealer [--rounds N] [--broker URL]]``
+"""``tablectl sim --config config/tables/<table>.toml [--seed N] [--control HOST:PORT]
+[--dealer [--rounds N] [--boxes N] [--broker URL]]``
 
 Starts the simulated devices of one table, prints one line per device (name, kind, transport,
 where it listens, Modbus device id) and runs until SIGINT or SIGTERM. With ``--dealer`` a virtual
 dealer plays rounds at the table through those devices, reading the table's public MQTT state
 (sim/wire_dealer.py); it exits 0 once N rounds have settled, 1 with one line if the table stopped
-it.
+it. With ``--control`` a test drives the devices itself over a small HTTP/JSON port
+(sim/control.py, docs/simulators.md).
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ import aiomqtt
 import structlog
 
 from controller.errors import TablectlError
-from controller.games import BLACKJACK_GAMES
-from controller.supervisor.config import load_table_config
-from controller.supervisor.logs import route_stdlib_logging
+from sim.control import ControlPort, parse_listen
+from sim.mqtt_link import MqttLink
 from sim.table import SimTable
+from sim.table_file import read_table_file
 from sim.wire_dealer import TableStopped, WireDealer
 
 
@@ -36,13 +38,20 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="seed the shuffles (tests only; without it the OS CSPRNG shuffles)",
     )
-    p.add_argument("--dealer", action="store_true", help="a virtual dealer plays the table (blackjack games)")
+    p.add_argument("--dealer", action="store_true", help="a virtual dealer plays the table")
     p.add_argument("--rounds", type=int, default=10, help="with --dealer: rounds to settle, then exit 0")
     p.add_argument("--boxes", type=int, default=2, choices=range(1, 7), metavar="1-6", help="with --dealer")
     p.add_argument(
-        "--broker", default="mqtt://127.0.0.1:1883",
+        "--broker",
+        default="mqtt://127.0.0.1:1883",
         help="with --dealer: the broker `tablectl run` publishes the table's state to",
-    )  # fmt: skip
+    )
+    p.add_argument(
+        "--control",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve the control port here (docs/simulators.md); loopback unless a host is named",
+    )
     return p
 
 
@@ -56,26 +65,25 @@ def main(argv: list[str]) -> int:
             wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
             logger_factory=structlog.PrintLoggerFactory(sys.stderr),
         )
-        route_stdlib_logging(logging.WARNING)  # pymodbus's frame dumps hold the devices' cards
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # Never DEBUG for pymodbus: at DEBUG it logs every frame, and the frames hold the devices' cards.
+    logging.getLogger("pymodbus").setLevel(logging.WARNING)
     if args.dealer and args.rounds < 1:
         print("tablectl sim: --rounds: must be 1 or more", file=sys.stderr)
         return 2
     try:
-        config = load_table_config(args.config, side="sim")
+        config = read_table_file(args.config)
         table = SimTable.from_config(config, seed=args.seed, at_configured=True)
-        dealer = None
-        if args.dealer:
-            if config.options.game not in BLACKJACK_GAMES:
-                raise TablectlError(f"--dealer: {config.options.spec.title} is not dealt on the wire yet")
-            side = config.options.bust_it or config.options.match_the_dealer or config.options.progressive
-            dealer = WireDealer(
-                table, args.broker, config.site, config.table_id, boxes=args.boxes, side_wagers=side
-            )
-    except TablectlError as exc:
+        control = parse_listen(args.control) if args.control is not None else None
+        link = MqttLink(args.broker, config.site, config.table_id) if args.dealer else None
+    except (TablectlError, ValueError) as exc:
         print(f"tablectl sim: {exc}", file=sys.stderr)
         return 2
+    dealer = None
+    if link is not None:
+        dealer = WireDealer(table, link, boxes=args.boxes, side_wagers=config.side_wagers)
     try:
-        return asyncio.run(_serve(table, dealer, args.rounds))
+        return asyncio.run(_serve(table, dealer, link, args.rounds, control))
     except TablectlError as exc:
         print(f"tablectl sim: {exc}", file=sys.stderr)
         return 1
@@ -84,36 +92,61 @@ def main(argv: list[str]) -> int:
         return 1
 
 
-async def _serve(table: SimTable, dealer: WireDealer | None = None, rounds: int = 0) -> int:
+async def _serve(
+    table: SimTable,
+    dealer: WireDealer | None,
+    link: MqttLink | None,
+    rounds: int,
+    control: tuple[str, int] | None,
+) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await table.start()
+    port = ControlPort(table)
     try:
         for line in table.listing():
             print(line, flush=True)
+        if control is not None:
+            where = await port.start(*control)
+            print(f"control  at=http://{where[0]}:{where[1]}/", flush=True)
         print("tablectl sim: running; stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
-        if dealer is None:
+        if dealer is None or link is None:
             await stop.wait()
             return 0
-        play = asyncio.create_task(dealer.play(rounds))
-        stopped = asyncio.create_task(stop.wait())
-        await asyncio.wait((play, stopped), return_when=asyncio.FIRST_COMPLETED)
-        stopped.cancel()
-        if not play.done():
-            play.cancel()
-            return 0
-        try:
-            stats = play.result()
-        except (TableStopped, TimeoutError, aiomqtt.MqttError) as exc:
-            why = str(exc) or "no new state from the table in time"
-            print(f"tablectl sim: dealer: {why}", file=sys.stderr)
-            return 1
-        print(f"tablectl sim: dealer: {stats.rounds} rounds settled", file=sys.stderr, flush=True)
-        return 0
+        return await _deal(dealer, link, rounds, stop)
     finally:
+        await port.stop()
         await table.stop()
+
+
+async def _deal(dealer: WireDealer, link: MqttLink, rounds: int, stop: asyncio.Event) -> int:
+    """Exit 0 once ``rounds`` have settled (or on a signal), 1 with one line if the table stopped
+    the dealer or said nothing for too long."""
+
+    async def play() -> int:
+        async with link:
+            await dealer.open_table()
+            stats = await dealer.play(rounds)
+        return stats.rounds
+
+    playing = asyncio.create_task(play())
+    stopped = asyncio.create_task(stop.wait())
+    await asyncio.wait((playing, stopped), return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if not playing.done():
+        playing.cancel()
+        await asyncio.gather(playing, return_exceptions=True)
+        return 0
+    try:
+        settled = playing.result()
+    except (TableStopped, TimeoutError, aiomqtt.MqttError) as exc:
+        why = str(exc) or "no new state from the table in time"
+        print(f"tablectl sim: dealer: {why}", file=sys.stderr)
+        return 1
+    print(f"tablectl sim: dealer: {settled} rounds settled", file=sys.stderr, flush=True)
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -121,9 +121,17 @@ class MqttSink:
     say so rather than look like a device the appliance cannot see.
     """
 
-    def __init__(self, host: str, port: int, topic: str, *, label: str = "",
-                 access: MqttAccess | None = None, backoff: BackoffPolicy | None = None,
-                 clock: Clock = REAL_CLOCK) -> None:  # fmt: skip
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        topic: str,
+        *,
+        label: str = "",
+        access: MqttAccess | None = None,
+        backoff: BackoffPolicy | None = None,
+        clock: Clock = REAL_CLOCK,
+    ) -> None:
         self.host, self.port, self.topic = host, port, topic
         self.access = access or MqttAccess()
         scheme = "mqtts" if self.access.tls else "mqtt"
@@ -143,10 +151,15 @@ class MqttSink:
         try:
             # The TLS context is built per connection, as the appliance's link builds it.
             client = aiomqtt.Client(
-                self.host, self.port, identifier=f"tablectl-sim-{secrets.token_hex(4)}",
-                username=a.username, password=a.password, timeout=5, keepalive=10,
+                self.host,
+                self.port,
+                identifier=f"tablectl-sim-{secrets.token_hex(4)}",
+                username=a.username,
+                password=a.password,
+                timeout=5,
+                keepalive=10,
                 tls_context=tls_context(a.tls, a.ca_file),
-            )  # fmt: skip
+            )
             await stack.enter_async_context(session(client))
             await client.subscribe(f"{self.topic}/in", qos=1)
         except BaseException:

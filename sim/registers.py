@@ -117,8 +117,7 @@ def command(kind: DeviceKind, model: Any, profile: Profile, values: list[int]) -
             slot = _SLOTS.get(args[0])
             if slot is None:
                 raise SimRefused("no such slot")
-            return {"start_shuffle": m.start, "abort_shuffle": m.abort,
-                    "eject_to_shoe": m.eject}[name](slot)  # fmt: skip
+            return {"start_shuffle": m.start, "abort_shuffle": m.abort, "eject_to_shoe": m.eject}[name](slot)
         if name == "clear_fault":
             return m.clear_fault()
         if name == "mark_out_of_order":

@@ -7,12 +7,12 @@ goes back into the emptied shuffler slot, as a dealer would carry it from the di
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from controller.clock import REAL_CLOCK, Clock
 from controller.games import GameSpec
-from controller.supervisor.config import TableConfig, load_table_config
 from devices.config import DeviceConfig, TransportKind
 from devices.events import Slot
 from devices.profiles import LATCHES, DeviceKind
@@ -27,6 +27,7 @@ from sim.models import (
     StubCounterModel,
     make_rng,
 )
+from sim.table_file import SimTableFile, read_table_file
 
 
 @dataclass
@@ -55,13 +56,9 @@ class SimDeviceInfo:
 
 
 def read_table(path: pathlib.Path) -> tuple[GameSpec, list[DeviceConfig]]:
-    """The game and the device configs of one table file.
-
-    Read by the controller's own loader, so a table the simulators accept is one the controller
-    accepts too, with the same one-line errors.
-    """
-    cfg = load_table_config(path, side="sim")
-    return cfg.options.spec, list(cfg.devices)
+    """The game and the device configs of one table file (sim/table_file.py reads it)."""
+    cfg = read_table_file(path)
+    return cfg.game, cfg.devices
 
 
 class SimTable:
@@ -89,6 +86,9 @@ class SimTable:
         self._rtu: dict[str, ModbusRtuSim] = {}
         self._frame_sims: list[StubCounterSim] = []
         self._shoe_batch: list[DealtCard] = []
+        # Without a shoe (DJ Wild, dealt from the hand, 687a.9) the shuffler puts its shuffled deck
+        # out here, for the dealer to take up: (slot, back, cards).
+        self.tray: tuple[Slot, str, list[DealtCard]] | None = None
         for cfg in devices:
             self.devices[cfg.name] = SimDeviceInfo(cfg, self._model(cfg))
         self._wire()
@@ -96,17 +96,16 @@ class SimTable:
     @classmethod
     def from_config(
         cls,
-        cfg: TableConfig,
+        cfg: SimTableFile,
         *,
         seed: int | None = None,
         clock: Clock = REAL_CLOCK,
         at_configured: bool = False,
     ) -> SimTable:
-        """The simulators of a loaded table config, with its game and its decks per batch."""
+        """The simulators of a table file, with its game and its decks per batch."""
         return cls(
-            list(cfg.devices), cfg.options.spec, seed=seed, clock=clock, decks=cfg.options.decks,
-            at_configured=at_configured,
-        )  # fmt: skip
+            list(cfg.devices), cfg.game, seed=seed, clock=clock, decks=cfg.decks, at_configured=at_configured
+        )
 
     @classmethod
     def from_file(
@@ -117,7 +116,7 @@ class SimTable:
         clock: Clock = REAL_CLOCK,
         at_configured: bool = False,
     ) -> SimTable:
-        cfg = load_table_config(path, side="sim")
+        cfg = read_table_file(path)
         return cls.from_config(cfg, seed=seed, clock=clock, at_configured=at_configured)
 
     def _model(self, cfg: DeviceConfig) -> Any:
@@ -153,11 +152,21 @@ class SimTable:
             cfg = info.config
             if cfg.profile.registers:
                 info.register_sim = RegisterSim(cfg.kind, info.model, cfg.profile, cfg.device_id)
-            if cfg.kind is DeviceKind.SHUFFLER and shoe is not None:
+            if cfg.kind is DeviceKind.SHUFFLER:
                 assert info.register_sim is not None
-                info.register_sim.on_command = self._eject_hook(info.model, shoe.model)
+                hook = self._eject_hook(info.model, shoe.model) if shoe else self._tray_hook(info.model)
+                info.register_sim.on_command = hook
 
-    def _eject_hook(self, shuffler: ShufflerModel, shoe: ShoeModel) -> Any:
+    def _tray_hook(self, shuffler: ShufflerModel) -> Callable[[str, Any], None]:
+        def on_command(name: str, result: Any) -> None:
+            if name == "eject_to_shoe" and isinstance(result, list):
+                slot = shuffler.last_ejected
+                assert slot is not None
+                self.tray = (slot, shuffler.slots[slot].back, list(result))
+
+        return on_command
+
+    def _eject_hook(self, shuffler: ShufflerModel, shoe: ShoeModel) -> Callable[[str, Any], None]:
         def on_command(name: str, result: Any) -> None:
             if name != "eject_to_shoe" or not isinstance(result, list):
                 return

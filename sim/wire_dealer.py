@@ -1,177 +1,286 @@
-"""The virtual dealer on the wire: plays rounds at a table run by `tablectl run`, in another
-process, knowing of the controller only what a dealer at the table sees.
+"""The virtual dealer: plays rounds at a table knowing of the controller only what a dealer at the
+table sees, and acting only through the simulated devices.
 
-It reads the table's public MQTT state (``tablectl/<site>/<table>/state``; its ``asking`` says
-whose turn it is, which decision or offer is open, which card is awaited) and acts only on the
-simulated devices of ``tablectl sim``: chips on the bet sensors, keys on the keypad, cards drawn
-from the shoe, the hole card into the reader. The floor's part (the decks' inspection, the dealer
-coming in) goes as floor commands over MQTT, as a floor console sends them. Players choose by
+What it sees is the table's public state, the document the controller publishes on MQTT
+(``tablectl/<site>/<table>/state``, docs/mqtt.md): its ``asking`` says what the dealer display
+shows next (whose turn, which decision or offer, which card is awaited), ``batch_in_shoe`` which
+batch is in play. Where that state comes from is a ``TableLink``: the MQTT link of
+``tablectl sim --dealer`` (sim/mqtt_link.py), or the demo's link to a controller in the same
+process, which hands over the same public snapshot and moves the shared virtual clock.
+
+What it does is what people at the table do (sim/actions.py, the same actions the control port
+offers): chips on the bet sensors, keys on the keypad, cards drawn from the shoe, the hole card
+into the reader, DJ Wild's hands dealt from the deck in the hand and its stub into the stub
+counter, a used deck back into its shuffler slot. The floor's part (the decks' inspection, the
+dealer coming in) goes as floor commands, as a floor console sends them. Players choose by
 controller.strategy from the cards face up; the dealer knows the hole card because it drew it.
 
 It acts once on each distinct ask (an ask carries the round and the cards already dealt, so two
-asks in a row are never equal) and never imports the controller's table or supervisor.
+asks in a row are never equal); while the ask stays the same it lets time pass.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import aiomqtt
+from typing import Any, Protocol
 
 from controller.cards import Card, parse_card
-from controller.rules.hand import Hand
-from controller.rules.requests import Action
 from controller.strategy import choose, takes_second_chance
-from controller.telemetry.broker import parse_broker_url
-from controller.telemetry.topics import TableTopics
 from devices.events import Key
 from devices.profiles import DeviceKind
-from sim.models import KeypadModel, ReaderModel, ShoeModel
+from sim.actions import TableHands
 from sim.table import SimTable
 
 MAIN_SPOT, SIDE_SPOT = 1, 2  # docs/install.md: spot 1 the main wager, spot 2 the optional one
-DEALER_NAME, FLOOR_NAME = "dealer-sim", "floor-sim"
+DEALER_NAME, FLOOR_NAME = "dealer-1", "floor-1"
+MAX_WAITS = 720  # the link's waits (5 s of table time each, or one state) before giving up
+MAX_ASKS_PER_ROUND = 400
+# 673a.3(c): decks are changed within 24 hours of opening; the floor changes them between shoes
+# once they are 23 hours old. The floor knows when it opened them: it verified them itself.
+DECK_CHANGE_AFTER_S = 23 * 3600.0
+# 687a.9(c)-(e): five cards to each box, five to the dealer and one more (the DJ Wild deal).
+WILD_CARDS_PER_BOX, WILD_DEALER_CARDS = 5, 6
 
 
 class TableStopped(Exception):
-    """The table asks for the floor (a halting alarm) or left the dealer without an answer."""
+    """The table asks for the floor (a halting alarm) or does not move; the message says where."""
+
+
+class TableLink(Protocol):
+    """Where the dealer reads the table's public state and sends the floor's commands."""
+
+    async def state(self) -> dict[str, Any]:
+        """The table's public state once what the dealer just did is seen (or the next one)."""
+        ...
+
+    async def wait(self) -> dict[str, Any]:
+        """Time passes (the shuffler shuffles); the public state after it."""
+        ...
+
+    async def touched(self, kind: DeviceKind) -> None:
+        """The dealer acted on this device (the in-process link has it polled now)."""
+        ...
+
+    async def floor(self, command: str, args: dict[str, Any]) -> None:
+        """A floor command; TableStopped with the table's one line if it is refused."""
+        ...
 
 
 @dataclass
-class WireStats:
+class DealerStats:
     rounds: int = 0
+    cards_drawn: int = 0
+    keys_pressed: int = 0
+    shoes: int = 0
+    stub_counts: int = 0
     actions: int = 0
 
 
 class WireDealer:
     def __init__(
-        self, sim: SimTable, broker_url: str, site: str, table_id: str, *,
-        boxes: int = 2, side_wagers: bool = True, idle_timeout_s: float = 120.0,
-    ) -> None:  # fmt: skip
+        self,
+        sim: SimTable,
+        link: TableLink,
+        *,
+        boxes: int = 6,
+        side_wagers: bool = True,
+        dealer: str = DEALER_NAME,
+        floor: str = FLOOR_NAME,
+    ) -> None:
         self.sim = sim
-        self.tls, self.host, self.port = parse_broker_url(broker_url)
-        self.topics = TableTopics(site, table_id)
+        self.link = link
+        self.hands = TableHands(sim)
         self.boxes = boxes
         self.side_wagers = side_wagers
-        self.idle_timeout_s = idle_timeout_s
-        self.stats = WireStats()
+        self.dealer, self.floor_name = dealer, floor
+        self.stats = DealerStats()
         self.hole: Card | None = None
         self._last: dict[str, Any] | None = None
-        self._opened = False
-        self._started_round: int | None = None
+        self._shoe_seen: str | None = None
+        self._snap: dict[str, Any] = {}
+        self._opened: dict[str, float] = {}  # back -> when the floor verified its decks (sim clock)
 
-    def _model(self, kind: DeviceKind) -> Any:
-        info = self.sim.by_kind(kind)
-        if info is None:
-            raise TableStopped(f"the table has no {kind.value}")
-        return info.model
+    # ------------------------------------------------------------------ the devices
+    @property
+    def keypad(self) -> Any:
+        return self.hands.model(DeviceKind.KEYPAD)
 
     @property
-    def keypad(self) -> KeypadModel:
-        m: KeypadModel = self._model(DeviceKind.KEYPAD)
-        return m
+    def shoe(self) -> Any:
+        return self.hands.model(DeviceKind.SHOE)
 
     @property
-    def shoe(self) -> ShoeModel:
-        m: ShoeModel = self._model(DeviceKind.SHOE)
-        return m
+    def shuffler(self) -> Any:
+        return self.hands.model(DeviceKind.SHUFFLER)
 
     @property
-    def reader(self) -> ReaderModel:
-        m: ReaderModel = self._model(DeviceKind.READER)
-        return m
+    def reader(self) -> Any:
+        return self.hands.model(DeviceKind.READER)
 
-    async def play(self, rounds: int) -> WireStats:
-        """Until ``rounds`` rounds have settled; TableStopped if the table stops the dealer."""
-        async with aiomqtt.Client(
-            self.host, self.port, identifier=f"sim-dealer-{uuid.uuid4().hex[:8]}"
-        ) as client:
-            await client.subscribe(self.topics.state, qos=1)
-            while True:
-                async with asyncio.timeout(self.idle_timeout_s):
-                    message = await anext(aiter(client.messages))
-                snap = json.loads(bytes(message.payload)).get("snapshot", {})
-                if not self._opened:
-                    devices = snap.get("devices") or {}
-                    if not devices or any(h != "online" for h in devices.values()):
-                        continue  # the controller takes commands once every device has answered
-                    await self._open_table(client, snap)
-                if self._settled(snap) >= rounds:
-                    return self.stats
-                ask = snap.get("asking")
-                if not isinstance(ask, dict) or ask == self._last:
-                    continue
-                self._last = ask
-                await self._act(ask, snap)
+    async def press(self, key: Key) -> None:
+        self.hands.press(key)
+        self.stats.keys_pressed += 1
+        await self.link.touched(DeviceKind.KEYPAD)
 
-    def _settled(self, snap: dict[str, Any]) -> int:
-        if (
-            self._started_round is not None
-            and not snap.get("in_round")
-            and snap.get("round", 0) >= self._started_round
-        ):
-            self.stats.rounds += 1
-            self._started_round = None
-        return self.stats.rounds
+    async def draw(self) -> Card:
+        card = self.hands.draw()
+        self.stats.cards_drawn += 1
+        await self.link.touched(DeviceKind.SHOE)
+        return card
 
-    async def _open_table(self, client: aiomqtt.Client, snap: dict[str, Any]) -> None:
-        """673a.4: the floor verifies both batches' decks and the dealer comes in."""
+    async def count_stub(self, cards: int | None = None) -> None:
+        """DJ Wild: the stub (what is left of the deck in the hand) into the stub counter."""
+        await self.hands.stub_into_counter(cards)
+        self.stats.stub_counts += 1
+        await self.link.touched(DeviceKind.STUB_COUNTER)
+
+    async def until(self, predicate: Callable[[], bool], what: str) -> None:
+        """Let time pass until ``predicate`` holds (tests: a condition of their own)."""
+        for _ in range(MAX_WAITS):
+            if predicate():
+                return
+            self._snap = await self.link.wait()
+        raise TableStopped(f"waited too long for {what}; table: {self._where()}")
+
+    def _where(self) -> str:
+        keys = ("round", "in_round", "batch_in_shoe", "batches", "halted", "asking", "devices")
+        return str({k: self._snap.get(k) for k in keys})
+
+    # ------------------------------------------------------------------ the floor
+    async def open_table(self) -> None:
+        """673a.4: the floor verifies both batches' decks and the dealer comes in; then the dealer
+        waits for the first batch in play."""
+        snap = await self.link.state()
+        for _ in range(MAX_WAITS):
+            devices = snap.get("devices") or {}
+            if devices and all(h == "online" for h in devices.values()):
+                break  # the controller takes commands once every device has answered
+            snap = await self.link.wait()
         for back in snap.get("batches", {}):
-            await self._floor(client, "inspection_verified", {"back": back, "dealer": DEALER_NAME})
-        await self._floor(client, "new_dealer", {"name": DEALER_NAME})
-        self._opened = True
+            await self.link.floor("inspection_verified", {"back": back, "dealer": self.dealer})
+            self._opened[back] = self.sim.clock.now()
+        await self.link.floor("new_dealer", {"name": self.dealer})
+        self._snap = await self.link.state()
+        await self.until(lambda: self._snap.get("batch_in_shoe") is not None, "the first batch in play")
 
-    async def _floor(self, client: aiomqtt.Client, name: str, args: dict[str, Any]) -> None:
-        body = {"version": 1, "id": uuid.uuid4().hex[:12], "who": FLOOR_NAME, "role": "floor", "args": args}
-        await client.publish(self.topics.command(name), json.dumps(body), qos=1)
+    # ------------------------------------------------------------------ rounds
+    async def play(self, rounds: int, on_round: Callable[[int], None] | None = None) -> DealerStats:
+        for _ in range(rounds):
+            await self.play_round()
+            if on_round is not None:
+                on_round(self.stats.rounds)
+        return self.stats
 
-    async def _act(self, ask: dict[str, Any], snap: dict[str, Any]) -> None:
+    async def play_round(self) -> None:
+        """One round from the chips on the sensors to its settlement."""
+        snap = self._snap = await self.link.state()
+        await self._change_old_decks(snap)
+        started: int | None = None
+        for _ in range(MAX_ASKS_PER_ROUND + MAX_WAITS):
+            ask = snap.get("asking")
+            if started is not None and not snap.get("in_round") and int(snap.get("round", 0)) >= started:
+                break
+            if isinstance(ask, dict) and ask.get("what") == "floor":
+                self._last = ask
+                raise TableStopped(f"dealing is stopped: {ask.get('section')}: {ask.get('message')}")
+            if isinstance(ask, dict) and ask != self._last and self._ready(snap, ask):
+                self._last = ask
+                self.stats.actions += 1
+                if await self._act(ask, snap):
+                    started = int(snap.get("round", 0)) + 1
+                snap = self._snap = await self.link.state()
+            else:
+                snap = self._snap = await self.link.wait()
+        else:
+            raise TableStopped(f"the round does not end; table: {self._where()}")
+        self.stats.rounds += 1
+        self.hands.clear_bets(self.boxes)
+        if self.hands.wild_deck is not None:
+            self.hands.deck_to_shuffler()  # DJ Wild: the used deck back into its slot
+            await self.link.touched(DeviceKind.SHUFFLER)
+
+    async def _change_old_decks(self, snap: dict[str, Any]) -> None:
+        """673a.3(c): the floor brings new decks for a batch resting in the shuffler that is near
+        its 24 hours, and verifies them (they are shuffled before they are dealt)."""
+        for back, opened in list(self._opened.items()):
+            if back == snap.get("batch_in_shoe") or self.sim.clock.now() - opened < DECK_CHANGE_AFTER_S:
+                continue
+            if self.hands.renew_decks(back):
+                await self.link.floor("inspection_verified", {"back": back, "dealer": self.dealer})
+                self._opened[back] = self.sim.clock.now()
+                await self.link.touched(DeviceKind.SHUFFLER)
+
+    def _ready(self, snap: dict[str, Any], ask: dict[str, Any]) -> bool:
+        """Before the chips go down, a batch is in play (for DJ Wild, the deck in the hand)."""
+        if ask.get("what") != "bets":
+            return True
+        back = snap.get("batch_in_shoe")
+        if back is None:
+            return False
+        if self.hands.has(DeviceKind.SHOE):
+            return True
+        if self.sim.tray is not None:
+            self.hands.take_deck()  # DJ Wild: the shuffled deck from the shuffler into the hand
+        return self.hands.wild_deck is not None and self.hands.wild_deck.back == back
+
+    async def _new_batch(self, snap: dict[str, Any]) -> None:
+        back = snap.get("batch_in_shoe")
+        if back is None or back == self._shoe_seen:
+            return
+        # A new shoe (or DJ Wild's next deck): the used batch went back into its slot with the
+        # eject; the controller sees it there before the first round (673a.3(b)(5)).
+        self._shoe_seen = back
+        self.stats.shoes += 1
+        await self.link.touched(DeviceKind.SHUFFLER)
+
+    async def _act(self, ask: dict[str, Any], snap: dict[str, Any]) -> bool:
+        """Answer one ask; True when it was Start Game (a round begins)."""
         what = ask.get("what")
-        self.stats.actions += 1
-        if what == "floor":
-            raise TableStopped(f"the table stopped: {ask.get('section')}: {ask.get('message')}")
+        await self._new_batch(snap)
         if what == "bets":
-            self._place_bets()
-            self._started_round = int(snap.get("round", 0)) + 1
-            self.keypad.press(Key.START_GAME)
-        elif what in ("burn", "card"):
-            dealt = self.shoe.draw()
+            self.hands.place_bets(self.boxes, side=self.side_wagers)
+            self.hole = None
+            await self.press(Key.START_GAME)
+            return True
+        if what in ("burn", "card"):
+            card = await self.draw()
             if ask.get("seat") == "dealer" and ask.get("face_up") is False:
-                self.hole = dealt.card
+                self.hole = card
         elif what == "decision":
-            hand = Hand(int(ask["seat"]), int(ask["hand"]), cards=[parse_card(c) for c in ask["cards"]])
-            legal = frozenset(Action(a) for a in ask["legal"])
-            self.keypad.press(Key(choose(hand, parse_card(ask["up_card"]), legal).value))
+            hand = _Cards(ask["cards"])
+            legal = frozenset(str(a) for a in ask["legal"])
+            await self.press(Key(choose(hand, parse_card(ask["up_card"]), legal)))
         elif what == "reader":
             if self.hole is None:
                 raise TableStopped("the reader is asked for but the dealer drew no hole card")
-            self.reader.insert(self.hole)
+            self.hands.hole_into_reader(self.hole)
+            await self.link.touched(DeviceKind.READER)
         elif what == "offer":
-            self.keypad.press(self._offer_key(ask))
-        elif what in ("batch",):
+            await self.press(self._offer_key(ask))
+        elif what == "wild_deal":  # 687a.9(c)-(e): the hands dealt from the hand, then Next
+            boxes = len(ask.get("boxes") or [])
+            self.hands.deal_from_hand(WILD_CARDS_PER_BOX * boxes + WILD_DEALER_CARDS)
+            await self.press(Key.NEXT)
+        elif what == "stub":  # 687a.9(f): the stub into the counter
+            await self.count_stub()
+        elif what == "batch":
             pass  # the controller has the shuffler shuffle and eject; the dealer waits
         else:
-            raise TableStopped(f"the dealer cannot answer {what!r} (DJ Wild is not dealt on the wire yet)")
+            raise TableStopped(f"the dealer cannot answer {what!r}")
+        return False
 
     def _offer_key(self, ask: dict[str, Any]) -> Key:
         offer = ask.get("offer")
         if offer in ("insurance", "double_attack"):
             return Key.DOUBLE  # taken at its maximum (docs/install.md)
         if offer == "second_chance":
-            hand = Hand(
-                int(ask["seat"]), int(ask["hand"]), cards=[parse_card(c) for c in ask.get("cards", [])]
-            )
-            return Key.SECOND_CHANCE if takes_second_chance(hand) else Key.NEXT
-        return Key.NEXT
+            return Key.SECOND_CHANCE if takes_second_chance(_Cards(ask.get("cards", []))) else Key.NEXT
+        return Key.NEXT  # even money and surrender declined
 
-    def _place_bets(self) -> None:
-        for box in range(1, self.boxes + 1):
-            self.keypad.remove_bet(box, MAIN_SPOT)
-            self.keypad.remove_bet(box, SIDE_SPOT)
-            self.keypad.place_bet(box, MAIN_SPOT)
-            if self.side_wagers:
-                self.keypad.place_bet(box, SIDE_SPOT)
+
+class _Cards:
+    """A player hand as the public ask shows it: its cards, face up."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.cards = [parse_card(t) for t in texts]

@@ -37,17 +37,58 @@ def openssl(*args: str, cwd: pathlib.Path) -> None:
 
 def make_ca(d: pathlib.Path, name: str, subject: str) -> None:
     """``<name>.key`` and the self-signed ``<name>.crt`` in ``d``."""
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
-            f"{name}.crt", "-days", "2", "-subj", subject, cwd=d)  # fmt: skip
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        f"{name}.key",
+        "-out",
+        f"{name}.crt",
+        "-days",
+        "2",
+        "-subj",
+        subject,
+        cwd=d,
+    )
 
 
 def make_server_cert(d: pathlib.Path) -> None:
     """``server.key`` and ``server.crt`` for 127.0.0.1/localhost, signed by ``ca`` in ``d``."""
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-            "-subj", "/CN=localhost", cwd=d)  # fmt: skip
+    openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=localhost",
+        cwd=d,
+    )
     (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n", encoding="utf-8")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", "server.crt", "-days", "2", "-extfile", "san.ext", cwd=d)  # fmt: skip
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+        cwd=d,
+    )
 
 
 def make_pki(factory: pytest.TempPathFactory, *other_cas: str) -> pathlib.Path:
@@ -92,8 +133,9 @@ _STARTED: list[subprocess.Popen[bytes]] = []
 
 def start(conf: pathlib.Path, *, ready_within_s: float) -> subprocess.Popen[bytes]:
     """mosquitto with ``conf``, once its log says it is running (skips when not installed)."""
-    proc = subprocess.Popen([mosquitto_binary(), "-c", str(conf)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        [mosquitto_binary(), "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     _STARTED.append(proc)
     try:
         wait_running(proc, ready_within_s)

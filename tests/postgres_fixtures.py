@@ -61,16 +61,36 @@ class Cluster:
     def init(self) -> None:
         if os.geteuid() == 0:
             shutil.chown(self.dir, "postgres", "postgres")
-        self._run(str(bin_dir() / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust",
-                  "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")  # fmt: skip
+        self._run(
+            str(bin_dir() / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+            "--no-sync",
+        )
 
     def start(self) -> None:
         # fsync off: a test needs no protection from a power cut, and a killed server still keeps
         # every commit (the OS has it). synchronous_commit stays on: the archive acknowledges to the
         # broker after a commit, and the restart test kills the server.
         options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._run(str(bin_dir() / "pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w",
-                  "-o", options, "start")  # fmt: skip
+        self._run(
+            str(bin_dir() / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.dir / "log"),
+            "-w",
+            "-o",
+            options,
+            "start",
+        )
         self.running = True
         if self not in _STARTED:
             _STARTED.append(self)

@@ -98,12 +98,20 @@ def collected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     (tmp / "tablectl_collector.py").write_text(COLLECTOR)
     out = tmp / "collected.json"
     files = sorted({n.split("::")[0] for row in matrix_rows() for n in NODE_ID.findall(row)})
-    env = {**os.environ, "PYTHONPATH": f"{tmp}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-           "TABLECTL_COLLECTED": str(out)}  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{tmp}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        "TABLECTL_COLLECTED": str(out),
+    }
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "tablectl_collector", *files],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     result: dict[str, list[str]] = json.loads(out.read_text())
     return result

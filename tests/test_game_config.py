@@ -27,18 +27,24 @@ def write(tmp_path: Path, text: str) -> Path:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('game = "down-under"\ndecks_per_batch = 4\n[wagers]\nmatch_the_dealer = true\n',
-         "wagers.match_the_dealer: 685a.6(e): Match-the-Dealer is offered only with six- or eight-deck"),
+        (
+            'game = "down-under"\ndecks_per_batch = 4\n[wagers]\nmatch_the_dealer = true\n',
+            "wagers.match_the_dealer: 685a.6(e): Match-the-Dealer is offered only with six- or eight-deck",
+        ),
         ('game = "down-under"\ndecks_per_batch = 7\n', "decks_per_batch: 685a.3(a)"),
         ('game = "double-attack"\ndecks_per_batch = 6\n', "decks_per_batch: 665a.3(a)"),
         ('game = "double-back-jack"\ndecks_per_batch = 1\n', "decks_per_batch: 673a.3(b)"),
         ('game = "double-back-jack"\nboxes = 7\n', "boxes: 673a.2(a)"),
         ('game = "double-back-jack"\n[wagers]\nbust_it = true\n', "wagers: 665a.6(f)"),
         ('game = "double-attack"\n[rulings]\ndealer_ace_ace = 12\n', "dealer_ace_ace: applies to Down Under"),
-        ('game = "down-under"\n[rulings]\nmatch_both_cards = "all"\n',
-         "match_both_cards: must be one of 'best'"),
-        ('game = "double-attack"\n[rulings]\nsettlement_procedure = 2\n',
-         "settlement_procedure: applies to Double Back Jack and Down Under Blackjack, not Double"),
+        (
+            'game = "down-under"\n[rulings]\nmatch_both_cards = "all"\n',
+            "match_both_cards: must be one of 'best'",
+        ),
+        (
+            'game = "double-attack"\n[rulings]\nsettlement_procedure = 2\n',
+            "settlement_procedure: applies to Double Back Jack and Down Under Blackjack, not Double",
+        ),
         ('game = "double-attack"\nboxes = 3\nboxes_per_player = 4\n', "boxes_per_player: 665a.6(g)"),
         ('game = "down-under"\nboxes_per_player = 0\n', "boxes_per_player: 685a.6(f)"),
         ('game = "dj-wild"\nbar_non_wagering = true\n', "bar_non_wagering: applies to the blackjack games"),
@@ -56,7 +62,7 @@ def write(tmp_path: Path, text: str) -> Path:
         ('game = "down-under"\n[rulings]\nfree_drinks = true\n', "rulings.free_drinks: unknown ruling"),
         ('game = "down-under"\ndecks_per_batch = ', "not valid TOML"),
     ],
-)  # fmt: skip
+)
 def test_bad_config_is_refused_naming_the_key_and_rule(tmp_path: Path, text: str, expected: str) -> None:
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as e:

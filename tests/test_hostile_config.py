@@ -137,8 +137,14 @@ def test_refused_in_one_line_naming_file_key_and_rule(
 
 def test_the_cli_exits_2_with_the_one_line(config: Path) -> None:
     _edit(config / TABLE, "cover_fraction = 0.25", "cover_fraction = 2")
-    out = subprocess.run([sys.executable, "-m", "controller.cli", "config", "check", str(config / TABLE)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "config", "check", str(config / TABLE)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip().endswith(
         "devices.shoe.sim.cover_fraction: must be a fraction of the shoe between 0.01 and 0.99"

@@ -30,19 +30,25 @@ def _line(doc: object) -> str:
     return one_line(info.value, "t.toml", model=Outer)
 
 
-@pytest.mark.parametrize(("doc", "line"), [
-    ({"devices": {"a": {"prot": 1}}}, "t.toml: devices.a.prot: unknown key (expected port, name, secret)"),
-    ({"lines": [{}, {"x": 1}]}, "t.toml: lines[1].x: unknown key (expected port, name, secret)"),
-    ({"inner": {"port": True}}, "t.toml: inner.port: must be an integer 0-65535"),
-    ({"inner": {"port": 65536}}, "t.toml: inner.port: must be an integer 0-65535"),
-    ({"inner": {"name": "  "}}, "t.toml: inner.name: must be a non-empty string"),
-    ({"ratio": float("nan")}, "t.toml: ratio: must be a fraction"),
-    ({"ratio": "0.5"}, "t.toml: ratio: must be a fraction"),
-    ({"seat": "1"}, "t.toml: seat: must be an integer"),
-    ({"seat": 7}, "t.toml: seat: is out of range"),
-    ({"sections": 1}, "t.toml: sections: unknown key (expected devices, lines, inner, ratio, seat)"),
-    ({"devices": 3}, "t.toml: devices: must be a table"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("doc", "line"),
+    [
+        (
+            {"devices": {"a": {"prot": 1}}},
+            "t.toml: devices.a.prot: unknown key (expected port, name, secret)",
+        ),
+        ({"lines": [{}, {"x": 1}]}, "t.toml: lines[1].x: unknown key (expected port, name, secret)"),
+        ({"inner": {"port": True}}, "t.toml: inner.port: must be an integer 0-65535"),
+        ({"inner": {"port": 65536}}, "t.toml: inner.port: must be an integer 0-65535"),
+        ({"inner": {"name": "  "}}, "t.toml: inner.name: must be a non-empty string"),
+        ({"ratio": float("nan")}, "t.toml: ratio: must be a fraction"),
+        ({"ratio": "0.5"}, "t.toml: ratio: must be a fraction"),
+        ({"seat": "1"}, "t.toml: seat: must be an integer"),
+        ({"seat": 7}, "t.toml: seat: is out of range"),
+        ({"sections": 1}, "t.toml: sections: unknown key (expected devices, lines, inner, ratio, seat)"),
+        ({"devices": 3}, "t.toml: devices: must be a table"),
+    ],
+)
 def test_one_line_naming_file_key_and_rule(doc: object, line: str) -> None:
     assert _line(doc) == line
 

@@ -24,8 +24,14 @@ class ChainAlarm:
         return f"{ROOT}/{self.site}/{ARCHIVE_LEVEL}/alarms"
 
     def message(self) -> dict[str, Any]:
-        return {"version": 1, "site": self.site, "table": self.table_id, "seq": self.seq, "alarm": self.kind,
-                "detail": self.detail}  # fmt: skip
+        return {
+            "version": 1,
+            "site": self.site,
+            "table": self.table_id,
+            "seq": self.seq,
+            "alarm": self.kind,
+            "detail": self.detail,
+        }
 
 
 def changed(site: str, table_id: str, seq: int) -> ChainAlarm:

@@ -32,9 +32,11 @@ def _run_parser() -> argparse.ArgumentParser:
 
 
 def _verify_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tablectl archive verify",
-                                description="Exit 0 when the journal agrees with the archive, 1 naming the "
-                                "first record that does not.")  # fmt: skip
+    p = argparse.ArgumentParser(
+        prog="tablectl archive verify",
+        description="Exit 0 when the journal agrees with the archive, 1 naming the "
+        "first record that does not.",
+    )
     p.add_argument("--db", required=True, help=_DB_HELP)
     p.add_argument("--journal", required=True, help="the table's journal file")
     p.add_argument("--site", help="the table's site (default: the one site the archive has it under)")

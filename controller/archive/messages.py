@@ -99,9 +99,18 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
         }:
             raise Unreadable(f"{where} seq {seq}: a withheld record must be a bare placeholder")
         return ArchivedEvent(
-            parsed.site, parsed.table, seq, received.astimezone(UTC).date(), None, kind, classification,
-            True, None, None, None,
-        )  # fmt: skip
+            parsed.site,
+            parsed.table,
+            seq,
+            received.astimezone(UTC).date(),
+            None,
+            kind,
+            classification,
+            True,
+            None,
+            None,
+            None,
+        )
     at, payload = doc.get("at"), doc.get("payload")
     if (
         isinstance(at, bool)
@@ -122,9 +131,18 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
     if "\\u0000" in payload_json:
         raise Unreadable(f"{where} seq {seq}: payload holds a NUL character (PostgreSQL's jsonb has none)")
     return ArchivedEvent(
-        parsed.site, parsed.table, seq, datetime.fromtimestamp(at_f, UTC).date(), at_f, kind,
-        classification, False, payload_json, hash_, prev,
-    )  # fmt: skip
+        parsed.site,
+        parsed.table,
+        seq,
+        datetime.fromtimestamp(at_f, UTC).date(),
+        at_f,
+        kind,
+        classification,
+        False,
+        payload_json,
+        hash_,
+        prev,
+    )
 
 
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})

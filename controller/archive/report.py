@@ -19,10 +19,22 @@ def day_report(conn: psycopg.Connection[Any], day: date) -> list[dict[str, Any]]
     def entry(site: str, table_id: str) -> dict[str, Any]:
         return tables.setdefault(
             (site, table_id),
-            {"site": site, "table": table_id, "rounds": 0, "rounds_voided": 0, "shoes": 0, "events": 0,
-             "withheld": 0, "first_seq": None, "last_seq": None, "alarms_by_section": {},
-             "devices_out_of_order": {}, "chain_alarms": {}, "gaps": 0},
-        )  # fmt: skip
+            {
+                "site": site,
+                "table": table_id,
+                "rounds": 0,
+                "rounds_voided": 0,
+                "shoes": 0,
+                "events": 0,
+                "withheld": 0,
+                "first_seq": None,
+                "last_seq": None,
+                "alarms_by_section": {},
+                "devices_out_of_order": {},
+                "chain_alarms": {},
+                "gaps": 0,
+            },
+        )
 
     for row in conn.execute(
         "SELECT site, table_id, rounds, rounds_voided, shoes, events, withheld, first_seq, last_seq "
@@ -30,8 +42,13 @@ def day_report(conn: psycopg.Connection[Any], day: date) -> list[dict[str, Any]]
         (day,),
     ):
         e = entry(row[0], row[1])
-        e.update(zip(("rounds", "rounds_voided", "shoes", "events", "withheld", "first_seq", "last_seq"),
-                     row[2:], strict=True))  # fmt: skip
+        e.update(
+            zip(
+                ("rounds", "rounds_voided", "shoes", "events", "withheld", "first_seq", "last_seq"),
+                row[2:],
+                strict=True,
+            )
+        )
     sections: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
     for site, table_id, section, n in conn.execute(
         "SELECT site, table_id, section, alarms FROM archive_alarms_by_section WHERE day = %s", (day,)
@@ -63,8 +80,10 @@ def _text(day: date, rows: list[dict[str, Any]]) -> str:
         devices = ",".join(f"{k}:{v}" for k, v in sorted(r["devices_out_of_order"].items())) or "-"
         chain = ",".join(f"{k}:{v}" for k, v in sorted(r["chain_alarms"].items())) or "-"
         name = f"{r['site']}/{r['table']}"
-        lines.append(f"{name:<28} {r['rounds']:>7} {r['shoes']:>6} {r['events']:>8} {r['gaps']:>5}  "
-                     f"{alarms} / {devices} / {chain}")  # fmt: skip
+        lines.append(
+            f"{name:<28} {r['rounds']:>7} {r['shoes']:>6} {r['events']:>8} {r['gaps']:>5}  "
+            f"{alarms} / {devices} / {chain}"
+        )
     return "\n".join(lines)
 
 

@@ -171,8 +171,14 @@ class ArchiveWorker:
     def _publish_alarms(self, found: list[ChainAlarm]) -> None:
         client = self._client
         for alarm in found:
-            self._log.error("archive.chain_alarm", site=alarm.site, table=alarm.table_id, seq=alarm.seq,
-                            alarm=alarm.kind, detail=alarm.detail)  # fmt: skip
+            self._log.error(
+                "archive.chain_alarm",
+                site=alarm.site,
+                table=alarm.table_id,
+                seq=alarm.seq,
+                alarm=alarm.kind,
+                detail=alarm.detail,
+            )
             self.alarms.append(alarm)
             if client is not None:
                 client.publish(alarm.topic, json.dumps(alarm.message()), qos=1)

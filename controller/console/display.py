@@ -45,8 +45,12 @@ def turn(ask: Mapping[str, Any]) -> dict[str, Any]:
     if what == "cut_to_shoe":
         return {"who": "dealer", "what": f"the cut {ask.get('back')} batch goes into the shoe"}
     if what == "decision":
-        return {"who": _who(ask.get("seat")), "hand": int(ask.get("hand", 0)) + 1, "what": "decision",
-                "legal": list(ask.get("legal", []))}  # fmt: skip
+        return {
+            "who": _who(ask.get("seat")),
+            "hand": int(ask.get("hand", 0)) + 1,
+            "what": "decision",
+            "legal": list(ask.get("legal", [])),
+        }
     if what == "card":
         seat = ask.get("seat")
         where = _who(seat) + ("" if _who(seat) == "dealer" else f" hand {int(ask.get('hand', 0)) + 1}")

@@ -336,10 +336,15 @@ class Console:
 
     async def session_info(self, request: web.Request) -> web.StreamResponse:
         session = self._session(request)
-        return web.json_response({
-            "ok": True, "user": session.user, "role": session.role, "csrf": session.csrf,
-            "actions": [a.public() for a in actions.ACTIONS.values() if session.role in a.roles],
-        })  # fmt: skip
+        return web.json_response(
+            {
+                "ok": True,
+                "user": session.user,
+                "role": session.role,
+                "csrf": session.csrf,
+                "actions": [a.public() for a in actions.ACTIONS.values() if session.role in a.roles],
+            }
+        )
 
     def view(self, session: Session) -> dict[str, Any]:
         """The display as this person sees it: the floor also sees who is signed in."""

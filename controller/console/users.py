@@ -88,9 +88,14 @@ def verify_password(password: str, encoded: str) -> bool:
         if not (2 <= n_ <= 2**20 and 1 <= r_ <= 32 and 1 <= p_ <= 4):
             return False  # a file edited to make every login take minutes
         got = hashlib.scrypt(
-            password.encode("utf-8"), salt=bytes.fromhex(salt), n=n_, r=r_, p=p_, dklen=len(digest) // 2,
+            password.encode("utf-8"),
+            salt=bytes.fromhex(salt),
+            n=n_,
+            r=r_,
+            p=p_,
+            dklen=len(digest) // 2,
             maxmem=256 * 1024 * 1024,
-        )  # fmt: skip
+        )
         return hmac.compare_digest(got, bytes.fromhex(digest))
     except ValueError:
         return False

@@ -81,8 +81,9 @@ class DoubleAttack(BlackjackProcedure):
             hand = box.first
             if hand.blackjack and not hand.settled:
                 rs.settle_hand(hand, EVEN, "blackjack", "665a.7(h)(1), 665a.12(a)")
-                rs.settle(box.seat, 0, Wager.DOUBLE_ATTACK, box.double_attack, EVEN,
-                          "665a.7(h)(1), 665a.12(a)")  # fmt: skip
+                rs.settle(
+                    box.seat, 0, Wager.DOUBLE_ATTACK, box.double_attack, EVEN, "665a.7(h)(1), 665a.12(a)"
+                )
         # 665a.7(h)(2)-(k): the players' decisions.
         yield from self.play_boxes()
 
@@ -158,8 +159,14 @@ class DoubleAttack(BlackjackProcedure):
             # a Double Down and a split wager come back as 665a.10(b) and 665a.11(d) say.
             section = "665a.9(b)(2)(i)"
             split_hand = hand.from_split and hand.index > 0
-            rs.settle(hand.seat, hand.index, Wager.BET, hand.bet, PUSH if split_hand else LOSE,
-                      "665a.11(d)" if split_hand else section)  # fmt: skip
+            rs.settle(
+                hand.seat,
+                hand.index,
+                Wager.BET,
+                hand.bet,
+                PUSH if split_hand else LOSE,
+                "665a.11(d)" if split_hand else section,
+            )
             rs.settle(hand.seat, hand.index, Wager.BET, hand.double_down, PUSH, "665a.10(b)")
             rs.settle(hand.seat, hand.index, Wager.DOUBLE_ATTACK, hand.double_attack, PUSH, section)
             if box.bust_it and not box.bust_it_settled:
@@ -213,8 +220,14 @@ class DoubleAttack(BlackjackProcedure):
                         rs.settle(box.seat, hand.index, Wager.DOUBLE_ATTACK, da, PUSH, "665a.7(o)(1)(iii)")
                         continue
                     bet_outcome = PUSH if hand.from_split and hand.index > 0 else LOSE
-                    rs.settle(box.seat, hand.index, Wager.BET, hand.bet, bet_outcome,
-                              "665a.11(d)" if bet_outcome == PUSH else "665a.7(o)(1)(ii)(A)")  # fmt: skip
+                    rs.settle(
+                        box.seat,
+                        hand.index,
+                        Wager.BET,
+                        hand.bet,
+                        bet_outcome,
+                        "665a.11(d)" if bet_outcome == PUSH else "665a.7(o)(1)(ii)(A)",
+                    )
                     rs.settle(box.seat, hand.index, Wager.BET, hand.double_down, PUSH, "665a.10(b)")
                     rs.settle(box.seat, hand.index, Wager.DOUBLE_ATTACK, da, PUSH, "665a.7(o)(2)")
                     hand.result = "lose" if bet_outcome == LOSE else "push"

@@ -47,9 +47,8 @@ class DoubleBackJack(BlackjackProcedure):
         # 673a.7(g), 673a.8: Insurance when the up card is an ace (D4: not to a paid Blackjack).
         if up.is_ace:
             insurable = [
-                b for b in rs.boxes
-                if not b.first.settled or self.rulings.insurance_after_paid_blackjack
-            ]  # fmt: skip
+                b for b in rs.boxes if not b.first.settled or self.rulings.insurance_after_paid_blackjack
+            ]
             yield from self.offer_insurance(insurable)
 
         peek = up.is_ace or up.is_ten_value  # 673a.7(h)
@@ -171,9 +170,13 @@ class DoubleBackJack(BlackjackProcedure):
         elif t == 21:
             rs.settle_hand(hand, PUSH, "push", "673a.7(l)(2)")
             rs.settle(
-                box.seat, hand.index, Wager.SECOND_CHANCE, stake, SECOND_CHANCE_PAYS,
+                box.seat,
+                hand.index,
+                Wager.SECOND_CHANCE,
+                stake,
+                SECOND_CHANCE_PAYS,
                 "673a.7(l)(2), 673a.12(b)",
-            )  # fmt: skip
+            )
         # under 21: the hand waits for the dealer, 673a.7(l)(3)
 
     # -- the end of the round --------------------------------------------------------------
@@ -203,8 +206,14 @@ class DoubleBackJack(BlackjackProcedure):
                 if sc and outcome == EVEN:
                     # 673a.7(s)(1)(i): the Blackjack Wager is returned, Second Chance paid 1 to 1.
                     rs.settle_hand(hand, PUSH, "push", "673a.7(s)(1)(i)")
-                    rs.settle(box.seat, hand.index, Wager.SECOND_CHANCE, sc, SECOND_CHANCE_PAYS,
-                              "673a.7(s)(1)(i), 673a.12(b)")  # fmt: skip
+                    rs.settle(
+                        box.seat,
+                        hand.index,
+                        Wager.SECOND_CHANCE,
+                        sc,
+                        SECOND_CHANCE_PAYS,
+                        "673a.7(s)(1)(i), 673a.12(b)",
+                    )
                 else:
                     rs.settle_hand(hand, outcome, result, section)
                     rs.settle(box.seat, hand.index, Wager.SECOND_CHANCE, sc, outcome, section)

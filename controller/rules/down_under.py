@@ -76,8 +76,14 @@ class DownUnder(BlackjackProcedure):
                 if win is None:
                     rs.settle(box.seat, None, Wager.MATCH_THE_DEALER, box.match_the_dealer, LOSE, "685a.7(f)")
                 else:
-                    rs.settle(box.seat, None, Wager.MATCH_THE_DEALER, box.match_the_dealer, win[0],
-                              f"685a.7(f), 685a.11(c) {win[1]} (ruling U1)")  # fmt: skip
+                    rs.settle(
+                        box.seat,
+                        None,
+                        Wager.MATCH_THE_DEALER,
+                        box.match_the_dealer,
+                        win[0],
+                        f"685a.7(f), 685a.11(c) {win[1]} (ruling U1)",
+                    )
 
         # 685a.7(g): even money (ruling U6) and insurance when the up card is an ace.
         if up.is_ace:
@@ -187,8 +193,14 @@ class DownUnder(BlackjackProcedure):
                 if dealer_bj:
                     # 685a.9(b), 685a.10(d): only the initial Bet is collected.
                     bet_outcome = PUSH if hand.index > 0 else LOSE
-                    rs.settle(box.seat, hand.index, Wager.BET, hand.bet, bet_outcome,
-                              "685a.10(d)" if bet_outcome == PUSH else "685a.7(q)(2)")  # fmt: skip
+                    rs.settle(
+                        box.seat,
+                        hand.index,
+                        Wager.BET,
+                        hand.bet,
+                        bet_outcome,
+                        "685a.10(d)" if bet_outcome == PUSH else "685a.7(q)(2)",
+                    )
                     rs.settle(box.seat, hand.index, Wager.BET, hand.double_down, PUSH, "685a.9(b)")
                     hand.result = "lose" if bet_outcome == LOSE else "push"
                     hand.settled = True

@@ -10,27 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from controller.cards import Card
+from controller.cards import PLAYER_LIMIT, Card, hard_total, total
 
-PLAYER_LIMIT = 21
-
-
-def hard_total(cards: Sequence[Card]) -> int:
-    """Every ace counted 1 (the 'hard total' of 673a.1)."""
-    return sum(c.points for c in cards)
-
-
-def total(cards: Sequence[Card], limit: int = PLAYER_LIMIT) -> tuple[int, bool]:
-    """The hand's total and whether it is soft (an ace counted 11), 673a.3(d)(3), 685a.3(d)(3)."""
-    hard = 0
-    has_ace = False
-    for c in cards:
-        hard += c.points
-        if c.is_ace:
-            has_ace = True
-    if has_ace and hard + 10 <= limit:
-        return hard + 10, True
-    return hard, False
+__all__ = ["PLAYER_LIMIT", "Hand", "hard_total", "is_blackjack", "total"]
 
 
 def is_blackjack(cards: Sequence[Card]) -> bool:

@@ -95,10 +95,15 @@ class Round:
         if not checked:
             check_wagers(options, wagers)
         boxes = [
-            Box(seat=w.seat, bet=w.bet, bust_it=w.bust_it, match_the_dealer=w.match_the_dealer,
-                hands=[Hand(seat=w.seat, index=0, bet=w.bet)])
+            Box(
+                seat=w.seat,
+                bet=w.bet,
+                bust_it=w.bust_it,
+                match_the_dealer=w.match_the_dealer,
+                hands=[Hand(seat=w.seat, index=0, bet=w.bet)],
+            )
             for w in sorted(wagers, key=lambda w: w.seat)
-        ]  # fmt: skip
+        ]
         self.state = RoundState(options=options, boxes=boxes)
         self.procedure = PROCEDURES[options.game](self.state)
         self._steps = self.procedure.run()

@@ -143,9 +143,10 @@ def _config_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tablectl config", description="Table config files.")
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     c = sub.add_parser(
-        "check", help="validate a table config: exit 0 with a summary line, 2 with the one-line problem",
+        "check",
+        help="validate a table config: exit 0 with a summary line, 2 with the one-line problem",
         description="Validate a table config (config/tables/<table>.toml) and everything it names.",
-    )  # fmt: skip
+    )
     c.add_argument("file", help="the table config file")
     return p
 

@@ -1,10 +1,11 @@
-"""``tablectl demo [--game G] [--rounds N] [--no-ui] [--seed S] [--journal PATH] [--embedded-broker]``
+"""``tablectl demo [--game G] [--rounds N] [--no-ui] [--seed S] [--journal PATH] [--broker URL]``
 
 One command, one machine: the simulated devices on real sockets and ptys, the controller talking
-to them over the wire, a broker for telemetry, a virtual dealer playing, and a live terminal view.
-The broker is Debian's mosquitto on a free port with its own config when it is installed, otherwise
-(or with ``--embedded-broker``) the embedded MQTT 3.1.1 broker of ``sim/mqtt_broker/`` in a thread
-of this process; ``--broker URL`` publishes to a broker of yours instead. Ctrl-C, SIGTERM and
+to them over the wire, a broker for telemetry, the virtual dealer of ``tablectl sim --dealer``
+playing (controller/supervisor/rig.py composes them), and a live terminal view. The broker is
+Debian's mosquitto, started by the demo on a free port of 127.0.0.1 with its own config (never a
+broker already running on the machine; ``bin/tablectl`` installs the package when it is missing, as
+``bin/test`` does); ``--broker URL`` publishes to a broker of yours instead. Ctrl-C, SIGTERM and
 SIGHUP stop everything cleanly (the table says it is offline, then disconnects; the journal is
 closed). ``--no-ui`` plays N rounds headless and prints a JSON summary; with stdout not a terminal
 (``| tee``, a log file) the view is one line per settled round instead.
@@ -24,6 +25,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -35,9 +37,9 @@ from controller.journal import verify_journal
 from controller.shipped import table_file
 from controller.supervisor import logs
 from controller.supervisor.rig import Rig, virtual_table
-from sim.mqtt_broker import embedded_broker_thread
 
-BrokerKind = Literal["mosquitto", "embedded", "external"]
+BrokerKind = Literal["mosquitto", "external"]
+MOSQUITTO_READY_S = 10.0  # a failure guard: mosquitto says it is running in milliseconds
 # Each stops the demo the same clean way: the farewell on the broker, the journal closed. SIGHUP is
 # a closed terminal; without a handler it would end the process as the broker's Last Will does.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -53,7 +55,7 @@ the JSON summary (--no-ui):
   journal_records      records in the journal (its last sequence number)
   alarms_open          alarms still open at the end
   devices              each device's health at the end
-  broker, broker_kind  where telemetry went: mosquitto, embedded or external (--broker)
+  broker, broker_kind  where telemetry went: mosquitto (the demo's own) or external (--broker)
   seconds              real seconds the run took
   table_hours          hours on the table's virtual clock
   journal_verified     the journal's hash chain verified from its first record
@@ -101,17 +103,10 @@ def _parser() -> argparse.ArgumentParser:
         help="also serve the table console here (needs --users; see docs/console.md)",
     )
     p.add_argument("--users", type=Path, default=None, help="the console's users file (tablectl users add)")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument(
+    p.add_argument(
         "--broker",
         default=None,
-        help="publish to this mqtt:// or mqtts:// broker instead of the demo's own "
-        "(Debian's mosquitto when installed, else the embedded one)",
-    )
-    where.add_argument(
-        "--embedded-broker",
-        action="store_true",
-        help="use the embedded MQTT 3.1.1 broker even when mosquitto is installed (no external process)",
+        help="publish to this mqtt:// or mqtts:// broker instead of the demo's own mosquitto",
     )
     return p
 
@@ -122,8 +117,8 @@ def demo_broker(args: argparse.Namespace, workdir: Path) -> Iterator[tuple[str, 
     if args.broker:
         yield args.broker, "external"
         return
-    with broker(workdir, embedded=args.embedded_broker) as (port, kind):
-        yield f"mqtt://127.0.0.1:{port}", kind
+    with broker(workdir) as port:
+        yield f"mqtt://127.0.0.1:{port}", "mosquitto"
 
 
 def _telemetry(args: argparse.Namespace, journal: Path, url: str) -> tuple[Any, Any]:
@@ -145,25 +140,31 @@ def _mosquitto() -> str | None:
 
 
 @contextlib.contextmanager
-def broker(workdir: Path, *, embedded: bool = False) -> Iterator[tuple[int, BrokerKind]]:
-    """Our own broker on a free port of 127.0.0.1, and which it is: Debian's mosquitto with its own
-    config when it is installed, else (or when ``embedded``) the embedded broker in a thread."""
-    binary = None if embedded else _mosquitto()
+def broker(workdir: Path) -> Iterator[int]:
+    """Debian's mosquitto on a free port of 127.0.0.1 with its own config in ``workdir``, once its
+    log says it is running; stopped on exit. ConfigError in one line when it is not installed."""
+    binary = _mosquitto()
     if binary is None:
-        with embedded_broker_thread("127.0.0.1") as port:
-            yield port, "embedded"
-        return
+        raise ConfigError(
+            "the demo's broker is Debian's mosquitto, which is not installed "
+            "(apt-get install mosquitto, or bin/tablectl demo installs it), or give --broker URL"
+        )
     port = _free_port()
     conf = workdir / "mosquitto.conf"
-    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n", encoding="utf-8")
+    conf.write_text(
+        f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\n",
+        encoding="utf-8",
+    )
     # Its own process group: Ctrl-C on a terminal signals the whole foreground group, and a broker
     # that died with the demo would cut the table's farewell off (and leave the clients' lost
-    # connections to be reported). The demo stops it itself, after the farewell.
+    # connections to be reported). The demo stops it itself, after the farewell. Its log is read
+    # until it says it is running.
     proc = subprocess.Popen(
-        [binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0
+        [binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, process_group=0
     )
     try:
-        yield port, "mosquitto"
+        _wait_running(proc)
+        yield port
     finally:
         proc.terminate()
         try:
@@ -171,6 +172,28 @@ def broker(workdir: Path, *, embedded: bool = False) -> Iterator[tuple[int, Brok
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def _wait_running(proc: subprocess.Popen[bytes]) -> None:
+    """Drain mosquitto's log in a thread (a full pipe would stall it) until it says it is running:
+    the demo's clients then connect at the first try, with no retry to wait out."""
+    assert proc.stderr is not None
+    stderr = proc.stderr
+    running = threading.Event()
+    log: list[bytes] = []
+
+    def drain() -> None:
+        for line in iter(stderr.readline, b""):
+            if len(log) < 50:
+                log.append(line)
+            if b" running" in line:
+                running.set()
+        running.set()  # exited: let the waiter look
+
+    threading.Thread(target=drain, daemon=True, name="demo-mosquitto-log").start()
+    if not running.wait(MOSQUITTO_READY_S) or proc.poll() is not None:
+        last = b"".join(log).decode(errors="replace").strip().splitlines()[-1:] or ["no log"]
+        raise ConfigError(f"the demo's mosquitto did not start: {last[0]}")
 
 
 def main(argv: list[str]) -> int:
@@ -186,11 +209,10 @@ def main(argv: list[str]) -> int:
     # Logs would tear the terminal view; headless they go to stderr so stdout is the JSON only.
     level = logging.WARNING if args.no_ui else logging.CRITICAL
     logs.configure(level, stream=sys.stderr)
-    logging.getLogger("sim.mqtt_broker").setLevel(level)  # the embedded broker logs with logging
     with tempfile.TemporaryDirectory(prefix="tablectl-demo-") as tmp:
         journal = args.journal or Path(tmp) / "journal.db"
-        with demo_broker(args, Path(tmp)) as (broker_url, broker_kind):
-            try:
+        try:
+            with demo_broker(args, Path(tmp)) as (broker_url, broker_kind):
                 if args.no_ui:
                     summary = asyncio.run(_headless(args, journal, broker_url, broker_kind))
                     print(json.dumps(summary), flush=True)
@@ -198,11 +220,11 @@ def main(argv: list[str]) -> int:
                 if not sys.stdout.isatty():
                     return asyncio.run(_with_lines(args, journal, broker_url))
                 return asyncio.run(_with_view(args, journal, broker_url))
-            except TablectlError as e:
-                print(f"tablectl demo: {e}", file=sys.stderr)
-                return 2
-            except KeyboardInterrupt:
-                return 0
+        except TablectlError as e:
+            print(f"tablectl demo: {e}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            return 0
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -238,7 +260,7 @@ async def _play(
     stopper.cancel()
     player.cancel()
     with contextlib.suppress(asyncio.CancelledError):
-        await player  # the dealer's own failure (DealerStuck) is raised here
+        await player  # the dealer's own failure (TableStopped) is raised here
     return stop.is_set()
 
 

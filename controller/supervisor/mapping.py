@@ -95,8 +95,10 @@ class Translator:
                     and batch.location is Place.SHUFFLER
                     and (batch.shuffler is ShufflerState.UNSHUFFLED)
                 )  # started and done while the controller was down
-                return [*([I.ShuffleStarted(back=back)] if unseen else []),
-                        I.ShuffleCompleted(back=back, cards_counted=counted)]  # fmt: skip
+                return [
+                    *([I.ShuffleStarted(back=back)] if unseen else []),
+                    I.ShuffleCompleted(back=back, cards_counted=counted),
+                ]
             case dev.ShufflerJammed(slot=slot, code=code):
                 return [I.ShuffleFailed(back=self.back_of(slot), reason=f"jammed, code {code}")]
             case dev.ShuffleIncomplete(slot=slot, reason=reason):

@@ -1,6 +1,15 @@
 """A whole table in one process: the simulated devices on real sockets and ptys, the supervisor
-talking to them over the wire, and a virtual dealer acting on the simulators. Used by
+talking to them over the wire, and the virtual dealer acting on the simulators. Used by
 ``tablectl demo``, the gaming-day benchmark and the end-to-end tests.
+
+The pieces are those of ``tablectl run`` beside ``tablectl sim --dealer``: the same Supervisor, the
+same simulators (sim/table.py) and the same dealer (sim/wire_dealer.py), which knows only the
+table's public state. One process keeps them on one virtual clock, so a gaming day runs in
+seconds: instead of MQTT, the dealer's link (``SupervisorLink``) hands it the very snapshot the
+telemetry publishes and sends the floor's commands through the command API the MQTT listener
+calls; instead of waiting for the supervisor's own polling, it moves the clock and has the
+devices the dealer touched polled at once. This module and demo.py are the only places the
+controller imports the simulators.
 """
 
 from __future__ import annotations
@@ -8,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -19,9 +28,10 @@ from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
 from devices.config import DeviceConfig, TransportKind
+from devices.profiles import DeviceKind
 from sim.clock import VirtualClock
-from sim.dealer import VirtualDealer
 from sim.table import SimTable
+from sim.wire_dealer import TableStopped, WireDealer
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests and benchmarks run from it)
 TABLES = shipped_dir("tables")
@@ -83,13 +93,76 @@ def concrete_config(game: str, sim: SimTable, out: Path, poll_interval_s: float 
     return out
 
 
+SECONDS_PER_ACTION = 1.0  # virtual time a brisk dealer takes per action
+WAIT_STEP_S = 5.0  # how far the clock moves while the dealer waits (for the shuffler, say)
+# The controller must see a shuffle cycle (30 s on the reference shuffler) while it runs: on a
+# virtual clock nothing polls by itself, so the link has the shuffler looked at this often.
+SHUFFLER_POLL_S = 5.0
+
+
+class SupervisorLink:
+    """The virtual dealer's link to a supervisor in this process (see the module's docstring)."""
+
+    def __init__(
+        self, supervisor: Supervisor, sim: SimTable, clock: VirtualClock, *, floor: str = "floor-1"
+    ) -> None:
+        self.sup = supervisor
+        self.clock = clock
+        self.floor_name = floor
+        self.names = {info.config.kind: name for name, info in sim.devices.items()}
+        self.pace: Callable[[], Awaitable[None]] | None = None  # between actions (the live view)
+        self._shuffler_seen = clock.now()
+        shuffler = sim.by_kind(DeviceKind.SHUFFLER)
+        self._shuffler = None if shuffler is None else shuffler.model
+
+    async def state(self) -> dict[str, Any]:
+        return self.sup.snapshot()
+
+    async def wait(self) -> dict[str, Any]:
+        self.clock.advance(WAIT_STEP_S)
+        self._shuffler_seen = self.clock.now()
+        if self.pace is not None:
+            await self.pace()
+        await self.sup.settle()
+        return self.sup.snapshot()
+
+    async def touched(self, kind: DeviceKind) -> None:
+        self.clock.advance(SECONDS_PER_ACTION)
+        kinds = {kind}
+        if self.clock.now() - self._shuffler_seen >= SHUFFLER_POLL_S and self._shuffling():
+            kinds.add(DeviceKind.SHUFFLER)
+        if DeviceKind.SHUFFLER in kinds:
+            self._shuffler_seen = self.clock.now()
+        if self.pace is not None:
+            await self.pace()
+        if kind is DeviceKind.STUB_COUNTER:
+            # The count comes over the line on its own (no poll asks for it): wait for its outcome.
+            await self.sup.wait_for(lambda: self._asked() != "stub" and self.sup.idle())
+            kinds.discard(kind)
+        await self.sup.settle(*(self.names[k] for k in kinds if k in self.names))
+
+    def _asked(self) -> str | None:
+        ask = self.sup.snapshot().get("asking")
+        return ask.get("what") if isinstance(ask, dict) else None
+
+    def _shuffling(self) -> bool:
+        """A person at the table hears the shuffler working (or sees its fault light)."""
+        return self._shuffler is not None and self._shuffler.state.value in ("shuffling", "jammed", "fault")
+
+    async def floor(self, command: str, args: dict[str, Any]) -> None:
+        result = await self.sup.command(command, args, self.floor_name, "floor")
+        if not result["ok"]:
+            raise TableStopped(f"{command}: {result['error']}")
+
+
 @dataclass
 class Rig:
     config: TableConfig
     sim: SimTable
     supervisor: Supervisor
     clock: VirtualClock
-    dealer: VirtualDealer
+    dealer: WireDealer
+    link: SupervisorLink
 
 
 @contextlib.asynccontextmanager
@@ -110,7 +183,8 @@ async def virtual_table(
 
     config = load_table_config(config_path, side="both")  # the supervisor and the simulators
     clock = VirtualClock(start_at)
-    sim = SimTable.from_config(config, seed=seed, clock=clock)
+    opts = config.options
+    sim = SimTable(list(config.devices), opts.spec, seed=seed, clock=clock, decks=opts.decks)
     await sim.start()
     supervisor: Supervisor | None = None
     try:
@@ -132,10 +206,11 @@ async def virtual_table(
         async def pace() -> None:
             await asyncio.sleep(pace_s)
 
-        dealer = VirtualDealer(
-            sim, supervisor, boxes=boxes, rng=random.Random(seed), pace=pace if pace_s > 0 else None
-        )
-        yield Rig(config, sim, supervisor, clock, dealer)
+        link = SupervisorLink(supervisor, sim, clock)
+        link.pace = pace if pace_s > 0 else None
+        side = opts.bust_it or opts.match_the_dealer or opts.progressive
+        dealer = WireDealer(sim, link, boxes=boxes, side_wagers=side)
+        yield Rig(config, sim, supervisor, clock, dealer, link)
     finally:
         if supervisor is not None:
             await supervisor.stop()

@@ -68,8 +68,12 @@ def _asking(table: Table) -> dict[str, Any]:
     if cut is not None:  # a batch shuffled by hand: the cut of 673a.5(c)-(d) before the shoe
         if cut.cut_at is None:
             seat = cut.offer_order[0] if cut.offer_order else 0
-            return {"what": "cut", "back": cut.back, "seat": seat or "dealer",
-                    "section": section(table.chapter, "5(c)")}  # fmt: skip
+            return {
+                "what": "cut",
+                "back": cut.back,
+                "seat": seat or "dealer",
+                "section": section(table.chapter, "5(c)"),
+            }
         if cut.cover_from_bottom is None:
             return {"what": "cover_card", "back": cut.back, "section": section(table.chapter, "5(d)")}
         return {"what": "cut_to_shoe", "back": cut.back}
@@ -96,10 +100,13 @@ def _asking(table: Table) -> dict[str, Any]:
         return {"what": "card", **whose, "face_up": req.face_up, "purpose": req.purpose}
     if isinstance(req, Decision):
         return {
-            "what": "decision", "seat": req.seat, "hand": req.hand,
+            "what": "decision",
+            "seat": req.seat,
+            "hand": req.hand,
             "legal": sorted(a.value for a in req.legal),
-            "cards": hand_cards(state, req.seat, req.hand), "up_card": up,
-        }  # fmt: skip
+            "cards": hand_cards(state, req.seat, req.hand),
+            "up_card": up,
+        }
     if isinstance(req, ReaderUse):
         return {"what": "reader", "up_card": up, "masque": req.masque}
     offer = _OFFERS.get(type(req))

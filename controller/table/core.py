@@ -238,8 +238,10 @@ class Table:
         out |= {
             "in_round": self.in_round,
             "cards_in_shoe": self.batches[back].places[Place.SHOE] if back else 0,
-            "batches": {b.back: {"location": b.location.value, "shuffler": b.shuffler.value}
-                        for b in self.batches.values()},
+            "batches": {
+                b.back: {"location": b.location.value, "shuffler": b.shuffler.value}
+                for b in self.batches.values()
+            },
             "halted": [{"id": a.id, "section": a.section, "message": a.message} for a in self.halted],
             "alarms": [
                 {"id": a.id, "section": a.section, "message": a.message, "floor_action": a.floor_action}
@@ -247,7 +249,7 @@ class Table:
                 if a.acknowledged_by is None
             ],
             "asking": asking(self),  # what the dealer display shows next (controller/table/asking.py)
-        }  # fmt: skip
+        }
         return out
 
     # ================================================================== read-only names other packages use

@@ -84,10 +84,16 @@ def finish(t: Table, rnd: Round, step: Step) -> None:
 def _settlement(t: Table, rnd: Round) -> dict[str, Any]:
     state = rnd.state
     settlements = [
-        {"seat": s.seat, "hand": s.hand, "wager": s.wager.value, "stake": s.stake, "halves": s.halves,
-         "section": s.section}
+        {
+            "seat": s.seat,
+            "hand": s.hand,
+            "wager": s.wager.value,
+            "stake": s.stake,
+            "halves": s.halves,
+            "section": s.section,
+        }
         for s in state.settlements
-    ]  # fmt: skip
+    ]
     return {
         **rnd.outcome(),
         "settlements": settlements,

@@ -154,9 +154,16 @@ AlarmLevel = Literal["halt", "alarm", "none"]
 # What both renderers show, in order: (header, Row field). The terminal and the web page build
 # their columns from this one list, so they cannot show different columns or orders.
 COLUMNS: Final = (
-    ("table", "name"), ("status", "status"), ("game", "game"), ("round", "round"), ("shoe", "shoe"),
-    ("alarms", "alarms"), ("devices", "devices"), ("seq", "seq"), ("gaps", "gaps_text"),
-)  # fmt: skip
+    ("table", "name"),
+    ("status", "status"),
+    ("game", "game"),
+    ("round", "round"),
+    ("shoe", "shoe"),
+    ("alarms", "alarms"),
+    ("devices", "devices"),
+    ("seq", "seq"),
+    ("gaps", "gaps_text"),
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -225,13 +225,14 @@ def parse_allow_host(value: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="tablectl monitor", description="Live view of all tables on the broker.",
+        prog="tablectl monitor",
+        description="Live view of all tables on the broker.",
         epilog="A broker that cannot be reached (down, wrong address, login or TLS refused) is said "
         "in one line on stderr and at the top of the view, and tried again with backoff (up to "
         "every 10 s) for as long as the monitor runs; it says so again when the broker is back. "
         "Exit status: 0; 1 when the broker was out of reach as the monitor stopped (--duration), "
         "so a scripted check fails; 2 for a usage error; 130 after Ctrl-C.",
-    )  # fmt: skip
+    )
     p.add_argument("--broker", required=True, help="mqtt://host:port or mqtts://host:port")
     p.add_argument("--ca-file", type=Path, help="CA certificate for an mqtts:// broker")
     p.add_argument("--refresh", type=float, default=0.5, help="seconds between redraws (default 0.5)")

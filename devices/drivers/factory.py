@@ -43,9 +43,14 @@ def build_driver(
     else:
         access = config.mqtt
         link = MqttLink(
-            ep, backoff=config.backoff, clock=clock, tls=access.tls, ca_file=access.ca_file,
-            username=access.username, password=access.password,
-        )  # fmt: skip
+            ep,
+            backoff=config.backoff,
+            clock=clock,
+            tls=access.tls,
+            ca_file=access.ca_file,
+            username=access.username,
+            password=access.password,
+        )
     return StubCounterDriver(config, link, clock=clock, events=events)
 
 

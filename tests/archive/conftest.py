@@ -30,9 +30,16 @@ SITE = "test-floor"
 P, U, S = Classification.PUBLIC, Classification.UNTIL_REVEALED, Classification.SECRET
 # A round's worth of kinds: public ones, a secret burn, an until_revealed hole card.
 _CYCLE = [
-    ("round_started", P), ("card_burned", S), ("card_dealt", P), ("hole_card_dealt", U), ("card_dealt", P),
-    ("hole_card_turned", P), ("alarm_raised", P), ("round_settled", P), ("batch_to_shoe", P),
-]  # fmt: skip
+    ("round_started", P),
+    ("card_burned", S),
+    ("card_dealt", P),
+    ("hole_card_dealt", U),
+    ("card_dealt", P),
+    ("hole_card_turned", P),
+    ("alarm_raised", P),
+    ("round_settled", P),
+    ("batch_to_shoe", P),
+]
 
 
 def fill_journal(path: pathlib.Path, table_id: str, n: int, *, salt: str = "") -> None:

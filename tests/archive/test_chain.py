@@ -61,9 +61,10 @@ async def test_a_forked_stream_a_changed_record_and_a_gap_raise_alarms(
                 if len(published) == 2:
                     break
     kept = rows(db, "SELECT kind, seq, detail FROM chain_alarms ORDER BY id")
-    assert kept == [("gap", 18, "records 18-19 never arrived"),
-                        ("changed_hash", 5, "record 5 came again with another hash, kind or "
-                                            "classification than archived")]  # fmt: skip
+    assert kept == [
+        ("gap", 18, "records 18-19 never arrived"),
+        ("changed_hash", 5, "record 5 came again with another hash, kind or classification than archived"),
+    ]
     assert [(m["alarm"], m["table"], m["seq"]) for m in published] == [
         ("gap", "dab-04", 18),
         ("changed_hash", "dab-04", 5),

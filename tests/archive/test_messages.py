@@ -11,8 +11,15 @@ from controller.archive.messages import MAX_BODY, Unreadable, copy_line, parse_e
 
 NOW = datetime(2027, 1, 15, 12, tzinfo=UTC)
 TOPIC = "tablectl/floor/dab-01/events"
-GOOD = {"version": 1, "seq": 3, "at": 1.8e9, "kind": "card_dealt", "classification": "public",
-        "payload": {"card": "QH", "note": "tab\there\\"}, "hash": "a" * 64}  # fmt: skip
+GOOD = {
+    "version": 1,
+    "seq": 3,
+    "at": 1.8e9,
+    "kind": "card_dealt",
+    "classification": "public",
+    "payload": {"card": "QH", "note": "tab\there\\"},
+    "hash": "a" * 64,
+}
 
 
 @pytest.mark.parametrize(

@@ -42,10 +42,13 @@ class ConsoleRig:
 
 
 def write_users(path: Path) -> Path:
-    save_users(path, {
-        "flo": User("flo", "floor", hash_password(PASSWORDS["flo"])),
-        "dan": User("dan", "dealer", hash_password(PASSWORDS["dan"])),
-    })  # fmt: skip
+    save_users(
+        path,
+        {
+            "flo": User("flo", "floor", hash_password(PASSWORDS["flo"])),
+            "dan": User("dan", "dealer", hash_password(PASSWORDS["dan"])),
+        },
+    )
     return path
 
 

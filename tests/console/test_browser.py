@@ -140,9 +140,9 @@ async def test_the_dealer_display_follows_a_round_and_a_dealer_is_refused_a_floo
         if "decision" in text and len([s for s in shown if "decision" in s]) == 1:
             await shot(page, "console-dealer.png")
 
-    rig.dealer.pace = follow
+    rig.link.pace = follow
     await rig.dealer.play_round()
-    rig.dealer.pace = None
+    rig.link.pace = None
     await expect(page.locator("#title")).to_contain_text("round 1")
     assert any(s.startswith("dealer: deal a card to box 1") for s in shown), shown
     assert any("decision" in s for s in shown), shown

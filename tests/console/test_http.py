@@ -258,7 +258,7 @@ async def test_the_display_never_carries_a_card(console_rig: ConsoleRig) -> None
             async with c.get("/api/display") as r:
                 seen.append(await r.text())
 
-        rig.dealer.pace = look
+        rig.link.pace = look
         await rig.dealer.play(3)
     assert len(seen) > 30 and any('"decision"' in s for s in seen)
     assert not any(CARD.search(s) for s in seen)

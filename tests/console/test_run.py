@@ -42,10 +42,18 @@ async def test_tablectl_run_serves_the_console(tmp_path: Path) -> None:
         f.write('[console]\nlisten = "127.0.0.1:0"\nusers = "users.toml"\n')
     write_users(tmp_path / "users.toml")
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "controller.cli", "run", "--config", str(config),
-        "--journal", str(tmp_path / "j.db"), cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "controller.cli",
+        "run",
+        "--config",
+        str(config),
+        "--journal",
+        str(tmp_path / "j.db"),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     try:
         async with asyncio.timeout(GUARD_S):
             listening = await _line(proc, "console_listening")

@@ -54,9 +54,13 @@ def test_add_list_remove(
     ],
 )
 def test_refusals_are_one_line(
-    argv: list[str], stdin: str, error: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    stdin: str,
+    error: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     assert _users([*argv, "--file", str(tmp_path / "u.toml")], stdin, monkeypatch) == 2
     err = capsys.readouterr().err
     assert error in err and err.count("\n") == 1 and "long-enough" not in err

@@ -31,8 +31,20 @@ def tablectl(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def day(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("day") / "day.db"
-    proc = tablectl("simulate", "--game", "down-under", "--seats", "2", "--rounds", "400", "--seed", "3",
-                    "--journal", str(path), "--json")  # fmt: skip
+    proc = tablectl(
+        "simulate",
+        "--game",
+        "down-under",
+        "--seats",
+        "2",
+        "--rounds",
+        "400",
+        "--seed",
+        "3",
+        "--journal",
+        str(path),
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["rounds"] == 400
     return path

@@ -116,10 +116,7 @@ async def leak_check() -> AsyncIterator[None]:
     yield
     for _ in range(5):
         await asyncio.sleep(0)
-    left = [
-        t for t in asyncio.all_tasks() - before
-        if t is not asyncio.current_task() and not t.done()
-    ]  # fmt: skip
+    left = [t for t in asyncio.all_tasks() - before if t is not asyncio.current_task() and not t.done()]
     names = [f"{t.get_coro().__qualname__} ({t.get_coro().cr_code.co_filename})" for t in left]  # type: ignore[union-attr]
     ours = [n for n in names if "pymodbus" not in n]
     assert not ours, f"tasks left running: {ours}"
@@ -261,9 +258,12 @@ class SecureBroker:
         acl += "topic read #\n"
         (self.dir / "acl").write_text(acl, encoding="utf-8")
         conf = mosquitto_fixtures.tls_conf(
-            port=self.port, pki=self.pki, password_file=passwd, acl_file=self.dir / "acl",
+            port=self.port,
+            pki=self.pki,
+            password_file=passwd,
+            acl_file=self.dir / "acl",
             extra="persistence false\n",
-        )  # fmt: skip
+        )
         (self.dir / "mosquitto.conf").write_text(conf, encoding="utf-8")
 
     def start(self) -> None:
@@ -277,9 +277,12 @@ class SecureBroker:
         import ssl
 
         return aiomqtt.Client(
-            "127.0.0.1", self.port, username=user, password=password or PASSWORDS[user],
+            "127.0.0.1",
+            self.port,
+            username=user,
+            password=password or PASSWORDS[user],
             tls_context=ssl.create_default_context(cafile=str(self.pki / "ca.crt")),
-        )  # fmt: skip
+        )
 
 
 @pytest.fixture

@@ -137,11 +137,20 @@ def mqtt_config(
     that key from the defaults below.
     """
     entry: dict[str, Any] = {
-        "kind": "stub_counter", "profile": str(STUB_PROFILE), "transport": "mqtt",
-        "host": "127.0.0.1", "topic": TOPIC, "tls": True, "ca_file": "ca.crt",
-        "username": APPLIANCE, "password_env": ENV, "expected": 53, "heartbeat_timeout_s": 2.0,
-        "backoff_initial_s": 0.01, "backoff_max_s": 0.05,
-    }  # fmt: skip
+        "kind": "stub_counter",
+        "profile": str(STUB_PROFILE),
+        "transport": "mqtt",
+        "host": "127.0.0.1",
+        "topic": TOPIC,
+        "tls": True,
+        "ca_file": "ca.crt",
+        "username": APPLIANCE,
+        "password_env": ENV,
+        "expected": 53,
+        "heartbeat_timeout_s": 2.0,
+        "backoff_initial_s": 0.01,
+        "backoff_max_s": 0.05,
+    }
     entry.update(section)
     entry = {k: v for k, v in entry.items() if v is not None}
     environ = {} if env_password is None else {ENV: env_password}
@@ -169,8 +178,10 @@ def test_the_section_gives_tls_ca_account_and_keeps_the_password_out_of_repr(pki
     cfg = mqtt_config(pki)
     assert cfg.mqtt.tls and cfg.mqtt.ca_file == (pki / "ca.crt").resolve()
     assert (cfg.mqtt.username, cfg.mqtt.password_env, cfg.mqtt.password) == (
-        APPLIANCE, ENV, PASSWORDS[APPLIANCE],
-    )  # fmt: skip
+        APPLIANCE,
+        ENV,
+        PASSWORDS[APPLIANCE],
+    )
     assert PASSWORDS[APPLIANCE] not in repr(cfg) and PASSWORDS[APPLIANCE] not in str(cfg.mqtt)
     plain = mqtt_config(pki, env_password=None, tls=False, ca_file=None, username=None, password_env=None)
     assert not plain.mqtt.tls and plain.mqtt.password is None
@@ -197,15 +208,18 @@ def test_a_missing_password_variable_is_refused_naming_it(pki: pathlib.Path) -> 
     assert empty.endswith(f"devices.stub.password_env: environment variable {ENV} is empty")
 
 
-@pytest.mark.parametrize(("section", "key", "rule"), [
-    ({"tls": "yes"}, "tls", "must be true or false"),
-    ({"tls": False}, "ca_file", "needs tls = true"),
-    ({"ca_file": "nope.crt"}, "ca_file", "nope.crt: no such file"),
-    ({"ca_file": "not-a-cert.crt"}, "ca_file", "not-a-cert.crt: not a usable CA certificate"),
-    ({"ca_file": ""}, "ca_file", "must be the path of a CA certificate"),
-    ({"username": ""}, "username", "must be a non-empty string"),
-    ({"password_env": "pw-Hunter2"}, "password_env", "must name an environment variable"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("section", "key", "rule"),
+    [
+        ({"tls": "yes"}, "tls", "must be true or false"),
+        ({"tls": False}, "ca_file", "needs tls = true"),
+        ({"ca_file": "nope.crt"}, "ca_file", "nope.crt: no such file"),
+        ({"ca_file": "not-a-cert.crt"}, "ca_file", "not-a-cert.crt: not a usable CA certificate"),
+        ({"ca_file": ""}, "ca_file", "must be the path of a CA certificate"),
+        ({"username": ""}, "username", "must be a non-empty string"),
+        ({"password_env": "pw-Hunter2"}, "password_env", "must name an environment variable"),
+    ],
+)
 def test_bad_security_keys_are_refused_in_one_line(
     pki: pathlib.Path, section: dict[str, Any], key: str, rule: str
 ) -> None:
@@ -216,19 +230,37 @@ def test_bad_security_keys_are_refused_in_one_line(
 
 def test_a_password_needs_a_username(pki: pathlib.Path) -> None:
     with pytest.raises(ConfigError, match=r"devices\.stub\.password_env: needs a username"):
-        load_devices({"stub": {
-            "kind": "stub_counter", "profile": str(STUB_PROFILE), "transport": "mqtt",
-            "password_env": ENV,
-        }}, pki, source="test.toml", environ={ENV: "x"})  # fmt: skip
+        load_devices(
+            {
+                "stub": {
+                    "kind": "stub_counter",
+                    "profile": str(STUB_PROFILE),
+                    "transport": "mqtt",
+                    "password_env": ENV,
+                }
+            },
+            pki,
+            source="test.toml",
+            environ={ENV: "x"},
+        )
 
 
 @pytest.mark.parametrize("key", ["tls", "ca_file", "username", "password_env"])
 def test_security_keys_belong_to_mqtt_only(pki: pathlib.Path, key: str) -> None:
     with pytest.raises(ConfigError, match=rf'devices\.stub\.{key}: only for transport = "mqtt"'):
-        load_devices({"stub": {
-            "kind": "stub_counter", "profile": str(STUB_PROFILE), "transport": "serial-line",
-            key: True if key == "tls" else "X",
-        }}, pki, source="test.toml", environ={})  # fmt: skip
+        load_devices(
+            {
+                "stub": {
+                    "kind": "stub_counter",
+                    "profile": str(STUB_PROFILE),
+                    "transport": "serial-line",
+                    key: True if key == "tls" else "X",
+                }
+            },
+            pki,
+            source="test.toml",
+            environ={},
+        )
 
 
 def test_the_documented_production_example_loads(pki: pathlib.Path, tmp_path: pathlib.Path) -> None:
@@ -303,8 +335,9 @@ async def test_a_wrong_password_is_a_one_line_link_down_that_never_shows_the_pas
 async def test_a_broker_the_ca_did_not_sign_is_a_one_line_link_down(
     broker: SecureBroker, pki: pathlib.Path, clock: VirtualClock
 ) -> None:
-    d = build_driver(mqtt_config(pki, port=broker.port, ca_file="other-ca.crt"), buses=BusRegistry(clock),
-                     clock=clock)  # fmt: skip
+    d = build_driver(
+        mqtt_config(pki, port=broker.port, ca_file="other-ca.crt"), buses=BusRegistry(clock), clock=clock
+    )
     try:
         with pytest.raises(LinkDown) as down:
             await link_of(d).read(GUARD_S)

@@ -21,17 +21,25 @@ from sim.pty import Pty
 from tests.devices.conftest import TABLES
 
 KEYPAD: dict[str, Any] = {
-    "kind": "keypad", "profile": "../devices/ref-keypad.toml", "transport": "modbus-rtu",
-    "path": "/dev/ttyUSB0", "device_id": 3,
-}  # fmt: skip
+    "kind": "keypad",
+    "profile": "../devices/ref-keypad.toml",
+    "transport": "modbus-rtu",
+    "path": "/dev/ttyUSB0",
+    "device_id": 3,
+}
 READER: dict[str, Any] = {
-    "kind": "reader", "profile": "../devices/ref-reader-peek.toml", "transport": "modbus-rtu",
-    "path": "/dev/ttyUSB0", "device_id": 2,
-}  # fmt: skip
+    "kind": "reader",
+    "profile": "../devices/ref-reader-peek.toml",
+    "transport": "modbus-rtu",
+    "path": "/dev/ttyUSB0",
+    "device_id": 2,
+}
 STUB: dict[str, Any] = {
-    "kind": "stub_counter", "profile": "../devices/ref-stub-counter.toml", "transport": "serial-line",
+    "kind": "stub_counter",
+    "profile": "../devices/ref-stub-counter.toml",
+    "transport": "serial-line",
     "path": "/dev/ttyUSB1",
-}  # fmt: skip
+}
 
 
 def _framing(section: dict[str, Any]) -> str:
@@ -39,30 +47,40 @@ def _framing(section: dict[str, Any]) -> str:
     return cfg.endpoint.serial_framing.describe()
 
 
-@pytest.mark.parametrize(("section", "framing"), [
-    (KEYPAD, "8E1"),  # the Modbus default
-    ({**KEYPAD, "parity": "none"}, "8N2"),  # no parity: two stop bits
-    ({**KEYPAD, "parity": "odd"}, "8O1"),
-    ({**KEYPAD, "parity": "even", "stopbits": 2}, "8E2"),
-    (STUB, "8N1"),  # a frame device's usual line
-    ({**STUB, "bytesize": 7, "parity": "even", "stopbits": 2}, "7E2"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("section", "framing"),
+    [
+        (KEYPAD, "8E1"),  # the Modbus default
+        ({**KEYPAD, "parity": "none"}, "8N2"),  # no parity: two stop bits
+        ({**KEYPAD, "parity": "odd"}, "8O1"),
+        ({**KEYPAD, "parity": "even", "stopbits": 2}, "8E2"),
+        (STUB, "8N1"),  # a frame device's usual line
+        ({**STUB, "bytesize": 7, "parity": "even", "stopbits": 2}, "7E2"),
+    ],
+)
 def test_each_line_has_its_framing_and_modbus_defaults_to_8e1(section: dict[str, Any], framing: str) -> None:
     assert _framing(section) == framing
 
 
-@pytest.mark.parametrize(("devices", "key", "rule"), [
-    ({"dev": {**KEYPAD, "parity": "none", "stopbits": 1}}, "dev.stopbits", "needs 2 stop bits"),
-    ({"dev": {**KEYPAD, "bytesize": 7}}, "dev.bytesize", "8 data bits"),
-    ({"dev": {**KEYPAD, "parity": "mark"}}, "dev.parity", "must be one of even, odd, none"),
-    ({"dev": {**KEYPAD, "parity": True}}, "dev.parity", "must be one of even, odd, none"),
-    ({"dev": {**KEYPAD, "stopbits": 1.5}}, "dev.stopbits", "must be 1 or 2"),
-    ({"dev": {**STUB, "bytesize": 9}}, "dev.bytesize", "must be an integer 5-8"),
-    ({"dev": {**KEYPAD, "transport": "modbus-tcp", "parity": "even"}}, "dev.parity", "for a serial line"),
-    ({"dev": {**KEYPAD, "port": 502}}, "dev.port", "only for a network transport"),
-    ({"a": KEYPAD, "b": {**READER, "parity": "odd"}}, "b.parity", "must agree on its speed and framing"),
-    ({"a": KEYPAD, "b": {**READER, "baudrate": 9600}}, "b.baudrate", "must agree on its speed and framing"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("devices", "key", "rule"),
+    [
+        ({"dev": {**KEYPAD, "parity": "none", "stopbits": 1}}, "dev.stopbits", "needs 2 stop bits"),
+        ({"dev": {**KEYPAD, "bytesize": 7}}, "dev.bytesize", "8 data bits"),
+        ({"dev": {**KEYPAD, "parity": "mark"}}, "dev.parity", "must be one of even, odd, none"),
+        ({"dev": {**KEYPAD, "parity": True}}, "dev.parity", "must be one of even, odd, none"),
+        ({"dev": {**KEYPAD, "stopbits": 1.5}}, "dev.stopbits", "must be 1 or 2"),
+        ({"dev": {**STUB, "bytesize": 9}}, "dev.bytesize", "must be an integer 5-8"),
+        ({"dev": {**KEYPAD, "transport": "modbus-tcp", "parity": "even"}}, "dev.parity", "for a serial line"),
+        ({"dev": {**KEYPAD, "port": 502}}, "dev.port", "only for a network transport"),
+        ({"a": KEYPAD, "b": {**READER, "parity": "odd"}}, "b.parity", "must agree on its speed and framing"),
+        (
+            {"a": KEYPAD, "b": {**READER, "baudrate": 9600}},
+            "b.baudrate",
+            "must agree on its speed and framing",
+        ),
+    ],
+)
 def test_a_bad_framing_is_one_line_naming_the_key(devices: dict[str, Any], key: str, rule: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_devices(devices, TABLES, source="t.toml")

@@ -122,5 +122,6 @@ def test_a_bad_config_is_one_line_and_exit_2(
 def test_the_simulators_refuse_what_the_controller_refuses(
     tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """One loader for both: a table the controller would not run is not simulated either."""
+    """A table id the controller would refuse (not one MQTT topic level) is refused by the
+    simulators too, which read the table file with their own small reader (sim/table_file.py)."""
     assert "table.id" in _refused(tmp_path, capsys, "t 1")

@@ -195,8 +195,12 @@ def test_tablectl_sim_with_a_wrong_device_password_exits_with_one_line(
     # The real entry point, as an operator types it: tablectl sim --config ...
     proc = subprocess.run(
         [sys.executable, "-m", "controller.cli", "sim", "--config", str(path)],
-        cwd=ROOT, env=env, capture_output=True, timeout=GUARD_S, check=False,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=GUARD_S,
+        check=False,
+    )
     out, err = proc.stdout.decode(), proc.stderr.decode()
     assert proc.returncode == 1 and out == ""
     assert err.count("\n") == 1, err
@@ -287,8 +291,12 @@ def test_each_end_reads_only_its_own_password(
 
 @pytest.mark.parametrize("key", ["username", "password_env"])
 def test_a_sim_account_belongs_to_mqtt_devices_only(tmp_path: pathlib.Path, key: str) -> None:
-    section = {"kind": "stub_counter", "profile": str(STUB_PROFILE), "transport": "serial-line",
-               "sim": {key: DEVICE_ENV}}  # fmt: skip
+    section = {
+        "kind": "stub_counter",
+        "profile": str(STUB_PROFILE),
+        "transport": "serial-line",
+        "sim": {key: DEVICE_ENV},
+    }
     with pytest.raises(ConfigError, match=rf'devices\.stub\.sim\.{key}: only for transport = "mqtt"'):
         load_devices({"stub": section}, tmp_path, source="t.toml", environ={DEVICE_ENV: "x"})
 

@@ -86,15 +86,23 @@ async def test_device_fault_in_heartbeat_degrades(rig_factory) -> None:  # type:
 async def mqtt_stub(mosquitto: int, clock: VirtualClock) -> AsyncIterator[tuple[StubCounterSim, Driver]]:
     cfg = fast(
         device_config(
-            "stub", kind="stub_counter", profile="../devices/ref-stub-counter.toml",
-            transport="mqtt", host="127.0.0.1", port=mosquitto, topic="test/table1/stub",
-            expected=53, heartbeat_timeout_s=0.3,
+            "stub",
+            kind="stub_counter",
+            profile="../devices/ref-stub-counter.toml",
+            transport="mqtt",
+            host="127.0.0.1",
+            port=mosquitto,
+            topic="test/table1/stub",
+            expected=53,
+            heartbeat_timeout_s=0.3,
         )
-    )  # fmt: skip
+    )
     sim = StubCounterSim(
-        StubCounterModel(53), cfg.profile, MqttSink("127.0.0.1", mosquitto, cfg.endpoint.topic),
+        StubCounterModel(53),
+        cfg.profile,
+        MqttSink("127.0.0.1", mosquitto, cfg.endpoint.topic),
         clock=clock,
-    )  # fmt: skip
+    )
     await sim.start()
     d = build_driver(cfg, buses=BusRegistry(clock), clock=clock)
     try:
@@ -153,10 +161,15 @@ async def test_mqtt_device_drops_off_and_comes_back(
 async def test_mqtt_driver_reports_an_unreachable_broker(clock: VirtualClock) -> None:
     cfg = fast(
         device_config(
-            "stub", kind="stub_counter", profile="../devices/ref-stub-counter.toml",
-            transport="mqtt", host="127.0.0.1", port=1, topic="t/x",
+            "stub",
+            kind="stub_counter",
+            profile="../devices/ref-stub-counter.toml",
+            transport="mqtt",
+            host="127.0.0.1",
+            port=1,
+            topic="t/x",
         )
-    )  # fmt: skip
+    )
     d = build_driver(cfg, buses=BusRegistry(clock), clock=clock)
     try:
         async with asyncio.timeout(10):

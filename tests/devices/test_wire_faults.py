@@ -73,12 +73,15 @@ async def test_late_responses_are_discarded_and_polling_resumes(rig: Rig, name: 
     assert await d.poll_once()
 
 
-@pytest.mark.parametrize(("name", "register", "value"), [
-    ("shuffler", "cards_counted", 5000),
-    ("shuffler", "state", 99),
-    ("keypad", "sensors", 0xFF),
-    ("keypad", "locked", 7),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "register", "value"),
+    [
+        ("shuffler", "cards_counted", 5000),
+        ("shuffler", "state", 99),
+        ("keypad", "sensors", 0xFF),
+        ("keypad", "locked", 7),
+    ],
+)
 async def test_out_of_range_register_values(rig: Rig, name: str, register: str, value: int) -> None:
     await _online(rig, name)
     rig.sim(name).faults.out_of_range[register] = value

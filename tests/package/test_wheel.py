@@ -37,9 +37,11 @@ def test_the_wheel_installed_alone_plays_a_demo_from_an_empty_folder(tmp_path: P
     assert installed.returncode == 0, installed.stderr
     # The shipped files are inside the installed package, not read from this checkout.
     where = _run(
-        env / "bin" / "python", "-c",
-        "from controller.shipped import table_file; print(table_file('down-under'))", cwd=empty,
-    )  # fmt: skip
+        env / "bin" / "python",
+        "-c",
+        "from controller.shipped import table_file; print(table_file('down-under'))",
+        cwd=empty,
+    )
     assert where.returncode == 0, where.stderr
     assert str(env) in where.stdout and str(ROOT) not in where.stdout
     demo = _run(env / "bin" / "tablectl", "demo", "--no-ui", "--rounds", "20", "--seed", "3", cwd=empty)

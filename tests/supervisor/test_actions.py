@@ -53,8 +53,14 @@ async def test_a_device_marked_out_of_order_is_restored(table_rig: MakeRig) -> N
     assert not sup.table.reader_failed and not sup.shoe_failed and not sup.translator.progressive_closed
 
 
-SAMPLE = {"back": "red", "device": "shuffler", "section": "673a.13(l)", "key": "next", "name": "dana",
-          "dealer": "dana"}  # fmt: skip
+SAMPLE = {
+    "back": "red",
+    "device": "shuffler",
+    "section": "673a.13(l)",
+    "key": "next",
+    "name": "dana",
+    "dealer": "dana",
+}
 
 
 async def test_every_action_reaches_the_table(table_rig: MakeRig) -> None:

@@ -24,12 +24,15 @@ async def test_asking_follows_each_request_of_a_round(
     t = rig.supervisor.table
     assert rig.supervisor.snapshot()["asking"]["what"] in ("bets", "burn")
     seen: list[dict[str, Any]] = []
-    answer = rig.dealer._answer
+    answer = rig.dealer._act
 
-    async def watching() -> None:
+    async def watching(ask: dict[str, Any], snap: dict[str, Any]) -> bool:
         asked = rig.supervisor.snapshot()["asking"]
+        assert asked == ask  # the dealer acts on the table's public ask, as it stands
         json.dumps(asked)  # goes over MQTT as it is
-        req, state = t.round.request, t.round.state  # type: ignore[union-attr]
+        if t.round is None:
+            return await answer(ask, snap)
+        req, state = t.round.request, t.round.state
         if isinstance(req, CardFor):
             assert asked["what"] == "card" and asked["face_up"] == req.face_up
             assert asked["seat"] == ("dealer" if req.seat == DEALER else req.seat)
@@ -50,9 +53,9 @@ async def test_asking_follows_each_request_of_a_round(
         if len(state.dealer) >= 2 and not state.hole_turned and not state.hole_exposed:
             assert "hole" not in asked  # never the hole card's identity; only the up card shows
         seen.append(asked)
-        await answer()
+        return await answer(ask, snap)
 
-    rig.dealer._answer = watching  # type: ignore[method-assign]
+    rig.dealer._act = watching  # type: ignore[method-assign]
     for _ in range(3):
         await rig.dealer.play_round()
     whats = {a["what"] for a in seen}
@@ -65,7 +68,8 @@ async def test_asking_for_dj_wild_is_the_deal_then_the_stub(table_rig: Callable[
     await rig.dealer.open_table()
     sup = rig.supervisor
     assert sup.snapshot()["asking"] == {"what": "bets", "round": 0}
-    rig.dealer._place_bets()
+    rig.dealer.hands.take_deck()
+    rig.dealer.hands.place_bets(2, side=True)
     await rig.dealer.press(Key.START_GAME)
     assert sup.snapshot()["asking"] == {"what": "wild_deal", "boxes": [1, 2], "locked": True, "round": 1}
     await rig.dealer.press(Key.NEXT)  # the hands are dealt

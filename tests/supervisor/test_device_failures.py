@@ -21,8 +21,8 @@ from controller.supervisor.rig import Rig
 from controller.supervisor.supervisor import Supervisor
 from devices.events import Key
 from sim.clock import VirtualClock
-from sim.dealer import DealerStuck
 from sim.modbus_server import ModbusRtuSim, ModbusTcpSim
+from sim.wire_dealer import TableStopped
 from tests.supervisor.conftest import assert_journal_sound, journal_kinds
 
 MakeRig = Callable[..., Awaitable[Rig]]
@@ -72,7 +72,7 @@ async def test_a_failed_shoe_stops_dealing_until_it_is_back(table_rig: MakeRig) 
     assert [a["section"] for a in sup.snapshot()["halted"]] == [section]
     with capture_logs() as logs:
         # The dealer sees the alarm and does not deal; Start Game pressed anyway opens no round.
-        with pytest.raises(DealerStuck, match=re.escape(f"dealing is stopped: {section}")):
+        with pytest.raises(TableStopped, match=re.escape(f"dealing is stopped: {section}")):
             await dealer.play_round()
         rig.sim.devices["keypad"].model.press(Key.START_GAME)
         await sup.settle("keypad")
@@ -142,8 +142,8 @@ async def test_a_failed_keypad_closes_progressive_wagers_while_the_game_goes_on(
     # The round goes on without the keypad. The players' chips are on both spots of every box,
     # but no sensor reading reaches the controller; the dealer uses the commands instead.
     await dealer.until(lambda: t.shoe_back is not None, "the next deck")
-    await dealer._take_deck()
-    dealer._place_bets()
+    dealer.hands.take_deck()
+    dealer.hands.place_bets(dealer.boxes, side=True)
     round_no = t.round_no + 1
     opened = await sup.command("start_round", {"boxes": boxes}, "dealer-1", "dealer")
     assert opened["ok"], opened
@@ -151,14 +151,15 @@ async def test_a_failed_keypad_closes_progressive_wagers_while_the_game_goes_on(
     assert progressive(rig, round_no) == ([], [])  # 687a.9(b): no Progressive wager accepted
     dealt = await sup.command("key", {"key": Key.NEXT.value}, "dealer-1", "dealer")
     assert dealt["ok"] and dealt["events"] == ["wild_round_dealt"], dealt
-    await dealer.count_stub(len(dealer._wild_hand) - (5 * len(boxes) + 6))  # the stub counter works
+    dealer.hands.deal_from_hand(5 * len(boxes) + 6)  # 687a.9(c)-(e)
+    await dealer.count_stub()  # the stub counter works
     assert not t.in_round and not t.halted
     records = journal_kinds(sup.journal_path)
     assert ("round_settled", {"round": round_no, "wild": True}) in records  # the main game went on
     started = [p for k, p in records if k == "round_started" and p["round"] == round_no]
     assert [p["wild_boxes"] for p in started] == [boxes]
-    dealer._clear_bets()
-    await dealer._return_deck()
+    dealer.hands.clear_bets(dealer.boxes)
+    dealer.hands.deck_to_shuffler()
     assert sup.health["keypad"] is DeviceHealth.FAULT and sup.translator.progressive_closed
 
     with capture_logs():

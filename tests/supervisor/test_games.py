@@ -13,7 +13,7 @@ from structlog.testing import capture_logs
 from controller.supervisor.health import DeviceHealth
 from controller.supervisor.rig import Rig
 from devices.events import Key
-from sim.dealer import DealerStuck
+from sim.wire_dealer import TableStopped
 from tests.supervisor.conftest import BLACKJACK, GAMES, assert_journal_sound, journal_kinds
 
 SHUFFLE_FAILED = {"double-back-jack": "673a.13(k)", "double-attack": "665a.13(j)",
@@ -82,7 +82,7 @@ async def test_a_failed_reader_stops_dealing_until_it_is_replaced(game: str, tab
     assert sup.table.reader_failed and sup.health["reader"] is DeviceHealth.FAULT
     assert [a.section for a in sup.table.halted] == [READER_FAILED[game]]
     with capture_logs() as logs:
-        with pytest.raises(DealerStuck, match=READER_FAILED[game].replace("(", r"\(").replace(")", r"\)")):
+        with pytest.raises(TableStopped, match=READER_FAILED[game].replace("(", r"\(").replace(")", r"\)")):
             await dealer.play_round()
         dealer.keypad.press(Key.START_GAME)  # the dealer tries anyway: refused, no round journalled
         before = sup.jt.journal.last_seq if sup.jt else 0
@@ -120,12 +120,8 @@ async def test_a_wrong_stub_count_voids_the_dj_wild_round(table_rig: MakeRig) ->
     stub = dealer.sim.devices["stub"].model
     stub.faults.miscount = -1  # 687a.9(h): the counter finds one card short
     t = sup.table
-    await dealer.until(lambda: t.shoe_back is not None, "the next deck")
-    await dealer._take_deck()
-    dealer._place_bets()
-    await dealer.press(Key.START_GAME)
-    assert t.wild is not None
-    await dealer.count_stub(len(dealer._wild_hand) - (5 * len(t.wild.boxes) + 6))
+    with pytest.raises(TableStopped, match=r"687a\.9\(h\)"):
+        await dealer.play_round()  # the count is wrong: dealing stops for the dealer's decision
     assert [a.section for a in t.halted] == ["687a.9(h)"]
     counted = [p for k, p in journal_kinds(sup.journal_path) if k == "stub_counted"][-1]
     assert counted["ok"] is False and counted["count"] == counted["expected"] - 1
@@ -134,11 +130,10 @@ async def test_a_wrong_stub_count_voids_the_dj_wild_round(table_rig: MakeRig) ->
     assert result["ok"] and "round_voided" in result["events"]
     assert not t.in_round and not t.halted
     stub.faults.miscount = 0
-    dealer._clear_bets()
-    await dealer._return_deck()
+    dealer.hands.clear_bets(dealer.boxes)
     rounds = dealer.stats.rounds
     for _ in range(2):
-        await dealer.play_round()
+        await dealer.play_round()  # the voided deck goes back to its slot when the next comes out
     assert dealer.stats.rounds == rounds + 2
     voided = [p for k, p in journal_kinds(sup.journal_path) if k == "round_voided"]
     assert [v["section"] for v in voided] == ["687a.9(h)"]

@@ -55,10 +55,18 @@ class Controller:
 
     async def start(self) -> None:
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "controller.cli", "run", "--config", str(self.config),
-            "--journal", str(self.journal), cwd=ROOT,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
+            sys.executable,
+            "-m",
+            "controller.cli",
+            "run",
+            "--config",
+            str(self.config),
+            "--journal",
+            str(self.journal),
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         began = len(self.lines)
         await self.until(lambda line: line["event"] == "ready")
         self.pos = began  # what happened while the devices came up is still to be looked at

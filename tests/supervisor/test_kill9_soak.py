@@ -2,13 +2,13 @@
 full shoe (mid-draw, mid-commit, and with the dealer drawing and pressing keys while it is down),
 with a restart after each. Zero lost cards, zero phantom cards, no halting alarm that no person
 caused, the journal verifies, and the broker saw every journal event's sequence number. The
-harness is ``sim/kill9.py``; ``bench/kill9_soak.py`` runs it 100 times."""
+harness is ``tests/support/kill9.py``; ``bench/kill9_soak.py`` runs it 100 times."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from sim.kill9 import run_once
+from tests.support.kill9 import run_once
 
 KILLS = 12  # one full shoe with a restart every ~20 actions: ~20 s on two cores
 

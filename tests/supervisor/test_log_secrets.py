@@ -26,7 +26,7 @@ FRAME = re.compile(r">>>>>|\b(?:send|recv|extra)\s*:|(?:0x[0-9a-fA-F]{1,2}\s+){3
 def test_no_frame_and_no_card_reaches_any_line_of_the_process(tmp_path: Path) -> None:
     journal = tmp_path / "journal.db"
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.supervisor.child_wrong_id", "--no-ui", "--embedded-broker",
+        [sys.executable, "-m", "tests.supervisor.child_wrong_id", "--no-ui",
          "--game", "down-under", "--rounds", "40", "--seed", "11", "--journal", str(journal)],
         cwd=ROOT, capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip

@@ -19,12 +19,12 @@ from pathlib import Path
 from controller.rules.requests import CardFor
 from controller.supervisor.config import load_table_config
 from controller.supervisor.health import DeviceHealth
-from controller.supervisor.rig import EPOCH, fast_backoff, quiet_wire, table_file
+from controller.supervisor.rig import EPOCH, SupervisorLink, fast_backoff, quiet_wire, table_file
 from controller.supervisor.supervisor import Supervisor
 from devices.events import Key
 from sim.clock import VirtualClock
-from sim.dealer import VirtualDealer
 from sim.table import SimTable
+from sim.wire_dealer import WireDealer
 from tests.supervisor.conftest import journal_kinds
 
 GAME = "down-under"
@@ -36,7 +36,7 @@ class Bench:
     clock: VirtualClock
     journal: Path
     supervisor: Supervisor | None = None
-    dealer: VirtualDealer | None = None
+    dealer: WireDealer | None = None
 
     game: str = GAME
 
@@ -54,7 +54,7 @@ class Bench:
                 await sup.settle()
         await sup.settle()
         self.supervisor = sup
-        self.dealer = VirtualDealer(self.sim, sup, boxes=2, rng=random.Random(3))
+        self.dealer = WireDealer(self.sim, SupervisorLink(sup, self.sim, self.clock), boxes=2)
         return sup
 
     async def stop(self) -> None:
@@ -67,7 +67,7 @@ class Bench:
 async def bench(tmp_path: Path, game: str = GAME) -> AsyncIterator[Bench]:
     config = load_table_config(table_file(game), side="both")
     clock = VirtualClock()
-    sim = SimTable.from_config(config, seed=7, clock=clock)
+    sim = SimTable(list(config.devices), config.options.spec, seed=7, clock=clock, decks=config.options.decks)
     await sim.start()
     b = Bench(sim, clock, tmp_path / "t.db", game=game)
     try:

@@ -19,9 +19,12 @@ GUARD_S = 20.0  # failure guard only
 
 def _tablectl(*args: str | Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "controller.cli", *map(str, args)], cwd=ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "controller.cli", *map(str, args)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _log_until(proc: subprocess.Popen[str], done: Any) -> list[dict[str, Any]]:
@@ -50,9 +53,12 @@ def test_run_without_its_devices_is_never_ready_and_names_each_missing_device(tm
     run = _tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
     try:
         lines = _log_until(
-            run, lambda seen: {x["device"] for x in seen if x["event"] == "waiting_for_device"} >= {
-                "shuffler", "shoe", "reader", "keypad"}
-        )  # fmt: skip
+            run,
+            lambda seen: (
+                {x["device"] for x in seen if x["event"] == "waiting_for_device"}
+                >= {"shuffler", "shoe", "reader", "keypad"}
+            ),
+        )
     finally:
         assert _stop(run) == 0
     assert not any(x["event"] == "ready" for x in lines)
@@ -101,9 +107,12 @@ def test_run_started_before_its_simulators_waits_for_them_without_an_alarm(tmp_p
     run = _tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
     try:
         waiting = _log_until(
-            run, lambda seen: {x["device"] for x in seen if x["event"] == "waiting_for_device"} >= {
-                "shuffler", "shoe", "reader", "keypad"}
-        )  # fmt: skip
+            run,
+            lambda seen: (
+                {x["device"] for x in seen if x["event"] == "waiting_for_device"}
+                >= {"shuffler", "shoe", "reader", "keypad"}
+            ),
+        )
         sim = _tablectl("sim", "--config", config, "--seed", "3")
         try:
             lines = waiting + _log_until(run, lambda seen: seen[-1]["event"] == "ready")

@@ -157,8 +157,14 @@ CASES: dict[str, Rewrite] = {"backwards": _backwards, "jump": _jump, "power-cycl
 
 
 def _cards(path: Path) -> int:
-    kinds = ("card_dealt", "hole_card_dealt", "card_burned", "card_held", "card_discarded_face_up",
-             "card_discarded_extra")  # fmt: skip
+    kinds = (
+        "card_dealt",
+        "hole_card_dealt",
+        "card_burned",
+        "card_held",
+        "card_discarded_face_up",
+        "card_discarded_extra",
+    )
     return sum(1 for k, p in journal_kinds(path) if k in kinds and not p.get("held"))
 
 

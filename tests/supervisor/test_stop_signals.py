@@ -76,9 +76,14 @@ async def _stopped_cleanly(port: int, argv: list[str], sig: signal.Signals) -> t
     output, once the first offline status after the birth said it was a clean stop."""
     async for watch in _watch(port):
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "controller.cli", *argv,
-            cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
+            sys.executable,
+            "-m",
+            "controller.cli",
+            *argv,
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         try:
             birth = await watch.until(online=True)
             proc.send_signal(sig)
@@ -109,8 +114,18 @@ async def test_the_demo_stops_cleanly_on_every_stop_signal(
     broker_port: int, tmp_path: Path, mode: list[str], sig: signal.Signals
 ) -> None:
     journal = tmp_path / "j.db"
-    argv = ["demo", *mode, "--seed", "4", "--pace", "0", "--broker", f"mqtt://127.0.0.1:{broker_port}",
-            "--journal", str(journal)]  # fmt: skip
+    argv = [
+        "demo",
+        *mode,
+        "--seed",
+        "4",
+        "--pace",
+        "0",
+        "--broker",
+        f"mqtt://127.0.0.1:{broker_port}",
+        "--journal",
+        str(journal),
+    ]
     rc, out, err = await _stopped_cleanly(broker_port, argv, sig)
     assert rc == 0, err[-2000:]
     assert "Traceback" not in err and "never retrieved" not in err
@@ -128,8 +143,15 @@ def test_tablectl_run_stops_cleanly_on_sigterm(broker_port: int, tmp_path: Path)
     """The appliance as systemd stops it: SIGTERM, a clean farewell, the journal closed."""
     config = relocated_table("down-under", tmp_path)
     journal = tmp_path / "run.db"
-    argv = ["run", "--config", str(config), "--journal", str(journal),
-            "--broker", f"mqtt://127.0.0.1:{broker_port}"]  # fmt: skip
+    argv = [
+        "run",
+        "--config",
+        str(config),
+        "--journal",
+        str(journal),
+        "--broker",
+        f"mqtt://127.0.0.1:{broker_port}",
+    ]
     rc, out, err = asyncio.run(_stopped_cleanly(broker_port, argv, signal.SIGTERM))
     assert rc == 0, err[-2000:]
     events = [json.loads(line)["event"] for line in out.splitlines()]
@@ -142,10 +164,25 @@ def test_piping_the_demo_prints_a_line_per_round_as_it_settles(tmp_path: Path) -
     On a pipe each settled round is one line, flushed as it settles: the cards a player saw, the
     totals, each hand's result and the house's net for the round."""
     done = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "demo", "--rounds", "3", "--seed", "4", "--pace", "0",
-         "--embedded-broker", "--journal", str(tmp_path / "j.db")],
-        cwd=ROOT, capture_output=True, text=True, timeout=GUARD_S * 3,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "controller.cli",
+            "demo",
+            "--rounds",
+            "3",
+            "--seed",
+            "4",
+            "--pace",
+            "0",
+            "--journal",
+            str(tmp_path / "j.db"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=GUARD_S * 3,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == 5 and lines[-1] == "tablectl demo: done after 3 rounds"
@@ -158,10 +195,23 @@ def test_the_piped_demo_stops_cleanly_when_its_reader_goes(tmp_path: Path) -> No
     """`tablectl demo | head -2`, or tee ended by the same Ctrl-C: the next line finds the pipe
     closed; the demo stops as for a closed terminal, without a BrokenPipeError traceback."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "controller.cli", "demo", "--seed", "4", "--pace", "0", "--embedded-broker",
-         "--journal", str(tmp_path / "j.db")],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "controller.cli",
+            "demo",
+            "--seed",
+            "4",
+            "--pace",
+            "0",
+            "--journal",
+            str(tmp_path / "j.db"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None and proc.stderr is not None
         assert proc.stdout.readline().startswith("tablectl demo: dub-01 ")

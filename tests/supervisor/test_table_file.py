@@ -30,16 +30,22 @@ def test_the_telemetry_and_console_use_the_one_reading(tmp_path: Path) -> None:
     assert telemetry is not None and telemetry.broker.keepalive == 30
 
 
-@pytest.mark.parametrize(("extra", "line"), [
-    ("\n[extra]\nx = 1\n", "extra: unknown section (expected [table], [devices.<name>]"),
-    ("\n[telemetry]\nkeepalive_s = 1\n", "telemetry.keepalive_s: must be a whole number of seconds from 2"),
-    ("\n[telemetry]\nkeepalive_s = true\n", "telemetry.keepalive_s: must be a whole number of seconds"),
-    ('\n[telemetry]\nusername = ""\n', "telemetry.username: must be a non-empty string"),
-    ("\n[telemetry]\nrequire_tls = 1\n", "telemetry.require_tls: must be true or false"),
-    ("\n[console]\nusers = 7\n", "console.users: must be a path"),
-    ("\n[console]\nlisten = 7\n", "console.listen: must be a string HOST:PORT"),
-    ("\n[telemetry]\nbroker = 7\n", "telemetry.broker: must be an mqtt:// or mqtts:// URL"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("extra", "line"),
+    [
+        ("\n[extra]\nx = 1\n", "extra: unknown section (expected [table], [devices.<name>]"),
+        (
+            "\n[telemetry]\nkeepalive_s = 1\n",
+            "telemetry.keepalive_s: must be a whole number of seconds from 2",
+        ),
+        ("\n[telemetry]\nkeepalive_s = true\n", "telemetry.keepalive_s: must be a whole number of seconds"),
+        ('\n[telemetry]\nusername = ""\n', "telemetry.username: must be a non-empty string"),
+        ("\n[telemetry]\nrequire_tls = 1\n", "telemetry.require_tls: must be true or false"),
+        ("\n[console]\nusers = 7\n", "console.users: must be a path"),
+        ("\n[console]\nlisten = 7\n", "console.listen: must be a string HOST:PORT"),
+        ("\n[telemetry]\nbroker = 7\n", "telemetry.broker: must be an mqtt:// or mqtts:// URL"),
+    ],
+)
 def test_a_bad_section_is_one_line_naming_file_and_key(tmp_path: Path, extra: str, line: str) -> None:
     path = _table(tmp_path, extra)
     with pytest.raises(ConfigError) as info:
@@ -48,11 +54,14 @@ def test_a_bad_section_is_one_line_naming_file_and_key(tmp_path: Path, extra: st
     assert "\n" not in msg and msg.startswith(f"{path}: {line}"), msg
 
 
-@pytest.mark.parametrize(("old", "new", "line"), [
-    ('id = "dbj-01"', 'id = "dbj-01\\n"', "table.id: letters, digits, '.', '_' and '-' only"),
-    ('id = "dbj-01"', "id = 7", "table.id: must be a non-empty string"),
-    ('id = "dbj-01"', 'id = "dbj-01"\nseats = 6', "table.seats: unknown key (expected id, site, game)"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("old", "new", "line"),
+    [
+        ('id = "dbj-01"', 'id = "dbj-01\\n"', "table.id: letters, digits, '.', '_' and '-' only"),
+        ('id = "dbj-01"', "id = 7", "table.id: must be a non-empty string"),
+        ('id = "dbj-01"', 'id = "dbj-01"\nseats = 6', "table.seats: unknown key (expected id, site, game)"),
+    ],
+)
 def test_the_table_section_is_checked(tmp_path: Path, old: str, new: str, line: str) -> None:
     path = _table(tmp_path)
     text = path.read_text(encoding="utf-8")

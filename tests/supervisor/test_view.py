@@ -50,7 +50,7 @@ async def test_the_view_shows_the_layout_as_the_players_see_it(table_rig: MakeRi
                 assert row[3] == (str(hand.total) if hand.cards else "")
                 assert row[4].plain == hand.result
 
-    rig.dealer.pace = look
+    rig.link.pace = look
     await rig.dealer.open_table()
     await rig.dealer.play(3)
     assert hidden and shown
@@ -71,7 +71,7 @@ async def test_the_view_shows_dj_wild_as_dealt_by_hand(table_rig: MakeRig) -> No
     async def look() -> None:
         frames.append(_text(view))
 
-    rig.dealer.pace = look
+    rig.link.pace = look
     await rig.dealer.open_table()
     await rig.dealer.play(2)
     frames.append(_text(view))
@@ -87,8 +87,13 @@ def test_a_settled_round_in_one_line() -> None:
         "dealer": {"cards": ["10H", "7C"], "total": 17, "blackjack": False},
         "boxes": [
             {"seat": 1, "hands": [{"cards": ["9S", "9D"], "total": 18, "result": "win"}]},
-            {"seat": 2, "hands": [{"cards": ["8S", "KD"], "total": 18, "result": "lose"},
-                                  {"cards": ["8H", "2D", "5C"], "total": 15, "result": "lose"}]},
+            {
+                "seat": 2,
+                "hands": [
+                    {"cards": ["8S", "KD"], "total": 18, "result": "lose"},
+                    {"cards": ["8H", "2D", "5C"], "total": 15, "result": "lose"},
+                ],
+            },
         ],
         "settlements": [
             {"seat": 1, "hand": 0, "wager": "bet", "stake": 10, "halves": 2},
@@ -96,7 +101,7 @@ def test_a_settled_round_in_one_line() -> None:
             {"seat": 2, "hand": 1, "wager": "bet", "stake": 10, "halves": -2},
             {"seat": 1, "hand": 0, "wager": "match_the_dealer", "stake": 10, "halves": 3},
         ],
-    }  # fmt: skip
+    }
     assert round_line(settled) == (
         "round 7: dealer 10H 7C (17); box 1 9S 9D (18) win; box 2.1 8S KD (18) lose;"
         " box 2.2 8H 2D 5C (15) lose; house -5"

@@ -1,9 +1,11 @@
 """The product's promise, as two processes and a broker: `tablectl sim --dealer` plays rounds at a
-table run by `tablectl run` on the same table file, knowing of it only its public MQTT state."""
+table run by `tablectl run` on the same table file, knowing of it only its public MQTT state, for
+every game (DJ Wild dealt from the hand, its stub into the stub counter, 687a.9). That sim/ keeps
+to its layer is import-linter's contract (pyproject.toml, run by bin/test)."""
 
 from __future__ import annotations
 
-import ast
+import re
 import signal
 import subprocess
 import sys
@@ -32,24 +34,26 @@ def broker(tmp_path: Path) -> Iterator[str]:
 
 def _tablectl(*args: str | Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "controller.cli", *map(str, args)], cwd=ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "controller.cli", *map(str, args)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
-@pytest.mark.parametrize("game", ["down-under", "double-attack"])
+@pytest.mark.parametrize("game", ["down-under", "double-attack", "dj-wild"])
 def test_sim_dealer_plays_rounds_at_a_table_run_beside_it(game: str, tmp_path: Path, broker: str) -> None:
     config = relocated_table(game, tmp_path)
-    # A one-second shuffle so that the first shoe is ready at once (the example says 30 s).
-    config.write_text(
-        config.read_text(encoding="utf-8").replace("cycle_s = 30", "cycle_s = 1"), encoding="utf-8"
-    )
+    # A one-second shuffle so that each batch is ready at once (the examples say 20-30 s, and a DJ
+    # Wild round needs a fresh shuffle; the failure guard is not a budget to spend on waiting).
+    config.write_text(re.sub(r"(?m)^cycle_s = \d+", "cycle_s = 1", config.read_text(encoding="utf-8")))
     journal = tmp_path / "j.db"
     sim = _tablectl("sim", "--config", config, "--dealer", "--rounds", "3", "--broker", broker, "--seed", "2")
     run = None
     try:
         assert sim.stdout is not None
-        for _ in range(4):
+        for _ in range(3 if game == "dj-wild" else 4):
             assert " at=" in sim.stdout.readline()  # every simulated device listens
         run = _tablectl(
             "run", "--config", config, "--journal", journal, "--broker", broker, "--log-level", "warning"
@@ -67,21 +71,3 @@ def test_sim_dealer_plays_rounds_at_a_table_run_beside_it(game: str, tmp_path: P
         settled = [r for r in j.records() if r.kind == "round_settled"]
     assert len(settled) == 3
     assert verify_journal(journal).ok
-
-
-def test_sim_dealer_refuses_dj_wild_in_one_line(tmp_path: Path) -> None:
-    sim = _tablectl("sim", "--config", relocated_table("dj-wild", tmp_path), "--dealer")
-    _, err = sim.communicate(timeout=GUARD_S)
-    assert (
-        sim.returncode == 2
-        and err.strip() == "tablectl sim: --dealer: DJ Wild Stud Poker is not dealt on the wire yet"
-    )
-
-
-def test_the_wire_dealer_knows_nothing_of_the_controllers_table_or_supervisor() -> None:
-    for path in (ROOT / "sim" / "wire_dealer.py", ROOT / "sim" / "cli.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        bad = {m for m in imported if m.startswith(("controller.table", "controller.supervisor.supervisor"))}
-        assert not bad, f"{path.name} imports {bad}"

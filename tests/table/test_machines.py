@@ -81,9 +81,20 @@ def test_a_change_to_any_field_is_seen_by_the_replay_check() -> None:
 def test_the_snapshot_keeps_its_keys() -> None:
     """What the ops view and MQTT state carry (public fields marked in each machine, and views)."""
     assert set(ready(BJ).table.snapshot()) == {
-        "round", "in_round", "batch_in_shoe", "cards_in_shoe", "cover_card_reached", "batches", "halted",
-        "alarms", "shuffler_out_of_order", "reader_failed", "out_of_order", "reader_inspected_for", "asking",
-    }  # fmt: skip
+        "round",
+        "in_round",
+        "batch_in_shoe",
+        "cards_in_shoe",
+        "cover_card_reached",
+        "batches",
+        "halted",
+        "alarms",
+        "shuffler_out_of_order",
+        "reader_failed",
+        "out_of_order",
+        "reader_inspected_for",
+        "asking",
+    }
 
 
 def test_the_import_contract_layers_the_machines_in_their_order() -> None:

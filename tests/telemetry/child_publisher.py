@@ -17,9 +17,14 @@ from controller.telemetry.config import versions
 
 async def main(port: int, ca_file: str, journal: str) -> None:
     settings = BrokerSettings(
-        "127.0.0.1", port, True, __import__("pathlib").Path(ca_file), "site-a/t2",
-        os.environ["TABLECTL_MQTT_PASSWORD"], keepalive=3,
-    )  # fmt: skip
+        "127.0.0.1",
+        port,
+        True,
+        __import__("pathlib").Path(ca_file),
+        "site-a/t2",
+        os.environ["TABLECTL_MQTT_PASSWORD"],
+        keepalive=3,
+    )
     identity = TableIdentity("site-a", "t2", "down-under", "sha256:child", versions())
     telemetry = Telemetry(settings, identity, journal, backoff=BackoffPolicy(0.05, 0.5))
     await telemetry.start()

@@ -72,8 +72,10 @@ class Broker:
             else:
                 subprocess.run(
                     [str(MOSQUITTO_DIR / "add-user.sh"), str(passwd), str(acl), role, name],
-                    check=True, env=env, capture_output=True,
-                )  # fmt: skip
+                    check=True,
+                    env=env,
+                    capture_output=True,
+                )
         extra = f"persistence true\npersistence_location {self.dir}/\nmax_queued_messages 1000000\n"
         self.conf.write_text(
             mosquitto_fixtures.tls_conf(
@@ -125,10 +127,15 @@ class Observer:
     async def _run(self) -> None:
         while True:
             client = aiomqtt.Client(
-                self.settings.host, self.settings.port, identifier=self.identifier,
-                username=self.settings.username, password=self.settings.password,
-                clean_session=not self.persistent, tls_context=self.settings.tls_context(), keepalive=5,
-            )  # fmt: skip
+                self.settings.host,
+                self.settings.port,
+                identifier=self.identifier,
+                username=self.settings.username,
+                password=self.settings.password,
+                clean_session=not self.persistent,
+                tls_context=self.settings.tls_context(),
+                keepalive=5,
+            )
             try:
                 async with client:
                     await client.subscribe(self.topic, qos=1)
@@ -163,9 +170,13 @@ class Observer:
 
 @contextlib.asynccontextmanager
 async def observer(
-    broker: Broker, user: str = "floor-console", topic: str = "tablectl/#", *, persistent: bool = False,
+    broker: Broker,
+    user: str = "floor-console",
+    topic: str = "tablectl/#",
+    *,
+    persistent: bool = False,
     identifier: str | None = None,
-) -> AsyncIterator[Observer]:  # fmt: skip
+) -> AsyncIterator[Observer]:
     ident = identifier or f"observer-{os.getpid()}-{time.monotonic_ns()}"
     async with Observer(broker.settings(user), topic, ident, persistent) as obs:
         yield obs

@@ -42,9 +42,13 @@ def telemetry_for(
     site, table = user.split("/")
     identity = TableIdentity(site, table, "double-attack", "sha256:test", versions())
     return Telemetry(
-        broker.settings(user, keepalive=3), identity, journal_path, command=command,
-        backoff=BackoffPolicy(initial_s=0.05, max_s=0.5), poll_s=0.5,
-    )  # fmt: skip
+        broker.settings(user, keepalive=3),
+        identity,
+        journal_path,
+        command=command,
+        backoff=BackoffPolicy(initial_s=0.05, max_s=0.5),
+        poll_s=0.5,
+    )
 
 
 def seqs(messages: list[Received]) -> list[int]:

@@ -40,9 +40,19 @@ def test_alarms_first_and_highlighted() -> None:
     view = FleetView()
     view.ingest("tablectl/s/quiet/status", b'{"version":1,"online":true,"game":"down-under"}')
     view.ingest("tablectl/s/gone/status", b'{"version":1,"online":false,"clean":false}')
-    alarms = {"version": 1, "count": 1, "alarms": [
-        {"id": 3, "section": "665a.13(i)", "message": "reader failed", "floor_action": "replace the reader",
-         "halts_dealing": True}]}  # fmt: skip
+    alarms = {
+        "version": 1,
+        "count": 1,
+        "alarms": [
+            {
+                "id": 3,
+                "section": "665a.13(i)",
+                "message": "reader failed",
+                "floor_action": "replace the reader",
+                "halts_dealing": True,
+            }
+        ],
+    }
     view.ingest("tablectl/s/zz-alarm/alarms", json.dumps(alarms).encode())
     assert [t.table for t in view.ordered()] == ["zz-alarm", "gone", "quiet"]
     console = Console(record=True, width=160)
@@ -116,8 +126,9 @@ async def test_hostile_messages_neither_stop_nor_freeze_the_monitor(
     telemetry = telemetry_for(broker, path)
     try:
         s = broker.settings("site-a/t1")
-        async with aiomqtt.Client(s.host, s.port, username=s.username, password=s.password,
-                                  tls_context=s.tls_context()) as client:  # fmt: skip
+        async with aiomqtt.Client(
+            s.host, s.port, username=s.username, password=s.password, tls_context=s.tls_context()
+        ) as client:
             for leaf in ("state", "status", "alarms", "devices/shoe"):
                 # Retained, so the monitor gets them whenever it subscribes.
                 await client.publish(f"tablectl/site-a/t1/{leaf}", b"[" * 3000, qos=1, retain=True)
@@ -143,10 +154,23 @@ async def test_tablectl_monitor_runs_and_exits(broker: Broker) -> None:
         "TABLECTL_MQTT_PASSWORD": PASSWORD["monitor-ops"],
     }
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "controller.cli", "monitor", "--broker", f"mqtts://127.0.0.1:{broker.port}",
-        "--ca-file", str(broker.pki / "ca.crt"), "--duration", "1", "--refresh", "0.2",
-        cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "controller.cli",
+        "monitor",
+        "--broker",
+        f"mqtts://127.0.0.1:{broker.port}",
+        "--ca-file",
+        str(broker.pki / "ca.crt"),
+        "--duration",
+        "1",
+        "--refresh",
+        "0.2",
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     async with asyncio.timeout(GUARD_S):
         out, err = await proc.communicate()
     assert proc.returncode == 0, err.decode()
@@ -194,10 +218,20 @@ async def test_an_unreachable_broker_is_said_in_one_line_and_tried_until_it_is_b
 async def test_tablectl_monitor_exits_1_naming_a_broker_it_could_not_reach() -> None:
     port = free_port()  # nothing listens there
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "controller.cli", "monitor", "--broker", f"mqtt://127.0.0.1:{port}",
-        "--duration", "0.1", "--refresh", "0.05",
-        cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "controller.cli",
+        "monitor",
+        "--broker",
+        f"mqtt://127.0.0.1:{port}",
+        "--duration",
+        "0.1",
+        "--refresh",
+        "0.05",
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     async with asyncio.timeout(GUARD_S):
         _, err = await proc.communicate()
     assert proc.returncode == 1, err.decode()

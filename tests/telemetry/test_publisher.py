@@ -85,8 +85,9 @@ async def _events_across_outage(broker: Broker, tmp_path: pathlib.Path, outage_s
     writer = Journal.open(path)
     telemetry = telemetry_for(broker, path)
     try:
-        async with observer(broker, "monitor-ops", "tablectl/site-a/t1/#", persistent=True,
-                            identifier="events-observer") as obs:  # fmt: skip
+        async with observer(
+            broker, "monitor-ops", "tablectl/site-a/t1/#", persistent=True, identifier="events-observer"
+        ) as obs:
             await telemetry.start()
             last = append_records(writer, 40)
             telemetry.journal_appended()
@@ -108,8 +109,11 @@ async def _events_across_outage(broker: Broker, tmp_path: pathlib.Path, outage_s
             telemetry.journal_appended()
             await obs.wait_for(lambda ms: last in seqs(ms), guard_s=GUARD_S + outage_s)
             # A new connection publishes a fresh birth.
-            await obs.wait_for(lambda ms: len([m for m in ms if m.topic.endswith("/status")
-                                               and m.json()["online"]]) > births_before)  # fmt: skip
+            await obs.wait_for(
+                lambda ms: (
+                    len([m for m in ms if m.topic.endswith("/status") and m.json()["online"]]) > births_before
+                )
+            )
             assert_complete_in_order(seqs(obs.messages), last)
     finally:
         await telemetry.stop()

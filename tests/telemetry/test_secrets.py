@@ -48,8 +48,13 @@ def check_message(message: Received, records: dict[int, Record], secret_texts: l
     if message.topic.endswith("/events"):
         record = records[doc["seq"]]
         if record.classification is not Classification.PUBLIC:
-            assert doc == {"version": 1, "seq": record.seq, "kind": record.kind,
-                           "classification": record.classification.value, "withheld": True}  # fmt: skip
+            assert doc == {
+                "version": 1,
+                "seq": record.seq,
+                "kind": record.kind,
+                "classification": record.classification.value,
+                "withheld": True,
+            }
             return
         assert doc["payload"] == record.payload and doc["hash"] == record.hash
         if "prev_hash" in doc:  # a link may name only a public record's hash, never a withheld one's
@@ -109,9 +114,20 @@ async def test_no_secret_in_any_message_of_a_full_shoe(
 def test_the_check_would_catch_a_leak() -> None:
     """The checker itself: a withheld record sent with its payload, or a card on the state, fails."""
     record = Record(5, 1.0, "card_burned", Classification.SECRET, {"card": "QH"}, "0" * 64, "1" * 64)
-    leaked = Received("tablectl/s/t/events", json.dumps(
-        {"version": 1, "seq": 5, "kind": "card_burned", "classification": "secret", "withheld": True,
-         "payload": {"card": "QH"}}).encode(), False)  # fmt: skip
+    leaked = Received(
+        "tablectl/s/t/events",
+        json.dumps(
+            {
+                "version": 1,
+                "seq": 5,
+                "kind": "card_burned",
+                "classification": "secret",
+                "withheld": True,
+                "payload": {"card": "QH"},
+            }
+        ).encode(),
+        False,
+    )
     with pytest.raises(AssertionError):
         check_message(leaked, {5: record}, [canonical_json(record.payload)])
     with pytest.raises(AssertionError):

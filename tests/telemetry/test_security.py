@@ -32,9 +32,15 @@ async def test_last_will_on_sigkill_is_retained(broker: Broker, tmp_path: pathli
     env = {**os.environ, "TABLECTL_MQTT_PASSWORD": PASSWORD["site-a/t2"]}
     async with observer(broker, topic=f"{T2}/status") as obs:
         child = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tests.telemetry.child_publisher", str(broker.port),
-            str(broker.pki / "ca.crt"), str(path), cwd=ROOT, env=env,
-        )  # fmt: skip
+            sys.executable,
+            "-m",
+            "tests.telemetry.child_publisher",
+            str(broker.port),
+            str(broker.pki / "ca.crt"),
+            str(path),
+            cwd=ROOT,
+            env=env,
+        )
         try:
             await obs.wait_for(lambda ms: any(m.json()["online"] is True for m in ms))
             birth = obs.messages[-1].json()["birth"]
@@ -61,8 +67,9 @@ async def test_last_will_on_sigkill_is_retained(broker: Broker, tmp_path: pathli
 
 async def _publish(broker: Broker, user: str, messages: list[tuple[str, bytes]]) -> None:
     s = broker.settings(user)
-    async with aiomqtt.Client(s.host, s.port, username=s.username, password=s.password,
-                              tls_context=s.tls_context()) as client:  # fmt: skip
+    async with aiomqtt.Client(
+        s.host, s.port, username=s.username, password=s.password, tls_context=s.tls_context()
+    ) as client:
         for topic, body in messages:
             await client.publish(topic, body, qos=1)
 
@@ -71,15 +78,19 @@ async def test_an_appliance_cannot_publish_as_another_table(broker: Broker) -> N
     forged = b'{"version":1,"seq":1,"kind":"round_started","payload":{}}'
     sentinel = b'{"version":1,"online":true,"birth":"sentinel"}'
     async with observer(broker, "floor-console") as obs:
-        await _publish(broker, "site-a/t1", [
-            (f"{T2}/events", forged),
-            (f"{T2}/status", forged),
-            ("tablectl/site-b/t1/events", forged),
-            ("tablectl/site-a/t1x/events", forged),
-            (f"{T2}/cmd/reshuffle_ordered/result", forged),
-            (f"{T1}/cmd/reshuffle_ordered", forged),  # not even a command to itself
-            (f"{T1}/status", sentinel),  # allowed, and sent last by the same client
-        ])  # fmt: skip
+        await _publish(
+            broker,
+            "site-a/t1",
+            [
+                (f"{T2}/events", forged),
+                (f"{T2}/status", forged),
+                ("tablectl/site-b/t1/events", forged),
+                ("tablectl/site-a/t1x/events", forged),
+                (f"{T2}/cmd/reshuffle_ordered/result", forged),
+                (f"{T1}/cmd/reshuffle_ordered", forged),  # not even a command to itself
+                (f"{T1}/status", sentinel),  # allowed, and sent last by the same client
+            ],
+        )
         # The broker keeps one client's messages in order: the sentinel arriving means the rest was dropped.
         await obs.wait_for(lambda ms: any(m.payload == sentinel for m in ms))
         assert [m.topic for m in obs.messages] == [f"{T1}/status"]
@@ -109,8 +120,16 @@ async def test_only_the_floor_may_command_a_table(broker: Broker, tmp_path: path
     finally:
         await telemetry.stop()
     assert calls == [("reshuffle_ordered", {}, "floor-7", "floor")]
-    assert results == [{"version": 1, "command": "reshuffle_ordered", "id": "probe", "who": "floor-7",
-                        "ok": True, "message": "reshuffle ordered"}]  # fmt: skip
+    assert results == [
+        {
+            "version": 1,
+            "command": "reshuffle_ordered",
+            "id": "probe",
+            "who": "floor-7",
+            "ok": True,
+            "message": "reshuffle ordered",
+        }
+    ]
 
 
 BAD_COMMANDS = [
@@ -238,8 +257,10 @@ def test_telemetry_from_config(tmp_path: pathlib.Path, pki: pathlib.Path) -> Non
     )
     # the hash does not depend on (nor reveal) the broker section
     assert t2.identity.config_hash == t.identity.config_hash
-    for broken in ({**doc, "telemetry": {**doc["telemetry"], "require_tls": True}},
-                   {**doc, "table": {**doc["table"], "id": "a/b"}},
-                   {**doc, "telemetry": {**doc["telemetry"], "ca_file": "missing.crt"}}):  # fmt: skip
+    for broken in (
+        {**doc, "telemetry": {**doc["telemetry"], "require_tls": True}},
+        {**doc, "table": {**doc["table"], "id": "a/b"}},
+        {**doc, "telemetry": {**doc["telemetry"], "ca_file": "missing.crt"}},
+    ):
         with pytest.raises(ConfigError):
             telemetry_from_config(broken, tmp_path, "mqtt://other:1884", tmp_path / "j.db", environ={})

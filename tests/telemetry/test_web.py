@@ -32,12 +32,32 @@ from controller.telemetry.web import MAX_HEAD, FleetPage, serve
 from tests.telemetry.conftest import GUARD_S, PASSWORD, ROOT, Broker
 from tests.telemetry.helpers import append_records, telemetry_for
 
-HALTING = {"version": 1, "count": 1, "alarms": [
-    {"id": 3, "section": "665a.13(i)", "message": "reader failed", "floor_action": "replace the reader",
-     "halts_dealing": True}]}  # fmt: skip
-ADVISORY = {"version": 1, "count": 1, "alarms": [
-    {"id": 1, "section": "665a.3(c)", "message": "decks expire", "floor_action": "open new decks",
-     "halts_dealing": False}]}  # fmt: skip
+HALTING = {
+    "version": 1,
+    "count": 1,
+    "alarms": [
+        {
+            "id": 3,
+            "section": "665a.13(i)",
+            "message": "reader failed",
+            "floor_action": "replace the reader",
+            "halts_dealing": True,
+        }
+    ],
+}
+ADVISORY = {
+    "version": 1,
+    "count": 1,
+    "alarms": [
+        {
+            "id": 1,
+            "section": "665a.3(c)",
+            "message": "decks expire",
+            "floor_action": "open new decks",
+            "halts_dealing": False,
+        }
+    ],
+}
 # Topic levels reach the view unchecked (parse_topic splits, it does not validate: check_level binds
 # only our own publishers), so a name can carry markup for HTML and for rich alike. No '/': that
 # would end the level.
@@ -435,9 +455,21 @@ def test_allowed_host_names_are_checked() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    ["", ".", "ops proxy", "proxy:8080", "http://proxy/", "[::1]", "a..b", ".a", "bücher.example",
-     "under_score.example", "x" * 64 + ".example", "evil\nmonitor: forged"],
-)  # fmt: skip
+    [
+        "",
+        ".",
+        "ops proxy",
+        "proxy:8080",
+        "http://proxy/",
+        "[::1]",
+        "a..b",
+        ".a",
+        "bücher.example",
+        "under_score.example",
+        "x" * 64 + ".example",
+        "evil\nmonitor: forged",
+    ],
+)
 def test_a_bad_allowed_host_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], bad: str) -> None:
     argv = ["--broker", "mqtt://127.0.0.1:1", "--http", "127.0.0.1:0", "--http-allow-host", "ok.example"]
     assert monitor.main([*argv, "--http-allow-host", bad, "--no-terminal"]) == 2
@@ -493,11 +525,24 @@ async def test_tablectl_monitor_serves_the_page(broker: Broker, tmp_path: pathli
         "TABLECTL_MQTT_PASSWORD": PASSWORD["monitor-ops"],
     }
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "controller.cli", "monitor", "--broker", f"mqtts://127.0.0.1:{broker.port}",
-        "--ca-file", str(broker.pki / "ca.crt"), "--http", "127.0.0.1:0", "--no-terminal",
-        "--http-allow-host", "fleet.ops.example", cwd=ROOT, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "controller.cli",
+        "monitor",
+        "--broker",
+        f"mqtts://127.0.0.1:{broker.port}",
+        "--ca-file",
+        str(broker.pki / "ca.crt"),
+        "--http",
+        "127.0.0.1:0",
+        "--no-terminal",
+        "--http-allow-host",
+        "fleet.ops.example",
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     # No --duration: the monitor serves until the Ctrl-C below. A duration is a race with this test
     # (on a loaded machine the monitor's start-up and the polls below took longer than it, and the
     # monitor had left by the time it was asked or told to stop); the finally bounds the process.

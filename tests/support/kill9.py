@@ -345,7 +345,7 @@ async def run_once(seed: int, kills: int, game: str = "down-under", workdir: Pat
     result = Result(seed=seed, game=game)
     with contextlib.ExitStack() as stack:
         tmp = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        port, _ = stack.enter_context(broker(tmp))
+        port = stack.enter_context(broker(tmp))
         cfg = load_table_config(table_file(game))
         fast = [replace(d, sim={**d.sim, "cycle_s": 0.2}) for d in cfg.devices]
         sim = SimTable(fast, cfg.options.spec, seed=seed, decks=cfg.options.decks)

@@ -1,0 +1,125 @@
+"""The virtual dealer's link to a table run by `tablectl run` in another process: the table's
+public MQTT state in, the floor's commands out, as docs/mqtt.md documents them.
+
+The topics are written here from that document rather than imported from the controller's
+telemetry package: the dealer is a client of the published contract, like a floor console, and
+sim/ does not import the controller's packages (only the domain's vocabulary).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiomqtt
+
+from devices.profiles import DeviceKind
+from sim.wire_dealer import TableStopped
+
+ROOT = "tablectl"
+DEFAULT_PORT = 1883
+MAX_STATE_BYTES = 1 << 20  # a state document is a few KiB; anything larger is not the table's
+
+
+def parse_mqtt_url(url: str) -> tuple[str, int]:
+    """``mqtt://host[:port]`` -> (host, port); the dealer speaks plain MQTT on a test network."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        port, parts = None, urlsplit("")
+    if parts.scheme != "mqtt" or not parts.hostname or parts.username or parts.path not in ("", "/"):
+        raise ValueError(f"--broker {url!r}: must be mqtt://host[:port]")
+    return parts.hostname, port or DEFAULT_PORT
+
+
+class MqttLink:
+    def __init__(self, url: str, site: str, table_id: str, *, idle_timeout_s: float = 120.0) -> None:
+        self.host, self.port = parse_mqtt_url(url)
+        self.base = f"{ROOT}/{site}/{table_id}"
+        self.idle_timeout_s = idle_timeout_s
+        self._client: aiomqtt.Client | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._latest: dict[str, Any] | None = None
+        self._seen = 0  # states received
+        self._read = 0  # the count of the state last handed out
+        self._new = asyncio.Event()
+        self._results: dict[str, asyncio.Future[dict[str, Any]]] = {}
+
+    async def __aenter__(self) -> MqttLink:
+        client = aiomqtt.Client(self.host, self.port, identifier=f"sim-dealer-{uuid.uuid4().hex[:8]}")
+        await client.__aenter__()
+        self._client = client
+        await client.subscribe(f"{self.base}/state", qos=1)
+        await client.subscribe(f"{self.base}/cmd/+/result", qos=1)
+        self._reader = asyncio.create_task(self._read_messages(client), name="sim-dealer-mqtt")
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            await asyncio.gather(self._reader, return_exceptions=True)
+        if self._client is not None:
+            await self._client.__aexit__(et, e, tb)
+
+    async def _read_messages(self, client: aiomqtt.Client) -> None:
+        async for message in client.messages:
+            raw = message.payload
+            if not isinstance(raw, bytes | bytearray) or len(raw) > MAX_STATE_BYTES:
+                continue
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(body, dict):
+                continue
+            topic = str(message.topic)
+            if topic.endswith("/result"):
+                waiter = self._results.pop(str(body.get("id")), None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(body)
+                continue
+            snap = body.get("snapshot")
+            if isinstance(snap, dict):
+                self._latest, self._seen = snap, self._seen + 1
+                self._new.set()
+
+    async def _next(self, after: int) -> dict[str, Any]:
+        async with asyncio.timeout(self.idle_timeout_s):
+            while self._seen <= after or self._latest is None:
+                self._new.clear()
+                await self._new.wait()
+        self._read = self._seen
+        return self._latest
+
+    async def state(self) -> dict[str, Any]:
+        """The newest state received (the first one published, if none came yet)."""
+        if self._latest is not None:
+            self._read = self._seen
+            return self._latest
+        return await self._next(0)
+
+    async def wait(self) -> dict[str, Any]:
+        """The next state the table publishes (TimeoutError when it says nothing for too long)."""
+        return await self._next(self._read)
+
+    async def touched(self, kind: DeviceKind) -> None:
+        """Nothing to do: `tablectl run` polls its devices on its own."""
+
+    async def floor(self, command: str, args: dict[str, Any]) -> None:
+        assert self._client is not None
+        request_id = uuid.uuid4().hex[:12]
+        body = {"version": 1, "id": request_id, "who": "floor-sim", "role": "floor", "args": args}
+        waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._results[request_id] = waiter
+        await self._client.publish(f"{self.base}/cmd/{command}", json.dumps(body), qos=1)
+        async with asyncio.timeout(self.idle_timeout_s):
+            result = await waiter
+        if not result.get("ok"):
+            raise TableStopped(f"{command}: {result.get('error')}")

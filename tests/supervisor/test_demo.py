@@ -1,0 +1,107 @@
+"""``tablectl demo`` as a user runs it: headless, with its own mosquitto on a free port (never a
+broker already running), its JSON summary explained field by field in ``--help``; and with a broker
+of the user's that holds a hostile retained command."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiomqtt
+import pytest
+
+from controller.journal import Journal
+from controller.shipped import table_file
+from controller.supervisor.demo import SUMMARY_FIELDS
+from controller.supervisor.rig import ROOT
+from controller.telemetry.broker import ENV_PASSWORD, ENV_USERNAME
+from tests import mosquitto_fixtures
+
+GUARD_S = 240.0  # failure guard only
+
+
+def _demo(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "controller.cli", "demo", "--no-ui", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=GUARD_S,
+        env=env,
+    )
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[int]:
+    port = mosquitto_fixtures.free_port()
+    conf = tmp_path / "mosquitto.conf"
+    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n", encoding="utf-8")
+    proc = mosquitto_fixtures.start(conf, ready_within_s=10)
+    yield port
+    mosquitto_fixtures.stop(proc, within_s=5)
+
+
+@pytest.mark.parametrize("game", ["down-under", "dj-wild"])
+def test_demo_headless_with_its_own_mosquitto(game: str, tmp_path: Path) -> None:
+    mosquitto_fixtures.mosquitto_binary()  # skips when mosquitto is not installed
+    done = _demo("--game", game, "--rounds", "3", "--seed", "5", "--journal", str(tmp_path / "j.db"))
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["broker_kind"] == "mosquitto" and summary["broker"].startswith("mqtt://127.0.0.1:")
+    assert summary["rounds"] == 3 and summary["journal_verified"] is True
+    # Every field is explained in --help.
+    documented = re.findall(r"(?m)^  ([a-z_]+(?:, [a-z_]+)*) ", SUMMARY_FIELDS)
+    assert set(summary) == {name for names in documented for name in names.split(", ")}
+    if game == "dj-wild":  # dealt from the hand, the stub counted by the counter (687a.9(f))
+        assert summary["cards_drawn"] == 0 and summary["stub_counts"] == 3 and summary["house"] == {}
+        return
+    bet = summary["house"]["bet"]  # the house's result per wager adds up
+    assert bet["settled"] >= 3 and bet["staked"] >= 10 * bet["settled"]  # a sensed spot each, doubles more
+    assert bet["house_edge"] == round(bet["house_net"] / bet["staked"], 4)
+
+
+def test_demo_with_a_broker_survives_a_hostile_command(tmp_path: Path, broker: int) -> None:
+    """Issue 11: 3 KB of nested '[' on a command topic ended the demo's telemetry and the demo
+    exited 1 with most of its journal unpublished. Retained, so the table gets it as it subscribes."""
+    doc = tomllib.loads(table_file("down-under").read_text(encoding="utf-8"))
+    base = f"tablectl/{doc['table']['site']}/{doc['table']['id']}"
+    env = {k: v for k, v in os.environ.items() if k not in (ENV_USERNAME, ENV_PASSWORD)}
+    journal = tmp_path / "j.db"
+
+    async def publish() -> None:
+        async with aiomqtt.Client("127.0.0.1", broker, identifier="hostile") as c:
+            await c.publish(f"{base}/cmd/reshuffle_ordered", b"[" * 3000, qos=1, retain=True)
+
+    async def last_status() -> dict[str, object]:
+        async with aiomqtt.Client("127.0.0.1", broker, identifier="late") as c, asyncio.timeout(10):
+            await c.subscribe(f"{base}/status", qos=1)
+            message = await anext(aiter(c.messages))
+            status: dict[str, object] = json.loads(bytes(message.payload))
+            return status
+
+    asyncio.run(publish())
+    done = _demo(
+        "--rounds",
+        "3",
+        "--seed",
+        "5",
+        "--broker",
+        f"mqtt://127.0.0.1:{broker}",
+        "--journal",
+        str(journal),
+        env=env,
+    )
+    status = asyncio.run(last_status())
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["journal_verified"] is True and summary["broker_kind"] == "external"
+    assert status["online"] is False and status["clean"] is True  # a clean farewell, so it lived on
+    with Journal.open(journal, create=False, readonly=True) as j:
+        assert j.published_seq() == j.last_seq  # every record reached the broker

@@ -1,0 +1,1 @@
+"""Harnesses the tests and the benchmarks share (bench/ imports them too)."""
