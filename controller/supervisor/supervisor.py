@@ -123,7 +123,7 @@ class Supervisor:
         return self.jt.table
 
     async def start(self) -> None:
-        from controller.supervisor.logs import bind_table
+        from controller.logs import bind_table
 
         bind_table(self.table_id)
         self.journal_path.parent.mkdir(parents=True, exist_ok=True)
