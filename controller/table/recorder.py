@@ -238,18 +238,12 @@ class JournaledTable:
 
     def _snapshot_row(self, marks: list[DomainEvent], now: float) -> Row:
         """The table after this step's records, as the step's last record. The step's events are
-        applied already; its counters (``marks``) only once committed, so they are added to the
-        encoded state here, as ``devices.seen`` merges them (update per device)."""
-        payload = state_snapshot.take(self.table)
+        applied already; its counters (``marks``) only once committed, so the snapshot is taken
+        with them merged in as ``devices.seen`` merges them, on a copy."""
+        seen = {device: dict(counters) for device, counters in self.table.device_seen.items()}
         for mark in marks:
-            device, counters = mark.payload["device"], mark.payload["counters"]
-            seen: list[list[Any]] = payload["state"]["devices"]["seen"]
-            for pair in seen:
-                if pair[0] == device:
-                    pair[1] = {**pair[1], **counters}
-                    break
-            else:
-                seen.append([device, dict(counters)])
+            seen.setdefault(mark.payload["device"], {}).update(mark.payload["counters"])
+        payload = state_snapshot.take(self.table, seen)
         # Secret: the state holds the card held back from the shoe and which cards are out
         # (673a.13(b)); it never leaves the process (telemetry publishes public records only).
         return (state_snapshot.KIND, payload, Classification.SECRET, now)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import types
 import typing
 from collections import Counter
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 from enum import Enum
 from functools import cache
 from typing import Any, Final, Union
@@ -35,11 +35,15 @@ class SnapshotError(TablectlError):
     """A snapshot that cannot be taken or read; the message names the field, never its value."""
 
 
-def take(table: Table) -> dict[str, Any]:
-    """The ``snapshot`` record's payload for ``table`` now (between rounds only)."""
+def take(table: Table, device_seen: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
+    """The record's payload for ``table`` now (between rounds only); ``device_seen`` in place of
+    the table's counters when given (the recorder's, with its step's counters merged in)."""
     if table.in_round:
         raise SnapshotError("snapshot: a round is in play; its state is not data")
-    return {"format": FORMAT, "state": _encode(table.state, TableState, "state")}
+    state = table.state
+    if device_seen is not None:
+        state = replace(state, devices=replace(state.devices, seen=device_seen))
+    return {"format": FORMAT, "state": _encode(state, TableState, "state")}
 
 
 def restore(options: GameOptions, table_id: str, payload: Any) -> Table:

@@ -13,6 +13,7 @@ import pytest
 
 from controller.game_config import GameOptions, default_options
 from controller.journal import Classification, Journal, Record
+from controller.table import inputs as I
 from controller.table import state_snapshot
 from controller.table.core import Table
 from controller.table.recorder import JournaledTable, Seen, domain_events
@@ -98,7 +99,9 @@ def test_a_cut_anywhere_replays_from_the_snapshot_before_it_as_from_the_start(
         assert table.fingerprint() == full_fold(options, prefix), end
 
 
-def test_a_journal_without_snapshots_replays_and_gets_one_at_the_next_step_between_rounds(tmp_path: Path) -> None:
+def test_a_journal_without_snapshots_replays_and_gets_one_at_the_next_step_between_rounds(
+    tmp_path: Path,
+) -> None:
     options = default_options("double-back-jack")
     path = tmp_path / "j.db"
     live = play(path, options, rounds=20, every=10**9)
@@ -133,3 +136,24 @@ def test_a_round_in_play_is_not_snapshotted(tmp_path: Path) -> None:
     live.table.state.round.round = object()  # type: ignore[assignment]  # as if a round were open
     with pytest.raises(state_snapshot.SnapshotError, match="a round is in play"):
         state_snapshot.take(live.table)
+
+
+def test_a_steps_device_counters_are_in_the_snapshot_taken_with_it(tmp_path: Path) -> None:
+    """The counters ride in the step's records and are applied once committed; the snapshot in
+    the same transaction holds them, merged with those the table had."""
+    options = default_options("double-back-jack")
+    path = tmp_path / "j.db"
+    jt = JournaledTable.open(path, options, "t-01", snapshot_every=1)
+    jt.mark(Seen("shoe", (("draw_seq", 4),)), 1.0)
+    jt.handle(I.DeviceOutOfOrder(device="keypad", by="floor-1"), 2.0, Seen("keypad", (("key_seq", 7),)))
+    jt.close()
+    recs = records(path)
+    assert [r.kind for r in recs] == [
+        "table_opened",
+        "device_seen",
+        "device_out_of_order",
+        state_snapshot.KIND,
+    ]
+    restored = state_snapshot.restore(options, "t-01", recs[-1].payload)
+    assert restored.device_seen == {"shoe": {"draw_seq": 4}, "keypad": {"key_seq": 7}}
+    assert restored.fingerprint() == full_fold(options, recs) == jt.table.fingerprint()
