@@ -22,7 +22,6 @@ import contextlib
 import random
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -116,9 +115,6 @@ class Supervisor:
         self._outbox: dict[str, asyncio.Queue[tuple[dc.Command, asyncio.Future[bool]]]] = {}
         self._unsent = 0  # commands queued or being written; idle() waits for them
         self._queued: list[asyncio.Future[bool]] | None = None  # what command() waits for
-        # The journal's commits (and their fsync) run here, one at a time, off the event loop: a
-        # slow flush holds up the step that waits for it (commit before effect), not the polls.
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
 
     # ================================================================== lifecycle
     @property
@@ -127,7 +123,7 @@ class Supervisor:
         return self.jt.table
 
     async def start(self) -> None:
-        from controller.supervisor.logs import bind_table
+        from controller.logs import bind_table
 
         bind_table(self.table_id)
         self.journal_path.parent.mkdir(parents=True, exist_ok=True)
@@ -197,7 +193,6 @@ class Supervisor:
                 await d.close()
         if self._buses is not None:
             self._buses.close()
-        self._writer.shutdown(wait=True)  # a commit under way finishes before the journal closes
         if self.jt is not None:
             seq = self.jt.journal.last_seq
             self.jt.close()
@@ -294,7 +289,7 @@ class Supervisor:
                 if last:
                     seen = None  # journalled with the step
             if seen is not None:  # acted on though nothing came of it: not to be read again
-                await self._mark(seen)
+                self._mark(seen)
             await self._device_policy(event, old, new)
             await self._reconcile()
 
@@ -368,10 +363,10 @@ class Supervisor:
         return "shoe" in t.failed_devices or "shoe" in t.out_of_order
 
     # ================================================================== the core, journal first
-    async def _mark(self, seen: Seen) -> None:
+    def _mark(self, seen: Seen) -> None:
         assert self.jt is not None
         try:
-            await self.jt.mark_async(seen, self.wall(), self._writer)
+            self.jt.mark(seen, self.wall())
         except JournalError as e:
             self.log.error("journal_failed", device=seen.device, input="device_seen", error=str(e))
             return
@@ -406,8 +401,7 @@ class Supervisor:
             raise RuleViolation(section, "the dealing shoe has failed; dealing is stopped")
         before = self.table.in_round
         last = self.jt.journal.last_seq
-        # Journalled (committed, in the journal's thread) before any effect.
-        step = await self.jt.handle_async(inp, self.wall(), self._writer, seen, taken_by)
+        step = self.jt.handle(inp, self.wall(), seen, taken_by)  # journalled (committed) before any effect
         # Effects first, then the bookkeeping: the lock after Start Game is the past-posting window
         # (687a.9(b)), so nothing that is not an effect (log lines, telemetry) goes before it.
         for cmd in step.commands:
