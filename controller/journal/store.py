@@ -414,7 +414,7 @@ class Journal:
 
     def last_seq_of(self, kind: str) -> int | None:
         """Seq of the last record of ``kind``, or None. Read from the end backwards (no index on
-        kind), so it costs what lies after that record: for the latest ``snapshot``, a few
+        kind), so it costs what lies after that record: for the latest ``state_snapshot``, a few
         thousand rows at most."""
         try:
             row = (

@@ -98,7 +98,7 @@ def fold(journal: Journal, options: GameOptions, table_id: str) -> tuple[Table, 
     From the latest ``state_snapshot`` record when there is one (the fold of every record before it),
     then the records after it; else from the first record. A snapshot that cannot be read is
     passed over for the full fold: snapshots only save time, the records are the table's truth.
-    The tests hold the two ways equal (tests/table/test_snapshot.py)."""
+    The tests hold the two ways equal (tests/table/test_state_snapshot.py)."""
     at = journal.last_seq_of(state_snapshot.KIND)
     if at is not None:
         records = journal.records(after_seq=at - 1)
@@ -225,7 +225,7 @@ class JournaledTable:
             seen.setdefault(mark.payload["device"], {}).update(mark.payload["counters"])
         payload = state_snapshot.take(self.table, seen)
         # Secret: the state holds the card held back from the shoe and which cards are out
-        # (673a.13(b)); it never leaves the process (telemetry publishes public records only).
+        # (673a.13(b)); telemetry sends a secret record as its seq and kind, withheld, nothing more.
         return (state_snapshot.KIND, payload, Classification.SECRET, now)
 
     def _after(self, committed: bool, marks: list[DomainEvent], rows: list[Row]) -> None:
