@@ -207,11 +207,11 @@ class Marks:
 
         Driver.emit = timed_emit  # type: ignore[method-assign,assignment]
         assert sup.jt is not None
-        handle, queue = sup.jt.handle, sup._send_device
+        handle, queue = sup.jt.handle_async, sup._send_device
 
-        def timed_handle(inp: Any, now: float, *rest: Any) -> Any:
+        async def timed_handle(inp: Any, now: float, *rest: Any) -> Any:
             t = time.perf_counter()
-            step = handle(inp, now, *rest)
+            step = await handle(inp, now, *rest)  # the core on the loop, the commit in its thread
             if any(e.kind == "round_started" for e in step.events):
                 marks.step.append((t, time.perf_counter()))
             return step
@@ -223,7 +223,7 @@ class Marks:
                 done.add_done_callback(lambda _: marks.lock.append((t, time.perf_counter())))
             return done
 
-        sup.jt.handle = timed_handle  # type: ignore[method-assign]
+        sup.jt.handle_async = timed_handle  # type: ignore[method-assign]
         sup._send_device = timed_send  # type: ignore[method-assign]
 
     def split(self, pressed: list[float]) -> dict[str, dict[str, float]]:

@@ -34,6 +34,9 @@ from sim.table import SimTable
 
 MAIN_SPOT, SIDE_SPOT = 1, 2  # docs/install.md: spot 1 the main wager, spot 2 the optional one
 DEALER_NAME, FLOOR_NAME = "dealer-1", "floor-1"
+# The eject that puts a batch in the shoe, after the table shows it in play (a shuffler's eject
+# takes seconds at most; a test's shuffler none).
+SHOE_WAIT_S = 30.0
 MAX_WAITS = 720  # the link's waits (5 s of table time each, or one state) before giving up
 MAX_ASKS_PER_ROUND = 400
 # 673a.3(c): decks are changed within 24 hours of opening; the floor changes them between shoes
@@ -234,10 +237,22 @@ class WireDealer:
         self.stats.shoes += 1
         await self.link.touched(DeviceKind.SHUFFLER)
 
+    async def _shoe_ready(self, snap: dict[str, Any]) -> None:
+        """The table shows a batch in play as soon as it has journalled the shuffler's eject, a
+        moment before the shuffler carries it out: a dealer looks at the shoe before taking bets
+        or drawing a card."""
+        back = snap.get("batch_in_shoe")
+        if back is None or not self.hands.has(DeviceKind.SHOE):
+            return
+        if not await self.hands.shoe_holds(str(back), SHOE_WAIT_S):
+            raise TableStopped(f"the table has batch {back} in play but the shoe does not hold it")
+
     async def _act(self, ask: dict[str, Any], snap: dict[str, Any]) -> bool:
         """Answer one ask; True when it was Start Game (a round begins)."""
         what = ask.get("what")
         await self._new_batch(snap)
+        if what in ("bets", "burn", "card"):
+            await self._shoe_ready(snap)
         if what == "bets":
             self.hands.place_bets(self.boxes, side=self.side_wagers)
             self.hole = None

@@ -168,7 +168,9 @@ def connect(path: str | Path, *, readonly: bool, create: bool) -> tuple[sqlite3.
         if readonly:
             conn = sqlite3.connect(p.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None)
         else:
-            conn = sqlite3.connect(p, timeout=5.0, isolation_level=None)
+            # Not tied to the opening thread: the supervisor commits from the journal's own thread
+            # (one writer thread, never two at once), so a slow flush does not stall its event loop.
+            conn = sqlite3.connect(p, timeout=5.0, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as e:
         raise JournalError(f"{path}: cannot open: {e}") from None
     try:
@@ -225,7 +227,8 @@ def _record(row: Row) -> Record:
 
 
 class Journal:
-    """The table's journal. One instance per thread; another thread or process opens its own.
+    """The table's journal. One instance is used by one thread at a time (it may be handed to a
+    writer thread, as the supervisor does); another process opens its own.
 
     Every append is committed and fsynced before it returns, so the caller may carry out the
     effects of an event as soon as ``append`` has returned its Record.

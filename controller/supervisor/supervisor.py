@@ -22,6 +22,7 @@ import contextlib
 import random
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,9 @@ class Supervisor:
         self._outbox: dict[str, asyncio.Queue[tuple[dc.Command, asyncio.Future[bool]]]] = {}
         self._unsent = 0  # commands queued or being written; idle() waits for them
         self._queued: list[asyncio.Future[bool]] | None = None  # what command() waits for
+        # The journal's commits (and their fsync) run here, one at a time, off the event loop: a
+        # slow flush holds up the step that waits for it (commit before effect), not the polls.
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
 
     # ================================================================== lifecycle
     @property
@@ -193,6 +197,7 @@ class Supervisor:
                 await d.close()
         if self._buses is not None:
             self._buses.close()
+        self._writer.shutdown(wait=True)  # a commit under way finishes before the journal closes
         if self.jt is not None:
             seq = self.jt.journal.last_seq
             self.jt.close()
@@ -289,7 +294,7 @@ class Supervisor:
                 if last:
                     seen = None  # journalled with the step
             if seen is not None:  # acted on though nothing came of it: not to be read again
-                self._mark(seen)
+                await self._mark(seen)
             await self._device_policy(event, old, new)
             await self._reconcile()
 
@@ -363,10 +368,10 @@ class Supervisor:
         return "shoe" in t.failed_devices or "shoe" in t.out_of_order
 
     # ================================================================== the core, journal first
-    def _mark(self, seen: Seen) -> None:
+    async def _mark(self, seen: Seen) -> None:
         assert self.jt is not None
         try:
-            self.jt.mark(seen, self.wall())
+            await self.jt.mark_async(seen, self.wall(), self._writer)
         except JournalError as e:
             self.log.error("journal_failed", device=seen.device, input="device_seen", error=str(e))
             return
@@ -401,7 +406,8 @@ class Supervisor:
             raise RuleViolation(section, "the dealing shoe has failed; dealing is stopped")
         before = self.table.in_round
         last = self.jt.journal.last_seq
-        step = self.jt.handle(inp, self.wall(), seen, taken_by)  # journalled (committed) before any effect
+        # Journalled (committed, in the journal's thread) before any effect.
+        step = await self.jt.handle_async(inp, self.wall(), self._writer, seen, taken_by)
         # Effects first, then the bookkeeping: the lock after Start Game is the past-posting window
         # (687a.9(b)), so nothing that is not an effect (log lines, telemetry) goes before it.
         for cmd in step.commands:

@@ -7,7 +7,9 @@ can be replayed, verified and shown without the config it was written with.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -189,6 +191,17 @@ class JournaledTable:
             self._after(True, marks, rows)
         return step
 
+    async def handle_async(
+        self, inp: Input, now: float, writer: Executor, seen: Seen | None = None,
+        taken_by: dict[str, str] | None = None,
+    ) -> Step:  # fmt: skip
+        """``handle`` with the commit (and its fsync) on ``writer``, the journal's own thread: the
+        core decides here, the event loop goes on with the other devices while the disk flushes,
+        and the step is on disk when this returns, so its effects still come after it."""
+        step, rows, marks = self._decide(inp, now, seen, taken_by)
+        await self._write(rows, marks, writer)
+        return step
+
     def mark(self, seen: Seen, now: float) -> None:
         """``seen`` alone: a device event that changed nothing at the table was still acted on."""
         if seen.known(self.table):
@@ -197,6 +210,13 @@ class JournaledTable:
         self.journal.append(event.kind, event.payload, event.classification.value, now)
         self.table.apply(event)
         self.since_snapshot += 1
+
+    async def mark_async(self, seen: Seen, now: float, writer: Executor) -> None:
+        """``mark`` with the commit on ``writer`` (see ``handle_async``)."""
+        if seen.known(self.table):
+            return
+        event = seen.event(now)
+        await self._write([(event.kind, event.payload, event.classification, now)], [event], writer)
 
     def _decide(
         self, inp: Input, now: float, seen: Seen | None, taken_by: dict[str, str] | None
@@ -227,6 +247,22 @@ class JournaledTable:
         # Secret: the state holds the card held back from the shoe and which cards are out
         # (673a.13(b)); telemetry sends a secret record as its seq and kind, withheld, nothing more.
         return (state_snapshot.KIND, payload, Classification.SECRET, now)
+
+    async def _write(self, rows: list[Row], marks: list[DomainEvent], writer: Executor) -> None:
+        if not rows:
+            return
+        done = asyncio.get_running_loop().run_in_executor(writer, self.journal.append_many, rows)
+        try:
+            await asyncio.shield(done)
+        except asyncio.CancelledError:
+            # The commit goes on in its thread whatever happens here: the table follows its outcome.
+            await asyncio.wait([done])
+            self._after(done.exception() is None, marks, rows)
+            raise
+        except Exception:
+            self._after(False, marks, rows)
+            raise
+        self._after(True, marks, rows)
 
     def _after(self, committed: bool, marks: list[DomainEvent], rows: list[Row]) -> None:
         if committed:

@@ -68,6 +68,6 @@ async def test_a_flood_on_the_stub_counter_line_delays_no_keypad_event(table_rig
         await sup.wait_for(lambda: sup._polls_done["stub"] > polls or counted())  # noqa: B023
     errors = [e for e in handled if isinstance(e, dev.FrameError)]
     # At least one key pressed while the flood was on the line (how many depends on how fast the
-    # line drains: bytes past the link's buffer are dropped on arrival, so it may end within one).
+    # line drains: the journal's commits no longer hold the loop, so the flood may end within one).
     assert presses >= 1 and 1 <= len(errors) <= 4, (presses, errors)  # a burst is one or two events
     assert sum(e.count for e in errors) > 1000  # ... standing for every broken frame

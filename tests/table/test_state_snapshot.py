@@ -6,6 +6,7 @@ of a day, and both are the live table; journals without snapshots replay as befo
 from __future__ import annotations
 
 import random
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -157,3 +158,20 @@ def test_a_steps_device_counters_are_in_the_snapshot_taken_with_it(tmp_path: Pat
     restored = state_snapshot.restore(options, "t-01", recs[-1].payload)
     assert restored.device_seen == {"shoe": {"draw_seq": 4}, "keypad": {"key_seq": 7}}
     assert restored.fingerprint() == full_fold(options, recs) == jt.table.fingerprint()
+
+
+async def test_the_journals_own_thread_writes_the_snapshot_in_the_steps_transaction_too(
+    tmp_path: Path,
+) -> None:
+    options = default_options("double-back-jack")
+    path = tmp_path / "j.db"
+    jt = JournaledTable.open(path, options, "t-01", snapshot_every=1)
+    with ThreadPoolExecutor(1) as writer:
+        await jt.mark_async(Seen("shoe", (("draw_seq", 4),)), 1.0, writer)
+        inp = I.DeviceOutOfOrder(device="keypad", by="floor-1")
+        await jt.handle_async(inp, 2.0, writer, Seen("keypad", (("key_seq", 7),)))
+    assert jt.since_snapshot == 0
+    jt.close()
+    recs = records(path)
+    assert [r.kind for r in recs][-2:] == ["device_out_of_order", state_snapshot.KIND]
+    assert state_snapshot.restore(options, "t-01", recs[-1].payload).fingerprint() == jt.table.fingerprint()
