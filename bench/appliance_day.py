@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from controller import logs
 from controller.shipped import table_file
-from controller.supervisor import logs
 from controller.supervisor.rig import virtual_table
 
 

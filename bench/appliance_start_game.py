@@ -55,9 +55,9 @@ from typing import Any
 
 from pymodbus.client import AsyncModbusTcpClient
 
+from controller import logs
 from controller.clock import REAL_CLOCK
 from controller.journal import Classification, Journal
-from controller.supervisor import logs
 from controller.supervisor.config import load_table_config
 from controller.supervisor.rig import TABLES
 from controller.supervisor.supervisor import Supervisor

@@ -28,7 +28,7 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from controller.supervisor import logs  # noqa: E402
+from controller import logs  # noqa: E402
 from controller.supervisor.config import load_table_config  # noqa: E402
 from controller.supervisor.rig import table_file  # noqa: E402
 from controller.supervisor.supervisor import Supervisor  # noqa: E402

@@ -21,6 +21,7 @@ import sys
 import aiomqtt
 import structlog
 
+from controller import logs
 from controller.errors import TablectlError
 from sim.control import ControlPort, parse_listen
 from sim.mqtt_link import MqttLink
@@ -60,14 +61,9 @@ def main(argv: list[str]) -> int:
         argv = argv[1:]
     args = _parser().parse_args(argv)
     if not structlog.is_configured():
-        # Logs go to stderr so stdout carries only the device listing.
-        structlog.configure(
-            wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
-            logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        )
-        logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    # Never DEBUG for pymodbus: at DEBUG it logs every frame, and the frames hold the devices' cards.
-    logging.getLogger("pymodbus").setLevel(logging.WARNING)
+        # The appliance's JSON lines, libraries' logging included (pymodbus's frames redacted: they
+        # hold the devices' cards), on stderr so that stdout carries only the device listing.
+        logs.configure(logging.WARNING, sys.stderr)
     if args.dealer and args.rounds < 1:
         print("tablectl sim: --rounds: must be 1 or more", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,6 +124,25 @@ def _with_unit_id(data: bytes, id_offset: int, unit: int) -> bytes:
     return bytes(out)
 
 
+class _UnsendableReply(logging.Filter):
+    """pymodbus logs an ERROR when the connection a reply was for closed while it was being made
+    ("Cancel send, because not connected!"). For a simulated device that is never an error: its
+    master hung up, or the simulator itself closed the line (a device switched off by a fault, or
+    the simulator stopping), and a real device in that place drops the reply without a word."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Cancel send, because not connected")
+
+
+_UNSENDABLE = _UnsendableReply()
+
+
+def _quiet_unsendable_replies() -> None:
+    logger = logging.getLogger("pymodbus.logging")
+    if _UNSENDABLE not in logger.filters:
+        logger.addFilter(_UNSENDABLE)
+
+
 class ModbusTcpSim:
     """One TCP address (port 0 picks a free port); ``port`` holds the real one after start.
 
@@ -140,6 +160,7 @@ class ModbusTcpSim:
         self._relays: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
+        _quiet_unsendable_replies()
         sim_devices = [d.sim_device() for d in self.devices]
         if len(self.devices) == 1:  # alone on its address: 0 and 0xFF reach it too (tcp_gate.py)
             sim_devices.append(self.devices[0].sim_device(unit_id=0))
@@ -292,6 +313,7 @@ class ModbusRtuSim:
         return self.link or self.bridge.host_path
 
     async def start(self) -> None:
+        _quiet_unsendable_replies()
         self.bridge.open()
         if self.link:
             link_line(self.link, self.bridge.host_path)

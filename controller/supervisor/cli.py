@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from controller import logs
 from controller.console.settings import ConsoleSettings, console_settings
 from controller.errors import ConfigError, TablectlError
-from controller.supervisor import logs
 from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry

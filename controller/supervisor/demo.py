@@ -31,11 +31,11 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+from controller import logs
 from controller.errors import ConfigError, TablectlError
 from controller.games import GameId
 from controller.journal import verify_journal
 from controller.shipped import table_file
-from controller.supervisor import logs
 from controller.supervisor.rig import Rig, virtual_table
 
 BrokerKind = Literal["mosquitto", "external"]

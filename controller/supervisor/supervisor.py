@@ -163,7 +163,7 @@ class Supervisor:
 
     # ================================================================== lifecycle
     async def start(self) -> None:
-        from controller.supervisor.logs import bind_table
+        from controller.logs import bind_table
 
         bind_table(self.table_id)
         jt = self.stepper.open(self.journal_path, self.config.options, self.table_id)

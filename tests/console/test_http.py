@@ -11,8 +11,8 @@ import aiohttp
 import pytest
 from structlog.testing import capture_logs
 
+from controller import logs
 from controller.journal import Journal
-from controller.supervisor import logs
 from tests.console.conftest import PASSWORDS, ConsoleRig, sign_in
 
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import structlog
 
+from controller import logs
 from controller.journal import Journal, verify_journal
 from controller.shipped import table_file
-from controller.supervisor import logs
 from controller.supervisor.rig import Rig, virtual_table
 from controller.table.core import Table
 from controller.table.recorder import domain_events, options_of

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from pymodbus.logging import Log
 
-from controller.supervisor import logs
+from controller import logs
 
 FRAME = bytes([0x03, 0x03, 0x04, 0x00, 0x2A, 0x01, 0x0C, 0x55, 0xAA])  # a reader answer, card words
 

@@ -17,8 +17,8 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
+from controller import logs
 from controller.cli import main as tablectl
-from controller.supervisor import logs
 from controller.supervisor.config import load_table_config
 from controller.supervisor.health import DeviceHealth
 from controller.supervisor.rig import TABLES, Rig
