@@ -10,6 +10,7 @@ or when the device reports (the stub counter's frame).
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,6 +94,27 @@ class TableHands:
         except SimRefused as e:
             raise ActionRefused(str(e)) from None
         return dealt.card
+
+    async def shoe_holds(self, back: str, within_s: float) -> bool:
+        """Whether the batch ``back`` is in the shoe, waiting up to ``within_s`` for the shuffler's
+        eject to put it there. The table shows a batch in play as soon as it has journalled the
+        eject, a moment before the shuffler carries it out; a dealer looks at the shoe before
+        taking bets."""
+        shoe = self.model(DeviceKind.SHOE)
+        if shoe.batch_back == back and shoe.remaining:
+            return True
+        loaded = asyncio.Event()
+        shoe.on_load.append(loaded.set)
+        try:
+            async with asyncio.timeout(within_s):
+                while not (shoe.batch_back == back and shoe.remaining):
+                    loaded.clear()
+                    await loaded.wait()
+        except TimeoutError:
+            return False
+        finally:
+            shoe.on_load.remove(loaded.set)
+        return True
 
     def hole_into_reader(self, hole: Card) -> None:
         self.model(DeviceKind.READER).insert(hole)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -195,6 +196,7 @@ class ShoeModel:
         self.batch_back: str | None = None
         self.cover_at = 0  # cards remaining when the cover card comes out
         self.cover = False
+        self.on_load: list[Callable[[], None]] = []  # told when a batch comes in (the dealer's eyes)
 
     def load(self, cards: list[DealtCard], back: str | None) -> list[DealtCard]:
         """Put a batch in; returns what was left of the old one (to the discard rack)."""
@@ -204,6 +206,8 @@ class ShoeModel:
         self.batch_back = back
         self.cover_at = int(len(cards) * self.cover_fraction)
         self.cover = False
+        for told in self.on_load:
+            told()
         return old
 
     @property

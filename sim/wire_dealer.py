@@ -34,6 +34,9 @@ from sim.table import SimTable
 
 MAIN_SPOT, SIDE_SPOT = 1, 2  # docs/install.md: spot 1 the main wager, spot 2 the optional one
 DEALER_NAME, FLOOR_NAME = "dealer-1", "floor-1"
+# The eject that puts a batch in the shoe, after the table shows it in play (a shuffler's eject
+# takes seconds at most; a test's shuffler none).
+SHOE_WAIT_S = 30.0
 MAX_WAITS = 720  # the link's waits (5 s of table time each, or one state) before giving up
 MAX_ASKS_PER_ROUND = 400
 # 673a.3(c): decks are changed within 24 hours of opening; the floor changes them between shoes
@@ -239,6 +242,9 @@ class WireDealer:
         what = ask.get("what")
         await self._new_batch(snap)
         if what == "bets":
+            back = snap.get("batch_in_shoe")
+            if self.hands.has(DeviceKind.SHOE) and not await self.hands.shoe_holds(str(back), SHOE_WAIT_S):
+                raise TableStopped(f"the table has batch {back} in play but the shoe does not hold it")
             self.hands.place_bets(self.boxes, side=self.side_wagers)
             self.hole = None
             await self.press(Key.START_GAME)
