@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,12 @@ MAX_MESSAGE_BYTES = 64 << 10  # a retained state or status message is well under
 MAX_RECORD_BYTES = 1 << 20  # one journal record's payload
 
 # Strings and comments can hold brackets that do not nest; removed before counting.
-_JSON_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _TOML_STRINGS = re.compile(
     r'"""(?:[^\\]|\\.)*?"""' r"|'''.*?'''" r'|"(?:[^"\\\n]|\\.)*"' r"|'[^'\n]*'" r"|#[^\n]*",
     re.DOTALL,
 )
-_BRACKETS_B = re.compile(rb"[\[\]{}]")
+# Every byte but a quote or a bracket, for bytes.translate to delete.
+_NOT_QUOTE_OR_BRACKET = bytes(b for b in range(256) if b not in b'"[]{}')
 _BRACKETS = re.compile(r"[\[\]{}]")
 
 
@@ -39,7 +40,7 @@ class InputRefused(TablectlError):
     """A document refused before or during parsing; the text is one line naming the rule."""
 
 
-def _check_depth(brackets: list[str], max_depth: int) -> None:
+def _check_depth(brackets: Iterable[str], max_depth: int) -> None:
     depth = 0
     for b in brackets:
         if b in ("[", "{"):
@@ -55,8 +56,14 @@ def _json_depth(data: bytes, max_depth: int) -> None:
     # replay reads every record, so the common case must cost next to nothing.
     if data.count(b"[") + data.count(b"{") <= max_depth:
         return
-    found = _BRACKETS_B.findall(_JSON_STRINGS.sub(b"", data))
-    _check_depth([b.decode("ascii") for b in found], max_depth)
+    # The brackets outside strings, with C-speed byte operations (a regex over every string cost
+    # a gaming day's restart 0.2 s for its 1,500 settlements): drop the escape pairs that can hide
+    # a quote (``\\`` first, then ``\"``), keep only quotes and brackets, and drop what lies
+    # between a string's two quotes. Exact for valid JSON; for anything else the count may be off,
+    # but then the parser refuses it (and a nesting it reaches first is caught as RecursionError).
+    kept = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_QUOTE_OR_BRACKET)
+    outside = b"".join(kept.split(b'"')[::2])
+    _check_depth(outside.decode("ascii"), max_depth)
 
 
 def load_json(data: bytes | str, *, max_bytes: int, max_depth: int = MAX_DEPTH) -> Any:

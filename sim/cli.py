@@ -23,6 +23,7 @@ import structlog
 
 from controller import logs
 from controller.errors import TablectlError
+from sim.actions import ActionRefused
 from sim.control import ControlPort, parse_listen
 from sim.mqtt_link import MqttLink
 from sim.table import SimTable
@@ -137,7 +138,7 @@ async def _deal(dealer: WireDealer, link: MqttLink, rounds: int, stop: asyncio.E
         return 0
     try:
         settled = playing.result()
-    except (TableStopped, TimeoutError, aiomqtt.MqttError) as exc:
+    except (TableStopped, ActionRefused, TimeoutError, aiomqtt.MqttError) as exc:
         why = str(exc) or "no new state from the table in time"
         print(f"tablectl sim: dealer: {why}", file=sys.stderr)
         return 1

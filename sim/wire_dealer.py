@@ -237,14 +237,23 @@ class WireDealer:
         self.stats.shoes += 1
         await self.link.touched(DeviceKind.SHUFFLER)
 
+    async def _shoe_ready(self, snap: dict[str, Any]) -> None:
+        """The table shows a batch in play as soon as it has journalled the shuffler's eject, a
+        moment before the shuffler carries it out: a dealer looks at the shoe before taking bets
+        or drawing a card."""
+        back = snap.get("batch_in_shoe")
+        if back is None or not self.hands.has(DeviceKind.SHOE):
+            return
+        if not await self.hands.shoe_holds(str(back), SHOE_WAIT_S):
+            raise TableStopped(f"the table has batch {back} in play but the shoe does not hold it")
+
     async def _act(self, ask: dict[str, Any], snap: dict[str, Any]) -> bool:
         """Answer one ask; True when it was Start Game (a round begins)."""
         what = ask.get("what")
         await self._new_batch(snap)
+        if what in ("bets", "burn", "card"):
+            await self._shoe_ready(snap)
         if what == "bets":
-            back = snap.get("batch_in_shoe")
-            if self.hands.has(DeviceKind.SHOE) and not await self.hands.shoe_holds(str(back), SHOE_WAIT_S):
-                raise TableStopped(f"the table has batch {back} in play but the shoe does not hold it")
             self.hands.place_bets(self.boxes, side=self.side_wagers)
             self.hole = None
             await self.press(Key.START_GAME)

@@ -10,11 +10,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 from typing import Protocol, TypeVar
 
 import pytest
+
+from controller.supervisor.demo import wait_running
 
 
 def free_port() -> int:
@@ -144,25 +145,6 @@ def start(conf: pathlib.Path, *, ready_within_s: float) -> subprocess.Popen[byte
         proc.wait()
         raise
     return proc
-
-
-def wait_running(proc: subprocess.Popen[bytes], within_s: float) -> None:
-    """Drain the broker's log in a thread (a full pipe would stall it) until it says it is running."""
-    assert proc.stderr is not None
-    stderr = proc.stderr
-    running = threading.Event()
-    log: list[bytes] = []
-
-    def drain() -> None:
-        for line in iter(stderr.readline, b""):
-            log.append(line)
-            if b" running" in line:
-                running.set()
-        running.set()  # exited: let the waiter look
-
-    threading.Thread(target=drain, daemon=True, name="mosquitto-log").start()
-    if not running.wait(within_s) or proc.poll() is not None:
-        raise RuntimeError(f"mosquitto did not start: {b''.join(log).decode(errors='replace')[-800:]}")
 
 
 def stop(proc: subprocess.Popen[bytes] | None, *, within_s: float) -> None:

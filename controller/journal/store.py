@@ -213,12 +213,16 @@ def read_tail_problem(conn: sqlite3.Connection, count: int) -> Problem | None:
     return walker.finish(head, published[0] if published else None)
 
 
+# A dict lookup instead of the enum's call: replay reads every record of the day through here.
+_CLASSIFICATION = {c.value: c for c in Classification}
+
+
 def _record(row: Row) -> Record:
     seq, at, kind, classification, payload, prev_hash, hash_ = row
     try:
         doc = load_json(payload, max_bytes=MAX_RECORD_BYTES)
-        return Record(seq, at, kind, Classification(classification), doc, prev_hash, hash_)
-    except (ValueError, TypeError, InputRefused):
+        return Record(seq, at, kind, _CLASSIFICATION[classification], doc, prev_hash, hash_)
+    except (KeyError, ValueError, TypeError, InputRefused):
         raise JournalError(f"record {seq}: cannot be read (edited?); run tablectl journal verify") from None
 
 
@@ -410,6 +414,22 @@ class Journal:
             if len(rows) < _READ_CHUNK:
                 return
             last = rows[-1][0]
+
+    def last_seq_of(self, kind: str) -> int | None:
+        """Seq of the last record of ``kind``, or None. Read from the end backwards (no index on
+        kind), so it costs what lies after that record: for the latest ``state_snapshot``, a few
+        thousand rows at most."""
+        try:
+            row = (
+                self._open_conn()
+                .execute("SELECT seq FROM records WHERE kind = ? ORDER BY seq DESC LIMIT 1", (kind,))
+                .fetchone()
+            )
+        except sqlite3.Error as e:
+            if isinstance(e, sqlite3.DatabaseError) and is_damage(e):
+                raise unreadable(self.path, e) from None
+            raise JournalError(f"{self.path}: cannot read records: {e}") from None
+        return None if row is None else int(row[0])
 
     def _head(self) -> tuple[int, str]:
         try:

@@ -163,7 +163,7 @@ def broker(workdir: Path) -> Iterator[int]:
         [binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, process_group=0
     )
     try:
-        _wait_running(proc)
+        wait_running(proc)
         yield port
     finally:
         proc.terminate()
@@ -174,9 +174,10 @@ def broker(workdir: Path) -> Iterator[int]:
             proc.wait()
 
 
-def _wait_running(proc: subprocess.Popen[bytes]) -> None:
+def wait_running(proc: subprocess.Popen[bytes], within_s: float = MOSQUITTO_READY_S) -> None:
     """Drain mosquitto's log in a thread (a full pipe would stall it) until it says it is running:
-    the demo's clients then connect at the first try, with no retry to wait out."""
+    its clients then connect at the first try, with no retry to wait out. The test suite's brokers
+    start the same way (tests/mosquitto_fixtures.py)."""
     assert proc.stderr is not None
     stderr = proc.stderr
     running = threading.Event()
@@ -190,10 +191,10 @@ def _wait_running(proc: subprocess.Popen[bytes]) -> None:
                 running.set()
         running.set()  # exited: let the waiter look
 
-    threading.Thread(target=drain, daemon=True, name="demo-mosquitto-log").start()
-    if not running.wait(MOSQUITTO_READY_S) or proc.poll() is not None:
+    threading.Thread(target=drain, daemon=True, name="mosquitto-log").start()
+    if not running.wait(within_s) or proc.poll() is not None:
         last = b"".join(log).decode(errors="replace").strip().splitlines()[-1:] or ["no log"]
-        raise ConfigError(f"the demo's mosquitto did not start: {last[0]}")
+        raise ConfigError(f"mosquitto did not start: {last[0]}")
 
 
 def main(argv: list[str]) -> int:
