@@ -207,7 +207,7 @@ class Marks:
 
         Driver.emit = timed_emit  # type: ignore[method-assign,assignment]
         assert sup.jt is not None
-        handle, queue = sup.jt.handle_async, sup._send_device
+        handle, queue = sup.jt.handle_async, sup.outbox.send
 
         async def timed_handle(inp: Any, now: float, *rest: Any) -> Any:
             t = time.perf_counter()
@@ -224,7 +224,7 @@ class Marks:
             return done
 
         sup.jt.handle_async = timed_handle  # type: ignore[method-assign]
-        sup._send_device = timed_send  # type: ignore[method-assign]
+        sup.outbox.send = timed_send  # type: ignore[method-assign]
 
     def split(self, pressed: list[float]) -> dict[str, dict[str, float]]:
         n = min(len(pressed), len(self.emitted), len(self.step), len(self.lock))

@@ -60,13 +60,13 @@ async def run(mib: float, presses: int) -> dict[str, Any]:
         await sim.start()
         sup = Supervisor(config, pathlib.Path(tmp) / "j.db", devices=sim.driver_configs())
         handled: list[dev.DeviceEvent] = []
-        on_event = sup._on_event
+        on_event = sup.device_events.on_event
 
         async def spy(event: dev.DeviceEvent) -> None:
             handled.append(event)
             await on_event(event)
 
-        sup._on_event = spy  # type: ignore[method-assign]
+        sup.device_events.on_event = spy  # type: ignore[method-assign]
         await sup.start()
         try:
             await asyncio.wait_for(sup.ready.wait(), 30)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.supervisor.config import check_main
+from controller.supervisor.cli import check_main
 from controller.supervisor.rig import ROOT
 
 TABLE = "tables/double-attack.toml"

@@ -134,9 +134,24 @@ def dispatch(argv: list[str]) -> int:
 
         return demo_main(argv[1:])
     args = _config_parser().parse_args(argv[1:])  # `tablectl config` alone: usage, exit 2
-    from controller.supervisor.config import check_main
-
     return check_main([args.file])
+
+
+def check_main(argv: list[str]) -> int:
+    """``tablectl config check FILE``: exit 0 with a summary line, 2 with the one-line problem."""
+    if len(argv) != 1 or argv[0].startswith("-"):
+        print("usage: tablectl config check FILE", file=sys.stderr)
+        return 2
+    try:
+        cfg = load_table_config(argv[0])
+        # The [telemetry] section is checked too (the broker URL, CA file, site and table id).
+        build_telemetry(cfg, None, cfg.path.with_suffix(".db"))
+    except ConfigError as e:
+        print(e, file=sys.stderr)
+        return 2
+    names = ", ".join(f"{d.name} ({d.kind.value})" for d in cfg.devices)
+    print(f"{cfg.path}: ok: table {cfg.table_id} at {cfg.site}, {cfg.options.spec.title}, devices: {names}")
+    return 0
 
 
 def _config_parser() -> argparse.ArgumentParser:

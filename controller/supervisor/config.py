@@ -116,24 +116,3 @@ def _one_id_per_rtu_line(p: Path, devices: list[DeviceConfig]) -> None:
                 " (one id per RTU line)"
             )
         seen[key] = d.name
-
-
-def check_main(argv: list[str]) -> int:
-    """``tablectl config check FILE``: exit 0 with a summary line, 2 with the one-line problem."""
-    import sys
-
-    if len(argv) != 1 or argv[0].startswith("-"):
-        print("usage: tablectl config check FILE", file=sys.stderr)
-        return 2
-    try:
-        cfg = load_table_config(argv[0])
-        from controller.supervisor.wiring import build_telemetry
-
-        # The [telemetry] section is checked too (the broker URL, CA file, site and table id).
-        build_telemetry(cfg, None, cfg.path.with_suffix(".db"))
-    except ConfigError as e:
-        print(e, file=sys.stderr)
-        return 2
-    names = ", ".join(f"{d.name} ({d.kind.value})" for d in cfg.devices)
-    print(f"{cfg.path}: ok: table {cfg.table_id} at {cfg.site}, {cfg.options.spec.title}, devices: {names}")
-    return 0

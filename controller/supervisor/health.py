@@ -1,10 +1,12 @@
 """A device's health as the floor sees it, from the driver's health events and the device's own
-reports (a jam, a fault, a dead reader) and from the floor marking it out of order."""
+reports (a jam, a fault, a dead reader) and from the floor marking it out of order; and whether
+the table's shoe has failed, as the journal says."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
+from controller.table.core import Table
 from devices import events as dev
 
 
@@ -33,3 +35,12 @@ def health_after(current: DeviceHealth, event: dev.DeviceEvent) -> DeviceHealth:
             return DeviceHealth.ONLINE
         case _:
             return current
+
+
+def shoe_failed(table: Table) -> bool:
+    """A failed shoe stops dealing (no round opens till it is back or restored). Read from the
+    table's journalled state, not from the driver's health: a shoe that went offline is a
+    journalled ``device_failed`` with its alarm, one marked out of order a journalled mark with
+    who, and a driver that crashed on a bug of ours is neither (the shoe's counters, read on
+    from the journal once the driver restarts, lose no card meanwhile)."""
+    return "shoe" in table.failed_devices or "shoe" in table.out_of_order

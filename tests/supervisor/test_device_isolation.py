@@ -34,12 +34,12 @@ async def test_a_device_stuck_in_its_timeout_does_not_delay_the_keypads_lock(tab
     wire.faults.hold()  # every request to the shuffler waits, unanswered, until released
     try:
         # A command to the stuck shuffler, queued as a step queues it (under the supervisor's lock).
-        async with sup._lock:
-            stuck = sup._send_device(DeviceKind.SHUFFLER, dc.StartShuffle(Slot.A))
+        async with sup.lock:
+            stuck = sup.outbox.send(DeviceKind.SHUFFLER, dc.StartShuffle(Slot.A))
         for box in (1, 2):
             dealer.keypad.place_bet(box, 1)
         dealer.keypad.press(Key.START_GAME)
-        sup._poke["keypad"].set()  # the keypad's next poll, as its schedule would make it
+        sup.progress.poke["keypad"].set()  # the keypad's next poll, as its schedule would make it
         await sup.wait_for(lambda: sup.table.in_round and dealer.keypad.locked)
         # The round is journalled and the keypad locked while the shuffler still has not answered.
         assert not stuck.done()
@@ -71,12 +71,12 @@ async def test_a_slow_journal_flush_holds_up_its_own_step_only(table_rig: MakeRi
         for box in (1, 2):
             dealer.keypad.place_bet(box, 1)
         dealer.keypad.press(Key.START_GAME)
-        sup._poke["keypad"].set()
+        sup.progress.poke["keypad"].set()
         assert await asyncio.get_running_loop().run_in_executor(None, entered.wait, GUARD_S)
         # The round's commit is held in the journal's thread; the loop goes on with the shoe.
-        polls = sup._polls_done["shoe"]
-        sup._poke["shoe"].set()
-        await sup.wait_for(lambda: sup._polls_done["shoe"] > polls)
+        polls = sup.progress.polls_done["shoe"]
+        sup.progress.poke["shoe"].set()
+        await sup.wait_for(lambda: sup.progress.polls_done["shoe"] > polls)
         assert not dealer.keypad.locked  # no effect before its record is on disk
         assert "round_started" not in [k for k, _ in journal_kinds(sup.journal_path)]
     finally:

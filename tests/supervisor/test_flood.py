@@ -25,13 +25,13 @@ async def test_a_flood_on_the_stub_counter_line_delays_no_keypad_event(table_rig
     assert stub is not None and isinstance(stub.sink, PtySink)
     keypad = rig.sim.devices["keypad"].model
     handled: list[dev.DeviceEvent] = []
-    on_event = sup._on_event
+    on_event = sup.device_events.on_event
 
     async def spy(event: dev.DeviceEvent) -> None:
         handled.append(event)
         await on_event(event)
 
-    sup._on_event = spy  # type: ignore[method-assign]
+    sup.device_events.on_event = spy  # type: ignore[method-assign]
 
     def pressed() -> int:
         return sum(isinstance(e, dev.ButtonPressed) for e in handled)
@@ -48,9 +48,9 @@ async def test_a_flood_on_the_stub_counter_line_delays_no_keypad_event(table_rig
     # on arrival (a UART overrun), and a count sent into it would be dropped with them.
     link = sup.drivers["stub"].link  # type: ignore[attr-defined]
     while link._buffered:
-        polls = sup._polls_done["stub"]
-        sup._poke["stub"].set()
-        await sup.wait_for(lambda: sup._polls_done["stub"] > polls)  # noqa: B023
+        polls = sup.progress.polls_done["stub"]
+        sup.progress.poke["stub"].set()
+        await sup.wait_for(lambda: sup.progress.polls_done["stub"] > polls)  # noqa: B023
     # The stub counter itself is back as soon as the flood ends: its next count is read. (Sent
     # with send_all: the line may still hold flood bytes, and send() drops what does not fit.)
     m = stub.model
@@ -63,9 +63,9 @@ async def test_a_flood_on_the_stub_counter_line_delays_no_keypad_event(table_rig
 
     while not counted():
         # Polling on demand, a read with nothing but frame errors waits for the next poll.
-        polls = sup._polls_done["stub"]
-        sup._poke["stub"].set()
-        await sup.wait_for(lambda: sup._polls_done["stub"] > polls or counted())  # noqa: B023
+        polls = sup.progress.polls_done["stub"]
+        sup.progress.poke["stub"].set()
+        await sup.wait_for(lambda: sup.progress.polls_done["stub"] > polls or counted())  # noqa: B023
     errors = [e for e in handled if isinstance(e, dev.FrameError)]
     # At least one key pressed while the flood was on the line (how many depends on how fast the
     # line drains: the journal's commits no longer hold the loop, so the flood may end within one).

@@ -120,9 +120,9 @@ async def _crash_and_recover(rig: Rig) -> None:
     sup = rig.supervisor
     await sup.settle("reader")
     assert sup.health["reader"] is DeviceHealth.FAULT
-    done = sup._polls_done["reader"]
+    done = sup.progress.polls_done["reader"]
     rig.clock.advance(1.0)  # the backoff runs on the clock; the restarted loop polls at once
-    await sup.wait_for(lambda: sup._polls_done["reader"] > done and sup.idle())
+    await sup.wait_for(lambda: sup.progress.polls_done["reader"] > done and sup.idle())
     await sup.settle("reader", "shoe")
     assert sup.health["reader"] is DeviceHealth.ONLINE
 
@@ -208,7 +208,7 @@ async def test_stop_ends_a_poll_that_swallowed_its_cancel(
         return True
 
     monkeypatch.setattr(reader, "poll_once", swallowing)
-    sup._poke["reader"].set()
+    sup.progress.poke["reader"].set()
     captured = await _stop_once_inside(sup, in_poll)
     assert not [e for e in captured if e["event"] == "task_did_not_stop"], captured
     assert any(e["event"] == "stopped" for e in captured)
@@ -234,6 +234,6 @@ async def test_stop_ends_an_event_whose_device_command_swallowed_its_cancel(
     monkeypatch.setattr(keypad, "send", swallowing)
     rig.dealer.keypad.place_bet(1, 1)
     rig.dealer.keypad.press(Key.START_GAME)
-    sup._poke["keypad"].set()
+    sup.progress.poke["keypad"].set()
     captured = await _stop_once_inside(sup, in_send)
     assert not [e for e in captured if e["event"] == "task_did_not_stop"], captured

@@ -1,0 +1,97 @@
+"""The one task that turns device events into table inputs, in the order the drivers emitted them.
+
+For each event: its health (held back while the device is still within its connect grace), then,
+under the supervisor's lock, the core's inputs it translates to (each journalled before its
+effects), what its health means for the table, and reconciliation. One bad event is logged and
+skipped, never the end of the task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from structlog.typing import FilteringBoundLogger
+
+from controller.supervisor.device_policy import DevicePolicy
+from controller.supervisor.health import DeviceHealth, health_after
+from controller.supervisor.mapping import Translator, seen_of
+from controller.supervisor.progress import Progress
+from controller.supervisor.reconcile import Reconciler
+from controller.supervisor.startup import ConnectGrace
+from controller.supervisor.step import Stepper
+from devices import events as dev
+from devices.drivers.base import Driver, stop_if_cancelling
+
+
+class DeviceEvents:
+    def __init__(
+        self,
+        *,
+        events: asyncio.Queue[dev.DeviceEvent],
+        lock: asyncio.Lock,
+        drivers: dict[str, Driver],
+        translator: Translator,
+        stepper: Stepper,
+        policy: DevicePolicy,
+        reconciler: Reconciler,
+        progress: Progress,
+        log: FilteringBoundLogger,
+    ) -> None:
+        self.events, self.lock, self.drivers, self.translator = events, lock, drivers, translator
+        self.stepper, self.policy, self.reconciler = stepper, policy, reconciler
+        self.progress, self.log = progress, log
+        self.grace: ConnectGrace | None = None  # set at start, from the devices' connect_grace_s
+        self._waiting_said: set[str] = set()
+
+    async def consume(self) -> None:
+        while True:
+            event = await self.events.get()
+            self.progress.busy = True
+            try:
+                await self.on_event(event)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # never crash on one bad event; say which kind it was
+                self.log.error(
+                    "event_failed", device=event.device, event_kind=type(event).__name__,
+                    error=f"{type(e).__name__}: {e}",
+                )  # fmt: skip
+            finally:
+                self.progress.busy = self.events.qsize() > 0
+                await self.progress.notify()
+            stop_if_cancelling()  # an event's device command can lose a cancel like a poll can
+
+    async def on_event(self, event: dev.DeviceEvent) -> None:
+        name = event.device
+        policy = self.policy
+        old = policy.health.get(name, DeviceHealth.CONNECTING)
+        new = health_after(old, event)
+        answered = name in policy.answered
+        unheard = not answered and name not in self._waiting_said and not policy.ready.is_set()
+        if unheard and isinstance(event, dev.DeviceOffline | dev.DeviceDegraded):
+            # Not ready, and why: the device that has not answered, where it is, what failed.
+            self._waiting_said.add(name)
+            where = self.drivers[name].config.endpoint.describe() if name in self.drivers else None
+            self.log.warning("waiting_for_device", device=name, where=where, error=event.reason)
+        if self.grace is not None and self.grace.holds(event, answered=answered):
+            return  # not up yet: still connecting (controller/supervisor/startup.py)
+        if new is not old:
+            await policy.set_health(name, new)
+        if isinstance(event, dev.FrameError):
+            # One line per event, and a burst is one or two events (the driver coalesces): the
+            # reason is the decoder's own text, never the bytes.
+            self.log.warning("frame_errors", device=name, count=event.count, reason=event.reason)
+            return  # nothing for the table, so not under the table's lock
+        async with self.lock:
+            seen = seen_of(event)
+            inputs = self.translator.inputs(event, self.stepper.table)
+            for i, inp in enumerate(inputs):
+                last = i == len(inputs) - 1
+                if await self.stepper.feed(inp, origin=name, seen=seen if last else None) is None:
+                    break  # the rest of this event's inputs depend on the refused one
+                if last:
+                    seen = None  # journalled with the step
+            if seen is not None:  # acted on though nothing came of it: not to be read again
+                await self.stepper.mark(seen)
+            await policy.after_event(event, old, new)
+            await self.reconciler.reconcile()

@@ -1,0 +1,85 @@
+"""Reconciliation: what the devices imply but do not send as events, turned into inputs and
+commands after every event and command (and so at start, when each driver's first poll is diffed
+against what the journal says the controller last acted on).
+
+A batch sitting in a shuffler slot is in the shuffler; an unshuffled one is started; a shuffled
+batch goes into an empty shoe (the core ejects it); an eject the journal has but the shuffler has
+not carried out (the controller died between the two) is sent again.
+"""
+
+from __future__ import annotations
+
+from controller.supervisor.mapping import Translator
+from controller.supervisor.outbox import Outbox
+from controller.supervisor.step import Stepper
+from controller.table import inputs as I
+from controller.table.batches import Place, ShufflerState
+from devices import commands as dc
+from devices import events as dev
+from devices.profiles import DeviceKind
+
+
+class Reconciler:
+    def __init__(self, translator: Translator, stepper: Stepper, outbox: Outbox) -> None:
+        self.translator, self.stepper, self.outbox = translator, stepper, outbox
+        self.start_sent: set[dev.Slot] = set()  # shuffles started, not to be started twice
+        self.auto_refused: dict[I.Input, int] = {}  # inferred inputs refused, at which step
+
+    async def reconcile(self) -> None:
+        """Observations the devices imply but do not send as events: a batch sitting in a shuffler
+        slot is in the shuffler; a shuffled batch goes into an empty shoe (the core ejects it)."""
+        t = self.stepper.table
+        if t.manual:
+            return
+        eject_sent = self.stepper.eject_sent
+        slots = self.translator.slots
+        for slot, view in slots.items():
+            if view.state is not dev.ShufflerState.IDLE:
+                self.start_sent.discard(slot)
+                continue
+            batch = t.batches.get(view.back or "")
+            if batch is None or batch.opened_at is None:
+                continue  # 673a.4: not until the floor has verified the inspection
+            stored = [b for b in t.batches.values() if b.location is Place.SHUFFLER and b is not batch]
+            if batch.location in (Place.NEW, Place.DISCARD) and not stored:
+                await self._feed_auto(I.BatchToShuffler(back=batch.back))
+            if (
+                batch.location is Place.SHUFFLER
+                and batch.shuffler in (ShufflerState.UNSHUFFLED, ShufflerState.JAMMED)
+                and slot not in self.start_sent
+            ):
+                self.start_sent.add(slot)
+                self.outbox.send(DeviceKind.SHUFFLER, dc.StartShuffle(slot))
+        if t.shoe_back is not None and t.batches[t.shoe_back].location is Place.SHOE:
+            # The journal has the batch in the shoe but the shuffler still holds it ready: the
+            # controller died between journalling batch_to_shoe and the eject. Carry it out now.
+            for in_slot, shown in slots.items():
+                if shown.back != t.shoe_back:
+                    continue
+                if shown.state is not dev.ShufflerState.READY:
+                    eject_sent.discard(in_slot)
+                elif in_slot not in eject_sent:
+                    eject_sent.add(in_slot)
+                    self.outbox.send(DeviceKind.SHUFFLER, dc.EjectToShoe(in_slot))
+        if t.two_batches and t.shoe_back is None and not t.in_round:
+            for batch in t.batches.values():
+                held = batch.back in self._backs()
+                ready = slots.get(self.translator.slot_of(batch.back)) if held else None
+                if (
+                    batch.location is Place.SHUFFLER and batch.shuffler is ShufflerState.READY
+                    and ready is not None and ready.state is dev.ShufflerState.READY
+                ):  # fmt: skip
+                    await self._feed_auto(I.BatchToShoe(back=batch.back))
+                    break
+
+    def _backs(self) -> set[str]:
+        return {self.translator.back_of(s) for s in dev.Slot}
+
+    async def _feed_auto(self, inp: I.Input) -> None:
+        """An input the supervisor infers: tried again only once the journal has moved on."""
+        if self.auto_refused.get(inp) == self.stepper.steps:
+            return
+        if await self.stepper.feed(inp, origin=None) is None:
+            self.auto_refused[inp] = self.stepper.steps
+        else:
+            self.auto_refused.pop(inp, None)

@@ -1,0 +1,168 @@
+"""One step of the table: the core decides, the journal commits (fsync), then the effects.
+
+Every input (a device event, an authorised command, a tick, what the supervisor infers) goes
+through ``Stepper.step`` under the supervisor's lock, so steps never interleave. Effects come
+only after the commit: the device commands the core asked for, then the follow-ups the core
+leaves to the shell (the reader's up card, sensors locked and unlocked), then telemetry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from structlog.typing import FilteringBoundLogger
+
+from controller.errors import RuleViolation
+from controller.game_config import GameOptions
+from controller.journal import JournalError
+from controller.rules.requests import DEALER
+from controller.supervisor.health import shoe_failed
+from controller.supervisor.mapping import Translator, Untranslatable
+from controller.supervisor.outbox import Outbox
+from controller.supervisor.telemetry import NullTelemetry, Telemetry
+from controller.table import inputs as I
+from controller.table.core import Command as CoreCommand
+from controller.table.core import Step, Table
+from controller.table.recorder import JournaledTable, Seen
+from devices import commands as dc
+from devices import events as dev
+from devices.profiles import DeviceKind
+
+
+class Stepper:
+    def __init__(
+        self,
+        *,
+        wall: Callable[[], float],
+        translator: Translator,
+        outbox: Outbox,
+        telemetry: Telemetry,
+        snapshot: Callable[[], dict[str, Any]],
+        changed: Callable[[], None],
+        log: FilteringBoundLogger,
+    ) -> None:
+        self.wall = wall  # the table's time (journalled)
+        self.translator, self.outbox, self.telemetry = translator, outbox, telemetry
+        self.snapshot, self.changed, self.log = snapshot, changed, log
+        self.jt: JournaledTable | None = None
+        self.steps = 0  # steps with events; an inferred input refused is tried again after the next
+        self.eject_sent: set[dev.Slot] = set()  # ejects queued: reconcile does not send them again
+        # The journal's commits (and their fsync) run here, one at a time, off the event loop: a
+        # slow flush holds up the step that waits for it (commit before effect), not the polls.
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
+
+    @property
+    def table(self) -> Table:
+        assert self.jt is not None, "the supervisor is not started"
+        return self.jt.table
+
+    def open(self, path: Path, options: GameOptions, table_id: str) -> JournaledTable:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.jt = JournaledTable.open(path, options, table_id)
+        return self.jt
+
+    def close(self) -> int | None:
+        """The journal closed once a commit under way has finished; its last seq, if it was open."""
+        self._writer.shutdown(wait=True)
+        if self.jt is None:
+            return None
+        seq = self.jt.journal.last_seq
+        self.jt.close()
+        return seq
+
+    async def mark(self, seen: Seen) -> None:
+        """What a device reported, journalled though no step came of it: not to be read again."""
+        assert self.jt is not None
+        try:
+            await self.jt.mark_async(seen, self.wall(), self._writer)
+        except JournalError as e:
+            self.log.error("journal_failed", device=seen.device, input="device_seen", error=str(e))
+            return
+        self.telemetry.journal_appended()
+
+    async def feed(
+        self, inp: I.Input, origin: str | None, who: str | None = None, seen: Seen | None = None
+    ) -> Step | None:
+        """Handle one input through the journal; None when it was refused (logged, one line)."""
+        try:
+            return await self.step(inp, origin, who, seen)
+        except RuleViolation as e:
+            self.log.warning("refused", device=origin, input=type(inp).__name__, who=who, error=str(e))
+        except JournalError as e:
+            # Not journalled, so it did not happen (JournaledTable rebuilt the table from the file).
+            self.log.error("journal_failed", device=origin, input=type(inp).__name__, error=str(e))
+        return None
+
+    async def step(
+        self,
+        inp: I.Input,
+        origin: str | None,
+        who: str | None,
+        seen: Seen | None = None,
+        taken_by: dict[str, str] | None = None,
+    ) -> Step:
+        """Core decides, journal commits, then the effects. Raises what the core or journal raise."""
+        assert self.jt is not None
+        if shoe_failed(self.table) and isinstance(inp, I.RoundOpened | I.WildRoundOpened):
+            # The core has no input for a failed shoe; the shell refuses the round itself.
+            section = f"{self.table.chapter}.7(a)"
+            raise RuleViolation(section, "the dealing shoe has failed; dealing is stopped")
+        before = self.table.in_round
+        last = self.jt.journal.last_seq
+        # Journalled (committed, in the journal's thread) before any effect.
+        step = await self.jt.handle_async(inp, self.wall(), self._writer, seen, taken_by)
+        # Effects first, then the bookkeeping: the lock after Start Game is the past-posting window
+        # (687a.9(b)), so nothing that is not an effect (log lines, telemetry) goes before it.
+        for cmd in step.commands:
+            await self._carry_out(cmd)
+        await self._follow_ups(step, was_in_round=before)
+        if self.outbox.unsent:
+            # Let the senders put what was just queued on the wire before the bookkeeping below
+            # (one turn of the loop): the lock's write is not kept waiting by log lines.
+            await asyncio.sleep(0)
+        if step.events:
+            self.steps += 1
+            self.log.info(
+                "step", device=origin, input=type(inp).__name__, who=who, kinds=[e.kind for e in step.events]
+            )
+            for e in step.events:
+                if e.kind == "alarm_raised":
+                    p = e.payload
+                    self.log.warning("alarm", device=origin, id=p["id"], section=p["section"],
+                                     message=p["message"], halts=p["halts"])  # fmt: skip
+            self.telemetry.journal_appended()
+            if not isinstance(self.telemetry, NullTelemetry):
+                self.telemetry.state_changed(self.snapshot())
+            self.changed()
+        elif self.jt.journal.last_seq != last:  # only the device's counters went in
+            self.telemetry.journal_appended()
+        return step
+
+    async def _carry_out(self, cmd: CoreCommand) -> None:
+        try:
+            command = self.translator.device_command(cmd)
+        except Untranslatable as e:
+            self.log.error("command_not_sent", device=cmd.device, error=str(e))
+            return
+        if isinstance(command, dc.EjectToShoe):
+            self.eject_sent.add(command.slot)  # not to be sent again by reconcile
+        self.outbox.send(DeviceKind(cmd.device), command)
+
+    async def _follow_ups(self, step: Step, was_in_round: bool) -> None:
+        """Device work the core leaves to the shell, done after the step is journalled."""
+        t = self.table
+        kinds = {e.kind for e in step.events}
+        if "round_started" in kinds and t.blackjack:
+            self.outbox.send(DeviceKind.KEYPAD, dc.LockSensors())  # no wagers after Start Game
+        rnd = t.round
+        dealer_up = any(e.kind == "card_dealt" and e.payload.get("seat") == DEALER for e in step.events)
+        if dealer_up and rnd is not None and len(rnd.state.dealer) == 1:
+            # The up card is public; a peek device needs its rank before the hole card goes in.
+            self.outbox.send(DeviceKind.READER, dc.SetUpCard(rnd.state.dealer[0].rank))
+        if was_in_round and not t.in_round:
+            self.outbox.send(DeviceKind.READER, dc.ResetReader())
+            self.outbox.send(DeviceKind.KEYPAD, dc.UnlockSensors())
