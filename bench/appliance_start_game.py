@@ -16,7 +16,7 @@ Target: p99 within the poll interval plus three round trips (the past-posting wi
 
 The run also splits each sample where the time goes: press to the driver's event (the poll phase
 plus the read), the queue hop to the supervisor, the core's decision with the journal's commit
-(an fsync: the record is on disk before the lock is sent, ARCHITECTURE.md 4), and the lock's
+(an fsync: the record is on disk before the lock is sent: the journal before every effect), and the lock's
 write. ``--journal-dir`` puts the journal elsewhere, e.g. on /dev/shm, to see what the storage's
 flush costs: tmpfs is not durable, so that run is a diagnosis, never the figure.
 

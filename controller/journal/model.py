@@ -53,7 +53,7 @@ class Record:
 
     def __repr__(self) -> str:
         # A record lands in logs and tracebacks more easily than anyone intends; only a public
-        # payload may be shown there (ARCHITECTURE.md: secrets stay in).
+        # payload may be shown there (secrets stay in the journal).
         shown = repr(self.payload) if self.classification is Classification.PUBLIC else "<withheld>"
         return (
             f"Record(seq={self.seq}, at={self.at!r}, kind={self.kind!r}, "

@@ -29,7 +29,7 @@ GUARD_S = 60.0  # failure guard only
 
 @pytest.fixture(autouse=True)
 def _logs() -> Iterator[None]:
-    # capture_logs misses cached loggers: caching off in tests (PITFALLS.md).
+    # capture_logs misses cached loggers (structlog caches a bound logger on first use): caching off in tests.
     logs.configure(cache=False)
     yield
     structlog.contextvars.clear_contextvars()
