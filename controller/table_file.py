@@ -1,19 +1,24 @@
 """The schema of a table file (config/tables/<table>.toml): its sections and their keys.
 
-``load_table_config`` (controller/supervisor/config.py) reads the file once and validates it with
-``TableFile``; the telemetry and the console take their sections from that one reading. Each
+``read_table_file`` reads a table file and checks its shape: ``load_table_config``
+(controller/supervisor/config.py) reads it once through it, and the telemetry and the console
+take their sections from that one reading; `tablectl sim` reads its devices' sections through it
+too (sim/table_file.py). Each
 ``[devices.<name>]`` section has its own model in devices/config.py (the device layer's), so
 here it is only a table of tables.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Final
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, ValidationError
 
+from controller.bounded import InputRefused, read_toml
+from controller.errors import ConfigError
 from controller.ids import is_host_name, is_identifier
-from controller.schema import Document, NonEmpty, Rule
+from controller.schema import Document, NonEmpty, Rule, first_error, one_line
 
 ID_RULE: Final = "letters, digits, '.', '_' and '-' only, at most 64 characters"
 
@@ -78,3 +83,20 @@ class TableFile(Document):
 
 
 SECTIONS_RULE: Final = "unknown section (expected [table], [devices.<name>], [telemetry], [console])"
+
+
+def read_table_file(path: Path) -> tuple[dict[str, Any], TableFile]:
+    """The table file at ``path`` as read and with its shape checked (the document is kept for
+    the sections whose own modules read it); ConfigError with one line naming the file, the key
+    and the rule."""
+    try:
+        doc = read_toml(path)
+    except InputRefused as e:
+        raise ConfigError(f"{path}: {e}") from None
+    try:
+        return doc, TableFile.model_validate(doc)
+    except ValidationError as e:
+        first = first_error(e)
+        if first["type"] == "extra_forbidden" and len(first["loc"]) == 1:
+            raise ConfigError(f"{path}: {first['loc'][0]}: {SECTIONS_RULE}") from None
+        raise ConfigError(one_line(e, str(path), model=TableFile)) from None

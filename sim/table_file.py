@@ -4,19 +4,19 @@ batch, and each device's section (its address, profile and ``sim`` settings).
 The controller's loader validates a table file in full (the regulations' checks, the console,
 telemetry); the simulators must not import it (sim/ sits beside the controller, not on top of it,
 and `tablectl sim` stands in for hardware that knows nothing of the controller). So this reader
-takes only what a device would be configured with: the ``[devices.<name>]`` sections go through
-devices.config, the one parser of a device section that the controller uses too, and the game
-through its file's own ``game`` and ``decks_per_batch`` keys. Anything else is left to the
-controller, which refuses a bad table with its own one-line errors.
+checks the file's shape with the one table-file schema (controller/table_file.py, a vocabulary
+module), reads the ``[devices.<name>]`` sections through devices.config, the one parser of a
+device section that the controller uses too, and the game through its file's own ``game`` and
+``decks_per_batch`` keys. The regulations' checks are left to the controller.
 """
 
 from __future__ import annotations
 
 import pathlib
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from controller import table_file
 from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError, TablectlError
 from controller.games import GameSpec, game_spec
@@ -35,27 +35,6 @@ class SimTableFile:
     devices: list[DeviceConfig]
 
 
-# The table's id and site are MQTT topic levels (tabledev/<site>/<table>/..., docs/mqtt.md): the
-# letters, digits and - _ . the broker ACL's names use, as the controller's loader requires.
-_LEVEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
-
-
-def _text(path: pathlib.Path, section: dict[str, Any], key: str) -> str:
-    value = section.get(key)
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{path}: table.{key}: must be a non-empty string")
-    return value
-
-
-def _level(path: pathlib.Path, section: dict[str, Any], key: str) -> str:
-    value = _text(path, section, key)
-    if not _LEVEL.match(value):
-        raise ConfigError(
-            f"{path}: table.{key}: 1-64 letters, digits, '-', '_' or '.', starting with a letter or digit"
-        )
-    return value
-
-
 def _read(path: pathlib.Path) -> dict[str, Any]:
     try:
         return read_toml(path)
@@ -65,11 +44,10 @@ def _read(path: pathlib.Path) -> dict[str, Any]:
 
 def read_table_file(path: pathlib.Path | str, *, side: Side = "sim") -> SimTableFile:
     p = pathlib.Path(path)
-    doc = _read(p)
-    table = doc.get("table")
-    if not isinstance(table, dict):
-        raise ConfigError(f"{p}: table: a [table] section is required")
-    table_id, site, ref = _level(p, table, "id"), _level(p, table, "site"), _text(p, table, "game")
+    # The shape of the whole file through the controller's schema (a vocabulary module): the same
+    # one-line errors, and the table's id and site checked as the MQTT topic levels they are.
+    _, file = table_file.read_table_file(p)
+    table_id, site, ref = file.table.id, file.table.site, file.table.game
     game_path = resolve_ref(p.parent, ref, "games")
     if game_path is None:
         raise ConfigError(f"{p}: table.game: no game file at {ref}")
@@ -83,11 +61,8 @@ def read_table_file(path: pathlib.Path | str, *, side: Side = "sim") -> SimTable
         raise ConfigError(f"{p}: table.game: {ref}: decks_per_batch must be a whole number 1-8")
     wagers = game_doc.get("wagers", {})
     side_wagers = isinstance(wagers, dict) and any(v is True for v in wagers.values())
-    devices_doc = doc.get("devices", {})
-    if not isinstance(devices_doc, dict):
-        raise ConfigError(f"{p}: devices: must be a table of [devices.<name>] sections")
     devices = load_devices(
-        devices_doc, p.parent, source=str(p), topic_prefix=f"tabledev/{site}/{table_id}", side=side
+        file.devices, p.parent, source=str(p), topic_prefix=f"tabledev/{site}/{table_id}", side=side
     )
     if not devices:
         raise ConfigError(f"{p}: devices: no [devices.<name>] section, nothing to simulate")

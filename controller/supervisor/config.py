@@ -13,15 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError, RuleViolation
 from controller.game_config import GameOptions, load_game_options
 from controller.games import GameId
-from controller.schema import first_error, one_line
 from controller.shipped import resolve_ref, shipped_names
-from controller.table_file import SECTIONS_RULE, TableFile
+from controller.table_file import read_table_file
 from devices.config import DeviceConfig, Side, TransportKind, load_devices
 from devices.profiles import DeviceKind
 
@@ -56,17 +52,7 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
     ``side``: which end of an MQTT device's link this process is (see ``load_devices``):
     `tablectl run` reads only the appliance's password, `tablectl sim` only the device's."""
     p = Path(path)
-    try:
-        doc = read_toml(p)
-    except InputRefused as e:
-        raise ConfigError(f"{p}: {e}") from None
-    try:
-        file = TableFile.model_validate(doc)
-    except ValidationError as e:
-        first = first_error(e)
-        if first["type"] == "extra_forbidden" and len(first["loc"]) == 1:
-            raise ConfigError(f"{p}: {first['loc'][0]}: {SECTIONS_RULE}") from None
-        raise ConfigError(one_line(e, str(p), model=TableFile)) from None
+    doc, file = read_table_file(p)
     table = file.table
     game_path = resolve_ref(p.parent, table.game, "games")
     if game_path is None:
