@@ -8,6 +8,8 @@ what it handled; the subprocess tests read its JSON log lines. ``asyncio.timeout
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,9 +20,10 @@ import structlog
 from controller import logs
 from controller.journal import Journal, verify_journal
 from controller.shipped import table_file
-from controller.supervisor.rig import Rig, virtual_table
+from controller.supervisor.rig import ROOT, Rig, virtual_table
 from controller.table.core import Table
 from controller.table.recorder import domain_events, options_of
+from tests import mosquitto_fixtures
 
 GAMES = ["double-back-jack", "double-attack", "down-under", "dj-wild"]
 BLACKJACK = GAMES[:3]
@@ -70,3 +73,37 @@ def assert_journal_sound(rig: Rig) -> None:
     result = verify_journal(path)
     assert result.ok, result.reason
     assert replayed(path).fingerprint() == rig.supervisor.table.fingerprint()
+
+
+@pytest.fixture
+def broker_port(tmp_path: Path) -> Iterator[int]:
+    """A plain mosquitto (anonymous, loopback) on a free port of its own."""
+    port = mosquitto_fixtures.free_port()
+    conf = tmp_path / "mosquitto.conf"
+    conf.write_text(
+        f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
+        "log_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n",
+        encoding="utf-8",
+    )
+    proc = mosquitto_fixtures.start(conf, ready_within_s=60)
+    try:
+        yield port
+    finally:
+        mosquitto_fixtures.stop(proc, within_s=10)
+
+
+@pytest.fixture
+def broker(broker_port: int) -> str:
+    """That mosquitto's URL."""
+    return f"mqtt://127.0.0.1:{broker_port}"
+
+
+def tablectl(*args: str | Path) -> subprocess.Popen[str]:
+    """`tablectl ARGS` as its own process, from the checkout, its output piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "controller.cli", *map(str, args)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +14,12 @@ import aiohttp
 import pytest
 
 from controller.shipped import table_file
-from controller.supervisor.rig import ROOT
 from sim.control import MAX_BODY_BYTES, ControlPort
 from sim.models import DealtCard
 from sim.mqtt_link import MqttLink
 from sim.table import SimTable
-from tests import mosquitto_fixtures
 from tests.relocated import relocated_table
+from tests.supervisor.conftest import tablectl
 
 GUARD_S = 120.0  # failure guard only
 
@@ -120,26 +117,6 @@ async def test_hostile_input_is_refused_in_one_line(
 # -- end to end: `tablectl sim --control` beside `tablectl run`, driven by hand -----------------
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[str]:
-    number = mosquitto_fixtures.free_port()
-    conf = tmp_path / "mosquitto.conf"
-    conf.write_text(f"listener {number} 127.0.0.1\nallow_anonymous true\npersistence false\n", "utf-8")
-    proc = mosquitto_fixtures.start(conf, ready_within_s=10)
-    yield f"mqtt://127.0.0.1:{number}"
-    mosquitto_fixtures.stop(proc, within_s=5)
-
-
-def _tablectl(*args: str | Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "controller.cli", *map(str, args)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 async def _until(link: MqttLink, what: str, ok: Any) -> dict[str, Any]:
     snap = await link.state()
     while not ok(snap):
@@ -178,13 +155,13 @@ def test_a_test_deals_by_hand_through_the_control_port(tmp_path: Path, broker: s
     config.write_text(
         config.read_text(encoding="utf-8").replace("cycle_s = 30", "cycle_s = 1"), encoding="utf-8"
     )
-    sim = _tablectl("sim", "--config", config, "--control", "127.0.0.1:0", "--seed", "4")
+    sim = tablectl("sim", "--config", config, "--control", "127.0.0.1:0", "--seed", "4")
     run = None
     try:
         assert sim.stdout is not None
         lines = [sim.stdout.readline() for _ in range(5)]
         control = next(line.split("at=")[1].strip() for line in lines if line.startswith("control"))
-        run = _tablectl(
+        run = tablectl(
             "run",
             "--config",
             config,

@@ -11,7 +11,6 @@ import re
 import subprocess
 import sys
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 
 import aiomqtt
@@ -38,16 +37,6 @@ def _demo(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
     )
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[int]:
-    port = mosquitto_fixtures.free_port()
-    conf = tmp_path / "mosquitto.conf"
-    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n", encoding="utf-8")
-    proc = mosquitto_fixtures.start(conf, ready_within_s=10)
-    yield port
-    mosquitto_fixtures.stop(proc, within_s=5)
-
-
 @pytest.mark.parametrize("game", ["down-under", "dj-wild"])
 def test_demo_headless_with_its_own_mosquitto(game: str, tmp_path: Path) -> None:
     mosquitto_fixtures.mosquitto_binary()  # skips when mosquitto is not installed
@@ -67,7 +56,7 @@ def test_demo_headless_with_its_own_mosquitto(game: str, tmp_path: Path) -> None
     assert bet["house_edge"] == round(bet["house_net"] / bet["staked"], 4)
 
 
-def test_demo_with_a_broker_survives_a_hostile_command(tmp_path: Path, broker: int) -> None:
+def test_demo_with_a_broker_survives_a_hostile_command(tmp_path: Path, broker_port: int) -> None:
     """Issue 11: 3 KB of nested '[' on a command topic ended the demo's telemetry and the demo
     exited 1 with most of its journal unpublished. Retained, so the table gets it as it subscribes."""
     doc = tomllib.loads(table_file("down-under").read_text(encoding="utf-8"))
@@ -76,11 +65,11 @@ def test_demo_with_a_broker_survives_a_hostile_command(tmp_path: Path, broker: i
     journal = tmp_path / "j.db"
 
     async def publish() -> None:
-        async with aiomqtt.Client("127.0.0.1", broker, identifier="hostile") as c:
+        async with aiomqtt.Client("127.0.0.1", broker_port, identifier="hostile") as c:
             await c.publish(f"{base}/cmd/reshuffle_ordered", b"[" * 3000, qos=1, retain=True)
 
     async def last_status() -> dict[str, object]:
-        async with aiomqtt.Client("127.0.0.1", broker, identifier="late") as c, asyncio.timeout(10):
+        async with aiomqtt.Client("127.0.0.1", broker_port, identifier="late") as c, asyncio.timeout(10):
             await c.subscribe(f"{base}/status", qos=1)
             message = await anext(aiter(c.messages))
             status: dict[str, object] = json.loads(bytes(message.payload))
@@ -93,7 +82,7 @@ def test_demo_with_a_broker_survives_a_hostile_command(tmp_path: Path, broker: i
         "--seed",
         "5",
         "--broker",
-        f"mqtt://127.0.0.1:{broker}",
+        f"mqtt://127.0.0.1:{broker_port}",
         "--journal",
         str(journal),
         env=env,

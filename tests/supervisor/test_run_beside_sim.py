@@ -7,24 +7,13 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from controller.supervisor.rig import ROOT
 from tests.relocated import relocated_table
+from tests.supervisor.conftest import tablectl
 
 GUARD_S = 20.0  # failure guard only
-
-
-def _tablectl(*args: str | Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "controller.cli", *map(str, args)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def _log_until(proc: subprocess.Popen[str], done: Any) -> list[dict[str, Any]]:
@@ -50,7 +39,7 @@ def _stop(proc: subprocess.Popen[str]) -> int:
 
 def test_run_without_its_devices_is_never_ready_and_names_each_missing_device(tmp_path: Path) -> None:
     config = relocated_table("down-under", tmp_path)
-    run = _tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
+    run = tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
     try:
         lines = _log_until(
             run,
@@ -69,12 +58,12 @@ def test_run_without_its_devices_is_never_ready_and_names_each_missing_device(tm
 
 def test_run_beside_sim_on_one_table_file_is_ready(tmp_path: Path) -> None:
     config = relocated_table("down-under", tmp_path)
-    sim = _tablectl("sim", "--config", config, "--seed", "3")
+    sim = tablectl("sim", "--config", config, "--seed", "3")
     try:
         assert sim.stdout is not None
         listing = [sim.stdout.readline() for _ in range(4)]  # printed once every device listens
         assert all(" at=" in line for line in listing), listing
-        run = _tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
+        run = tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
         try:
             lines = _log_until(run, lambda seen: seen[-1]["event"] == "ready")
         finally:
@@ -90,7 +79,7 @@ def test_run_refuses_a_port_only_the_simulator_may_choose(tmp_path: Path) -> Non
     config.write_text(
         config.read_text(encoding="utf-8").replace("\nport = ", "\nport = 0 #", 1), encoding="utf-8"
     )
-    run = _tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
+    run = tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
     _, err = run.communicate(timeout=GUARD_S)
     assert run.returncode == 2
     assert err.strip() == (
@@ -104,7 +93,7 @@ def test_run_started_before_its_simulators_waits_for_them_without_an_alarm(tmp_p
     malfunctioned) for devices that were simply not up yet. Within the connect grace they are
     `connecting`; once `sim` is up the table is ready, and nothing was ever a failure."""
     config = relocated_table("down-under", tmp_path)
-    run = _tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
+    run = tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
     try:
         waiting = _log_until(
             run,
@@ -113,7 +102,7 @@ def test_run_started_before_its_simulators_waits_for_them_without_an_alarm(tmp_p
                 >= {"shuffler", "shoe", "reader", "keypad"}
             ),
         )
-        sim = _tablectl("sim", "--config", config, "--seed", "3")
+        sim = tablectl("sim", "--config", config, "--seed", "3")
         try:
             lines = waiting + _log_until(run, lambda seen: seen[-1]["event"] == "ready")
         finally:
@@ -129,7 +118,7 @@ def test_a_device_still_silent_after_its_connect_grace_fails_with_its_alarm(tmp_
     config = relocated_table("down-under", tmp_path)
     text = config.read_text(encoding="utf-8")
     config.write_text(text.replace("[devices.shoe]\n", "[devices.shoe]\nconnect_grace_s = 0.5\n", 1), "utf-8")
-    run = _tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
+    run = tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
     try:
         lines = _log_until(run, lambda seen: seen[-1]["event"] == "alarm")
     finally:

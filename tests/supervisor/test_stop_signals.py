@@ -13,7 +13,7 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,28 +21,10 @@ import aiomqtt
 import pytest
 
 from controller.journal import verify_journal
-from tests import mosquitto_fixtures
 from tests.relocated import relocated_table
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARD_S = 60.0  # failure guard only
-
-
-@pytest.fixture
-def broker_port(tmp_path: Path) -> Iterator[int]:
-    """A plain mosquitto (anonymous, loopback) on a free port of its own."""
-    port = mosquitto_fixtures.free_port()
-    conf = tmp_path / "mosquitto.conf"
-    conf.write_text(
-        f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
-        "log_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n",
-        encoding="utf-8",
-    )
-    proc = mosquitto_fixtures.start(conf, ready_within_s=GUARD_S)
-    try:
-        yield port
-    finally:
-        mosquitto_fixtures.stop(proc, within_s=10)
 
 
 class StatusWatch:

@@ -7,39 +7,15 @@ from __future__ import annotations
 
 import re
 import signal
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from controller.journal import Journal, verify_journal
-from controller.supervisor.rig import ROOT
-from tests import mosquitto_fixtures
 from tests.relocated import relocated_table
+from tests.supervisor.conftest import tablectl
 
 GUARD_S = 120.0  # failure guard only
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[str]:
-    port = mosquitto_fixtures.free_port()
-    conf = tmp_path / "mosquitto.conf"
-    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n", encoding="utf-8")
-    proc = mosquitto_fixtures.start(conf, ready_within_s=10)
-    yield f"mqtt://127.0.0.1:{port}"
-    mosquitto_fixtures.stop(proc, within_s=5)
-
-
-def _tablectl(*args: str | Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "controller.cli", *map(str, args)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 @pytest.mark.parametrize("game", ["down-under", "double-attack", "dj-wild"])
@@ -49,13 +25,13 @@ def test_sim_dealer_plays_rounds_at_a_table_run_beside_it(game: str, tmp_path: P
     # Wild round needs a fresh shuffle; the failure guard is not a budget to spend on waiting).
     config.write_text(re.sub(r"(?m)^cycle_s = \d+", "cycle_s = 1", config.read_text(encoding="utf-8")))
     journal = tmp_path / "j.db"
-    sim = _tablectl("sim", "--config", config, "--dealer", "--rounds", "3", "--broker", broker, "--seed", "2")
+    sim = tablectl("sim", "--config", config, "--dealer", "--rounds", "3", "--broker", broker, "--seed", "2")
     run = None
     try:
         assert sim.stdout is not None
         for _ in range(3 if game == "dj-wild" else 4):
             assert " at=" in sim.stdout.readline()  # every simulated device listens
-        run = _tablectl(
+        run = tablectl(
             "run", "--config", config, "--journal", journal, "--broker", broker, "--log-level", "warning"
         )
         _, err = sim.communicate(timeout=GUARD_S)
