@@ -15,6 +15,7 @@ import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from controller.rules.requests import CardFor
 from controller.supervisor.config import load_table_config
@@ -57,6 +58,19 @@ class Bench:
         self.dealer = WireDealer(self.sim, SupervisorLink(sup, self.sim, self.clock), boxes=2)
         return sup
 
+    async def opened(self, rounds: int = 0) -> Supervisor:
+        """Started, the table opened by the floor and ``rounds`` played by the dealer."""
+        sup = await self.start()
+        assert self.dealer is not None
+        await self.dealer.open_table()
+        for _ in range(rounds):
+            await self.dealer.play_round()
+        return sup
+
+    def model(self, device: str) -> Any:
+        """The simulated device's model: what the dealer's hands touch."""
+        return self.sim.devices[device].model
+
     async def stop(self) -> None:
         assert self.supervisor is not None
         await self.supervisor.stop()
@@ -90,11 +104,8 @@ def cards_in(path: Path) -> list[str]:
 
 async def test_a_card_drawn_while_down_goes_to_the_box_it_was_for(tmp_path: Path) -> None:
     async with bench(tmp_path) as b:
-        sup = await b.start()
-        assert b.dealer is not None
-        await b.dealer.open_table()
-        await b.dealer.play_round()
-        shoe, keypad = b.sim.devices["shoe"].model, b.sim.devices["keypad"].model
+        sup = await b.opened(rounds=1)
+        shoe, keypad = b.model("shoe"), b.model("keypad")
         for box in (1, 2):
             keypad.place_bet(box, 1)
         keypad.press(Key.START_GAME)
@@ -114,11 +125,8 @@ async def test_a_card_drawn_while_down_goes_to_the_box_it_was_for(tmp_path: Path
 
 async def test_what_fell_out_of_the_shoe_s_history_is_one_alarm_with_the_count(tmp_path: Path) -> None:
     async with bench(tmp_path) as b:
-        sup = await b.start()
-        assert b.dealer is not None
-        await b.dealer.open_table()
-        await b.dealer.play_round()
-        shoe = b.sim.devices["shoe"].model
+        sup = await b.opened(rounds=1)
+        shoe = b.model("shoe")
         assert (await sup.command("new_dealer", {"name": "dealer-2"}, "floor-1", "floor"))["ok"]
         before = len(journal_kinds(b.journal))
         cards_in_before = cards_in(b.journal)
@@ -142,9 +150,7 @@ async def test_what_fell_out_of_the_shoe_s_history_is_one_alarm_with_the_count(t
 
 async def test_out_of_order_survives_a_restart_until_the_floor_restores_it(tmp_path: Path) -> None:
     async with bench(tmp_path) as b:
-        sup = await b.start()
-        assert b.dealer is not None
-        await b.dealer.open_table()
+        sup = await b.opened()
         for device in ("shoe", "keypad", "reader"):
             result = await sup.command("mark_out_of_order", {"device": device}, "floor-7", "floor")
             assert result["ok"], result
@@ -175,12 +181,9 @@ async def test_out_of_order_survives_a_restart_until_the_floor_restores_it(tmp_p
 
 async def test_a_reader_result_while_down_is_read_on_start(tmp_path: Path) -> None:
     async with bench(tmp_path) as b:
-        sup = await b.start()
-        assert b.dealer is not None
-        await b.dealer.open_table()
-        await b.dealer.play_round()
-        shoe, keypad = b.sim.devices["shoe"].model, b.sim.devices["keypad"].model
-        reader = b.sim.devices["reader"].model
+        sup = await b.opened(rounds=1)
+        shoe, keypad = b.model("shoe"), b.model("keypad")
+        reader = b.model("reader")
         keypad.place_bet(1, 1)
         keypad.press(Key.START_GAME)
         await sup.settle("keypad")
@@ -205,11 +208,10 @@ async def test_a_stub_counted_while_down_is_read_on_start(tmp_path: Path) -> Non
     """687a.9(f)-(g): the stub counter counted while the appliance restarted; on start the driver
     asks for the last count again and the round ends as it would have."""
     async with bench(tmp_path, "dj-wild") as b:
-        sup = await b.start()
+        sup = await b.opened()
         assert b.dealer is not None
-        await b.dealer.open_table()
         await b.dealer.until(lambda: sup.table.shoe_back is not None, "a deck in the dealer's hand")
-        keypad = b.sim.devices["keypad"].model
+        keypad = b.model("keypad")
         keypad.place_bet(1, 1)
         keypad.press(Key.START_GAME)
         await sup.settle("keypad")
@@ -227,7 +229,7 @@ async def test_a_stub_counted_while_down_is_read_on_start(tmp_path: Path) -> Non
             await sup.wait_for(lambda: sup.table.wild is None)
         counted = [p for k, p in journal_kinds(b.journal) if k == "stub_counted"]
         assert counted[-1]["count"] == stub_cards and counted[-1]["ok"]
-        assert sup.table.device_seen["stub"]["count_seq"] == b.sim.devices["stub"].model.seq
+        assert sup.table.device_seen["stub"]["count_seq"] == b.model("stub").seq
 
 
 async def test_no_command_is_taken_before_the_devices_are_read(tmp_path: Path) -> None:
