@@ -95,13 +95,12 @@ async def _events_across_outage(broker: Broker, tmp_path: pathlib.Path, outage_s
             births_before = len([m for m in obs.on("/status") if m.json()["online"]])
 
             broker.stop()
-            # The table keeps playing: appending and telling telemetry never wait on the broker.
-            loop = asyncio.get_running_loop()
-            t = loop.time()
+            # The table keeps playing: appending and telling telemetry are plain calls that never
+            # await, so they cannot wait on the broker (a wall-clock bound here only measured how
+            # busy the machine was).
             for _ in range(10):
                 last = append_records(writer, 12, start_at=1_900_000_000.0 + last)
                 telemetry.journal_appended()
-            assert loop.time() - t < 1.0
             if outage_s:
                 await asyncio.sleep(outage_s)  # the outage itself, not a synchronisation
             broker.start()
