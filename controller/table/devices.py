@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from controller.table import inputs as I
 from controller.table.alarms import AlarmAcknowledged, raise_alarm
+from controller.table.asking import dealer_cards
 from controller.table.batches import Place
 from controller.table.events import Event, event
 from controller.table.machine import Step, applies, handles, public
@@ -91,6 +92,9 @@ def _gap(t: Table, inp: I.DeviceGap, step: Step) -> None:
     if unaccounted and inp.what == "cards" and batch is not None:
         unaccounted = min(unaccounted, batch.places[Place.SHOE])
         t.emit(step, CardsUnaccounted(back=batch.back, count=unaccounted, device=inp.device))
+    if inp.halts:
+        _conflict(t, inp, step, unaccounted)
+        return
     if inp.what == "cards":
         action = (
             "count the shoe and the discard rack; compare the round in play with the layout and "
@@ -109,6 +113,33 @@ def _gap(t: Table, inp: I.DeviceGap, step: Step) -> None:
         f"{inp.device}: {inp.reason}; {unaccounted} {inp.what} unaccounted for",
         action,
         halts=False,
+    )
+
+
+def _public_cards(t: Table) -> set[str]:
+    """The cards face up on the layout now: only these may be named in an alarm (public)."""
+    rnd = t.round
+    if rnd is None:
+        return set()
+    shown = {str(c) for box in rnd.state.boxes for hand in box.hands for c in hand.cards}
+    return shown | set(dealer_cards(rnd.state))
+
+
+def _conflict(t: Table, inp: I.DeviceGap, step: Step, unaccounted: int) -> None:
+    """The device says something else than what was journalled: one halting alarm for the floor,
+    naming the draws to check (and the card, when it is face up on the layout; a burn or a hole
+    card stays unnamed in a public alarm), never a silent choice of which side is right."""
+    public = _public_cards(t)
+    named = [f"draw {seq} ({c})" if c and c in public else f"draw {seq}" for seq, c in inp.check]
+    what = f"; check {', '.join(named)}" if named else ""
+    raise_alarm(
+        t,
+        step,
+        _gap_section(t, inp.what),
+        f"{inp.device}: {inp.reason}{what}; {unaccounted} {inp.what} unaccounted for",
+        f"compare the {inp.what} named with the layout, the shoe and the discard rack and the journal's "
+        "record of each; void the round in play if they differ",
+        halts=True,
     )
 
 
