@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from controller.games import GAMES, GameId
+from devices.drivers.shoe import SETTLE_POLLS
 from devices.events import (
     BatchLoaded,
     CardDrawn,
@@ -13,7 +14,6 @@ from devices.events import (
     DrawsMissed,
     Slot,
 )
-from devices.drivers.shoe import SETTLE_POLLS
 from sim.models import ShufflerModel
 from tests.devices.conftest import Rig, drain, of_type, poll_until
 
@@ -104,8 +104,9 @@ async def test_batches_alternate_between_the_two_slots(rig: Rig) -> None:
 
 
 async def test_a_shoe_that_resets_is_one_glitch_and_read_on_from_zero(rig: Rig) -> None:
-    """Issue 11: a power cycle that holds for SETTLE_POLLS polls (counter and history back to zero, the cards still in
-    it) is one DeviceGlitch naming the reset, with the shoe's own count to settle the table's;
+    """Issue 11: a power cycle that holds for SETTLE_POLLS polls (counter and history back to
+    zero, the cards still in it) is one DeviceGlitch naming the reset, with the shoe's own count
+    to settle the table's and its counters to journal (issue 21: not raised again at a restart);
     no card from before the reset is read again, the first one after it is read."""
     shoe = rig.driver("shoe")
     await _load_shoe(rig)
