@@ -96,8 +96,8 @@ class Translator:
                 unseen = (
                     batch is not None
                     and batch.location is Place.SHUFFLER
-                    and (batch.shuffler is ShufflerState.UNSHUFFLED)
-                )  # started and done while the controller was down
+                    and batch.shuffler in (ShufflerState.UNSHUFFLED, ShufflerState.JAMMED)
+                )  # started and done while the controller was down, or between two polls
                 return [
                     *([I.ShuffleStarted(back=back)] if unseen else []),
                     I.ShuffleCompleted(back=back, cards_counted=counted),

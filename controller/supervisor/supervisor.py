@@ -203,8 +203,9 @@ class Supervisor:
         self.telemetry.state_changed(self.snapshot())
 
     async def _overdue(self) -> None:
-        if self.ready.is_set() and not self.table.manual:
-            await self.reconciler.overdue()
+        """A shuffle overdue fails (Reconciler.overdue), and the batch is started again at once."""
+        if self.ready.is_set():
+            await self.reconciler.reconcile()
 
     async def stop(self) -> None:
         """Devices left safe (sensors locked), tasks ended, journal closed, telemetry told."""

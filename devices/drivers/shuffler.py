@@ -120,6 +120,10 @@ class ShufflerDriver(RegisterDriver):
                 out.append(ShuffleIncomplete(self.name, slot, f"cycle stopped ({new.value})"))
         elif new is ShufflerState.JAMMED:
             out.append(ShufflerJammed(self.name, slot, cur["fault_code"][0]))
+        elif new is ShufflerState.READY and prev is not None and cur["cycle"][0] != prev["cycle"][0]:
+            # Started and done between two polls (the cycle counter moved): as if seen live.
+            self._shuffle_began.pop(slot, None)
+            out.append(ShuffleDone(self.name, slot, cur["cards_counted"][0], cur["cycle"][0]))
         if new is ShufflerState.EMPTY and old is ShufflerState.READY and prev is not None:
             out.append(EjectedToShoe(self.name, slot))
         return out
