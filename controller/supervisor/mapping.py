@@ -220,5 +220,12 @@ def seen_of(event: dev.DeviceEvent) -> Seen | None:
     return None
 
 
+def stub_count_asked(table: Table) -> bool:
+    """Whether the table would take a stub count now (687a.9(f): after the cards are dealt; a
+    count that comes with the deal's lock says the cards are dealt)."""
+    wild = table.wild
+    return wild is not None and (wild.dealt or wild.locked)
+
+
 def is_dj_wild(table: Table) -> bool:
     return table.options.game is GameId.DJ_WILD

@@ -77,6 +77,8 @@ class DeviceBack(Event):
 
 
 def _gap_section(t: Table, what: str) -> str:
+    if what == "stub counts":
+        return "687a.9(f)"
     return {"cards": t.sec("3(b)"), "keys": t.sec("decisions")}.get(what, t.sec("peek"))
 
 
@@ -104,13 +106,19 @@ def _gap(t: Table, inp: I.DeviceGap, step: Step) -> None:
         )
     elif inp.what == "keys":
         action = "the dealer presses again any decision the table view does not show"
+    elif inp.what == "stub counts":
+        action = (
+            "nothing is read from counts nobody asked for (the rest are not journalled); "
+            "check the stub counter: it counts only after the cards are dealt"
+        )
     else:
         action = "insert the hole card again if the round still asks for the reader"
     raise_alarm(
         t,
         step,
         _gap_section(t, inp.what),
-        f"{inp.device}: {inp.reason}; {unaccounted} {inp.what} unaccounted for",
+        f"{inp.device}: {inp.reason}"
+        + ("" if inp.what == "stub counts" else f"; {unaccounted} {inp.what} unaccounted for"),
         action,
         halts=False,
     )
