@@ -112,6 +112,7 @@ class DeviceGlitch(DeviceEvent):
     # cards named here, as (draw number, card); never a silent choice of one side.
     halts: bool = False
     check: tuple[tuple[int, str], ...] = field(default=(), repr=False)
+    secrecy: ClassVar[Secrecy] = Secrecy.UNTIL_REVEALED  # ``check`` may name a card not yet shown
 
 
 @dataclass(frozen=True, slots=True)

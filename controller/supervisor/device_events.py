@@ -87,9 +87,12 @@ class DeviceEvents:
             return  # nothing for the table, so not under the table's lock
         async with self.lock:
             seen = seen_of(event)
-            if isinstance(event, dev.StubCounted) and not stub_count_asked(self.stepper.table):
-                await self.unasked.counted(event, seen, self.stepper)
-                return
+            if not stub_count_asked(self.stepper.table):
+                if isinstance(event, dev.StubCounted):
+                    await self.unasked.counted(event, seen, self.stepper)
+                    return
+            else:  # before this event's own counters, which come after the unasked ones
+                await self.unasked.asked(self.stepper, self.log)
             inputs = self.translator.inputs(event, self.stepper.table)
             for i, inp in enumerate(inputs):
                 last = i == len(inputs) - 1
@@ -99,7 +102,7 @@ class DeviceEvents:
                     seen = None  # journalled with the step
             if seen is not None:  # acted on though nothing came of it: not to be read again
                 await self.stepper.mark(seen)
-            if stub_count_asked(self.stepper.table):
+            if stub_count_asked(self.stepper.table):  # this event made the table ask for a count
                 await self.unasked.asked(self.stepper, self.log)
             await policy.after_event(event, old, new)
             await self.reconciler.reconcile()

@@ -205,22 +205,27 @@ class ShoeDriver(RegisterDriver):
                 self.name, "cards", f"{why}: the shoe was reset", remaining=base.remaining, counters=counters
             )
         disowned = self._disowned(base, cur)
+        count = len(disowned)
         trusted = self._trusted or self._start()
         if not disowned and trusted is not None and _beyond(trusted.draw_seq, base.draw_seq):
             # Read before a restart: the cards are in the journal, the driver has not their words.
-            gone = (trusted.draw_seq - base.draw_seq) & 0xFFFF
-            disowned = [(base.draw_seq + 1 + i) & 0xFFFF for i in range(gone)]
+            count = (trusted.draw_seq - base.draw_seq) & 0xFFFF
+            disowned = [(base.draw_seq + 1 + i) & 0xFFFF for i in range(min(count, CHECK_NAMED))]
         check = []
         for seq in disowned[:CHECK_NAMED]:
             word = self._read.get(seq)
             check.append((seq, str(self._card_word(word)) if word is not None else ""))
         for seq in disowned:
             self._read.pop(seq, None)
-        what = f"{len(disowned)} draws the journal has" if disowned else why
+        if not count:
+            return DeviceGlitch(
+                self.name, "cards", why, remaining=base.remaining, counters=counters, halts=True
+            )
+        more = f" (the first {CHECK_NAMED} named)" if count > CHECK_NAMED else ""
+        draws = "a draw" if count == 1 else f"{count} draws"
         return DeviceGlitch(
-            self.name, "cards", f"{why}; the shoe disowns {what}" if disowned else why,
-            remaining=None if disowned else base.remaining, counters=counters,
-            halts=True, check=tuple(check),
+            self.name, "cards", f"{why}; the shoe disowns {draws} the journal has{more}",
+            counters=counters, halts=True, check=tuple(check),
         )  # fmt: skip
 
     def _card_word(self, word: int) -> Card | str:
