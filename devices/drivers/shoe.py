@@ -74,7 +74,7 @@ class ShoeDriver(RegisterDriver):
         # The card word read at each draw still in the shoe's history: a later poll whose history
         # holds another card there (or whose counter says that draw never happened) disowns a
         # card that was journalled, which is a conflict for the floor, not a glitch.
-        self._read: dict[int, int] = {}
+        self._read: dict[int, tuple[int, int | None]] = {}  # draw -> (card word, batch_seq)
         self._cover = False  # the cover flag as last accepted
         self._cover_pending = False
 
@@ -109,12 +109,14 @@ class ShoeDriver(RegisterDriver):
 
     def _disowned(self, cur: Counters, snap: Snapshot) -> list[int]:
         """The draws read (and so journalled) that this poll contradicts: past its draw counter,
-        or with another card in its history at that draw."""
+        or with another card in its history at that draw (same batch: a shoe may clear its history
+        when a batch comes in, and an empty entry contradicts nothing)."""
         ring = snap["draw_ring"]
         out = []
-        for seq, word in sorted(self._read.items()):
-            in_history = (moved(seq, cur.draw_seq) or 0) < len(ring)
-            if _beyond(seq, cur.draw_seq) or (in_history and ring_word(ring, seq) != word):
+        for seq, (word, batch) in sorted(self._read.items()):
+            in_history = (moved(seq, cur.draw_seq) or 0) < len(ring) and batch == cur.batch_seq
+            now = ring_word(ring, seq)
+            if _beyond(seq, cur.draw_seq) or (in_history and now and now != word):
                 out.append(seq)
         return out
 
@@ -182,7 +184,7 @@ class ShoeDriver(RegisterDriver):
             c, face_up = self._card_at(cur, seq)
             left = remaining + (len(seqs) - 1 - i)
             out.append(CardDrawn(self.name, c, face_up, seq, left, now.batch_seq or 0))
-            self._read[seq] = ring_word(cur["draw_ring"], seq)
+            self._read[seq] = (ring_word(cur["draw_ring"], seq), now.batch_seq)
         for old in [s for s in self._read if (moved(s, now.draw_seq) or 0) >= ring]:
             del self._read[old]  # out of the shoe's history: nothing left to compare it with
         self._cover_events(cur, drawn=n, out=out)
@@ -213,8 +215,8 @@ class ShoeDriver(RegisterDriver):
             disowned = [(base.draw_seq + 1 + i) & 0xFFFF for i in range(min(count, CHECK_NAMED))]
         check = []
         for seq in disowned[:CHECK_NAMED]:
-            word = self._read.get(seq)
-            check.append((seq, str(self._card_word(word)) if word is not None else ""))
+            read = self._read.get(seq)
+            check.append((seq, str(self._card_word(read[0])) if read is not None else ""))
         for seq in disowned:
             self._read.pop(seq, None)
         if not count:
