@@ -131,3 +131,23 @@ async def test_a_shoe_that_resets_is_one_glitch_and_read_on_from_zero(rig: Rig) 
     drawn = of_type(drain(shoe), CardDrawn)
     assert [(d.card, d.sequence) for d in drawn] == [(after.card, 1)]
     assert shoe.health.value == "online"
+
+
+async def test_a_shoe_that_clears_its_history_with_a_new_batch_disowns_nothing(rig: Rig) -> None:
+    """Issue 21: a draw already read is a conflict only when the shoe's history holds another card
+    there in the same batch; a shoe that forgets its history when a batch comes in (the device
+    docs do not say it keeps it) disowns nothing."""
+    shoe = rig.driver("shoe")
+    await _load_shoe(rig)
+    await shoe.poll_once()
+    model = rig.model("shoe")
+    for _ in range(3):
+        model.draw()
+    await shoe.poll_once()
+    drain(shoe)
+    model.ring = [None] * len(model.ring)  # this shoe forgets its history ...
+    await _load_shoe(rig, Slot.B)  # ... when the next batch comes in
+    for _ in range(SETTLE_POLLS):
+        await shoe.poll_once()
+    events = drain(shoe)
+    assert not of_type(events, DeviceGlitch) and [e.back for e in of_type(events, BatchLoaded)] == ["blue"]
