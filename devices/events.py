@@ -104,6 +104,24 @@ class DeviceGlitch(DeviceEvent):
     reason: str
     unaccounted: int = 0
     remaining: int | None = None
+    # The counters the driver reads on from after it: journalled with the alarm, so a restart
+    # does not take the same reset (or glitch) for news and raise it again.
+    counters: tuple[tuple[str, int], ...] = ()
+    # A conflict: the device now says something else than what was journalled (a card the
+    # journal has that the device disowns). It halts dealing until the floor has checked the
+    # cards named here, as (draw number, card); never a silent choice of one side.
+    halts: bool = False
+    check: tuple[tuple[int, str], ...] = field(default=(), repr=False)
+    secrecy: ClassVar[Secrecy] = Secrecy.UNTIL_REVEALED  # ``check`` may name a card not yet shown
+
+
+@dataclass(frozen=True, slots=True)
+class CountersRead(DeviceEvent):
+    """A device's counters at the first reading of a controller that had none journalled for it
+    (a fresh journal): journalled at once, before any effect, so that a restart reads what the
+    device did meanwhile against them instead of taking its first reading as the start."""
+
+    counters: tuple[tuple[str, int], ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,11 +14,13 @@ from structlog.typing import FilteringBoundLogger
 
 from controller.supervisor.device_policy import DevicePolicy
 from controller.supervisor.health import DeviceHealth, health_after
-from controller.supervisor.mapping import Translator, seen_of
+from controller.supervisor.mapping import Translator, seen_of, stub_count_asked
 from controller.supervisor.progress import Progress
 from controller.supervisor.reconcile import Reconciler
 from controller.supervisor.startup import ConnectGrace
 from controller.supervisor.step import Stepper
+from controller.table import inputs as I
+from controller.table.recorder import Seen
 from devices import events as dev
 from devices.drivers.base import Driver, stop_if_cancelling
 
@@ -42,6 +44,7 @@ class DeviceEvents:
         self.progress, self.log = progress, log
         self.grace: ConnectGrace | None = None  # set at start, from the devices' connect_grace_s
         self._waiting_said: set[str] = set()
+        self.unasked = UnaskedCounts()
 
     async def consume(self) -> None:
         while True:
@@ -84,6 +87,12 @@ class DeviceEvents:
             return  # nothing for the table, so not under the table's lock
         async with self.lock:
             seen = seen_of(event)
+            if not stub_count_asked(self.stepper.table):
+                if isinstance(event, dev.StubCounted):
+                    await self.unasked.counted(event, seen, self.stepper)
+                    return
+            else:  # before this event's own counters, which come after the unasked ones
+                await self.unasked.asked(self.stepper, self.log)
             inputs = self.translator.inputs(event, self.stepper.table)
             for i, inp in enumerate(inputs):
                 last = i == len(inputs) - 1
@@ -93,5 +102,42 @@ class DeviceEvents:
                     seen = None  # journalled with the step
             if seen is not None:  # acted on though nothing came of it: not to be read again
                 await self.stepper.mark(seen)
+            if stub_count_asked(self.stepper.table):  # this event made the table ask for a count
+                await self.unasked.asked(self.stepper, self.log)
             await policy.after_event(event, old, new)
             await self.reconciler.reconcile()
+
+
+class UnaskedCounts:
+    """Stub counts nobody asked for (a chatty or faulty counter, counts outside a dealt round):
+    one alarm for the first of a run, then nothing per count (no journal record, no log line),
+    only the last one's counter kept. When the table next asks for a count, that counter is
+    journalled (one record) before anything else, so a restart does not take the last count the
+    counter repeats for a new one, and one line says how many there were. A counter that sent
+    10,000 of them made 4,464 journal records and as many log lines (issue 21)."""
+
+    def __init__(self) -> None:
+        self.alarmed = False
+        self.since = 0  # counts after the one alarmed, not journalled
+        self.last: Seen | None = None
+
+    async def counted(self, event: dev.StubCounted, seen: Seen | None, stepper: Stepper) -> None:
+        if self.alarmed:
+            self.since += 1
+            self.last = seen
+            return
+        self.alarmed = True  # the step's alarm line says it: no line of its own
+        gap = I.DeviceGap(event.device, "stub counts", "the stub was counted with no round dealt", 0)
+        if await stepper.feed(gap, origin=event.device, seen=seen) is None and seen is not None:
+            await stepper.mark(seen)
+
+    async def asked(self, stepper: Stepper, log: FilteringBoundLogger) -> None:
+        """The table asks for a count again: the run of unasked ones is over."""
+        if not self.alarmed:
+            return
+        last, since = self.last, self.since
+        self.alarmed, self.since, self.last = False, 0, None
+        if last is not None:
+            await stepper.mark(last)
+        if since:
+            log.warning("stub_counts_unasked", device=last.device if last else None, more=since)

@@ -90,11 +90,14 @@ class Translator:
             case dev.ShuffleDone(slot=slot, cards_counted=counted):
                 back = self.back_of(slot)
                 batch = table.batches.get(back)
+                stored = batch is not None and batch.location is Place.SHUFFLER
+                if stored and batch is not None and batch.shuffler is ShufflerState.READY:
+                    return []  # a restart's reading of a slot the journal has ready already
                 unseen = (
                     batch is not None
                     and batch.location is Place.SHUFFLER
-                    and (batch.shuffler is ShufflerState.UNSHUFFLED)
-                )  # started and done while the controller was down
+                    and batch.shuffler in (ShufflerState.UNSHUFFLED, ShufflerState.JAMMED)
+                )  # started and done while the controller was down, or between two polls
                 return [
                     *([I.ShuffleStarted(back=back)] if unseen else []),
                     I.ShuffleCompleted(back=back, cards_counted=counted),
@@ -108,7 +111,7 @@ class Translator:
             case dev.CardDrawn(card=card, face_up=face_up, remaining=remaining):
                 return [I.CardDrawn(card=card, face_up_in_shoe=face_up, remaining=remaining)]
             case dev.DeviceGlitch(what=what, reason=reason, unaccounted=n, remaining=remaining):
-                return [I.DeviceGap(event.device, what, reason, n, remaining)]
+                return [I.DeviceGap(event.device, what, reason, n, remaining, event.halts, event.check)]
             case dev.DrawsMissed(count=n):
                 return [I.DeviceGap(event.device, "cards", "drawn beyond the shoe's history, unseen", n)]
             case dev.KeysMissed(count=n):
@@ -210,7 +213,18 @@ def seen_of(event: dev.DeviceEvent) -> Seen | None:
             return Seen(event.device, (("count_seq", seq),))
         case dev.ShuffleDone(cycle=cycle):
             return Seen(event.device, (("cycle", cycle),))
+        case dev.CountersRead(counters=counters) | dev.DeviceGlitch(counters=counters) if counters:
+            # The first reading's baseline, or where a reset or conflict leaves the device: in the
+            # journal before anything else, so a restart neither loses nor repeats them.
+            return Seen(event.device, counters)
     return None
+
+
+def stub_count_asked(table: Table) -> bool:
+    """Whether the table would take a stub count now (687a.9(f): after the cards are dealt; a
+    count that comes with the deal's lock says the cards are dealt)."""
+    wild = table.wild
+    return wild is not None and (wild.dealt or wild.locked)
 
 
 def is_dj_wild(table: Table) -> bool:

@@ -9,6 +9,7 @@ not carried out (the controller died between the two) is sent again.
 
 from __future__ import annotations
 
+from controller.clock import REAL_CLOCK, Clock
 from controller.supervisor.mapping import Translator
 from controller.supervisor.outbox import Outbox
 from controller.supervisor.step import Stepper
@@ -18,12 +19,48 @@ from devices import commands as dc
 from devices import events as dev
 from devices.profiles import DeviceKind
 
+DEFAULT_MAX_CYCLE_S = 120.0  # the shuffler driver's default for its max_cycle_s option
+
 
 class Reconciler:
-    def __init__(self, translator: Translator, stepper: Stepper, outbox: Outbox) -> None:
+    def __init__(
+        self,
+        translator: Translator,
+        stepper: Stepper,
+        outbox: Outbox,
+        *,
+        clock: Clock = REAL_CLOCK,
+        max_cycle_s: float = DEFAULT_MAX_CYCLE_S,
+    ) -> None:
         self.translator, self.stepper, self.outbox = translator, stepper, outbox
+        self.clock, self.max_cycle_s = clock, max_cycle_s
         self.start_sent: set[dev.Slot] = set()  # shuffles started, not to be started twice
         self.auto_refused: dict[I.Input, int] = {}  # inferred inputs refused, at which step
+        # Batches the journal has shuffling while the shuffler shows no cycle for them, since when.
+        self.unseen_cycle: dict[str, float] = {}
+
+    async def overdue(self) -> None:
+        """A batch the journal has shuffling, with no cycle under way in the shuffler for longer
+        than a cycle may take (673a.13(k): "fails to complete a shuffle cycle"): the shuffle is
+        failed, with its alarm, and the batch is shuffled again, rather than waited on for ever.
+        (A cycle the shuffler shows under way is timed by its driver.)"""
+        t = self.stepper.table
+        now = self.clock.now()
+        for batch in list(t.batches.values()):
+            back = batch.back
+            if batch.location is not Place.SHUFFLER or batch.shuffler is not ShufflerState.SHUFFLING:
+                self.unseen_cycle.pop(back, None)
+                continue
+            slots = self.translator.slots.items()
+            view = next((v for s, v in slots if self.translator.back_of(s) == back), None)
+            if view is not None and view.state is dev.ShufflerState.SHUFFLING:
+                self.unseen_cycle.pop(back, None)
+                continue
+            since = self.unseen_cycle.setdefault(back, now)
+            if now - since > self.max_cycle_s:
+                del self.unseen_cycle[back]
+                why = f"no cycle under way for the batch after {self.max_cycle_s:g}s"
+                await self._feed_auto(I.ShuffleFailed(back=back, reason=why))
 
     async def reconcile(self) -> None:
         """Observations the devices imply but do not send as events: a batch sitting in a shuffler
@@ -31,6 +68,7 @@ class Reconciler:
         t = self.stepper.table
         if t.manual:
             return
+        await self.overdue()
         eject_sent = self.stepper.eject_sent
         slots = self.translator.slots
         for slot, view in slots.items():

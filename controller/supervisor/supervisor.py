@@ -39,7 +39,7 @@ from controller.supervisor.health import shoe_failed
 from controller.supervisor.mapping import Translator
 from controller.supervisor.outbox import Outbox
 from controller.supervisor.progress import Progress
-from controller.supervisor.reconcile import Reconciler
+from controller.supervisor.reconcile import DEFAULT_MAX_CYCLE_S, Reconciler
 from controller.supervisor.startup import ConnectGrace
 from controller.supervisor.step import Stepper
 from controller.supervisor.tasks import SAFE_STOP_S, Tasks
@@ -119,7 +119,14 @@ class Supervisor:
         )
         self.health = self.policy.health
         self.ready = self.policy.ready  # journal replayed and every device answered once
-        self.reconciler = Reconciler(self.translator, self.stepper, self.outbox)
+        shuffler = next((d for d in self.device_configs if d.kind is DeviceKind.SHUFFLER), None)
+        self.max_cycle_s: float | None = None
+        if shuffler is not None:
+            self.max_cycle_s = float(shuffler.options.get("max_cycle_s", DEFAULT_MAX_CYCLE_S))
+        self.reconciler = Reconciler(
+            self.translator, self.stepper, self.outbox, clock=self.clock,
+            max_cycle_s=self.max_cycle_s or DEFAULT_MAX_CYCLE_S,
+        )  # fmt: skip
         self.device_events = DeviceEvents(
             events=self.events,
             lock=self.lock,
@@ -185,12 +192,20 @@ class Supervisor:
             self.outbox.add_device(d)
         self.tasks.spawn(self.device_events.consume(), name="supervisor-events")
         self.tasks.spawn(self.tasks.tick(), name="supervisor-tick")
+        if self.max_cycle_s is not None:  # a shuffle that never ends is noticed with nothing else happening
+            every = max(1.0, self.max_cycle_s / 4)
+            self.tasks.spawn(self.tasks.every(every, self._overdue), name="supervisor-shuffles")
         grace = self.device_events.grace = ConnectGrace(self.clock, [d.config for d in drivers])
         self.tasks.spawn(grace.run(self.events, self.policy.answered.__contains__), name="connect-grace")
         for d in drivers:
             self.tasks.spawn(self.tasks.supervise(d), name=f"device-{d.name}")
             self.tasks.spawn(self.outbox.sender(d), name=f"outbox-{d.name}")
         self.telemetry.state_changed(self.snapshot())
+
+    async def _overdue(self) -> None:
+        """A shuffle overdue fails (Reconciler.overdue), and the batch is started again at once."""
+        if self.ready.is_set():
+            await self.reconciler.reconcile()
 
     async def stop(self) -> None:
         """Devices left safe (sensors locked), tasks ended, journal closed, telemetry told."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from structlog.typing import FilteringBoundLogger
@@ -89,6 +89,13 @@ class Tasks:
     async def _poll_loop(self, driver: Driver) -> None:
         """The driver's own poll loop (Driver.run, the only one), followed by the supervisor."""
         await driver.run(_Followed(self, driver.name), on_demand=self.poll_on_demand)
+
+    async def every(self, seconds: float, work: Callable[[], Awaitable[None]]) -> None:
+        """``work`` every ``seconds`` of the clock, under the table's lock (one step at a time)."""
+        while True:
+            await self.clock.sleep(seconds)
+            async with self.lock:
+                await work()
 
     async def tick(self) -> None:
         """Time passing with nothing else happening: the core warns of decks about to expire."""

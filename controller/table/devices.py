@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from controller.table import inputs as I
 from controller.table.alarms import AlarmAcknowledged, raise_alarm
+from controller.table.asking import dealer_cards
 from controller.table.batches import Place
 from controller.table.events import Event, event
 from controller.table.machine import Step, applies, handles, public
@@ -76,6 +77,8 @@ class DeviceBack(Event):
 
 
 def _gap_section(t: Table, what: str) -> str:
+    if what == "stub counts":
+        return "687a.9(f)"
     return {"cards": t.sec("3(b)"), "keys": t.sec("decisions")}.get(what, t.sec("peek"))
 
 
@@ -91,6 +94,9 @@ def _gap(t: Table, inp: I.DeviceGap, step: Step) -> None:
     if unaccounted and inp.what == "cards" and batch is not None:
         unaccounted = min(unaccounted, batch.places[Place.SHOE])
         t.emit(step, CardsUnaccounted(back=batch.back, count=unaccounted, device=inp.device))
+    if inp.halts:
+        _conflict(t, inp, step, unaccounted)
+        return
     if inp.what == "cards":
         action = (
             "count the shoe and the discard rack; compare the round in play with the layout and "
@@ -100,15 +106,48 @@ def _gap(t: Table, inp: I.DeviceGap, step: Step) -> None:
         )
     elif inp.what == "keys":
         action = "the dealer presses again any decision the table view does not show"
+    elif inp.what == "stub counts":
+        action = (
+            "nothing is read from counts nobody asked for (the rest are not journalled); "
+            "check the stub counter: it counts only after the cards are dealt"
+        )
     else:
         action = "insert the hole card again if the round still asks for the reader"
     raise_alarm(
         t,
         step,
         _gap_section(t, inp.what),
-        f"{inp.device}: {inp.reason}; {unaccounted} {inp.what} unaccounted for",
+        f"{inp.device}: {inp.reason}"
+        + ("" if inp.what == "stub counts" else f"; {unaccounted} {inp.what} unaccounted for"),
         action,
         halts=False,
+    )
+
+
+def _public_cards(t: Table) -> set[str]:
+    """The cards face up on the layout now: only these may be named in an alarm (public)."""
+    rnd = t.round
+    if rnd is None:
+        return set()
+    shown = {str(c) for box in rnd.state.boxes for hand in box.hands for c in hand.cards}
+    return shown | set(dealer_cards(rnd.state))
+
+
+def _conflict(t: Table, inp: I.DeviceGap, step: Step, unaccounted: int) -> None:
+    """The device says something else than what was journalled: one halting alarm for the floor,
+    naming the draws to check (and the card, when it is face up on the layout; a burn or a hole
+    card stays unnamed in a public alarm), never a silent choice of which side is right."""
+    public = _public_cards(t)
+    named = [f"draw {seq} ({c})" if c and c in public else f"draw {seq}" for seq, c in inp.check]
+    what = f"; check {', '.join(named)}" if named else ""
+    raise_alarm(
+        t,
+        step,
+        _gap_section(t, inp.what),
+        f"{inp.device}: {inp.reason}{what}; {unaccounted} {inp.what} unaccounted for",
+        f"compare the {inp.what} named with the layout, the shoe and the discard rack and the journal's "
+        "record of each; void the round in play if they differ",
+        halts=True,
     )
 
 

@@ -7,7 +7,7 @@ every input is handled with the time it happened.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from controller.cards import Card
 from controller.rules.requests import MasqueRange
@@ -312,6 +312,10 @@ class DeviceGap(Input):
     reason: str
     unaccounted: int
     remaining: int | None = None
+    # A conflict between what was journalled and what the device now says: it halts dealing
+    # until the floor has checked the cards named, as (draw number, card or "" when not known).
+    halts: bool = False
+    check: tuple[tuple[int, str], ...] = field(default=(), repr=False)
 
 
 @dataclass(frozen=True, slots=True)

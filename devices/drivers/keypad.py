@@ -31,6 +31,9 @@ class KeypadDriver(RegisterDriver):
         self.spots = int(self.config.options.get("spots", self.profile.options.get("spots", 1)))
         self._keys = SeqGuard(self.profile.reg("key_ring").count)
 
+    def counters(self, snap: Snapshot) -> dict[str, int]:
+        return {"key_seq": snap["key_seq"][0]}
+
     def settled(self) -> bool:
         return self._keys.held is None
 
@@ -60,7 +63,8 @@ class KeypadDriver(RegisterDriver):
             return out  # the key counter is held back this poll; the sensors are read as ever
         base, n, glitch = verdict
         if glitch is not None:
-            out.append(DeviceGlitch(self.name, "keys", glitch))
+            # The counter read on from, journalled with the alarm: not raised again at a restart.
+            out.append(DeviceGlitch(self.name, "keys", glitch, counters=(("key_seq", base),)))
         ring = cur["key_ring"]
         seqs, missed = new_in_ring(base, (base + n) & 0xFFFF, len(ring))
         if missed:

@@ -43,6 +43,9 @@ class ReaderDriver(RegisterDriver):
             self.peek_up_ranks = DEFAULT_PEEK_UP_RANKS
         self._inserts = SeqGuard(1)  # the reader holds its last result only
 
+    def counters(self, snap: Snapshot) -> dict[str, int]:
+        return {"insert_seq": snap["insert_seq"][0]}
+
     def settled(self) -> bool:
         return self._inserts.held is None
 
@@ -60,9 +63,10 @@ class ReaderDriver(RegisterDriver):
         verdict = guard.check(seq)
         if verdict is None:
             return out
-        _, n, glitch = verdict
+        base, n, glitch = verdict
         if glitch is not None:
-            out.append(DeviceGlitch(self.name, "reader results", glitch))
+            # The counter read on from, journalled with the alarm: not raised again at a restart.
+            out.append(DeviceGlitch(self.name, "reader results", glitch, counters=(("insert_seq", base),)))
         if n == 0:
             guard.commit(seq)
             return out

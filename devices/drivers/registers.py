@@ -10,7 +10,7 @@ from controller.clock import REAL_CLOCK, Clock
 from devices.config import DeviceConfig, TransportKind
 from devices.drivers.base import Driver
 from devices.errors import CommandRejected, TransportError
-from devices.events import DeviceEvent
+from devices.events import CountersRead, DeviceEvent
 from devices.transport.modbus import ModbusBus, WordWatch
 
 Snapshot = dict[str, list[int]]
@@ -60,9 +60,26 @@ class RegisterDriver(Driver):
         # Work out every event before emitting any: a poll that fails to decode half way is
         # dropped whole, and the next good poll is diffed against the last good one.
         events = self.diff(self._prev, snap)
+        if self._prev is None:
+            events = self._first_reading(snap) + events
         self._prev, self._words = snap, words
         for ev in events:
             self.emit(ev)
+
+    def counters(self, snap: Snapshot) -> dict[str, int]:
+        """The counters a restart reads this device on from (see ``Driver.baseline``)."""
+        return {}
+
+    def _first_reading(self, snap: Snapshot) -> list[DeviceEvent]:
+        """The first reading of a device the journal has no counters of (a fresh journal: the
+        first minutes of every gaming day): its counters, to be journalled before any effect.
+        Without them a restart took its own first reading as the start, and a burn drawn or a
+        shuffle finished while the controller was down was never seen."""
+        counters = self.counters(snap)
+        if not counters or any(k in self.baseline for k in counters):
+            return []
+        self.baseline.update(counters)
+        return [CountersRead(self.name, tuple(counters.items()))]
 
     def settled(self) -> bool:
         """Whether the same block again would change nothing: no poll held back for a second
@@ -119,18 +136,24 @@ def moved(last: int, cur: int) -> int | None:
     return None if n >= 0x8000 else n
 
 
+SETTLE_POLLS = 3  # polls a disagreement must hold before it is decided (a glitch is shorter)
+
+
 class SeqGuard:
     """A device's 16-bit event counter (keys pressed, cards inserted) read up to the last value the
     controller trusted. A value that goes backwards, or jumps past the device's history between
-    two polls of a running controller, is held back for a poll instead of read: back in line with
-    the trusted value next poll, it was a glitch; holding, the device was reset and it is the new
-    baseline. Either way the caller reports one glitch and reads nothing twice."""
+    two polls of a running controller, is held back instead of read, for up to SETTLE_POLLS polls
+    that follow each other: back in line with the trusted value within them, it was a glitch;
+    still there after them, the device was reset and it is the new baseline (a jump forward that
+    holds is real entries, more than the history keeps). Either way the caller reports one glitch
+    and reads nothing twice."""
 
     def __init__(self, ring: int) -> None:
         self.ring = ring
         self.trusted: int | None = None
         self.live = False  # polled since the driver started (a jump then cannot be real)
-        self.held: tuple[int, str] | None = None
+        self.held: tuple[int, str] | None = None  # the first value of the run held back, and why
+        self.held_last: int | None = None
         self.held_polls = 0
 
     def _why(self, was: int, cur: int) -> str | None:
@@ -147,23 +170,25 @@ class SeqGuard:
         if self.trusted is None:
             return cur, 0, None
         if self._why(self.trusted, cur) is None:
-            glitch = f"{self.held[1]} for one poll" if self.held else None
+            polls = "one poll" if self.held_polls == 1 else f"{self.held_polls} polls"
+            glitch = f"{self.held[1]} for {polls}" if self.held else None
             return self.trusted, moved(self.trusted, cur) or 0, glitch
-        if self.held is not None and (self._why(self.held[0], cur) is None or self.held_polls + 1 >= 3):
-            if moved(self.trusted, self.held[0]) is not None:
-                # A jump forward that held: real entries, more than the history keeps. Read the
-                # history; the caller reports the ones that fell out of it (one alarm).
-                self.live = False
-                return self.trusted, moved(self.trusted, cur) or 0, None
-            base = self.held[0] if self._why(self.held[0], cur) is None else cur
-            return base, moved(base, cur) or 0, f"{self.held[1]}: the device was reset"
-        why = self._why(self.trusted, cur) or ""
-        self.held_polls = self.held_polls + 1 if self.held is not None else 1
-        self.held = (cur, why)
-        return None
+        if self.held is None or self.held_last is None or self._why(self.held_last, cur) is not None:
+            self.held, self.held_polls = (cur, self._why(self.trusted, cur) or ""), 0
+        self.held_last = cur
+        self.held_polls += 1
+        if self.held_polls < SETTLE_POLLS:
+            return None
+        first, why = self.held
+        if moved(self.trusted, first) is not None:
+            # A jump forward that held: real entries, more than the history keeps. Read the
+            # history; the caller reports the ones that fell out of it (one alarm).
+            self.live = False
+            return self.trusted, moved(self.trusted, cur) or 0, None
+        return first, moved(first, cur) or 0, f"{why}: the device was reset"
 
     def commit(self, cur: int) -> None:
-        self.trusted, self.held, self.held_polls, self.live = cur, None, 0, True
+        self.trusted, self.held, self.held_last, self.held_polls, self.live = cur, None, None, 0, True
 
 
 def ring_word(ring: list[int], seq: int) -> int:

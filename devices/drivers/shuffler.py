@@ -13,6 +13,7 @@ from devices.commands import (
 from devices.drivers.registers import RegisterDriver, Snapshot
 from devices.events import (
     BatchSlotChanged,
+    CountersRead,
     DeviceEvent,
     EjectedToShoe,
     ShuffleDone,
@@ -48,6 +49,9 @@ class ShufflerDriver(RegisterDriver):
         code = snap[reg][0]
         return None if code == 0 else self.profile.enum_name("back", code)
 
+    def counters(self, snap: Snapshot) -> dict[str, int]:
+        return {"cycle": snap["cycle"][0]}
+
     def settled(self) -> bool:
         # A cycle under way is timed against max_cycle_s at every poll, changed or not.
         return not (self._shuffle_began.keys() - self._overran)
@@ -74,10 +78,14 @@ class ShufflerDriver(RegisterDriver):
                 self._overran.add(slot)
                 out.append(ShuffleIncomplete(self.name, slot, f"cycle ran over {self.max_cycle_s:g}s"))
         if prev is None and "cycle" in self.baseline and cur["cycle"][0] != self.baseline["cycle"]:
-            # A cycle finished while the controller was down: the batch it left ready is news.
-            for slot in Slot:
-                if self._state(cur, f"slot_{slot.value.lower()}_state") is ShufflerState.READY:
-                    out.append(ShuffleDone(self.name, slot, cur["cards_counted"][0], cur["cycle"][0]))
+            # A cycle finished while the controller was down: the batch it left ready is news
+            # (routed as if seen live; a batch the journal has ready already is left as it is).
+            cycle = cur["cycle"][0]
+            ready = ShufflerState.READY
+            done = [s for s in Slot if self._state(cur, f"slot_{s.value.lower()}_state") is ready]
+            out += [ShuffleDone(self.name, slot, cur["cards_counted"][0], cycle) for slot in done]
+            if not done:  # reset meanwhile, nothing ready: the new count is the baseline, once
+                out.append(CountersRead(self.name, (("cycle", cycle),)))
         dev, old_dev = self._state(cur, "state"), self._state(prev, "state") if prev else None
         if dev is not old_dev:
             if dev is ShufflerState.FAULT:
@@ -112,6 +120,10 @@ class ShufflerDriver(RegisterDriver):
                 out.append(ShuffleIncomplete(self.name, slot, f"cycle stopped ({new.value})"))
         elif new is ShufflerState.JAMMED:
             out.append(ShufflerJammed(self.name, slot, cur["fault_code"][0]))
+        elif new is ShufflerState.READY and prev is not None and cur["cycle"][0] != prev["cycle"][0]:
+            # Started and done between two polls (the cycle counter moved): as if seen live.
+            self._shuffle_began.pop(slot, None)
+            out.append(ShuffleDone(self.name, slot, cur["cards_counted"][0], cur["cycle"][0]))
         if new is ShufflerState.EMPTY and old is ShufflerState.READY and prev is not None:
             out.append(EjectedToShoe(self.name, slot))
         return out

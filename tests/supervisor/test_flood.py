@@ -8,11 +8,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+import structlog
+
 from controller.supervisor.rig import Rig
 from devices import events as dev
 from devices.events import Key
 from devices.framing import encode_frame
 from sim.frame_server import PtySink
+from tests.supervisor.conftest import journal_kinds
 
 MakeRig = Callable[..., Awaitable[Rig]]
 FLOOD = b"$" * (1 << 20)
@@ -71,3 +74,51 @@ async def test_a_flood_on_the_stub_counter_line_delays_no_keypad_event(table_rig
     # line drains: the journal's commits no longer hold the loop, so the flood may end within one).
     assert presses >= 1 and 1 <= len(errors) <= 4, (presses, errors)  # a burst is one or two events
     assert sum(e.count for e in errors) > 1000  # ... standing for every broken frame
+
+
+CHATTY = 2_000  # valid counts in a row, outside any round (the issue's counter sent 10,000)
+
+
+async def test_counts_nobody_asked_for_are_one_alarm_not_a_record_each(table_rig: MakeRig) -> None:
+    """Issue 21 item 6: a stub counter that sends valid counts outside a round (nobody asked for
+    them) writes one alarm (687a.9(f)) with its counter, not a journal record and a log line per
+    count; when the table next asks for a count the last one's counter is journalled (so a
+    restart does not take the counter's repeat of it for news), once, and a round counts as ever."""
+    rig = await table_rig("dj-wild")
+    sup = rig.supervisor
+    await rig.dealer.open_table()
+    stub = rig.sim.devices["stub"].frame_sim
+    assert stub is not None
+    m = stub.model
+    before = sup.jt.journal.last_seq if sup.jt else 0
+    frames = b""
+    for _ in range(CHATTY):
+        m.count_stub(53)
+        frames += encode_frame(stub.profile, "count", {"seq": m.seq, "count": m.count, "verified": 1})
+    driver = sup.drivers["stub"]
+    with structlog.testing.capture_logs() as lines:
+        await stub.sink.send_all(frames)
+        while driver._last_seq != m.seq:  # type: ignore[attr-defined]
+            polls = sup.progress.polls_done["stub"]
+            sup.progress.poke["stub"].set()
+            await sup.wait_for(lambda: sup.progress.polls_done["stub"] > polls)  # noqa: B023
+        await sup.settle()
+    assert sup.jt is not None
+    added = journal_kinds(sup.journal_path)[before:]
+    # One record: the first count's counter rides in the alarm's (the table meanwhile goes on
+    # with its batches, which is none of the stub's doing).
+    of_stub = [
+        k for k, p in added if k in ("alarm_raised", "device_seen", "stub_counted") or "device_seen" in p
+    ]
+    assert of_stub == ["alarm_raised"], added
+    alarm = next(p for k, p in journal_kinds(sup.journal_path) if k == "alarm_raised")
+    assert alarm["section"] == "687a.9(f)" and not alarm["halts"]
+    said = [x for x in lines if x.get("device") == "stub" and x["log_level"] in ("info", "warning", "error")]
+    assert len(said) <= 2, said
+    # The table asks for a count again: the last unasked one's counter goes in, once; the round
+    # is dealt and its count read as ever.
+    await rig.dealer.play_round()
+    kinds = [k for k, _ in journal_kinds(sup.journal_path)]
+    assert kinds.count("stub_counted") == 1 and "round_settled" in kinds
+    # The round's count is the counter's latest: the unasked ones' counter went in before it.
+    assert sup.table.device_seen["stub"]["count_seq"] == m.seq

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.kill9 import run_once
+import pytest
+
+from tests.support.kill9 import run_first_minute, run_once
 
 KILLS = 12  # one full shoe with a restart every ~20 actions: ~20 s on two cores
 
@@ -22,3 +24,18 @@ async def test_kill_9_at_random_moments_over_a_full_shoe(tmp_path: Path) -> None
     assert result.halting_alarms == []
     assert result.journal_verifies
     assert result.mqtt_contiguous and result.mqtt_events == result.journal_records
+
+
+@pytest.mark.parametrize("game", ["down-under", "dj-wild"])
+async def test_kill_9_in_the_first_minute_of_a_fresh_journal(game: str, tmp_path: Path) -> None:
+    """Issue 21 item 3: every gaming day starts on a fresh journal. Killed while the first batch
+    is shuffling (it finishes while the appliance is down) and when the table asks for the first
+    burn (drawn while it is down), the restart reads both against the counters journalled at
+    the first reading, as if seen live: the shuffle is completed, the burn journalled, the
+    rounds are dealt, and nothing is lost or raised."""
+    result = await run_first_minute(seed=5, game=game, rounds=3, workdir=tmp_path)
+    assert result.kills == (1 if game == "dj-wild" else 2)  # DJ Wild has no shoe to burn from
+    assert result.rounds >= (0 if game == "dj-wild" else 3)
+    assert result.lost_cards == 0 and result.phantom_cards == 0 and result.unaccounted_cards == 0
+    assert result.halting_alarms == [] and result.other_alarms == []
+    assert result.journal_verifies

@@ -246,3 +246,119 @@ async def test_no_command_is_taken_before_the_devices_are_read(tmp_path: Path) -
             assert [k for k, _ in journal_kinds(b.journal)] == ["table_opened"]
         finally:
             await sup.stop()
+
+
+# -- issue 21: a fresh journal, a reset, a shuffle that never ends -----------------------------
+
+
+def _shuffling(sup: Supervisor) -> str | None:
+    return next((b.back for b in sup.table.batches.values() if b.shuffler.value == "shuffling"), None)
+
+
+async def test_the_first_reading_of_every_device_is_journalled_before_anything_else(tmp_path: Path) -> None:
+    """Issue 21 item 3: on a fresh journal each device's counters are journalled at its first
+    reading, before any step of the table: a restart reads what the devices did against them."""
+    async with bench(tmp_path) as b:
+        await b.opened()
+        records = journal_kinds(b.journal)
+        first_step = next(i for i, (k, _) in enumerate(records) if k not in ("table_opened", "device_seen"))
+        before = {p["device"] for k, p in records[:first_step] if k == "device_seen"}
+        assert before == {"shoe", "shuffler", "keypad", "reader"}
+
+
+async def _first_shuffle(b: Bench) -> tuple[Supervisor, str]:
+    """Started on a fresh journal, the floor verifies both batches: the first one goes in to be
+    shuffled at once (and nothing has journalled the shuffler's counters since its first reading)."""
+    sup = await b.start()
+    for back in sup.table.batches:
+        args = {"back": back, "dealer": "dealer-1"}
+        assert (await sup.command("inspection_verified", args, "floor-1", "floor"))["ok"]
+    await sup.settle()
+    back = _shuffling(sup)
+    assert back is not None
+    return sup, back
+
+
+async def test_a_burn_drawn_while_down_on_a_fresh_journal_is_journalled(tmp_path: Path) -> None:
+    """Issue 21 item 3: the first burn of the day, drawn while the appliance restarts, is read
+    against the shoe's first reading and routed as if seen live (no card asked for forever)."""
+    async with bench(tmp_path) as b:
+        sup = await b.opened()
+        assert sup.table.burns_due and "card_burned" not in [k for k, _ in journal_kinds(b.journal)]
+        await b.stop()
+        burn = b.model("shoe").draw()
+        sup = await b.start()
+        records = journal_kinds(b.journal)
+        assert [p["card"] for k, p in records if k == "card_burned"] == [str(burn.card)]
+        assert "alarm_raised" not in [k for k, _ in records] and not sup.table.burns_due
+        await b.dealer.play_round()  # type: ignore[union-attr]
+
+
+async def test_a_shuffle_finished_while_down_on_a_fresh_journal_is_completed(tmp_path: Path) -> None:
+    """Issue 21 item 3: the first shuffle of the day finishes while the appliance restarts: the
+    shuffler's cycle counter, journalled at its first reading, says so; the batch is shuffled."""
+    async with bench(tmp_path) as b:
+        sup, back = await _first_shuffle(b)
+        await b.stop()
+        shuffler = b.model("shuffler")
+        b.clock.advance(shuffler.cycle_s)
+        shuffler.update()
+        sup = await b.start()
+        assert sup.table.batches[back].shuffler.value != "shuffling"
+        assert [p["back"] for k, p in journal_kinds(b.journal) if k == "shuffle_completed"][:1] == [back]
+        assert "alarm_raised" not in [k for k, _ in journal_kinds(b.journal)]
+
+
+async def test_a_shuffle_the_shuffler_shows_no_cycle_for_fails_after_max_cycle_s(tmp_path: Path) -> None:
+    """Issue 21 item 3: the journal has a batch shuffling, the shuffler shows no cycle for it (it
+    was aborted while the appliance was down): past max_cycle_s that is 685a.12(j), one alarm,
+    and the batch is shuffled again, never "shuffling" forever."""
+    async with bench(tmp_path) as b:
+        sup, back = await _first_shuffle(b)
+        await b.stop()
+        shuffler = b.model("shuffler")
+        slot = next(s for s, v in shuffler.slots.items() if v.state.value == "shuffling")
+        shuffler.abort(slot)
+        sup = await b.start()
+        assert _shuffling(sup) == back and "alarm_raised" not in [k for k, _ in journal_kinds(b.journal)]
+        assert sup.max_cycle_s is not None
+        for _ in range(8):  # twice max_cycle_s, in the checker's steps
+            b.clock.advance(sup.max_cycle_s / 4)
+            await sup.settle()
+        alarms = [p for k, p in journal_kinds(b.journal) if k == "alarm_raised"]
+        assert len(alarms) == 1 and alarms[0]["section"] == "685a.12(j)" and not alarms[0]["halts"]
+        assert "no cycle under way" in str(alarms[0]["message"])
+        started = [p["back"] for k, p in journal_kinds(b.journal) if k == "shuffle_started"]
+        assert started[:2] == [back, back]  # shuffled again (and the table went on)
+        assert [p["back"] for k, p in journal_kinds(b.journal) if k == "shuffle_completed"][:1] == [back]
+
+
+async def test_a_device_reset_is_one_alarm_however_often_run_restarts(tmp_path: Path) -> None:
+    """Issue 21 item 4: the devices reset (their counters and histories back to zero, as a
+    simulator restart does): one alarm per device, its counters journalled with it, so that the
+    later restarts of the appliance raise nothing again."""
+    async with bench(tmp_path) as b:
+        await b.opened(rounds=1)
+        await b.stop()
+        shoe, keypad, reader, shuffler = (b.model(n) for n in ("shoe", "keypad", "reader", "shuffler"))
+        reset = ["keypad", "shoe"] + (["reader"] if reader.insert_seq else [])
+        assert shuffler.cycle  # the two batches were shuffled
+        shoe.draw_seq, shoe.ring = 0, [None] * len(shoe.ring)
+        keypad.key_seq, keypad.key_ring = 0, [None] * len(keypad.key_ring)
+        reader.insert_seq = shuffler.cycle = 0
+        sup = await b.start()
+        for _ in range(3):  # the reset holds past the settle window: decided
+            await sup.settle()
+        alarms = [p for k, p in journal_kinds(b.journal) if k == "alarm_raised"]
+        assert sorted(str(p["message"]).split(":")[0] for p in alarms) == sorted(reset)
+        assert all("reset" in str(p["message"]) for p in alarms)
+        assert sup.table.device_seen["shuffler"]["cycle"] == 0  # no alarm: a new baseline, once
+        for _ in range(3):
+            await b.stop()
+            sup = await b.start()
+            for _ in range(3):
+                await sup.settle()
+        assert len([k for k, _ in journal_kinds(b.journal) if k == "alarm_raised"]) == len(alarms)
+        assert (
+            sup.table.device_seen["shoe"]["draw_seq"] == 0 and sup.table.device_seen["keypad"]["key_seq"] == 0
+        )

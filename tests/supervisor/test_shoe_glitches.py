@@ -18,6 +18,7 @@ import pytest
 
 from controller.supervisor.rig import Rig, table_file, virtual_table
 from devices.config import DeviceConfig
+from devices.drivers.shoe import SETTLE_POLLS
 from devices.profiles import DeviceKind, Profile
 from tests.supervisor.conftest import assert_journal_sound, journal_kinds
 
@@ -227,4 +228,67 @@ async def test_a_cover_flag_for_one_poll_is_no_reshuffle(tmp_path: Path) -> None
         assert "reshuffle_ordered" not in kinds and "alarm_raised" not in kinds
         assert not sup.table.cover_reached
         await rig.dealer.play_round()
+        assert_journal_sound(rig)
+
+
+async def test_a_jump_for_two_polls_is_one_alarm_and_no_card_lost(tmp_path: Path) -> None:
+    """Issue 21 item 5: a draw counter that jumps for two polls and comes back (a card drawn
+    meanwhile) is one glitch: no reset taken, no real card declared unaccounted, the card read once."""
+    async with shoe_behind_proxy(tmp_path) as g:
+        rig, sup = g.rig, g.rig.supervisor
+        await rig.dealer.open_table()
+        await rig.dealer.play_round()
+        shoe, path = rig.sim.devices["shoe"].model, sup.journal_path
+        alarms = len(_alarms(path))
+        assert (await sup.command("new_dealer", {"name": "dealer-2"}, "floor-1", "floor"))["ok"]
+        await g.poll_shoe(_jump)
+        shoe.draw()  # the new dealer's burn (673a.7(c)), drawn while the counter is wrong
+        await g.poll_shoe(_jump)
+        await g.poll_shoe()
+        new = _alarms(path)[alarms:]
+        assert len(new) == 1 and new[0]["halts"] is False, new
+        assert "0 cards unaccounted for" in str(new[0]["message"]) and "2 polls" in str(new[0]["message"])
+        assert "cards_unaccounted" not in [k for k, _ in journal_kinds(path)]
+        assert _cards(path) == shoe.draw_seq  # the burn read once, after the glitch
+        assert not sup.table.halted
+
+
+@pytest.mark.parametrize("then_drawn", [False, True])
+async def test_a_forged_poll_that_was_read_is_a_halting_conflict_naming_the_draw(
+    then_drawn: bool, tmp_path: Path
+) -> None:
+    """Issue 21 item 5: a self-consistent forged poll (draw counter +1, count -1, the previous
+    card repeated in the history) is read, as any draw would be. The shoe's next polls disown it
+    (its counter back, or another card at that draw once the dealer draws): that is a conflict
+    between the journal and the device, one halting alarm naming the draw to check, never
+    "backwards for one poll" and never a silent choice."""
+    async with shoe_behind_proxy(tmp_path) as g:
+        rig, sup = g.rig, g.rig.supervisor
+        await rig.dealer.open_table()
+        await rig.dealer.play_round()
+        shoe, path = rig.sim.devices["shoe"].model, sup.journal_path
+        alarms, cards = len(_alarms(path)), _cards(path)
+        forged_seq = shoe.draw_seq + 1
+
+        def forged(r: dict[str, list[int]]) -> None:
+            ring = r["draw_ring"]
+            ring[(forged_seq - 1) % len(ring)] = ring[(forged_seq - 2) % len(ring)]
+            r["draw_seq"][0] += 1
+            r["remaining"][0] -= 1
+
+        await g.poll_shoe(forged)
+        assert _cards(path) == cards + 1  # read: it is a draw like any other on its face
+        if then_drawn:
+            shoe.draw()  # the real draw at the same number, another card
+        for _ in range(SETTLE_POLLS):
+            await g.poll_shoe()
+        new = _alarms(path)[alarms:]
+        assert len(new) == 1, new
+        assert new[0]["halts"] is True and f"draw {forged_seq}" in str(new[0]["message"])
+        assert str(new[0]["section"]) == "685a.3(b)" and new[0]["floor_action"]
+        assert "for one poll" not in str(new[0]["message"])
+        assert sup.table.halted
+        seen = sup.table.device_seen["shoe"]
+        assert seen["draw_seq"] == (forged_seq if then_drawn else forged_seq - 1)
+        # A restart raises nothing again: the conflict's counters are in the journal.
         assert_journal_sound(rig)

@@ -107,7 +107,7 @@ class Appliance:
         self._reader: asyncio.Task[None] | None = None
         self.ready = False
 
-    async def start(self) -> None:
+    async def start(self, wait_ready: bool = True) -> None:
         self.ready = False
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "controller.cli", "run", "--config", str(self.config),
@@ -115,7 +115,8 @@ class Appliance:
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
         )  # fmt: skip
         self._reader = asyncio.create_task(self._read(self.proc))
-        await self.wait(lambda: self.ready, "the appliance to be ready")
+        if wait_ready:
+            await self.wait(lambda: self.ready, "the appliance to be ready")
 
     async def _read(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdout is not None
@@ -373,6 +374,106 @@ async def run_once(seed: int, kills: int, game: str = "down-under", workdir: Pat
         _judge(journal, dealer, tap, result)
     result.seconds = round(time.monotonic() - began, 2)
     return result
+
+
+async def run_first_minute(
+    seed: int, game: str = "down-under", rounds: int = 3, workdir: Path | None = None
+) -> Result:
+    """The first minute of a gaming day, on a fresh journal: kill -9 while the first batch is
+    shuffling (the shuffle finishes while the appliance is down), then again when the table asks
+    for the first burn (the dealer draws it while the appliance is down); then ``rounds`` rounds.
+    Judged as ``run_once`` is: a restart must route both as if seen live."""
+    began = time.monotonic()
+    rng = random.Random(seed)
+    result = Result(seed=seed, game=game)
+    with contextlib.ExitStack() as stack:
+        tmp = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        port = stack.enter_context(broker(tmp))
+        cfg = load_table_config(table_file(game))
+        # A cycle long enough for the kill to land in it, short enough for the test.
+        fast = [replace(d, sim={**d.sim, "cycle_s": 1.0}) for d in cfg.devices]
+        sim = SimTable(fast, cfg.options.spec, seed=seed, decks=cfg.options.decks)
+        await sim.start()
+        journal = tmp / "table.db"
+        _opened_journal(game, journal)
+        app = Appliance(concrete_config(game, sim, tmp / "table.toml"), journal, f"mqtt://127.0.0.1:{port}")
+        tap = EventTap(port)
+        dealer = Dealer(sim, journal, rng)
+        shuffler = dealer.models["shuffler"]
+        try:
+            await tap.start()
+            for box in BOXES:
+                dealer.models["keypad"].place_bet(box, 1)
+                dealer.models["keypad"].place_bet(box, 2)
+            await app.start(wait_ready=False)  # the first shuffle may start before every device answered
+
+            def shuffling() -> bool:
+                return any(b.shuffler.value == "shuffling" for b in dealer.journalled().batches.values())
+
+            await app.wait(shuffling, "the first shuffle to be journalled")
+            await app.kill9()
+            result.kills_by_kind["first-shuffle"] = 1
+            batches = dealer.journalled().batches.values()
+            first = next(b.back for b in batches if b.shuffler.value == "shuffling")
+            # The first shuffle finishes while the appliance is down (the simulated cycle is 1 s).
+            await _until_down(lambda: any(s.state.value == "ready" for s in shuffler.slots.values()),
+                              shuffler.update, "the shuffler to finish the first shuffle")  # fmt: skip
+            await app.start()
+            await app.wait(lambda: dealer.journalled().batches[first].shuffler.value != "shuffling",
+                           "the shuffle finished while down to be journalled")  # fmt: skip
+            result.kills = 1
+            if "shoe" in dealer.models:  # DJ Wild is dealt from the hand: no shoe, no burn
+                await _first_burn_and_rounds(app, dealer, rounds, result)
+            await app.wait(dealer.caught_up, "the appliance to journal what the dealer did")
+            result.rounds = dealer.journalled().round_no
+            assert await app.stop() == 0, "tablectl run did not stop cleanly"
+            await app.wait(lambda: _published_all(tap, journal), "every event to reach the broker")
+        finally:
+            if app.proc is not None and app.proc.returncode is None:
+                app.proc.kill()
+                await app.proc.wait()
+            await tap.stop()
+            await sim.stop()
+        _judge(journal, dealer, tap, result)
+    result.seconds = round(time.monotonic() - began, 2)
+    return result
+
+
+async def _first_burn_and_rounds(app: Appliance, dealer: Dealer, rounds: int, result: Result) -> None:
+    """Play up to the first burn, kill -9 there and draw it while down, restart, play ``rounds``."""
+    while True:  # up to the first burn: the table asks for a card before any round
+        await app.wait(dealer.caught_up, "the appliance to journal what the dealer did")
+        t = dealer.table()
+        kind = dealer.next_action(t, appliance_up=True)
+        if kind == "draw":
+            break
+        if kind is None:
+            await app.wait(lambda t=t: _moved(dealer, t), "the table to ask for the first burn")
+            continue
+        dealer.act(kind, t)
+    await app.kill9()
+    result.kills_by_kind["first-burn"] = 1
+    dealer.act("draw", dealer.table())  # the burn, drawn while the appliance is down
+    await app.start()
+    result.kills += 1
+    while dealer.journalled().round_no < rounds or dealer.table().in_round:
+        await app.wait(dealer.caught_up, "the appliance to journal what the dealer did")
+        t = dealer.table()
+        kind = dealer.next_action(t, appliance_up=True)
+        if kind is None:
+            await app.wait(lambda t=t: _moved(dealer, t), "the table to move on")
+            continue
+        dealer.act(kind, t)
+
+
+async def _until_down(cond: Callable[[], bool], tick: Callable[[], object], what: str) -> None:
+    """Until ``cond()`` while the appliance is down: a simulator's own state, checked every 50 ms
+    after ``tick`` (its model moves on with time when it is looked at)."""
+    deadline = time.monotonic() + GUARD_S
+    while not (tick(), cond())[1]:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {GUARD_S}s for {what}")
+        await asyncio.sleep(0.05)  # a simulator's state logs nothing: looked at again, not a sync
 
 
 def _published_all(tap: EventTap, journal: Path) -> bool:
