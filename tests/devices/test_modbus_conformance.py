@@ -335,3 +335,28 @@ async def test_tcp_devices_sharing_an_address_answer_only_their_own_ids() -> Non
     finally:
         await conn.close()
         await server.stop()
+
+
+async def test_a_valid_frame_after_noise_is_found_and_answered(line: Line) -> None:
+    """A receiver resynchronises by content and CRC: bytes that form no frame (line noise, a
+    frame cut short) are skipped, and the next frame whose CRC closes it is answered."""
+    try:
+        request, n = _read_keypad()
+        for noise in (b"\x00\xff\x13", b"\x03\x10\x00\x21\x00\x04\x08\x01", b"\x03\x03\x00"):
+            line.send(noise + request)
+            assert (await line.reply(n))[:3] == bytes([3, 3, 2]), noise.hex()
+    finally:
+        line.close()
+
+
+async def test_frames_sent_back_to_back_are_each_answered(line: Line) -> None:
+    """Two requests in one write (no silence between them) are two requests: each is answered,
+    in order, as a real slave answers the frames it receives one after the other."""
+    try:
+        first, n1 = _read_keypad(1)
+        second = rtu(2, 3, words=(0, 2))  # the reader's health and insert_seq
+        line.send(first + second)
+        assert (await line.reply(n1))[:3] == bytes([3, 3, 2])
+        assert (await line.reply(9))[:3] == bytes([2, 3, 4])
+    finally:
+        line.close()
