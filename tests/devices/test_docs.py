@@ -28,3 +28,13 @@ def test_every_field_is_documented(profile: str) -> None:
         assert f"`{frame.tag}`" in page
         for f in frame.fields:
             assert f"`{f.name}`" in page and f"{f.min}-{f.max}" in page
+
+
+def test_the_stub_counter_page_says_the_table_expects_53_minus_the_cards_dealt() -> None:
+    """Issue: a counter built to the page sent 53 and halted every DJ Wild round. The page must
+    say what the table compares with (controller/table/wild.py: the deck's cards still in the
+    shoe after the deal) and that the device does not compare."""
+    page = " ".join((ROOT / "docs" / "devices" / "stub-counter.md").read_text(encoding="utf-8").split())
+    assert "53 minus the cards dealt" in page
+    assert "The device never compares the count with 53" in page
+    assert "equals the table's `expected`" not in page
