@@ -229,9 +229,9 @@ class ShoeModel:
 
 READER_DEAD_CODE: Final = 21
 _MASQUE_OF_POINTS: Final = {
-    **{p: MasqueLight.BLUE for p in (2, 3, 4, 5)},
-    **{p: MasqueLight.RED for p in (6, 7, 8, 9)},
-    **{p: MasqueLight.YELLOW for p in (1, 10)},
+    **{p: MasqueLight.SMALL for p in (2, 3, 4, 5)},
+    **{p: MasqueLight.MEDIUM for p in (6, 7, 8, 9)},
+    **{p: MasqueLight.LARGE for p in (1, 10)},
 }
 
 

@@ -38,3 +38,18 @@ def test_the_stub_counter_page_says_the_table_expects_53_minus_the_cards_dealt()
     assert "53 minus the cards dealt" in page
     assert "The device never compares the count with 53" in page
     assert "equals the table's `expected`" not in page
+
+
+def test_the_masque_result_has_one_vocabulary_and_its_documented_range() -> None:
+    """Issue: reader.md said 0-2 while the Masque profile uses 3, and register, event and journal
+    named one value three ways. One name set, the regulation's (685a.7(h)), end to end."""
+    from controller.rules.requests import MasqueRange as CoreRange
+    from devices.events import MasqueLight
+
+    masque = load_profile(DEVICES / "ref-reader-masque.toml")
+    names = {k for k in masque.enums["result"] if k != "none"}
+    assert names == {m.value for m in MasqueLight} == {r.value for r in CoreRange}
+    page = " ".join((ROOT / "docs" / "devices" / "reader.md").read_text(encoding="utf-8").split())
+    assert "masque 0-3" in page and max(masque.enums["result"].values()) == 3
+    peek = load_profile(DEVICES / "ref-reader-peek.toml")
+    assert "peek 0-2" in page and max(peek.enums["result"].values()) == 2
