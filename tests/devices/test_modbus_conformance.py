@@ -360,3 +360,36 @@ async def test_frames_sent_back_to_back_are_each_answered(line: Line) -> None:
         assert (await line.reply(9))[:3] == bytes([2, 3, 4])
     finally:
         line.close()
+
+
+def write_pdu(address: int, *words: int) -> bytes:
+    return struct.pack(">BHHB", 16, address, len(words), 2 * len(words)) + struct.pack(f">{len(words)}H", *words)
+
+
+async def test_set_light_takes_only_0_or_1_and_command_blocks_read_as_0(rig: Rig, line: Line) -> None:
+    """keypad.md: set_light (3, box, spot, 0/1); any other last argument is illegal (03) and
+    changes nothing. The command block is write-only and reads 0 in every word."""
+    keypad = rig.model("keypad")
+    try:
+        for n, value in enumerate((2, 0xFFFF)):
+            line.send(rtu(3, 16, words=(33, 4), tail=bytes([8]) + struct.pack(">4H", 3, 1, 1, value)))
+            assert await line.reply(5) == rtu(3, 0x90, 0x03), value
+            assert not keypad.lights, n
+        line.send(rtu(3, 16, words=(33, 4), tail=bytes([8]) + struct.pack(">4H", 3, 1, 1, 1)))
+        assert await line.reply(8) == rtu(3, 16, words=(33, 4))
+        assert keypad.lights == {(1, 1)}
+        line.send(rtu(3, 3, words=(33, 4)))  # the command block just written
+        assert await line.reply(13) == rtu(3, 3, 8, words=(0, 0, 0, 0))
+    finally:
+        line.close()
+
+
+async def test_tcp_the_shoe_takes_no_write_anywhere(rig: Rig) -> None:
+    """shoe.md: the shoe has no command block; a write anywhere in its map is 02."""
+    shoe = await Socket.open(rig.server("shoe").port)
+    try:
+        for tid, address in enumerate((0, 6, 8, 15), start=1):
+            shoe.send(mbap(tid, 1, write_pdu(address, 0)))
+            assert await shoe.reply() == mbap(tid, 1, bytes([0x90, 0x02])), address
+    finally:
+        await shoe.close()
