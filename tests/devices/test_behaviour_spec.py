@@ -121,7 +121,9 @@ def _rows() -> list[tuple[DeviceKind, CommandRow]]:
     return [(k, r) for k in PAGES for r in COMMAND_ROWS[k]]
 
 
-@pytest.mark.parametrize(("kind", "row"), _rows(), ids=lambda x: re.sub(r"\W+", "-", str(getattr(x, "command", x))))
+@pytest.mark.parametrize(
+    ("kind", "row"), _rows(), ids=lambda x: re.sub(r"\W+", "-", str(getattr(x, "command", x)))
+)
 def test_the_reference_model_keeps_each_row(kind: DeviceKind, row: CommandRow) -> None:
     build, name_of = BUILD[kind]
     profile = load_profile(DEVICES / PAGES[kind][1])
