@@ -48,8 +48,18 @@ class Outcome:
         return text
 
     def as_json(self) -> dict[str, str]:
-        return {k: v for k, v in (("id", self.id), ("requirement", self.requirement), ("status", self.status),
-                                  ("expected", self.expected), ("came", self.came), ("why", self.why)) if v}  # fmt: skip
+        return {
+            k: v
+            for k, v in (
+                ("id", self.id),
+                ("requirement", self.requirement),
+                ("status", self.status),
+                ("expected", self.expected),
+                ("came", self.came),
+                ("why", self.why),
+            )
+            if v
+        }
 
 
 Ask = Callable[[str, str, float], None]  # (step id, what to do, seconds allowed): tell the person
@@ -121,8 +131,13 @@ class ModbusCheck:
         try:
             await self.master.open()
         except (OSError, TimeoutError, TransportError) as exc:
-            self.report.add("link", f"the device can be reached at {self._where()}", False, "a connection",
-                            f"{type(exc).__name__}")  # fmt: skip
+            self.report.add(
+                "link",
+                f"the device can be reached at {self._where()}",
+                False,
+                "a connection",
+                f"{type(exc).__name__}",
+            )
             return
         try:
             if not await self.read_map():
@@ -156,8 +171,13 @@ class ModbusCheck:
         start, count = self.profile.poll_span()
         reply = await self.master.request(self.unit, read_pdu(start, count))
         ok = reply.pdu is not None and reply.pdu[0] == 3 and len(reply.pdu) == 2 + 2 * count
-        if not self.report.add("read.map", f"reads every documented register ({count} words from {start}, function 3)",
-                               ok, f"{2 * count} bytes of registers", reply.describe()):  # fmt: skip
+        if not self.report.add(
+            "read.map",
+            f"reads every documented register ({count} words from {start}, function 3)",
+            ok,
+            f"{2 * count} bytes of registers",
+            reply.describe(),
+        ):
             return False
         assert reply.pdu is not None
         words = [int.from_bytes(reply.pdu[2 + 2 * i : 4 + 2 * i], "big") for i in range(count)]
@@ -165,21 +185,34 @@ class ModbusCheck:
             self.profile.decode_block(start, words)
             self.report.add("read.ranges", "every register within the range its page documents", True)
         except FrameDecodeError as exc:
-            self.report.add("read.ranges", "every register within the range its page documents", False,
-                            "values in range", str(exc).split(": ", 1)[-1])  # fmt: skip
+            self.report.add(
+                "read.ranges",
+                "every register within the range its page documents",
+                False,
+                "values in range",
+                str(exc).split(": ", 1)[-1],
+            )
         return True
 
     async def exceptions(self) -> None:
-        start, count = self.profile.poll_span()
+        start, _ = self.profile.poll_span()
         end = max(r.address + r.words for r in self.profile.registers.values())  # command block too
         cases = [
-            ("exception.01", "an undocumented function (4, input registers) gets exception 01",
-             read_pdu(start, 1, fc=4), 1),
+            (
+                "exception.01",
+                "an undocumented function (4, input registers) gets exception 01",
+                read_pdu(start, 1, fc=4),
+                1,
+            ),
             ("exception.02", "a read past the end of the map gets exception 02", read_pdu(end, 1), 2),
             ("exception.03", "a read of 0 registers gets exception 03", read_pdu(start, 0), 3),
-            ("exception.02.write", "a write anywhere but the command block gets exception 02",
-             write_pdu(start, [0]), 2),
-        ]  # fmt: skip
+            (
+                "exception.02.write",
+                "a write anywhere but the command block gets exception 02",
+                write_pdu(start, [0]),
+                2,
+            ),
+        ]
         for id_, text, pdu, code in cases:
             reply = await self.master.request(self.unit, pdu)
             self.report.add(id_, text, reply.exception == code, f"exception {code:02d}", reply.describe())
@@ -187,8 +220,13 @@ class ModbusCheck:
             reg = self.command_reg
             reply = await self.master.request(self.unit, read_pdu(reg.address, reg.count))
             zeros = reply.pdu is not None and reply.pdu[0] == 3 and not any(reply.pdu[2:])
-            self.report.add("command.reads_0", "the write-only command block reads 0 in every word", zeros,
-                            "zeros", reply.describe() if not zeros or reply.pdu is None else "non-zero words")  # fmt: skip
+            self.report.add(
+                "command.reads_0",
+                "the write-only command block reads 0 in every word",
+                zeros,
+                "zeros",
+                reply.describe() if not zeros or reply.pdu is None else "non-zero words",
+            )
 
     def _free_unit(self) -> int:
         taken = {self.unit} | {
@@ -200,29 +238,57 @@ class ModbusCheck:
         start, _ = self.profile.poll_span()
         other = self._free_unit()
         reply = await self.master.request(other, read_pdu(start, 1))
-        self.report.add("unit.other", f"a request for another unit id ({other}) is not answered",
-                        reply.pdu is None, "no answer", reply.describe())  # fmt: skip
+        self.report.add(
+            "unit.other",
+            f"a request for another unit id ({other}) is not answered",
+            reply.pdu is None,
+            "no answer",
+            reply.describe(),
+        )
         if self.master.rtu:
             reply = await self.master.request(0, read_pdu(start, 1))
-            self.report.add("rtu.broadcast.read", "a broadcast read (id 0) is not answered", reply.pdu is None,
-                            "no answer", reply.describe())  # fmt: skip
+            self.report.add(
+                "rtu.broadcast.read",
+                "a broadcast read (id 0) is not answered",
+                reply.pdu is None,
+                "no answer",
+                reply.describe(),
+            )
             if self.command_reg is not None:
                 words = [UNKNOWN_CODE] + [0] * (self.command_reg.count - 1)
                 reply = await self.master.request(0, write_pdu(self.command_reg.address, words))
-                self.report.add("rtu.broadcast.write", "a broadcast write (id 0) is never answered",
-                                reply.pdu is None, "no answer", reply.describe())  # fmt: skip
+                self.report.add(
+                    "rtu.broadcast.write",
+                    "a broadcast write (id 0) is never answered",
+                    reply.pdu is None,
+                    "no answer",
+                    reply.describe(),
+                )
             after = await self.master.request(self.unit, read_pdu(start, 1))
-            self.report.add("rtu.after_broadcast", "the next request after a broadcast is answered",
-                            after.pdu is not None and after.pdu[0] == 3, "a reply", after.describe())  # fmt: skip
+            self.report.add(
+                "rtu.after_broadcast",
+                "the next request after a broadcast is answered",
+                after.pdu is not None and after.pdu[0] == 3,
+                "a reply",
+                after.describe(),
+            )
             return
         alone = not any(n.endpoint.bus_key == self.cfg.endpoint.bus_key for n in self.neighbours)
         if not alone:
-            self.report.skip("tcp.unit_ff", "a device alone on its address answers unit id 0xFF",
-                             "another device of the table shares this address (a gateway)")  # fmt: skip
+            self.report.skip(
+                "tcp.unit_ff",
+                "a device alone on its address answers unit id 0xFF",
+                "another device of the table shares this address (a gateway)",
+            )
             return
         reply = await self.master.request(0xFF, read_pdu(start, 1))
-        self.report.add("tcp.unit_ff", "a device alone on its address answers unit id 0xFF",
-                        reply.pdu is not None and reply.pdu[0] == 3, "a reply", reply.describe())  # fmt: skip
+        self.report.add(
+            "tcp.unit_ff",
+            "a device alone on its address answers unit id 0xFF",
+            reply.pdu is not None and reply.pdu[0] == 3,
+            "a reply",
+            reply.describe(),
+        )
 
     async def framing(self) -> None:
         start, _ = self.profile.poll_span()
@@ -230,21 +296,36 @@ class ModbusCheck:
         if m.rtu:
             await m.send_raw(b"\x00\xff\x13" + m.frame(self.unit, read_pdu(start, 1)))
             reply = await m.reply(self.unit)
-            self.report.add("rtu.noise", "a valid frame after noise bytes is found (by CRC) and answered",
-                            reply.pdu is not None and reply.pdu[0] == 3, "a reply", reply.describe())  # fmt: skip
+            self.report.add(
+                "rtu.noise",
+                "a valid frame after noise bytes is found (by CRC) and answered",
+                reply.pdu is not None and reply.pdu[0] == 3,
+                "a reply",
+                reply.describe(),
+            )
             await m.send_raw(m.frame(self.unit, read_pdu(start, 1)) + m.frame(self.unit, read_pdu(start, 2)))
             first, second = await m.reply(self.unit), await m.reply(self.unit)
             both = first.pdu is not None and second.pdu is not None and second.pdu[1:2] == b"\x04"
-            self.report.add("rtu.back_to_back", "two requests sent back to back are each answered, in order", both,
-                            "two replies", f"{first.describe()}, then {second.describe()}")  # fmt: skip
+            self.report.add(
+                "rtu.back_to_back",
+                "two requests sent back to back are each answered, in order",
+                both,
+                "two replies",
+                f"{first.describe()}, then {second.describe()}",
+            )
             return
         a, b = m.frame(self.unit, read_pdu(start, 1)), m.frame(self.unit, read_pdu(start, 2))
         await m.send_raw(a + b)
         tids = {int.from_bytes(a[:2], "big"), int.from_bytes(b[:2], "big")}
         got = [await m.reply(self.unit) for _ in range(2)]
         ok = all(r.pdu is not None for r in got)
-        self.report.add("tcp.pipelined", "two requests sent without waiting are each answered (their own ids)", ok,
-                        f"answers to transactions {sorted(tids)}", ", ".join(r.describe() for r in got))  # fmt: skip
+        self.report.add(
+            "tcp.pipelined",
+            "two requests sent without waiting are each answered (their own ids)",
+            ok,
+            f"answers to transactions {sorted(tids)}",
+            ", ".join(r.describe() for r in got),
+        )
 
     # -- commands by state ---------------------------------------------------------------
     async def write(self, words: tuple[int, ...] | list[int]) -> str:
@@ -272,12 +353,15 @@ class ModbusCheck:
         codes = dict(self.profile.commands)
         for i, row in enumerate(rows, start=1):
             id_ = f"state.{i:02d}"
-            text = f"{row.state}: {row.command}{' ' + ' '.join(map(str, row.args)) if row.args else ''} -> {row.answer}, {row.then}"
+            args = "".join(f" {a}" for a in row.args)
+            text = f"{row.state}: {row.command}{args} -> {row.answer}, {row.then}"
             if row.command != UNKNOWN and row.command not in codes:
                 self.report.skip(id_, text, f"the profile has no {row.command} command")
                 continue
             if "out_of_order" in (row.state, row.then) and not self.out_of_order:
-                self.report.skip(id_, text, "only the vendor's service procedure undoes it; run with --out-of-order")
+                self.report.skip(
+                    id_, text, "only the vendor's service procedure undoes it; run with --out-of-order"
+                )
                 continue
             try:
                 await self.reach(row.state)
@@ -286,8 +370,13 @@ class ModbusCheck:
                 continue
             answer = await self.write(row.words(codes, self.command_reg.count))
             then = await self.state()
-            self.report.add(id_, text, (answer, then) == (row.answer, row.then),
-                            f"{row.answer}, then {row.then}", f"{answer}, then {then}")  # fmt: skip
+            self.report.add(
+                id_,
+                text,
+                (answer, then) == (row.answer, row.then),
+                f"{row.answer}, then {row.then}",
+                f"{answer}, then {then}",
+            )
         await self.leave()
 
     async def wait_for(self, what: str, predicate: Callable[[], Awaitable[bool]], seconds: float) -> bool:
@@ -330,9 +419,13 @@ class ModbusCheck:
 
     def timing(self) -> None:
         worst = max(self.master.replies, default=0.0)
-        self.report.add("timing.reply", f"every reply within the table's timeout_s ({self.cfg.timeout_s:g} s)",
-                        worst <= self.cfg.timeout_s, f"at most {self.cfg.timeout_s:g} s",
-                        f"{worst * 1000:.0f} ms")  # fmt: skip
+        self.report.add(
+            "timing.reply",
+            f"every reply within the table's timeout_s ({self.cfg.timeout_s:g} s)",
+            worst <= self.cfg.timeout_s,
+            f"at most {self.cfg.timeout_s:g} s",
+            f"{worst * 1000:.0f} ms",
+        )
 
 
 # -- per kind: naming the state, reaching a state, physical steps --------------------------------
@@ -456,15 +549,22 @@ async def _physical_shoe(c: ModbusCheck) -> None:
             return s is not None and s["batch_seq"][0] != seq and s["remaining"][0] > 0
 
         if not await c.person("load_shoe", "load a shuffled batch into the shoe", loaded):
-            c.report.skip("step.draw", "a drawn card is counted and its card word is in the ring",
-                          "the shoe was not loaded in time")  # fmt: skip
+            c.report.skip(
+                "step.draw",
+                "a drawn card is counted and its card word is in the ring",
+                "the shoe was not loaded in time",
+            )
             return
         before = await c.snapshot()
         assert before is not None
         after_load = before
-        c.report.add("step.load", "a loaded batch shows batch_seq + 1 and remaining = batch_size",
-                     after_load["remaining"][0] == after_load["batch_size"][0],
-                     "remaining = batch_size", f"{after_load['remaining'][0]} of {after_load['batch_size'][0]}")  # fmt: skip
+        c.report.add(
+            "step.load",
+            "a loaded batch shows batch_seq + 1 and remaining = batch_size",
+            after_load["remaining"][0] == after_load["batch_size"][0],
+            "remaining = batch_size",
+            f"{after_load['remaining'][0]} of {after_load['batch_size'][0]}",
+        )
     seq, left = before["draw_seq"][0], before["remaining"][0]
 
     async def drawn() -> bool:
@@ -489,9 +589,13 @@ async def _physical_shoe(c: ModbusCheck) -> None:
     except FrameDecodeError:
         shape = "a word that names no card"
     ok = n == (seq + 1) & 0xFFFF and after["remaining"][0] == left - 1 and shape == "a card word"
-    c.report.add("step.draw", "one draw: draw_seq + 1, remaining - 1, and the card word in draw_ring[(n - 1) mod 8]",
-                 ok, "draw_seq + 1, remaining - 1, a card word",
-                 f"draw_seq + {(n - seq) & 0xFFFF}, remaining {after['remaining'][0] - left:+d}, {shape}")  # fmt: skip
+    c.report.add(
+        "step.draw",
+        "one draw: draw_seq + 1, remaining - 1, and the card word in draw_ring[(n - 1) mod 8]",
+        ok,
+        "draw_seq + 1, remaining - 1, a card word",
+        f"draw_seq + {(n - seq) & 0xFFFF}, remaining {after['remaining'][0] - left:+d}, {shape}",
+    )
 
 
 async def _physical_reader(c: ModbusCheck) -> None:
@@ -511,9 +615,14 @@ async def _physical_reader(c: ModbusCheck) -> None:
     after = await c.snapshot()
     assert after is not None
     ok = after["insert_seq"][0] == (seq + 1) & 0xFFFF and after["result"][0] != 0
-    c.report.add("step.insert", "an insertion: insert_seq + 1 and a result code other than none, in one update", ok,
-                 "insert_seq + 1 and a result", f"insert_seq + {(after['insert_seq'][0] - seq) & 0xFFFF}, "
-                 f"{'a result' if after['result'][0] else 'no result'}")  # fmt: skip
+    c.report.add(
+        "step.insert",
+        "an insertion: insert_seq + 1 and a result code other than none, in one update",
+        ok,
+        "insert_seq + 1 and a result",
+        f"insert_seq + {(after['insert_seq'][0] - seq) & 0xFFFF}, "
+        f"{'a result' if after['result'][0] else 'no result'}",
+    )
     await c.command("reset")
 
 
@@ -532,9 +641,13 @@ async def _physical_keypad(c: ModbusCheck) -> None:
         n = after["key_seq"][0]
         key = after["key_ring"][(n - 1) % len(after["key_ring"])]
         want = c.profile.enum_value("key", "start_game")
-        c.report.add("step.key", "a key press: key_seq + 1 and the key in key_ring[(n - 1) mod 8]",
-                     n == (seq + 1) & 0xFFFF and key == want, f"key_seq + 1, key code {want}",
-                     f"key_seq + {(n - seq) & 0xFFFF}, key code {key}")  # fmt: skip
+        c.report.add(
+            "step.key",
+            "a key press: key_seq + 1 and the key in key_ring[(n - 1) mod 8]",
+            n == (seq + 1) & 0xFFFF and key == want,
+            f"key_seq + 1, key code {want}",
+            f"key_seq + {(n - seq) & 0xFFFF}, key code {key}",
+        )
     else:
         c.report.skip(
             "step.key", "a key press: key_seq + 1 and the key in key_ring", "no key was pressed in time"
@@ -616,19 +729,37 @@ class FrameCheck:
 
     async def _run(self) -> None:
         hb = await self.until("heartbeat", self.heartbeat_s)
-        self.report.add("frame.heartbeat", f"a heartbeat within heartbeat_timeout_s ({self.heartbeat_s:g} s)",
-                        hb is not None, "an HB frame", "none")  # fmt: skip
+        self.report.add(
+            "frame.heartbeat",
+            f"a heartbeat within heartbeat_timeout_s ({self.heartbeat_s:g} s)",
+            hb is not None,
+            "an HB frame",
+            "none",
+        )
         if hb is not None:
-            self.report.add("frame.health", "the heartbeat says healthy (0)", hb.values["health"] == 0, "0",
-                            str(hb.values["health"]))  # fmt: skip
+            self.report.add(
+                "frame.health",
+                "the heartbeat says healthy (0)",
+                hb.values["health"] == 0,
+                "0",
+                str(hb.values["health"]),
+            )
         assert self.profile.line is not None
         await self.link.write(encode_raw(self.profile.line, "ZZ", ["1"]) + b"noise\r\n")
         hb2 = await self.until("heartbeat", self.heartbeat_s)
-        self.report.add("frame.noise", "a frame it cannot read is ignored; heartbeats go on", hb2 is not None,
-                        "an HB frame after the noise", "none")  # fmt: skip
+        self.report.add(
+            "frame.noise",
+            "a frame it cannot read is ignored; heartbeats go on",
+            hb2 is not None,
+            "an HB frame after the noise",
+            "none",
+        )
         if self.step_timeout_s <= 0:
-            self.report.skip("step.stub", f"a stub of {STUB_CARDS} cards: count {STUB_CARDS}, verified 1",
-                             "physical steps were not asked for (--no-steps)")  # fmt: skip
+            self.report.skip(
+                "step.stub",
+                f"a stub of {STUB_CARDS} cards: count {STUB_CARDS}, verified 1",
+                "physical steps were not asked for (--no-steps)",
+            )
         else:
             self.ask(
                 "stub_37",
@@ -637,20 +768,37 @@ class FrameCheck:
             )
             sc = await self.until("count", self.step_timeout_s)
             if sc is None:
-                self.report.skip("step.stub", f"a stub of {STUB_CARDS} cards: count {STUB_CARDS}, verified 1",
-                                 "no count came in time")  # fmt: skip
+                self.report.skip(
+                    "step.stub",
+                    f"a stub of {STUB_CARDS} cards: count {STUB_CARDS}, verified 1",
+                    "no count came in time",
+                )
             else:
                 got = (sc.values["count"], sc.values["verified"])
-                self.report.add("step.stub", f"a stub of {STUB_CARDS} cards: count {STUB_CARDS}, verified 1 (the device "
-                                "never compares with 53)", got == (STUB_CARDS, 1),
-                                f"count {STUB_CARDS}, verified 1", f"count {got[0]}, verified {got[1]}")  # fmt: skip
+                self.report.add(
+                    "step.stub",
+                    f"a stub of {STUB_CARDS} cards: count {STUB_CARDS}, verified 1 (the device "
+                    "never compares with 53)",
+                    got == (STUB_CARDS, 1),
+                    f"count {STUB_CARDS}, verified 1",
+                    f"count {got[0]}, verified {got[1]}",
+                )
                 await self.link.write(encode_frame(self.profile, "request", {}))
                 again = await self.until("count", self.heartbeat_s)
-                self.report.add("frame.request", "RQ repeats the last count with the same seq",
-                                again is not None and again.values["seq"] == sc.values["seq"],
-                                f"seq {sc.values['seq']}", "none" if again is None else f"seq {again.values['seq']}")  # fmt: skip
-        self.report.add("frame.valid", "every frame the device sent has a valid checksum, tag and fields",
-                        not self.bad, "no broken frames", f"{len(self.bad)} broken, first: {self.bad[0] if self.bad else ''}")  # fmt: skip
+                self.report.add(
+                    "frame.request",
+                    "RQ repeats the last count with the same seq",
+                    again is not None and again.values["seq"] == sc.values["seq"],
+                    f"seq {sc.values['seq']}",
+                    "none" if again is None else f"seq {again.values['seq']}",
+                )
+        self.report.add(
+            "frame.valid",
+            "every frame the device sent has a valid checksum, tag and fields",
+            not self.bad,
+            "no broken frames",
+            f"{len(self.bad)} broken, first: {self.bad[0] if self.bad else ''}",
+        )
 
 
 def transport_note(config: DeviceConfig) -> str:

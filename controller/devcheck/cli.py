@@ -30,14 +30,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", required=True, metavar="NAME", help="the device's section name, e.g. shoe")
     p.add_argument("--json", action="store_true", help="one JSON document on stdout instead of lines")
     p.add_argument(
-        "--step-timeout", type=float, default=120.0, metavar="S",
+        "--step-timeout",
+        type=float,
+        default=120.0,
+        metavar="S",
         help="seconds the person at the device has for each physical step (default 120)",
-    )  # fmt: skip
+    )
     p.add_argument("--no-steps", action="store_true", help="ask for no physical step (those are not checked)")
     p.add_argument(
-        "--out-of-order", action="store_true",
+        "--out-of-order",
+        action="store_true",
         help="also mark the shuffler out of order (only its vendor's service procedure clears it)",
-    )  # fmt: skip
+    )
     return p
 
 
@@ -66,15 +70,25 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_USAGE
     others = [d for d in table.devices if d.name != device.name]
     step_timeout = 0.0 if args.no_steps else args.step_timeout
-    report = asyncio.run(check_device(
+    report = asyncio.run(
+        check_device(
             device, ask=_ask, step_timeout_s=step_timeout, neighbours=others, out_of_order=args.out_of_order
-        ))
+        )
+    )
     if args.json:
-        print(json.dumps({
-            "device": device.name, "kind": device.kind.value, "profile": device.profile.name,
-            "at": transport_note(device), "passed": report.passed,
-            "results": [o.as_json() for o in report.outcomes],
-        }, indent=2))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "device": device.name,
+                    "kind": device.kind.value,
+                    "profile": device.profile.name,
+                    "at": transport_note(device),
+                    "passed": report.passed,
+                    "results": [o.as_json() for o in report.outcomes],
+                },
+                indent=2,
+            )
+        )
     else:
         print(
             f"device {device.name} ({device.kind.value}, {device.profile.name}) at {transport_note(device)}"

@@ -2,8 +2,9 @@
 
 The profile's ``options.mode`` says which: ``peek`` answers "Blackjack or not", ``masque`` lights
 small (2-5, blue light), medium (6-9, red) or large (10-A, yellow). The up card is public; the
-controller writes its rank to the device before the hole card goes in, which is how a peek device knows what Blackjack needs
-and how this driver tells a peek the up card does not allow (673a.13(i)).
+controller writes its rank to the device before the hole card goes in, which is how a peek
+device knows what Blackjack needs and how this driver tells a peek the up card does not allow
+(673a.13(i)).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from controller.cards import parse_card
 from devices.events import Key, Slot
 from sim.models import DealtCard
 from sim.table import SimTable
-from tests.devices.conftest import ROOT, GUARD_S
+from tests.devices.conftest import GUARD_S, ROOT
 from tests.relocated import relocated_table
 
 CHECK_GUARD_S = 120.0  # a failing test only; a passing run takes a few seconds
@@ -60,7 +60,9 @@ async def _steps(sim: SimTable, device: str) -> dict[str, Callable[[], Any]]:
     }
 
 
-async def run_check(game: str, device: str, folder: Path, *, break_it: Callable[[Any], None] | None = None) -> tuple[int, dict[str, Any], list[str]]:
+async def run_check(
+    game: str, device: str, folder: Path, *, break_it: Callable[[Any], None] | None = None
+) -> tuple[int, dict[str, Any], list[str]]:
     path = _table(game, folder)
     sim = SimTable.from_file(path, seed=7, at_configured=True)
     if break_it is not None:
@@ -99,7 +101,11 @@ def _by_id(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
 # What is not checked against a healthy simulator: only what cannot be caused safely from outside
 # (a jam, a device fault, a failed reader), each with its reason.
 SHIPPED = [
-    ("double-back-jack", "shuffler", ["state.15", "state.16", "state.17", "state.18", "state.19", "step.jam"]),
+    (
+        "double-back-jack",
+        "shuffler",
+        ["state.15", "state.16", "state.17", "state.18", "state.19", "step.jam"],
+    ),
     ("double-back-jack", "shoe", []),
     ("double-back-jack", "reader", ["state.06"]),
     ("down-under", "reader", ["state.06"]),
@@ -109,7 +115,9 @@ SHIPPED = [
 
 
 @pytest.mark.parametrize(("game", "device", "unchecked"), SHIPPED, ids=[f"{g}-{d}" for g, d, _ in SHIPPED])
-async def test_every_shipped_simulator_passes(game: str, device: str, unchecked: list[str], tmp_path: Path) -> None:
+async def test_every_shipped_simulator_passes(
+    game: str, device: str, unchecked: list[str], tmp_path: Path
+) -> None:
     rc, doc, asked = await run_check(game, device, tmp_path)
     failed = [r for r in doc["results"] if r["status"] == "fail"]
     assert (rc, failed) == (0, []), doc
@@ -117,8 +125,8 @@ async def test_every_shipped_simulator_passes(game: str, device: str, unchecked:
     assert doc["passed"] is True and len(results) >= 5
     # Whatever is not checked says why, and is only what cannot be done safely from outside.
     skipped = sorted(r["id"] for r in doc["results"] if r["status"] == "not checked")
-    assert skipped == unchecked and all("cannot be caused" in results[i]["why"] or "on purpose" in results[i]["why"]
-                                        for i in skipped), skipped  # fmt: skip
+    why = [results[i]["why"] for i in skipped]
+    assert skipped == unchecked and all("cannot be caused" in w or "on purpose" in w for w in why), skipped
     physical = {"shuffler": ["load_slot_a"], "shoe": ["load_shoe", "draw_card"], "reader": ["reader_card"],
                 "keypad": ["start_game", "chip_1_1"], "stub": ["stub_37"]}  # fmt: skip
     assert asked == physical[device]
@@ -126,7 +134,12 @@ async def test_every_shipped_simulator_passes(game: str, device: str, unchecked:
 
 BROKEN = [
     # (game, device, the broken behaviour, the requirement that must fail)
-    ("double-back-jack", "shuffler", lambda m: setattr(m.faults, "ejects_unshuffled", True), "A idle: eject_to_shoe"),
+    (
+        "double-back-jack",
+        "shuffler",
+        lambda m: setattr(m.faults, "ejects_unshuffled", True),
+        "A idle: eject_to_shoe",
+    ),
     ("double-back-jack", "shoe", lambda m: setattr(m.faults, "ring_lags", True), "step.draw"),
     ("double-back-jack", "reader", lambda m: setattr(m.faults, "reset_keeps_up_card", True), "reset"),
     ("double-back-jack", "keypad", lambda m: setattr(m.faults, "any_light_value", True), "set_light 1 1 2"),

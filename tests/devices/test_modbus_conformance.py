@@ -363,7 +363,9 @@ async def test_frames_sent_back_to_back_are_each_answered(line: Line) -> None:
 
 
 def write_pdu(address: int, *words: int) -> bytes:
-    return struct.pack(">BHHB", 16, address, len(words), 2 * len(words)) + struct.pack(f">{len(words)}H", *words)
+    return struct.pack(">BHHB", 16, address, len(words), 2 * len(words)) + struct.pack(
+        f">{len(words)}H", *words
+    )
 
 
 async def test_set_light_takes_only_0_or_1_and_command_blocks_read_as_0(rig: Rig, line: Line) -> None:

@@ -18,7 +18,9 @@ from tests.devices.conftest import Rig, drain, of_type
 # ("read 10 at 0" is the shuffler's register block, logged when a read is retried on a loaded
 # machine), and a bare rank of one character was never matched either.
 CARD_TEXT = re.compile(r"(?<![A-Za-z0-9])((?:10|[2-9AJQK])[SHDC]|JK)(?![A-Za-z0-9])")
-SECRET_WORDS = re.compile(r"blackjack|yellow|\bblue\b|\bsmall\b|\bmedium\b|\blarge\b|face_up|\bcard=", re.IGNORECASE)
+SECRET_WORDS = re.compile(
+    r"blackjack|yellow|\bblue\b|\bsmall\b|\bmedium\b|\blarge\b|face_up|\bcard=", re.IGNORECASE
+)
 
 
 def _leaks(text: str) -> list[str]:
