@@ -14,6 +14,7 @@ PAGES = {
     "ref-reader-masque.toml": "reader.md",
     "ref-keypad.toml": "keypad.md",
     "ref-stub-counter.toml": "stub-counter.md",
+    "vendor-b-shoe.toml": "../bring-up.md",  # the worked example of a second shoe
 }
 
 
