@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from controller.table.core import Table
 
 
-
 def dealer_cards(state: RoundState) -> list[str]:
     """The dealer's cards as the table sees them: the hole card only once turned or exposed."""
     cards = [str(c) for c in state.dealer]
