@@ -133,8 +133,8 @@ def test_every_message_of_a_wire_run_validates(tmp_path: Path, broker_port: int)
                     proc.send_signal(signal.SIGTERM)
                     proc.communicate(timeout=GUARD_S)
     assert_all_valid(messages, {"status", "state", "events", "alarms", "devices", "commands", "results"})
-    offers = [m["snapshot"]["asking"] for t, m in messages
-              if t.endswith("/state") and (m["snapshot"].get("asking") or {}).get("what") == "offer"]  # fmt: skip
+    asks = [m["snapshot"].get("asking") or {} for t, m in messages if t.endswith("/state")]
+    offers = [a for a in asks if a.get("what") == "offer"]
     for ask in offers:
         assert {a["key"] for a in ask["answers"]} == set(ask["legal"]) and "next" in ask["legal"]
 
