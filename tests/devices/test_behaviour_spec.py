@@ -147,3 +147,33 @@ def test_a_shuffle_cycle_takes_cycle_s_and_a_reader_result_follows_the_insert() 
     r = _reader("up card A")
     r.insert(parse_card("KS"))
     assert (r.insert_seq, r.result) == (1, "yes")
+
+
+def test_the_shoe_states_as_shoe_md_describes_them() -> None:
+    """shoe.md "Behaviour": empty, loaded (batch_seq + 1, remaining = batch_size, cover 0), each
+    draw one update (draw_seq + 1, remaining - 1, the card at ring[(n - 1) mod 8]), cover out
+    once remaining is at or below the cover position."""
+    from sim.models import DealtCard, ShoeModel
+
+    shoe = ShoeModel(ring=8, cover_fraction=0.25)
+    assert (shoe.remaining, shoe.batch_seq) == (0, 0)  # empty
+    cards = [DealtCard(parse_card(c)) for c in ("AS", "2H", "3D", "4C", "5S", "6H", "7D", "8C")]
+    shoe.load(cards, "red")
+    assert (shoe.batch_seq, shoe.remaining, shoe.batch_size, shoe.cover) == (1, 8, 8, False)
+    for n in range(1, 7):
+        drawn = shoe.draw()
+        assert (shoe.draw_seq, shoe.remaining, shoe.ring[(n - 1) % 8]) == (n, 8 - n, drawn)
+        assert shoe.cover == (shoe.remaining <= 2)  # 0.25 of 8 cards
+
+
+def test_the_stub_counter_rows_of_stub_counter_md() -> None:
+    """stub-counter.md "Behaviour": a stub put in is counted with the next seq and verified when
+    every card passed cleanly, never compared with 53; a power cycle restarts seq."""
+    from sim.models import StubCounterModel
+
+    stub = StubCounterModel()
+    assert stub.seq == 0  # never counted
+    stub.count_stub(37)
+    assert (stub.seq, stub.count, stub.verified) == (1, 37, True)
+    stub.count_stub(53)
+    assert (stub.seq, stub.count, stub.verified) == (2, 53, True)
