@@ -254,6 +254,16 @@ class CommandResult(Versioned):
     seq: int | None = None
 
 
+class ArchiveAlarm(Versioned):
+    """tablectl/<site>/archive/alarms: the archive found a table's chain broken (docs/journal.md)."""
+
+    site: str
+    table: str
+    seq: int
+    alarm: Literal["fork", "gap", "changed_hash", "bad_hash"]
+    detail: str
+
+
 # -- events (one schema per kind, from the core's event types) -------------------------------------
 class Withheld(Versioned):
     seq: int
@@ -401,6 +411,7 @@ def schemas() -> dict[str, dict[str, Any]]:
         ),
         "results.json": _schema("results", CommandResult, "tablectl/<site>/<table>/cmd/<name>/result"),
         "display.json": _schema("display", Display, "the table console's GET /api/display"),
+        "archive.json": _schema("archive", ArchiveAlarm, "tablectl/<site>/archive/alarms: a broken chain"),
     }
 
 

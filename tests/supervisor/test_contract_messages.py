@@ -47,6 +47,8 @@ def _validators() -> dict[str, jsonschema.Draft202012Validator]:
 
 def schema_of(topic: str) -> str:
     parts = topic.split("/")
+    if parts[2] == "archive":
+        return "archive"
     if parts[-1] == "result":
         return "results"
     if len(parts) >= 5 and parts[3] == "cmd":
