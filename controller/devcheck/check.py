@@ -689,22 +689,6 @@ class FrameCheck:
         self.heartbeat_s = float(config.options.get("heartbeat_timeout_s", 3.0))
         self.bad: list[str] = []
 
-    async def frames(self, seconds: float) -> list[Frame]:
-        """Every frame that arrives within ``seconds``; broken ones are noted."""
-        out: list[Frame] = []
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                data = await self.link.read(left)
-            except TransportError:
-                break
-            for item in self.decoder.feed(data):
-                if isinstance(item, FrameDecodeError):
-                    self.bad.append(str(item))
-                else:
-                    out.append(item)
-        return out
-
     async def until(
         self, name: str, seconds: float, test: Callable[[Frame], bool] = lambda f: True
     ) -> Frame | None:

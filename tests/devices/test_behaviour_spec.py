@@ -13,12 +13,13 @@ import pytest
 
 from controller.cards import parse_card
 from controller.games import GAMES, GameId
-from devices.events import ShufflerState, Slot
+from devices.events import Key, ShufflerState, Slot
 from devices.profiles import DeviceKind, load_profile
 from devices.spec import COMMAND_ROWS, HEADER, CommandRow, markdown_table
 from sim.clock import VirtualClock
 from sim.models import KeypadModel, ReaderModel, ShufflerModel, SimRefused
 from sim.registers import command
+from sim.table import SimTable
 from tests.devices.conftest import DEVICES, ROOT
 
 PAGES = {
@@ -177,3 +178,29 @@ def test_the_stub_counter_rows_of_stub_counter_md() -> None:
     assert (stub.seq, stub.count, stub.verified) == (1, 37, True)
     stub.count_stub(53)
     assert (stub.seq, stub.count, stub.verified) == (2, 53, True)
+
+
+def test_a_power_cycle_looks_as_the_pages_say() -> None:
+    """The "power cycle" lines of reader.md, keypad.md and shoe.md, as the simulators' power_off
+    and power_on faults carry them out: the counters since power-up restart at 0, the rest is
+    kept (the shoe keeps its cards, the reader its up card, the keypad its lock and meter)."""
+    from controller.shipped import table_file
+    from sim.actions import TableHands, inject
+    from sim.models import DealtCard
+
+    sim = SimTable.from_file(table_file("double-back-jack"), seed=1)
+    hands = TableHands(sim)
+    shoe, reader, keypad = (sim.devices[n].model for n in ("shoe", "reader", "keypad"))
+    shoe.load([DealtCard(parse_card(c)) for c in ("AS", "2H", "3D", "4C")], "red")
+    shoe.draw()
+    reader.set_up("A")
+    reader.insert(parse_card("KS"))
+    keypad.press(Key.START_GAME)
+    keypad.lock()
+    keypad.show_meter(500)
+    for name in ("shoe", "reader", "keypad"):
+        inject(hands, "power_off", {"device": name})
+        inject(hands, "power_on", {"device": name})
+    assert (shoe.draw_seq, shoe.remaining, shoe.batch_seq) == (0, 3, 1)
+    assert (reader.insert_seq, reader.up_rank, reader.health) == (0, "A", 0)
+    assert (keypad.key_seq, keypad.locked, keypad.meter) == (0, True, 500)
