@@ -100,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("config", help="tablectl config check FILE: validate a table config")
     sub.add_parser("archive", help="every table's events into PostgreSQL; archive verify, archive report")
     sub.add_parser("users", help="people who may sign in to the table console (tablectl users --help)")
+    sub.add_parser("device", help="tablectl device check: a device against its page in docs/devices/")
     sub.add_parser("monitor", help="live view of every table on an MQTT broker (tablectl monitor --help)")
 
     journal = sub.add_parser("journal", help="verify a journal or show a round from it")
@@ -143,6 +144,10 @@ def _main(argv: list[str]) -> int:
         from controller.console.users import main as users_main
 
         return users_main(argv[1:])
+    if argv[:1] == ["device"]:
+        from controller.devcheck.cli import main as device_main
+
+        return device_main(argv[1:])
     if argv[:1] == ["monitor"]:
         from controller.telemetry.monitor import main as monitor_main
 

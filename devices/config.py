@@ -80,8 +80,8 @@ class Framing:
     def for_port(self, path: str) -> Framing:
         """The framing to set on the port at ``path``: this one, or on a pty (the simulators'
         lines) 8 data bits, no parity and these stop bits. A pty carries bytes and has neither
-        parity nor a byte size; Linux drops both and may refuse the setting outright (EINVAL),
-        which would keep the line from ever opening."""
+        parity nor a byte size: Linux accepts a request for them (tcsetattr succeeds) and
+        silently keeps 8 data bits without parity, so asking for them would only pretend."""
         if not _is_pty(path):
             return self
         return Framing(bytesize=8, parity="none", stopbits=self.stopbits)

@@ -49,11 +49,13 @@ class ShufflerState(StrEnum):
 
 
 class MasqueLight(StrEnum):
-    """685a.7(h): blue small 2-5, red medium 6-9, yellow large 10-A."""
+    """685a.7(h): the value range the Masque reader lights up, named as the regulation names it
+    (one vocabulary from the register to the journal): small 2-5 (blue light), medium 6-9 (red),
+    large 10-A (yellow)."""
 
-    BLUE = "blue"
-    RED = "red"
-    YELLOW = "yellow"
+    SMALL = "small"
+    MEDIUM = "medium"
+    LARGE = "large"
 
 
 class Key(StrEnum):
@@ -242,7 +244,7 @@ class MasqueRange(DeviceEvent):
     """685a.7(h): the Masque reader's light for the hole card's value range."""
 
     secrecy: ClassVar[Secrecy] = Secrecy.UNTIL_REVEALED
-    light: MasqueLight = field(default=MasqueLight.BLUE, repr=False)
+    light: MasqueLight = field(default=MasqueLight.SMALL, repr=False)
     sequence: int = 0
 
 

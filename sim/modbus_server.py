@@ -77,6 +77,10 @@ class RegisterSim:
             words = self.profile.encode(name, values)
             off = spec.address - start_address
             registers[off : off + len(words)] = words
+        command_block = self.profile.registers.get("command")
+        if command_block is not None:  # write-only: it keeps no copy of the last command (docs)
+            off = command_block.address - start_address
+            registers[off : off + command_block.count] = [0] * command_block.count
         for name, raw in self.faults.out_of_range.items():
             registers[self.profile.reg(name).address - start_address] = raw & 0xFFFF
         return None

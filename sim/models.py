@@ -51,6 +51,8 @@ class ShufflerFaults:
     foreign_card: bool = False  # one card of the other batch's back colour gets mixed in
     face_up_card: bool = False  # one card goes in face up
     device_fault: int = 0  # a non-jam fault code (device reports state fault)
+    # Test-only: a device that breaks its page's "Commands by state" table (device check's tests).
+    ejects_unshuffled: bool = False  # eject_to_shoe on an idle slot is carried out instead of 03
 
 
 @dataclass
@@ -155,7 +157,8 @@ class ShufflerModel:
     def eject(self, slot: Slot) -> list[DealtCard]:
         self._usable()
         s = self.slots[slot]
-        if s.state is not ShufflerState.READY:
+        broken = self.faults.ejects_unshuffled and s.state is ShufflerState.IDLE
+        if s.state is not ShufflerState.READY and not broken:
             raise SimRefused(f"slot {slot} holds no shuffled batch")
         cards, s.cards = s.cards, []
         s.state = ShufflerState.EMPTY
@@ -185,8 +188,14 @@ class ShufflerModel:
 # -- shoe ---------------------------------------------------------------------------------------
 
 
+@dataclass
+class ShoeFaults:
+    ring_lags: bool = False  # test-only: a draw is counted but its card never reaches the ring
+
+
 class ShoeModel:
     def __init__(self, *, ring: int = 8, cover_fraction: float = 0.25) -> None:
+        self.faults = ShoeFaults()
         self.ring: list[DealtCard | None] = [None] * ring
         self.cover_fraction = cover_fraction
         self.cards: list[DealtCard] = []
@@ -219,7 +228,8 @@ class ShoeModel:
             raise SimRefused("the shoe is empty")
         dc = self.cards.pop(0)
         self.draw_seq = (self.draw_seq + 1) & 0xFFFF
-        self.ring[(self.draw_seq - 1) % len(self.ring)] = dc
+        if not self.faults.ring_lags:
+            self.ring[(self.draw_seq - 1) % len(self.ring)] = dc
         if len(self.cards) <= self.cover_at:
             self.cover = True
         return dc
@@ -229,9 +239,9 @@ class ShoeModel:
 
 READER_DEAD_CODE: Final = 21
 _MASQUE_OF_POINTS: Final = {
-    **{p: MasqueLight.BLUE for p in (2, 3, 4, 5)},
-    **{p: MasqueLight.RED for p in (6, 7, 8, 9)},
-    **{p: MasqueLight.YELLOW for p in (1, 10)},
+    **{p: MasqueLight.SMALL for p in (2, 3, 4, 5)},
+    **{p: MasqueLight.MEDIUM for p in (6, 7, 8, 9)},
+    **{p: MasqueLight.LARGE for p in (1, 10)},
 }
 
 
@@ -239,6 +249,7 @@ _MASQUE_OF_POINTS: Final = {
 class ReaderFaults:
     dead: bool = False
     wrong_light: bool = False
+    reset_keeps_up_card: bool = False  # test-only: reset forgets the result but not the up card
 
 
 class ReaderModel:
@@ -259,7 +270,8 @@ class ReaderModel:
         self.up_rank = rank
 
     def reset(self) -> None:
-        self.up_rank = None
+        if not self.faults.reset_keeps_up_card:
+            self.up_rank = None
         self.result = "none"
 
     def insert(self, hole: Card) -> None:
@@ -285,6 +297,7 @@ class ReaderModel:
 @dataclass
 class KeypadFaults:
     stuck: set[tuple[int, int]] = field(default_factory=set)  # (box, spot) stuck on
+    any_light_value: bool = False  # test-only: set_light takes any value, not just 0/1
 
 
 class KeypadModel:
@@ -356,11 +369,16 @@ class StubFaults:
     miscount: int = 0
     unverified: bool = False
     sensor_fault: bool = False
+    verifies_only_53: bool = False  # test-only: the old misreading of the page (verified = count == 53)
 
 
 class StubCounterModel:
+    """Counts the stub put into it and says whether every card passed its sensor cleanly
+    (``verified``). It knows nothing of the round: whether the stub holds 53 minus the cards
+    dealt (687a.9(g),(h)) is the table's to judge (docs/devices/stub-counter.md)."""
+
     def __init__(self, expected: int = 53) -> None:
-        self.expected = expected
+        self.expected = expected  # the whole deck; a stub never holds more
         self.faults = StubFaults()
         self.seq = 0
         self.count = 0
@@ -373,4 +391,6 @@ class StubCounterModel:
     def count_stub(self, cards: int) -> None:
         self.seq = (self.seq + 1) & 0xFFFF
         self.count = max(0, cards + self.faults.miscount)
-        self.verified = self.count == self.expected and not self.faults.unverified
+        self.verified = not self.faults.unverified  # a miscount is one the device does not notice
+        if self.faults.verifies_only_53:
+            self.verified = self.verified and self.count == self.expected

@@ -5,9 +5,10 @@ serial server and our RTU client) can talk as over a null-modem cable. Cutting t
 the line go silent without either side's port going away, as when a cable is pulled.
 
 A pty has no UART: it carries bytes, not characters on a wire. Each end is set to what of the
-line's configured framing (``devices.config.Framing``) a pty keeps: its stop bits. Linux forces 8
-data bits and no parity on a pty and may refuse (EINVAL) a setting it cannot keep, so both ends
-open a pty without parity (``Framing.for_port``). A framing mismatch between the appliance and a
+line's configured framing (``devices.config.Framing``) a pty keeps: its stop bits. Linux accepts
+a request for parity or another byte size on a pty (tcsetattr succeeds) and silently keeps 8 data
+bits without parity, so both ends open a pty without parity (``Framing.for_port``) rather than
+pretend. A framing mismatch between the appliance and a
 device cannot show on a pty; the tests check that the configured framing is validated and
 reaches pyserial and pymodbus.
 """
@@ -19,15 +20,22 @@ import contextlib
 import os
 import termios
 import tty
-from typing import Protocol
+from collections import deque
+from typing import Final, Protocol
 
 from devices.config import LINE_FRAMING, Framing
 
 _CSIZE = {5: termios.CS5, 6: termios.CS6, 7: termios.CS7, 8: termios.CS8}
 
 
+# How long the device end may take over one request before the next is handed to it anyway: a
+# reply normally ends the wait at once; a broadcast (never answered) or a reply the wire faults
+# swallow end it here. Shorter than any master's timeout, so pacing never costs a master a reply.
+TURNAROUND_S: Final = 0.05
+
+
 class Gate(Protocol):
-    def feed(self, data: bytes) -> tuple[bytes, bytes]: ...
+    def feed(self, data: bytes) -> tuple[list[bytes], bytes]: ...
 
 
 class Pty:
@@ -61,8 +69,12 @@ def set_framing(fd: int, framing: Framing) -> None:
 
 
 class PtyBridge:
-    """``gate`` (optional) sees the host's bytes first: it returns what goes on to the device end
-    and what is answered straight back to the host (see sim/rtu_gate.py)."""
+    """``gate`` (optional) sees the host's bytes first: it returns the frames that go on to the
+    device end and what is answered straight back to the host (see sim/rtu_gate.py).
+
+    The device end gets one frame at a time: the next only once it has answered the last (or
+    after TURNAROUND_S), because pymodbus's serial server takes one request per read and would
+    drop a second frame that arrived with the first."""
 
     def __init__(self, gate: Gate | None = None, framing: Framing = LINE_FRAMING) -> None:
         self.framing = framing
@@ -70,6 +82,8 @@ class PtyBridge:
         self._device: Pty | None = None
         self.cut = False
         self.gate = gate
+        self._pending: deque[bytes] = deque()
+        self._turn: asyncio.TimerHandle | None = None  # the device end is busy with a request
 
     @property
     def is_open(self) -> bool:
@@ -102,17 +116,43 @@ class PtyBridge:
             data = b""  # the other program closed its end; keep the bridge up for it to reopen
         if not data or self.cut:
             return
-        reply = b""
-        if self.gate is not None and self._host is not None and src == self._host.fd:
-            data, reply = self.gate.feed(data)
-        with contextlib.suppress(BlockingIOError, OSError):
-            if data:
-                os.write(dst, data)
-            if reply:
-                os.write(src, reply)
+        from_host = self._host is not None and src == self._host.fd
+        if self.gate is None:
+            self._write(dst, data)
+            return
+        if not from_host:
+            self._write(dst, data)
+            self._turn_over()  # the device answered: it takes the next request
+            return
+        frames, reply = self.gate.feed(data)
+        self._write(src, reply)
+        self._pending.extend(frames)
+        self._hand_on()
+
+    def _hand_on(self) -> None:
+        if self._turn is not None or not self._pending or self._device is None:
+            return
+        self._write(self._device.fd, self._pending.popleft())
+        self._turn = asyncio.get_running_loop().call_later(TURNAROUND_S, self._turn_over)
+
+    def _turn_over(self) -> None:
+        if self._turn is not None:
+            self._turn.cancel()
+            self._turn = None
+        self._hand_on()
+
+    @staticmethod
+    def _write(fd: int, data: bytes) -> None:
+        if data:
+            with contextlib.suppress(BlockingIOError, OSError):
+                os.write(fd, data)
 
     def close(self) -> None:
         loop = asyncio.get_running_loop()
+        if self._turn is not None:
+            self._turn.cancel()
+            self._turn = None
+        self._pending.clear()
         for p in (self._host, self._device):
             if p is not None:
                 loop.remove_reader(p.fd)

@@ -136,6 +136,8 @@ def command(kind: DeviceKind, model: Any, profile: Profile, values: list[int]) -
         if name == "unlock":
             return model.unlock()
         if name == "set_light":
+            if args[2] not in (0, 1) and not model.faults.any_light_value:  # keypad.md: 0 off, 1 on; else 03
+                raise SimRefused("a light is 0 (off) or 1 (on)")
             return model.set_light(args[0], args[1], bool(args[2]))
         if name == "show_meter":
             return model.show_meter((args[0] << 16) | args[1])

@@ -10,7 +10,12 @@ Per Modbus over Serial Line V1.02 and the Application Protocol V1.1b3, on a shar
   gets exception 01, a bad quantity or byte count exception 03;
 - a frame with a bad CRC is dropped, as a receiver drops a damaged frame.
 
-Frames are found by content and CRC, not by silences (which a pty or a USB adapter does not keep).
+Frames are found by content and CRC, not by silences (which a pty or a USB adapter does not keep):
+the receiver looks for the first place in what it holds where a request of a known layout (or,
+for a function whose layout Modbus leaves open, the shortest run its CRC closes) starts and is
+closed by its CRC. Bytes before it (line noise, the rest of a damaged or cut-off frame) are
+dropped, so a valid frame after noise is answered, as a real slave resynchronises. Several frames
+in one read are several requests, handed to the server one at a time (sim/pty.py paces them).
 """
 
 from __future__ import annotations
@@ -68,6 +73,23 @@ def _frame_length(buf: bytes) -> int | None:
     return 0
 
 
+def _next_frame(buf: bytes) -> tuple[int, int] | None:
+    """Where the first frame in ``buf`` that its CRC closes starts, and its length; None when
+    there is none yet. Quadratic in the worst case, on at most two frames' worth of bytes."""
+    for start in range(len(buf) - 3):
+        head = buf[start:]
+        n = _frame_length(head)
+        if n is None:
+            continue
+        if n == 0:
+            n = _closed_length(head[:_MAX_FRAME])
+            if not n:
+                continue
+        if len(head) >= n and crc16(head[: n - 2]) == head[n - 2 : n]:
+            return start, n
+    return None
+
+
 class RtuGate:
     """Feed it the master's bytes; it returns what goes on to the server and what is answered
     straight back to the master."""
@@ -76,27 +98,23 @@ class RtuGate:
         self.device_ids = frozenset(device_ids)
         self._buf = b""
 
-    def feed(self, data: bytes) -> tuple[bytes, bytes]:
+    def feed(self, data: bytes) -> tuple[list[bytes], bytes]:
+        """The frames to hand to the server (one request each, in order) and what is answered
+        straight back to the master."""
         self._buf += data
-        forward, reply = b"", b""
-        while self._buf:
-            n = _frame_length(self._buf)
-            if n is None:
+        forward: list[bytes] = []
+        reply = b""
+        while True:
+            found = _next_frame(self._buf)
+            if found is None:
+                # Nothing closes yet: keep what may still become a frame, at most one frame's worth.
+                self._buf = self._buf[-_MAX_FRAME:]
                 break
-            if n == 0:  # unknown layout: up to the first place its CRC closes a frame
-                n = _closed_length(self._buf[:_MAX_FRAME])
-                if not n:
-                    if len(self._buf) >= _MAX_FRAME:
-                        self._buf = b""  # no frame is longer: noise
-                    break
-            if len(self._buf) < n:
-                break
-            frame, self._buf = self._buf[:n], self._buf[n:]
-            if crc16(frame[:-2]) != frame[-2:]:
-                self._buf = b""  # damaged: drop it and whatever came with it
-                break
+            start, n = found
+            frame, self._buf = self._buf[start : start + n], self._buf[start + n :]
             to_server, to_master = self._judge(frame)
-            forward += to_server
+            if to_server:
+                forward.append(to_server)
             reply += to_master
         return forward, reply
 

@@ -260,7 +260,7 @@ class WireDealer:
             return True
         if what in ("burn", "card"):
             card = await self.draw()
-            if ask.get("seat") == "dealer" and ask.get("face_up") is False:
+            if ask.get("seat") == 0 and ask.get("face_up") is False:  # the dealer's hole card
                 self.hole = card
         elif what == "decision":
             hand = _Cards(ask["cards"])

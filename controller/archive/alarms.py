@@ -26,6 +26,7 @@ class ChainAlarm:
     def message(self) -> dict[str, Any]:
         return {
             "version": 1,
+            "schema_version": 1,  # docs/mqtt.md, "Schemas": archive.json
             "site": self.site,
             "table": self.table_id,
             "seq": self.seq,

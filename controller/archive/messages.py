@@ -21,7 +21,7 @@ from controller.telemetry.topics import parse_topic
 MAX_BODY = 64 * 1024  # a journal record is a few hundred bytes; a bigger body is not one of ours
 _HASH = re.compile(r"[0-9a-f]{64}\Z")
 _CLASSES = frozenset(c.value for c in Classification)
-_PLACEHOLDER_KEYS = frozenset({"version", "seq", "kind", "classification", "withheld"})
+_PLACEHOLDER_KEYS = frozenset({"version", "schema_version", "seq", "kind", "classification", "withheld"})
 
 
 class Unreadable(ValueError):
@@ -90,13 +90,7 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
         raise Unreadable(f"{where} seq {seq}: classification is not one of {', '.join(sorted(_CLASSES))}")
     if classification != Classification.PUBLIC.value:
         # Stored as published: the placeholder only; its hash never left the table.
-        if doc.get("withheld") is not True or set(doc) - {
-            "version",
-            "seq",
-            "kind",
-            "classification",
-            "withheld",
-        }:
+        if doc.get("withheld") is not True or set(doc) - _PLACEHOLDER_KEYS:
             raise Unreadable(f"{where} seq {seq}: a withheld record must be a bare placeholder")
         return ArchivedEvent(
             parsed.site,

@@ -105,6 +105,29 @@ Request = (
 )
 
 
+Offer = InsuranceOffer | DoubleAttackOffer | EvenMoneyOffer | SurrenderOffer | SecondChanceOffer
+
+# The public name of each offer: in the dealer-facing ask, the journal's offer_answered and the docs.
+OFFER_NAMES: dict[type, str] = {
+    InsuranceOffer: "insurance",
+    DoubleAttackOffer: "double_attack",
+    EvenMoneyOffer: "even_money",
+    SurrenderOffer: "surrender",
+    SecondChanceOffer: "second_chance",
+}
+
+# The keypad keys that answer each offer (docs/mqtt.md, "asking"): what each does. A wager offer
+# (insurance, Double Attack) is taken with `double` (the largest wager allowed, as placed on the
+# layout) and declined with `next`; `insurance_closed` declines every offer still open.
+OFFER_ANSWERS: dict[type, tuple[tuple[str, str], ...]] = {
+    InsuranceOffer: (("double", "take"), ("next", "decline"), ("insurance_closed", "decline_all")),
+    DoubleAttackOffer: (("double", "take"), ("next", "decline"), ("insurance_closed", "decline_all")),
+    EvenMoneyOffer: (("double", "take"), ("next", "decline")),
+    SurrenderOffer: (("surrender", "take"), ("next", "decline")),
+    SecondChanceOffer: (("second_chance", "take"), ("next", "decline")),
+}
+
+
 T = TypeVar("T", covariant=True)
 
 

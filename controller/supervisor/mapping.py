@@ -38,9 +38,9 @@ UNIT_BET = 10  # what one sensed chip stack stands for, in table units
 MAIN_SPOT, SIDE_SPOT = 1, 2
 
 _RANGE_OF_LIGHT = {
-    dev.MasqueLight.BLUE: CoreRange.SMALL,
-    dev.MasqueLight.RED: CoreRange.MEDIUM,
-    dev.MasqueLight.YELLOW: CoreRange.LARGE,
+    dev.MasqueLight.SMALL: CoreRange.SMALL,
+    dev.MasqueLight.MEDIUM: CoreRange.MEDIUM,
+    dev.MasqueLight.LARGE: CoreRange.LARGE,
 }
 
 

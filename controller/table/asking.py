@@ -13,28 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 from controller.rules.requests import (
     DEALER,
+    OFFER_ANSWERS,
+    OFFER_NAMES,
     CardFor,
     Decision,
-    DoubleAttackOffer,
-    EvenMoneyOffer,
-    InsuranceOffer,
     ReaderUse,
-    SecondChanceOffer,
-    SurrenderOffer,
 )
 from controller.table.sections import section
 
 if TYPE_CHECKING:
     from controller.rules.state import RoundState
     from controller.table.core import Table
-
-_OFFERS: dict[type, str] = {
-    InsuranceOffer: "insurance",
-    DoubleAttackOffer: "double_attack",
-    EvenMoneyOffer: "even_money",
-    SurrenderOffer: "surrender",
-    SecondChanceOffer: "second_chance",
-}
 
 
 def dealer_cards(state: RoundState) -> list[str]:
@@ -71,7 +60,7 @@ def _asking(table: Table) -> dict[str, Any]:
             return {
                 "what": "cut",
                 "back": cut.back,
-                "seat": seat or "dealer",
+                "seat": seat,  # 0: the dealer, as everywhere (events, commands)
                 "section": section(table.chapter, "5(c)"),
             }
         if cut.cover_from_bottom is None:
@@ -93,7 +82,7 @@ def _asking(table: Table) -> dict[str, Any]:
     up = str(state.dealer[0]) if state.dealer else None
     if isinstance(req, CardFor):
         whose: dict[str, Any] = (
-            {"seat": "dealer", "dealt": len(state.dealer)}
+            {"seat": DEALER, "dealt": len(state.dealer)}
             if req.seat == DEALER
             else {"seat": req.seat, "hand": req.hand, "dealt": len(hand_cards(state, req.seat, req.hand))}
         )
@@ -109,9 +98,19 @@ def _asking(table: Table) -> dict[str, Any]:
         }
     if isinstance(req, ReaderUse):
         return {"what": "reader", "up_card": up, "masque": req.masque}
-    offer = _OFFERS.get(type(req))
+    offer = OFFER_NAMES.get(type(req))
     if offer is not None:
-        out: dict[str, Any] = {"what": "offer", "offer": offer, "seat": getattr(req, "seat", None)}
+        answers = OFFER_ANSWERS[type(req)]
+        out: dict[str, Any] = {
+            "what": "offer",
+            "offer": offer,
+            "seat": getattr(req, "seat", None),
+            "legal": [key for key, _ in answers],
+            "answers": [{"key": key, "answer": answer} for key, answer in answers],
+        }
+        maximum = getattr(req, "maximum", None)
+        if maximum is not None:
+            out["maximum"] = maximum  # the wager `double` places
         hand = getattr(req, "hand", None)
         if hand is not None:
             out["hand"] = hand

@@ -239,7 +239,7 @@ class Table:
             "in_round": self.in_round,
             "cards_in_shoe": self.batches[back].places[Place.SHOE] if back else 0,
             "batches": {
-                b.back: {"location": b.location.value, "shuffler": b.shuffler.value}
+                b.back: {"location": self._public_location(b), "shuffler": b.shuffler.value}
                 for b in self.batches.values()
             },
             "halted": [{"id": a.id, "section": a.section, "message": a.message} for a in self.halted],
@@ -251,6 +251,13 @@ class Table:
             "asking": asking(self),  # what the dealer display shows next (controller/table/asking.py)
         }
         return out
+
+    def _public_location(self, batch: Batch) -> str:
+        """Where the table sees the batch. DJ Wild is dealt from the hand (687a.9(a)(2)): the
+        deck the core holds as being dealt from (its shoe place) is in the dealer's hand."""
+        if not self.blackjack and batch.location is Place.SHOE:
+            return "hand"
+        return batch.location.value
 
     # ================================================================== read-only names other packages use
     @property

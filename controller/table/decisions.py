@@ -6,9 +6,10 @@ Attack up to their maximum, 673a.8(b), 665a.6(e); even money, surrender, Second 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Self
 
 from controller.rules.requests import (
+    OFFER_NAMES,
     Action,
     Decision,
     DoubleAttackOffer,
@@ -31,10 +32,25 @@ if TYPE_CHECKING:
 @event("offer_answered")
 @dataclass(slots=True)
 class OfferAnswered(Event):
+    """``offer`` is the offer's public name (``insurance``, ``double_attack``, ``even_money``,
+    ``surrender``, ``second_chance``); ``value`` the wager placed (an amount, 0 when declined) for
+    insurance and Double Attack, else true or false; ``taken`` says which, the same for every offer."""
+
     round: int
     offer: str
     seat: int
     value: int | bool
+    taken: bool = False
+
+    @classmethod
+    def decode(cls, **payload: Any) -> Self:
+        # Journals written before the public names carried the rules' class names and no taken.
+        offer = _OLD_NAMES.get(payload["offer"], payload["offer"])
+        taken = payload.get("taken", bool(payload["value"]))
+        return cls(payload["round"], offer, payload["seat"], payload["value"], taken)
+
+
+_OLD_NAMES = {cls.__name__: name for cls, name in OFFER_NAMES.items()}
 
 
 def key_pressed(t: Table, inp: I.KeyPressed, step: Step) -> None:
@@ -90,7 +106,8 @@ def answer_offer(
     value: int | bool,
 ) -> None:
     """Record the answer to the offer in front of the dealer (an amount, or yes/no)."""
-    t.emit(step, OfferAnswered(t.state.round.number, type(offer).__name__, offer.seat, value))
+    name = OFFER_NAMES[type(offer)]
+    t.emit(step, OfferAnswered(t.state.round.number, name, offer.seat, value, bool(value)))
 
 
 # -- transitions ------------------------------------------------------------------------------

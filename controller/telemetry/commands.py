@@ -18,7 +18,7 @@ from controller.bounded import InputRefused, load_json
 from controller.ids import TEXT, matches
 from controller.schema import Document, Rule, one_line
 from controller.supervisor.actions import ACTIONS, FLOOR, Action, BadAction, check_args, lookup
-from controller.telemetry.payloads import PAYLOAD_VERSION
+from controller.telemetry.payloads import PAYLOAD_VERSION, SCHEMA_VERSION
 
 # Who may command a table over MQTT; the broker's ACL enforces it first. Dealer actions are the
 # console's: a dealer signs in at the table, not through a floor account.
@@ -58,6 +58,10 @@ class Envelope(Document):
     """A command message's own keys (its ``args`` are the action's: ``check_args``)."""
 
     version: Annotated[int, Rule(f"must be {PAYLOAD_VERSION}", ge=PAYLOAD_VERSION, le=PAYLOAD_VERSION)]
+    # Optional on a command: the schema version the console follows (docs/mqtt.md, "Schemas").
+    schema_version: (
+        Annotated[int, Rule(f"must be {SCHEMA_VERSION}", ge=SCHEMA_VERSION, le=SCHEMA_VERSION)] | None
+    ) = None
     id: Text
     who: Text
     role: Text

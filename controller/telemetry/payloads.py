@@ -15,6 +15,9 @@ from controller.journal import Classification, Record
 from controller.table.events import SECRET_FIELDS
 
 PAYLOAD_VERSION = 1
+# The version of the published schemas (controller/telemetry/contract.py, docs/mqtt.md "Schemas"):
+# raised only by a change that is not an addition.
+SCHEMA_VERSION = 1
 
 
 def encode(payload: Mapping[str, Any]) -> bytes:
@@ -25,6 +28,7 @@ def birth(identity: Mapping[str, Any], birth_id: str, last_seq: int, published_s
     """The retained ``status`` of a connection that just came up (Sparkplug's birth, in our JSON)."""
     return {
         "version": PAYLOAD_VERSION,
+        "schema_version": SCHEMA_VERSION,
         "online": True,
         "birth": birth_id,
         **identity,
@@ -36,6 +40,7 @@ def death(identity: Mapping[str, Any], birth_id: str, *, clean: bool) -> dict[st
     """The retained ``status`` when a connection ends: the Last Will (clean=False) or a shutdown."""
     return {
         "version": PAYLOAD_VERSION,
+        "schema_version": SCHEMA_VERSION,
         "online": False,
         "clean": clean,
         "birth": birth_id,
@@ -50,7 +55,13 @@ def state(snapshot: Mapping[str, Any], devices: Mapping[str, str], game: str) ->
     ``snapshot["cards_in_shoe"]`` is a count, not the cards: the one SECRET_FIELDS name that the
     public snapshot uses for a number.
     """
-    return {"version": PAYLOAD_VERSION, "game": game, "snapshot": dict(snapshot), "devices": dict(devices)}
+    return {
+        "version": PAYLOAD_VERSION,
+        "schema_version": SCHEMA_VERSION,
+        "game": game,
+        "snapshot": dict(snapshot),
+        "devices": dict(devices),
+    }
 
 
 def alarms(snapshot: Mapping[str, Any]) -> dict[str, Any]:
@@ -68,11 +79,16 @@ def alarms(snapshot: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(a, Mapping)
     ]
     active.sort(key=lambda a: (not a["halts_dealing"], a["id"] if isinstance(a["id"], int) else 0))
-    return {"version": PAYLOAD_VERSION, "count": len(active), "alarms": active}
+    return {
+        "version": PAYLOAD_VERSION,
+        "schema_version": SCHEMA_VERSION,
+        "count": len(active),
+        "alarms": active,
+    }
 
 
 def device(name: str, health: str) -> dict[str, Any]:
-    return {"version": PAYLOAD_VERSION, "device": name, "health": health}
+    return {"version": PAYLOAD_VERSION, "schema_version": SCHEMA_VERSION, "device": name, "health": health}
 
 
 def event_message(record: Record, *, prev_public: bool = False) -> dict[str, Any]:
@@ -88,6 +104,7 @@ def event_message(record: Record, *, prev_public: bool = False) -> dict[str, Any
     if record.classification is Classification.PUBLIC:
         message: dict[str, Any] = {
             "version": PAYLOAD_VERSION,
+            "schema_version": SCHEMA_VERSION,
             "seq": record.seq,
             "at": record.at,
             "kind": record.kind,
@@ -100,6 +117,7 @@ def event_message(record: Record, *, prev_public: bool = False) -> dict[str, Any
         return message
     return {
         "version": PAYLOAD_VERSION,
+        "schema_version": SCHEMA_VERSION,
         "seq": record.seq,
         "kind": record.kind,
         "classification": record.classification.value,
@@ -115,7 +133,13 @@ _RESULT_KEYS = ("ok", "error", "section", "message", "seq")
 def command_result(
     name: str, request_id: str | None, who: str | None, result: Mapping[str, Any]
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {"version": PAYLOAD_VERSION, "command": name, "id": request_id, "who": who}
+    out: dict[str, Any] = {
+        "version": PAYLOAD_VERSION,
+        "schema_version": SCHEMA_VERSION,
+        "command": name,
+        "id": request_id,
+        "who": who,
+    }
     for key in _RESULT_KEYS:
         value = result.get(key)
         scalar = value is None or isinstance(value, str | int | bool)

@@ -37,21 +37,24 @@ def build_driver(
     if ep.transport in (TransportKind.MODBUS_TCP, TransportKind.MODBUS_RTU):
         cls = _REGISTER_DRIVERS[config.kind]
         return cls(config, buses.bus(ep, config.backoff), clock=clock, events=events)
-    link: ByteLink
+    return StubCounterDriver(config, build_link(config, clock=clock), clock=clock, events=events)
+
+
+def build_link(config: DeviceConfig, *, clock: Clock = REAL_CLOCK) -> ByteLink:
+    """The byte link of a frame device (serial line or MQTT), as its section configures it."""
+    ep = config.endpoint
     if ep.transport is TransportKind.SERIAL_LINE:
-        link = SerialLink(ep, backoff=config.backoff, clock=clock)
-    else:
-        access = config.mqtt
-        link = MqttLink(
-            ep,
-            backoff=config.backoff,
-            clock=clock,
-            tls=access.tls,
-            ca_file=access.ca_file,
-            username=access.username,
-            password=access.password,
-        )
-    return StubCounterDriver(config, link, clock=clock, events=events)
+        return SerialLink(ep, backoff=config.backoff, clock=clock)
+    access = config.mqtt
+    return MqttLink(
+        ep,
+        backoff=config.backoff,
+        clock=clock,
+        tls=access.tls,
+        ca_file=access.ca_file,
+        username=access.username,
+        password=access.password,
+    )
 
 
 def build_drivers(

@@ -1,9 +1,10 @@
 """Hole-card reader: the peek device (673a.7(h), 665a.7(g)) or the Masque range reader (685a.7(h)).
 
 The profile's ``options.mode`` says which: ``peek`` answers "Blackjack or not", ``masque`` lights
-blue (2-5), red (6-9) or yellow (10-A). The up card is public; the controller writes its rank to
-the device before the hole card goes in, which is how a peek device knows what Blackjack needs
-and how this driver tells a peek the up card does not allow (673a.13(i)).
+small (2-5, blue light), medium (6-9, red) or large (10-A, yellow). The up card is public; the
+controller writes its rank to the device before the hole card goes in, which is how a peek
+device knows what Blackjack needs and how this driver tells a peek the up card does not allow
+(673a.13(i)).
 """
 
 from __future__ import annotations

@@ -32,7 +32,6 @@ class StubCounterDriver(Driver):
         super().__init__(config, clock=clock, events=events)
         self.link = link
         self.profile = config.profile
-        self.expected = int(config.options.get("expected", 53))
         self.heartbeat_timeout_s = float(config.options.get("heartbeat_timeout_s", 3.0))
         self._decoder = LineDecoder(self.profile)
         self._last_seq: int | None = None
@@ -91,8 +90,9 @@ class StubCounterDriver(Driver):
             if v["seq"] == self._last_seq:
                 return  # a repeat (answer to a request, or a resend): already reported
             self._last_seq = v["seq"]
-            ok = bool(v["verified"]) and v["count"] == self.expected
-            self.emit(StubCounted(self.name, v["count"], ok, v["seq"]))
+            # ok is the device's own word that it counted every card cleanly. Whether the stub
+            # holds what it should (53 minus the cards dealt, 687a.9(g),(h)) only the table knows.
+            self.emit(StubCounted(self.name, v["count"], bool(v["verified"]), v["seq"]))
         elif frame.name == "heartbeat":
             health = v["health"]
             if health and health != self._device_health:

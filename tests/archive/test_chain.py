@@ -69,6 +69,12 @@ async def test_a_forked_stream_a_changed_record_and_a_gap_raise_alarms(
         ("gap", "dab-04", 18),
         ("changed_hash", "dab-04", 5),
     ]
+    import jsonschema
+
+    from controller.telemetry.contract import schemas
+
+    for m in published:  # docs/mqtt.md, "Schemas": archive.json
+        jsonschema.Draft202012Validator(schemas()["archive.json"]).validate(m)
     # The archive keeps the first copy of a record; a changed one is refused, not stored over it.
     assert rows(db, "SELECT hash FROM events WHERE seq = 5") == [(json.loads(a[4])["hash"],)]
 

@@ -14,6 +14,7 @@ PAGES = {
     "ref-reader-masque.toml": "reader.md",
     "ref-keypad.toml": "keypad.md",
     "ref-stub-counter.toml": "stub-counter.md",
+    "vendor-b-shoe.toml": "../bring-up.md",  # the worked example of a second shoe
 }
 
 
@@ -28,3 +29,45 @@ def test_every_field_is_documented(profile: str) -> None:
         assert f"`{frame.tag}`" in page
         for f in frame.fields:
             assert f"`{f.name}`" in page and f"{f.min}-{f.max}" in page
+
+
+def test_the_stub_counter_page_says_the_table_expects_53_minus_the_cards_dealt() -> None:
+    """Issue: a counter built to the page sent 53 and halted every DJ Wild round. The page must
+    say what the table compares with (controller/table/wild.py: the deck's cards still in the
+    shoe after the deal) and that the device does not compare."""
+    page = " ".join((ROOT / "docs" / "devices" / "stub-counter.md").read_text(encoding="utf-8").split())
+    assert "53 minus the cards dealt" in page
+    assert "The device never compares the count with 53" in page
+    assert "equals the table's `expected`" not in page
+
+
+def test_the_masque_result_has_one_vocabulary_and_its_documented_range() -> None:
+    """Issue: reader.md said 0-2 while the Masque profile uses 3, and register, event and journal
+    named one value three ways. One name set, the regulation's (685a.7(h)), end to end."""
+    from controller.rules.requests import MasqueRange as CoreRange
+    from devices.events import MasqueLight
+
+    masque = load_profile(DEVICES / "ref-reader-masque.toml")
+    names = {k for k in masque.enums["result"] if k != "none"}
+    assert names == {m.value for m in MasqueLight} == {r.value for r in CoreRange}
+    page = " ".join((ROOT / "docs" / "devices" / "reader.md").read_text(encoding="utf-8").split())
+    assert "masque 0-3" in page and max(masque.enums["result"].values()) == 3
+    peek = load_profile(DEVICES / "ref-reader-peek.toml")
+    assert "peek 0-2" in page and max(peek.enums["result"].values()) == 2
+
+
+def test_a_shipped_rtu_timeout_below_the_libmodbus_margin_says_so_on_its_line() -> None:
+    """Issue: README.md says a libmodbus device on a shared line needs timeout_s above 0.5 s while
+    every shipped table uses 0.3 s. Each such line says it is for the reference devices and gives
+    the value for a libmodbus line."""
+    import tomllib
+
+    for table in sorted((ROOT / "config" / "tables").glob("*.toml")):
+        text = table.read_text(encoding="utf-8")
+        doc = tomllib.loads(text)
+        for name, dev in doc["devices"].items():
+            if dev.get("transport") != "modbus-rtu" or dev.get("timeout_s", 0.5) > 0.5:
+                continue
+            section = text[text.index(f"[devices.{name}]") :]
+            line = next(x for x in section.splitlines() if x.startswith("timeout_s"))
+            assert "libmodbus" in line and "0.6" in line, (table.name, name, line)

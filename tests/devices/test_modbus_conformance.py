@@ -335,3 +335,63 @@ async def test_tcp_devices_sharing_an_address_answer_only_their_own_ids() -> Non
     finally:
         await conn.close()
         await server.stop()
+
+
+async def test_a_valid_frame_after_noise_is_found_and_answered(line: Line) -> None:
+    """A receiver resynchronises by content and CRC: bytes that form no frame (line noise, a
+    frame cut short) are skipped, and the next frame whose CRC closes it is answered."""
+    try:
+        request, n = _read_keypad()
+        for noise in (b"\x00\xff\x13", b"\x03\x10\x00\x21\x00\x04\x08\x01", b"\x03\x03\x00"):
+            line.send(noise + request)
+            assert (await line.reply(n))[:3] == bytes([3, 3, 2]), noise.hex()
+    finally:
+        line.close()
+
+
+async def test_frames_sent_back_to_back_are_each_answered(line: Line) -> None:
+    """Two requests in one write (no silence between them) are two requests: each is answered,
+    in order, as a real slave answers the frames it receives one after the other."""
+    try:
+        first, n1 = _read_keypad(1)
+        second = rtu(2, 3, words=(0, 2))  # the reader's health and insert_seq
+        line.send(first + second)
+        assert (await line.reply(n1))[:3] == bytes([3, 3, 2])
+        assert (await line.reply(9))[:3] == bytes([2, 3, 4])
+    finally:
+        line.close()
+
+
+def write_pdu(address: int, *words: int) -> bytes:
+    return struct.pack(">BHHB", 16, address, len(words), 2 * len(words)) + struct.pack(
+        f">{len(words)}H", *words
+    )
+
+
+async def test_set_light_takes_only_0_or_1_and_command_blocks_read_as_0(rig: Rig, line: Line) -> None:
+    """keypad.md: set_light (3, box, spot, 0/1); any other last argument is illegal (03) and
+    changes nothing. The command block is write-only and reads 0 in every word."""
+    keypad = rig.model("keypad")
+    try:
+        for n, value in enumerate((2, 0xFFFF)):
+            line.send(rtu(3, 16, words=(33, 4), tail=bytes([8]) + struct.pack(">4H", 3, 1, 1, value)))
+            assert await line.reply(5) == rtu(3, 0x90, 0x03), value
+            assert not keypad.lights, n
+        line.send(rtu(3, 16, words=(33, 4), tail=bytes([8]) + struct.pack(">4H", 3, 1, 1, 1)))
+        assert await line.reply(8) == rtu(3, 16, words=(33, 4))
+        assert keypad.lights == {(1, 1)}
+        line.send(rtu(3, 3, words=(33, 4)))  # the command block just written
+        assert await line.reply(13) == rtu(3, 3, 8, words=(0, 0, 0, 0))
+    finally:
+        line.close()
+
+
+async def test_tcp_the_shoe_takes_no_write_anywhere(rig: Rig) -> None:
+    """shoe.md: the shoe has no command block; a write anywhere in its map is 02."""
+    shoe = await Socket.open(rig.server("shoe").port)
+    try:
+        for tid, address in enumerate((0, 6, 8, 15), start=1):
+            shoe.send(mbap(tid, 1, write_pdu(address, 0)))
+            assert await shoe.reply() == mbap(tid, 1, bytes([0x90, 0x02])), address
+    finally:
+        await shoe.close()

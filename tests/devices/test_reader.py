@@ -78,7 +78,7 @@ async def test_masque_lights_by_range(rig_factory) -> None:  # type: ignore[no-u
         rig.model("reader").insert(parse_card(hole))
         await d.poll_once()
         lights += [e.light for e in of_type(drain(d), MasqueRange)]
-    B, R, Y = MasqueLight.BLUE, MasqueLight.RED, MasqueLight.YELLOW
+    B, R, Y = MasqueLight.SMALL, MasqueLight.MEDIUM, MasqueLight.LARGE
     assert lights == [B, B, R, R, Y, Y, Y]
 
 
@@ -90,11 +90,11 @@ async def test_masque_wrong_light_is_reported_as_the_device_shows_it(rig_factory
     rig.model("reader").insert(parse_card("3C"))
     await d.poll_once()
     # 685a.13(h) is the table's call once the card is exposed; the driver reports the light.
-    assert [e.light for e in of_type(drain(d), MasqueRange)] == [MasqueLight.RED]
+    assert [e.light for e in of_type(drain(d), MasqueRange)] == [MasqueLight.MEDIUM]
     rig.model("reader").faults.wrong_light = False
     rig.model("reader").insert(parse_card("3C"))
     await d.poll_once()
-    assert [e.light for e in of_type(drain(d), MasqueRange)] == [MasqueLight.BLUE]
+    assert [e.light for e in of_type(drain(d), MasqueRange)] == [MasqueLight.SMALL]
 
 
 async def test_reset_clears_the_round_not_the_count_nor_the_failure(rig: Rig) -> None:

@@ -17,8 +17,8 @@ from controller.errors import ConfigError
 from devices.config import Framing, TransportKind, load_devices
 from devices.transport.links import SerialLink
 from devices.transport.modbus import ModbusBus
-from sim.pty import Pty
-from tests.devices.conftest import TABLES
+from sim.pty import Pty, set_framing
+from tests.devices.conftest import ROOT, TABLES
 
 KEYPAD: dict[str, Any] = {
     "kind": "keypad",
@@ -98,6 +98,23 @@ def test_a_pty_keeps_the_stop_bits_and_drops_parity() -> None:
         assert cflag & termios.CSTOPB
     finally:
         pty.close()
+
+
+def test_linux_accepts_parity_on_a_pty_and_silently_clears_it() -> None:
+    """What docs/devices/README.md says of ptys: asking for parity and 7 data bits succeeds
+    (no error), and reading the settings back shows 8 data bits without parity: the pty kept
+    nothing of it but the stop bits."""
+    pty = Pty()
+    try:
+        set_framing(pty.fd, Framing(bytesize=7, parity="even", stopbits=2))  # does not raise
+        cflag = termios.tcgetattr(pty.fd)[2]
+        assert not cflag & termios.PARENB
+        assert cflag & termios.CSIZE == termios.CS8
+        assert cflag & termios.CSTOPB
+    finally:
+        pty.close()
+    readme = (ROOT / "docs" / "devices" / "README.md").read_text(encoding="utf-8")
+    assert "silently keeps 8 data bits without parity" in readme and "refuses to set" not in readme
 
 
 async def test_the_configured_framing_reaches_pymodbus() -> None:

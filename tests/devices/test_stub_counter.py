@@ -30,15 +30,23 @@ async def _stub(rig_factory) -> tuple[Rig, StubCounterSim, Driver]:  # type: ign
     return rig, rig.sim("stub"), d
 
 
-async def test_count_of_53_is_verified_and_a_miscount_is_not(rig_factory) -> None:  # type: ignore[no-untyped-def]
+async def test_a_stub_of_53_minus_the_dealt_cards_is_verified_and_ok_is_the_devices_word(rig_factory) -> None:  # type: ignore[no-untyped-def]
+    """stub-counter.md: the device counts the stub (53 minus the cards dealt, e.g. 37 after three
+    hands, the dealer's and the layout card) and says whether it counted every card cleanly; it
+    never compares with 53. A miscount it does not notice is still verified (the table catches
+    it, 687a.9(h)); a count it could not make cleanly is not."""
     _rig, sim, d = await _stub(rig_factory)
-    await sim.count(53)
+    await sim.count(37)
     ok, _ = await poll_until(d, StubCounted)
-    assert (ok.count, ok.ok) == (53, True)
+    assert (ok.count, ok.ok) == (37, True)
     sim.model.faults.miscount = -1
-    await sim.count(53)
-    bad, _ = await poll_until(d, StubCounted)
-    assert (bad.count, bad.ok) == (52, False)
+    await sim.count(37)
+    missed, _ = await poll_until(d, StubCounted)
+    assert (missed.count, missed.ok) == (36, True)
+    sim.model.faults.unverified = True
+    await sim.count(37)
+    unsure, _ = await poll_until(d, StubCounted)
+    assert (unsure.count, unsure.ok) == (36, False)
 
 
 @pytest.mark.parametrize("fault", ["garble", "truncate", "noise"])

@@ -138,3 +138,53 @@ async def test_a_wrong_stub_count_voids_the_dj_wild_round(table_rig: MakeRig) ->
     voided = [p for k, p in journal_kinds(sup.journal_path) if k == "round_voided"]
     assert [v["section"] for v in voided] == ["687a.9(h)"]
     assert_journal_sound(rig)
+
+
+async def test_the_used_batch_may_come_back_to_its_slot_late(table_rig: MakeRig) -> None:
+    """shuffler.md, "the used batch after an eject": the used batch is due in its slot before the
+    first card of the new batch is drawn (673a.3(b)(5): one batch in the discard rack). Brought
+    back five minutes late, the draw raises the non-halting 3(b)(5) alarm naming the batch and
+    Start Game is refused until it is back; then the table takes it as loaded, starts its shuffle
+    and plays on."""
+    import asyncio
+
+    from devices.events import ShufflerState
+    from devices.profiles import DeviceKind
+
+    rig = await table_rig("double-back-jack")
+    await rig.dealer.open_table()
+    shuffler = rig.sim.devices["shuffler"]
+    model, served = shuffler.model, shuffler.register_sim
+    assert served is not None and served.on_command is not None
+    carry_back = served.on_command
+    late: list[asyncio.Task[None]] = []
+    t = rig.supervisor.table
+
+    async def bring_back(slot: object, cards: list[object]) -> None:
+        await rig.clock.sleep(300)  # five minutes of the table's clock after the eject
+        back = model.slots[slot].back
+        assert t.batches[back].location.value == "discard"  # the table still has it in the rack
+        model.load(slot, cards)
+        await rig.link.touched(DeviceKind.SHUFFLER)
+        rig.dealer._last = None  # Start Game was refused meanwhile (3(b)(5)): the dealer presses it again
+
+    def slow_dealer(name: str, result: object) -> None:
+        carry_back(name, result)  # the simulator puts the used batch back at once ...
+        for slot, s in model.slots.items():  # ... this dealer takes it back out and comes back later
+            if name == "eject_to_shoe" and s.state is ShufflerState.IDLE and s.cards and not late:
+                cards = [dc.card for dc in s.cards]
+                s.cards, s.state = [], ShufflerState.EMPTY
+                late.append(asyncio.create_task(bring_back(slot, cards)))
+
+    served.on_command = slow_dealer
+    while rig.dealer.stats.shoes < 2 or not late or not late[0].done():
+        await rig.dealer.play_round()
+    await late[0]
+    for _ in range(2):
+        await rig.dealer.play_round()
+    kinds = [k for k, _ in journal_kinds(rig.supervisor.journal_path)]
+    raised = [p for k, p in journal_kinds(rig.supervisor.journal_path) if k == "alarm_raised"]
+    assert kinds.count("batch_to_shuffler") >= 3
+    assert [(a["section"], a["halts"]) for a in raised] == [("673a.3(b)(5)", False)], raised
+    assert "load the blue batch into the shuffler" in raised[0]["floor_action"]
+    assert_journal_sound(rig)

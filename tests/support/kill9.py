@@ -291,7 +291,7 @@ class Dealer:
 def _reader_inputs(result: str) -> list[I.Input]:
     from controller.rules.requests import MasqueRange as CoreRange
 
-    lights = {"blue": CoreRange.SMALL, "red": CoreRange.MEDIUM, "yellow": CoreRange.LARGE}
+    lights = {"small": CoreRange.SMALL, "medium": CoreRange.MEDIUM, "large": CoreRange.LARGE}
     if result in lights:
         return [I.ReaderReport(light=lights[result])]
     return [I.ReaderReport(blackjack=result == "yes")]

@@ -290,3 +290,17 @@ def test_keys_other_than_next_mean_nothing_in_a_dj_wild_round() -> None:
     rig.refuse(I.KeyPressed(key="hit"), "687a.9")
     rig.refuse(I.WildRoundOpened(boxes=(2,)), "687a.9")  # this round is not finished
     rig.refuse(I.RoundOpened(wagers=()), "687a.9")
+
+
+def test_the_public_state_puts_the_dealt_deck_in_the_dealers_hand() -> None:
+    """687a.9(a)(2): once the shuffled deck is taken for dealing it is in the dealer's hand, and
+    the public state says so (not "shoe": a DJ Wild table has none)."""
+    rig = ready(WILD)
+    if rig.table.shoe_back is None:
+        rig.next_shoe(counted=True)
+    back = rig.table.shoe_back
+    assert back is not None
+    assert rig.table.snapshot()["batches"][back]["location"] == "hand"
+    _dealt(rig)
+    assert rig.table.snapshot()["batches"][back]["location"] == "hand"
+    assert all(b["location"] != "shoe" for b in rig.table.snapshot()["batches"].values())

@@ -39,7 +39,7 @@ async def test_birth_then_clean_death(broker: Broker, tmp_path: pathlib.Path) ->
         assert birth["journal"] == {"last_seq": 3, "published_seq": 0}
         await telemetry.stop()
         await obs.wait_for(lambda ms: any(m.topic == STATUS and m.json()["online"] is False for m in ms))
-        death = {"version": 1, "online": False, "clean": True, "birth": birth["birth"]}
+        death = {"version": 1, "schema_version": 1, "online": False, "clean": True, "birth": birth["birth"]}
         assert obs.on("/status")[-1].json() == {**death, "site": "site-a", "table": "t1"}
     # A newcomer gets the clean death as the retained status.
     async with observer(broker, "monitor-ops", STATUS) as late:

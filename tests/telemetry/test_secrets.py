@@ -50,6 +50,7 @@ def check_message(message: Received, records: dict[int, Record], secret_texts: l
         if record.classification is not Classification.PUBLIC:
             assert doc == {
                 "version": 1,
+                "schema_version": 1,
                 "seq": record.seq,
                 "kind": record.kind,
                 "classification": record.classification.value,
@@ -119,6 +120,7 @@ def test_the_check_would_catch_a_leak() -> None:
         json.dumps(
             {
                 "version": 1,
+                "schema_version": 1,
                 "seq": 5,
                 "kind": "card_burned",
                 "classification": "secret",

@@ -54,6 +54,7 @@ async def test_last_will_on_sigkill_is_retained(broker: Broker, tmp_path: pathli
         will = obs.messages[-1].json()
         assert will == {
             "version": 1,
+            "schema_version": 1,
             "online": False,
             "clean": False,
             "birth": birth,
@@ -123,6 +124,7 @@ async def test_only_the_floor_may_command_a_table(broker: Broker, tmp_path: path
     assert results == [
         {
             "version": 1,
+            "schema_version": 1,
             "command": "reshuffle_ordered",
             "id": "probe",
             "who": "floor-7",

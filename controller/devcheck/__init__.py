@@ -1,0 +1,1 @@
+"""``tablectl device check``: a conformance run of one device against docs/devices/."""
