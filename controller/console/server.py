@@ -42,6 +42,7 @@ from controller.errors import ConfigError
 from controller.ids import USER_NAME, matches
 from controller.supervisor import actions
 from controller.supervisor.supervisor import Supervisor
+from controller.table.asking import layout
 from controller.telemetry.web import answers_for, host_name
 
 COOKIE = "tablectl_session"
@@ -51,7 +52,9 @@ LOGIN_FAILURES = 5  # failed sign-ins allowed per address and per name within LO
 LOGIN_WINDOW_S = 300.0
 MAX_TRACKED = 10_000  # addresses and names remembered for the rate limit (oldest forgotten first)
 MAX_SESSIONS = 256  # at one table; past this the oldest session ends (a bounded dict, not a leak)
-HEARTBEAT_S = 15.0  # an SSE comment this often, so a dead client's stream ends
+# An SSE event this often, so a dead client's stream ends and a page knows within 2 s that the
+# appliance is gone (a comment would not reach the page's script).
+HEARTBEAT_S = 1.0
 STATIC = Path(__file__).with_name("static")
 RESULT_KEYS = ("ok", "error", "events", "seq")
 HEADERS = {
@@ -354,7 +357,8 @@ class Console:
         snapshot = sup.snapshot()
         ask = snapshot.get("asking")
         worded = turn(ask) if ask is not None else {"who": "", "what": "the table is starting"}
-        body = display(snapshot, kinds, worded, table.dealer_name if table is not None else None)
+        board = layout(table, sup.translator.bets, sup.config.options.boxes) if table is not None else None
+        body = display(snapshot, kinds, worded, table.dealer_name if table is not None else None, board)
         body["signed_in"] = {"user": session.user, "role": session.role}
         if session.role == actions.FLOOR:
             now = self.clock()
@@ -391,7 +395,7 @@ class Console:
             try:
                 await asyncio.wait_for(tick.wait(), HEARTBEAT_S)
             except TimeoutError:
-                await response.write(b": still here\n\n")
+                await response.write(b"event: alive\ndata: {}\n\n")
 
     async def action(self, request: web.Request) -> web.StreamResponse:
         session = self._session(request)

@@ -60,6 +60,7 @@ SAMPLE = {
     "key": "next",
     "name": "dana",
     "dealer": "dana",
+    "reason": "the floor's reason",
 }
 
 
