@@ -271,4 +271,9 @@ def menu(game: str, kinds: Any, snapshot: Mapping[str, Any]) -> dict[str, Any]:
         and _NEEDS_DEVICE.get(name, "") in have | {""}
         and (name != "hand_shuffled" or bool(snapshot.get("shuffler_out_of_order")))
     ]
-    return {"rare": names, "destructive": list(DESTRUCTIVE), "void_section": _VOID_SECTION.get(game)}
+    return {
+        "rare": names,
+        "hidden": [name for name in _RARE if name not in names],  # not of this game, or not now
+        "destructive": list(DESTRUCTIVE),
+        "void_section": _VOID_SECTION.get(game),
+    }

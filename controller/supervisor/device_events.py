@@ -95,3 +95,5 @@ class DeviceEvents:
                 await self.stepper.mark(seen)
             await policy.after_event(event, old, new)
             await self.reconciler.reconcile()
+            if isinstance(event, dev.BetSensed):
+                policy.changed()  # chips on the layout are not journalled between rounds, but shown

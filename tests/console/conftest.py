@@ -5,6 +5,7 @@ The clock of sessions and the sign-in rate limit is a number the test moves."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,18 +53,26 @@ def write_users(path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-async def console_rig(tmp_path: Path) -> AsyncIterator[ConsoleRig]:
+@contextlib.asynccontextmanager
+async def console_for(tmp_path: Path, game: str = "double-back-jack") -> AsyncIterator[ConsoleRig]:
+    """A console in front of a virtual ``game`` table of two boxes."""
     users = write_users(tmp_path / "users.toml")
     clock = Clock()
     async with asyncio.timeout(GUARD_S):
-        async with virtual_table(table_file("double-back-jack"), tmp_path / "j.db", seed=5, boxes=2) as rig:
+        async with virtual_table(table_file(game), tmp_path / "j.db", seed=5, boxes=2) as rig:
             console = Console(rig.supervisor, users, clock=clock)
             host, port = await console.start("127.0.0.1", 0)
+            cr = ConsoleRig(rig, console, f"http://{host}:{port}", clock, users)
             try:
-                yield ConsoleRig(rig, console, f"http://{host}:{port}", clock, users)
+                yield cr
             finally:
-                await console.stop()
+                await cr.console.stop()
+
+
+@pytest.fixture
+async def console_rig(tmp_path: Path) -> AsyncIterator[ConsoleRig]:
+    async with console_for(tmp_path) as cr:
+        yield cr
 
 
 async def sign_in(client: aiohttp.ClientSession, user: str) -> str:
