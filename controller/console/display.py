@@ -227,7 +227,7 @@ def now(ask: Mapping[str, Any], snapshot: Mapping[str, Any], keypad_failed: bool
         waiting = [
             back
             for back, b in snapshot.get("batches", {}).items()
-            if b.get("location") in ("shuffler", "discard")
+            if b.get("location") in ("new", "shuffler", "discard")
         ]
         return [
             _do("hand_shuffled", f"the {back} batch shuffled by hand", {"back": back}) for back in waiting
