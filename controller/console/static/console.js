@@ -198,8 +198,14 @@ function draw(d) {
     line($("reader"), d.reader.failed ? "failed: dealing stopped" : h, d.reader.failed ? "bad" : cls);
   }
   if ($("progressive")) {
-    line($("progressive"), d.progressive.open ? "open (keypad " + health(d.progressive.health)[0] + ")" : "closed: keypad failed",
-         d.progressive.open ? "good" : "bad");
+    // DJ Wild's Progressive is taken on the keypad's sensors; at a blackjack table the keypad
+    // carries the decisions and the side wagers' sensors.
+    const wild = d.game === "dj-wild";
+    $("progressive-h").textContent = wild ? "Progressive" : "Keypad";
+    const [h, cls] = health(d.progressive.health);
+    line($("progressive"), d.progressive.open ? (wild ? "open (keypad " + h + ")" : h)
+                                              : wild ? "closed: keypad failed" : "failed: key the decisions here",
+         d.progressive.open ? cls : "bad");
   }
   if ($("devices")) {
     $("devices").replaceChildren(...d.devices.map((x) => {
@@ -359,7 +365,8 @@ function refreshChoices(d) {
 function visibleActions() {
   const menu = last ? last.menu : null;
   const hidden = new Set(menu ? menu.hidden : []);
-  if (page === "floor") return actions.filter((a) => a.roles.includes("floor") && !hidden.has(a.name));
+  // (Alarms are acknowledged on the alarm itself.)
+  if (page === "floor") return actions.filter((a) => a.roles.includes("floor") && !hidden.has(a.name) && a.name !== "alarm_acknowledged");
   // The dealer's secondary menu: the rare actions of this game, and the keypad's keys last.
   const rare = new Set(menu ? menu.rare : []);
   return actions.filter((a) => rare.has(a.name) || a.name === "key");
@@ -465,7 +472,8 @@ async function run(name, args) {
   r.dataset.action = name;
   r.className = doc.ok ? "good" : "error";
   const error = String(doc.error || "");
-  r.textContent = doc.ok ? words(name) + ": done" : error.startsWith(name + ":") ? error : name + ": " + error;
+  const what = name === "key" ? "key " + words(String(args.key)) : words(name);
+  r.textContent = doc.ok ? what + ": done" : error.startsWith(name + ":") ? error : name + ": " + error;
   if (last && $("now")) drawNow(last);
 }
 
