@@ -292,11 +292,13 @@ async def test_the_pages_say_when_the_table_is_gone_and_recover_by_themselves(
     rig, sup = console_rig.rig, console_rig.rig.supervisor
     await rig.dealer.open_table()
     page = await open_signed_in(browser, console_rig.url + "/", "dan")
+    floor = await open_signed_in(browser, console_rig.url + "/floor", "flo")
     await expect(page.locator("#conn")).to_be_hidden()
     host, port = console_rig.url.removeprefix("http://").split(":")
     await console_rig.console.stop()  # `run` stops: its console with it
     banner = page.locator("#conn")
     await expect(banner).to_be_visible()
+    await expect(floor.locator("#conn")).to_contain_text("Connection to the table lost")
     await expect(banner).to_contain_text("Connection to the table lost: do not deal from this screen")
     await expect(page.locator("#link")).to_have_text("offline")  # never "live" from memory
     assert await page.locator("#main").evaluate("m => m.inert")  # nothing under it can be pressed
@@ -309,6 +311,7 @@ async def test_the_pages_say_when_the_table_is_gone_and_recover_by_themselves(
         "Signed out, sign in again (the table restarted or the session ended)."
     )
     await expect(banner).to_be_hidden()
+    await expect(floor.locator("#login-why")).to_contain_text("Signed out, sign in again")
     await sign_in(page, "dan")
     await expect(page.locator("#title")).to_contain_text(f"round {sup.table.round_no}")
     await shown_ask(page, console_rig)

@@ -185,7 +185,10 @@ function draw(d) {
   drawLayout(d);
   if ($("now")) drawNow(d);
   const shoe = d.shoe;
-  line($("shoe"), shoe.failed ? "shoe failed: dealing stopped" :
+  const wild = d.game === "dj-wild";
+  $("shoe-h").textContent = wild ? "Deck" : "Shoe";
+  if (wild) line($("shoe"), shoe.batch ? shoe.batch + " deck, dealt by hand" : "no deck in play", "");
+  else line($("shoe"), shoe.failed ? "shoe failed: dealing stopped" :
        shoe.batch ? shoe.batch + " batch, " + shoe.cards + " cards" + (shoe.cover_card_reached ? ", cover card out: reshuffle after this round" : "")
                   : "empty", shoe.failed ? "bad" : "");
   $("batches").replaceChildren(...d.batches.map((b) => {
@@ -194,6 +197,7 @@ function draw(d) {
     return li;
   }));
   if ($("reader")) {
+    $("reader").closest("section").hidden = d.reader.health === null && !d.reader.failed;  // no reader here
     const [h, cls] = health(d.reader.health);
     line($("reader"), d.reader.failed ? "failed: dealing stopped" : h, d.reader.failed ? "bad" : cls);
   }
@@ -259,8 +263,9 @@ function drawLayout(d) {
   if (!pickTouched) picked = new Set(sensed);
   const boxes = $("boxes");
   boxes.replaceChildren();
+  // The boxes are buttons only while an action of the moment takes them from the layout.
+  const pick = page === "dealer" && (d.now || []).some((n) => n.pick);
   for (const b of lay.boxes) {
-    const pick = page === "dealer";
     const node = el(pick ? "button" : "div", undefined, "box");
     node.dataset.seat = b.seat;
     if (pick) {
