@@ -154,7 +154,8 @@ async def deal_round_from_display(
             await expect(box2).to_have_attribute("aria-pressed", "false")
             await box2.click()  # the player on box 2 bets too: picked on the layout
             await expect(buttons).to_have_text(["Start Game (boxes 1, 2)"])
-            await shot(page, f"{shots}-bets.png")
+            if shots == "console-dealer":  # (with the keypad failed the picture is the same)
+                await shot(page, "console-dealer-bets.png")
             await pressed(page, buttons.first, "start_round")
         elif what in ("card", "burn"):
             card = await dealer.draw()
