@@ -68,9 +68,7 @@ async def sign_in(page: Page, user: str) -> None:
 
 async def act(page: Page, action: str, **args: str) -> None:
     """Fill the action's form on the page, press its button, and wait for its result."""
-    form = page.locator(f"#actions form[data-action={action}]")
-    if await form.evaluate("f => f.closest('details') !== null && !f.closest('details').open"):
-        await page.locator("#more summary").click()  # the dealer's secondary menu
+    form = await action_form(page, action)
     for name, value in args.items():
         if name == "seat":
             await form.locator(f"label.seat:has(input[value='{value}'])").click()
@@ -81,6 +79,14 @@ async def act(page: Page, action: str, **args: str) -> None:
         else:
             await field.fill(value)
     await pressed(page, form.locator("button"), action)
+
+
+async def action_form(page: Page, action: str) -> Any:
+    """The action's form, its page's "More actions" menu opened when it is there."""
+    form = page.locator(f"form.action[data-action={action}]")
+    if await form.evaluate("f => f.closest('details') !== null && !f.closest('details').open"):
+        await page.locator("#more summary").click()
+    return form
 
 
 async def pressed(page: Page, button: Any, action: str) -> None:
@@ -189,7 +195,7 @@ async def test_a_whole_round_dealt_from_the_display_by_hand(
     await expect(page.locator("#batches")).to_contain_text("in the shoe, being dealt")
     # Only what fits the moment: no misdeal of DJ Wild, no hand shuffle while the shuffler works,
     # no floor action; and every target big enough to touch.
-    names = await page.locator("#actions form").evaluate_all("fs => fs.map(f => f.dataset.action)")
+    names = await page.locator("form.action").evaluate_all("fs => fs.map(f => f.dataset.action)")
     assert "misdeal_determined" not in names and "hand_shuffled" not in names and "void_round" not in names
     assert "held_card_exposed" in names and "key" in names
     seen: list[str] = []
@@ -252,7 +258,7 @@ async def test_the_floor_voids_a_round_after_confirming_with_a_reason(
             await rig.dealer.play_round()
         rig.link.pace = None
         await shown_ask(dealer, cr)
-        form = floor.locator("#actions form[data-action=void_round]")
+        form = await action_form(floor, "void_round")
         await expect(form.locator("[name=section]")).to_have_value("665a.13(h)(1)")  # this game's
         await form.locator("button").click()
         dialog = floor.locator("#confirm")

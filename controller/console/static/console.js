@@ -382,10 +382,15 @@ function drawActions() {
   const names = visibleActions().map((a) => a.name).join();
   if (names === drawnFor && $("actions").childElementCount) return;
   drawnFor = names;
-  const box = $("actions");
-  box.replaceChildren();
+  // The floor's everyday actions in view, the rarer ones of this game in its "More actions" menu
+  // (the dealer's page has only that menu: its everyday actions are the buttons of the moment).
+  const rare = new Set(last && last.menu ? last.menu.rare : []);
+  const more = $("rare-actions");
+  $("actions").replaceChildren();
+  if (more) more.replaceChildren();
   const destructive = new Set(last && last.menu ? last.menu.destructive : []);
   for (const a of visibleActions()) {
+    const box = more && rare.has(a.name) ? more : $("actions");
     const f = el("form", undefined, "action");
     f.dataset.action = a.name;
     f.append(el("strong", words(a.name)), el("small", a.section + " — " + a.doc));
