@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 import pytest
+from playwright.async_api import Browser, async_playwright
 
 from controller.console.server import Console
 from controller.console.users import User, hash_password, save_users
 from controller.supervisor.rig import Rig, table_file, virtual_table
 
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 PASSWORDS = {"flo": "floor-secret-1", "dan": "dealer-secret-1"}
 GUARD_S = 60.0
 
@@ -80,3 +83,14 @@ async def sign_in(client: aiohttp.ClientSession, user: str) -> str:
     async with client.post("/api/login", json={"user": user, "password": PASSWORDS[user]}) as r:
         assert r.status == 200, await r.text()
         return str((await r.json())["csrf"])
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    async with async_playwright() as p:
+        # Debian's build; nothing is downloaded (no `playwright install`).
+        b = await p.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            yield b
+        finally:
+            await b.close()

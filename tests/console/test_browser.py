@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, expect
 
 from controller.console.display import turn as worded
 from controller.console.server import Console
@@ -28,23 +26,11 @@ from controller.table.asking import asking
 from devices.profiles import DeviceKind
 from tests.console.conftest import PASSWORDS, ConsoleRig, console_for
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 AXE = Path(__file__).with_name("vendor") / "axe.min.js"  # axe-core from the npm registry
 SHOTS = os.environ.get("CONSOLE_SCREENSHOTS")
 TIMEOUT_MS = 20_000  # failure guard only
 TABLET = {"width": 1024, "height": 768}
 MAX_ASKS = 200
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as p:
-        # Debian's build; nothing is downloaded (no `playwright install`).
-        b = await p.chromium.launch(executable_path=CHROMIUM, headless=True)
-        try:
-            yield b
-        finally:
-            await b.close()
 
 
 async def open_signed_in(browser: Browser, url: str, user: str) -> Page:
