@@ -104,7 +104,11 @@ def _a(
 
 _SEAT = Arg(int, "seat number", minimum=1, maximum=6)
 _BACK = Arg(str, "the batch's back colour", pattern=BACK_COLOUR)
-_REASON = Arg(str, "why (journalled with who; the console asks for it)", required=False)
+# Why a destructive action was taken, in the floor's words: one printable line (the journal's).
+REASON = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
+_REASON = Arg(
+    str, "why, one line (journalled with who; the console asks for it)", required=False, pattern=REASON
+)
 _DEVICE = Arg(
     str, "a device's name or kind (shuffler, shoe, reader, keypad, stub_counter)", pattern=IDENTIFIER
 )
