@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHOTS = (
     "console-dealer.png",
     "console-dealer-bets.png",
+    "console-dealer-settled.png",
     "console-keypad-failed.png",
     "console-floor.png",
     "console-floor-void.png",

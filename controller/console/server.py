@@ -37,6 +37,7 @@ from aiohttp import web
 
 from controller.bounded import InputRefused, load_json
 from controller.console.display import display, turn
+from controller.console.last_round import LastRound
 from controller.console.users import MAX_PASSWORD, User, hash_password, load_users, verify_password
 from controller.errors import ConfigError
 from controller.ids import USER_NAME, matches
@@ -128,6 +129,7 @@ class Console:
         self._closing = False
         self._runner: web.AppRunner | None = None
         self._unlisten: Callable[[], None] | None = None
+        self.last_round = LastRound()
         self.app = self._build()
 
     # ------------------------------------------------------------------ lifecycle
@@ -359,6 +361,8 @@ class Console:
         worded = turn(ask) if ask is not None else {"who": "", "what": "the table is starting"}
         board = layout(table, sup.translator.bets, sup.config.options.boxes) if table is not None else None
         body = display(snapshot, kinds, worded, table.dealer_name if table is not None else None, board)
+        if sup.jt is not None:  # the dealer pays after the layout has emptied: the last round stays
+            body["last_round"] = self.last_round.get(sup.jt.journal)
         body["signed_in"] = {"user": session.user, "role": session.role}
         if session.role == actions.FLOOR:
             now = self.clock()

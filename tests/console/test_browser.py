@@ -189,6 +189,14 @@ async def test_a_whole_round_dealt_from_the_display_by_hand(
     assert {"bets", "card", "decision"} <= set(seen), seen
     (settled,) = journal(console_rig, "round_settled")
     assert [b["seat"] for b in settled["boxes"]] == [1, 2]
+    # The layout has emptied; the round stays in view, with every hand's result, for paying.
+    await expect(page.locator("#last-h")).to_have_text(f"Last round ({settled['round']})")
+    last = page.locator("#last-round")
+    results = [h["result"] for b in settled["boxes"] for h in b["hands"]]
+    await expect(last.locator(".result")).to_have_text(results)
+    for box in settled["boxes"]:
+        await expect(last).to_contain_text(f"Box {box['seat']}")
+    await shot(page, "console-dealer-settled.png")
     await expect(page.locator("#title")).to_contain_text(f"round {sup.table.round_no}")
     sizes = await page.locator("button:visible").evaluate_all(
         "bs => bs.map(b => b.getBoundingClientRect().height)"

@@ -183,6 +183,7 @@ function draw(d) {
   $("turn-box").classList.toggle("stopped", d.dealing_stopped);
   drawAlarms(d);
   drawLayout(d);
+  drawLastRound(d.last_round);
   if ($("now")) drawNow(d);
   const shoe = d.shoe;
   const wild = d.game === "dj-wild";
@@ -301,6 +302,28 @@ function drawLayout(d) {
   }
 }
 
+// The last round settled, kept in view while the dealer pays (the layout empties as it ends).
+function drawLastRound(r) {
+  $("last-box").hidden = !r;
+  if (!r) return;
+  const out = $("last-round");
+  $("last-h").textContent = "Last round (" + r.round + ")";
+  out.replaceChildren();
+  if (r.wild) { out.append(el("p", "hands dealt by hand, settled at the table")); return; }
+  const dealer = el("div", undefined, "hand");
+  dealer.append(el("span", "Dealer", "who"), cards(r.dealer.cards), el("span", String(r.dealer.total), "total"));
+  out.append(dealer);
+  for (const b of r.boxes || []) {
+    for (const [i, h] of (b.hands || []).entries()) {
+      const row = el("div", undefined, "hand");
+      row.append(el("span", "Box " + b.seat + (b.hands.length > 1 ? "." + (i + 1) : ""), "who"), cards(h.cards),
+                 el("span", String(h.total), "total"));
+      if (h.result) row.append(el("span", h.result, "result " + h.result));
+      out.append(row);
+    }
+  }
+}
+
 // The buttons of the moment, from the display's `now` (the table's ask decides them).
 function drawNow(d) {
   const box = $("now");
@@ -321,7 +344,8 @@ function drawNow(d) {
       f.append(label);
     }
     let text = n.label;
-    if (n.pick === "seats") text += picked.size ? " (boxes " + [...picked].sort().join(", ") + ")" : " (pick the boxes on the layout)";
+    const seats = [...picked].sort((x, y) => x - y);
+    if (n.pick === "seats") text += seats.length ? (seats.length === 1 ? " (box " : " (boxes ") + seats.join(", ") + ")" : " (pick the boxes on the layout)";
     const b = el("button", text, "big");
     b.disabled = busy || (n.pick === "seats" && picked.size === 0);
     f.append(b);
