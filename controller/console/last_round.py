@@ -20,10 +20,15 @@ class LastRound:
     def __init__(self) -> None:
         self._seq: int | None = None
         self._round: dict[str, Any] | None = None
+        self._looked_at = -1  # the journal's last seq when it was last looked at
 
     def get(self, journal: Journal) -> dict[str, Any] | None:
         """The last settled round's public record (None before the first); a voided round is
         not one (``round_voided`` is its own record)."""
+        head = journal.last_seq  # one row: nothing written since, nothing to look for
+        if head == self._looked_at:
+            return self._round
+        self._looked_at = head
         seq = journal.last_seq_of(KIND)
         if seq is not None and seq != self._seq:
             record = next(journal.records(after_seq=seq - 1), None)
