@@ -7,6 +7,12 @@ are the supervisor's public snapshot (no card identities), the kind of each devi
 ``turn(ask)``: the table's own public ask (``controller.table.asking``, the snapshot's
 ``asking``) in the dealer's words. A hole card, a reader's answer or a stub's contents are not
 public until the table shows them, so none of them is ever read here.
+
+The display also says what may be done now (``now``: the few actions that fit the table's ask,
+each fully argued but for a seat picked on the layout or a number typed) and which rarer actions
+belong to this game (``menu``), so the page shows the moment's buttons rather than every form.
+Both follow the raw ask's ``what`` and fall back to nothing for an ask they do not know: a new
+kind of ask is still worded by ``turn`` and shown, with its actions in the menu.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.rules.requests import DEALER
+from devices.events import Key
 
 _OFFERS = {
     "insurance": "insurance offered",
@@ -74,16 +81,23 @@ def turn(ask: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def display(
-    snapshot: Mapping[str, Any], kinds: Mapping[str, str], turn: Mapping[str, Any], dealer: str | None = None
+    snapshot: Mapping[str, Any],
+    kinds: Mapping[str, str],
+    turn: Mapping[str, Any],
+    dealer: str | None = None,
+    layout: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The dealer display from the public snapshot, each device's kind, ``turn``'s wording of the ask and
-    the dealer's name (public: the dealer stands at the table)."""
+    """The dealer display from the public snapshot, each device's kind, ``turn``'s wording of the ask,
+    the dealer's name (public: the dealer stands at the table) and the public layout
+    (``controller.table.asking.layout``)."""
     devices: Mapping[str, str] = snapshot.get("devices", {})
     by_kind = {kinds[n]: (n, h) for n, h in devices.items() if n in kinds}
 
     def health(kind: str) -> str | None:
         return by_kind[kind][1] if kind in by_kind else None
 
+    game = str(snapshot.get("game"))
+    keypad_failed = health("keypad") in _FAILED or bool(snapshot.get("progressive_closed"))
     alarms = [
         {**a, "halts": any(h["id"] == a["id"] for h in snapshot.get("halted", []))}
         for a in snapshot.get("alarms", [])
@@ -109,7 +123,157 @@ def display(
             "health": health("shuffler"),
             "out_of_order": bool(snapshot.get("shuffler_out_of_order")),
         },
-        "batches": [{"back": back, **b} for back, b in snapshot.get("batches", {}).items()],
+        "batches": [
+            {"back": back, **b, "state": _batch_words(b, snapshot, wild=game == _WILD)}
+            for back, b in snapshot.get("batches", {}).items()
+        ],
         "alarms": sorted(alarms, key=lambda a: (not a["halts"], a["id"])),
         "devices": [{"name": n, "kind": kinds.get(n), "health": h} for n, h in devices.items()],
+        "layout": dict(layout)
+        if layout is not None
+        else {"dealer": {"cards": [], "total": None}, "boxes": []},
+        "now": now(snapshot.get("asking") or {}, snapshot, keypad_failed),
+        "menu": menu(game, kinds.values(), snapshot),
+    }
+
+
+_WILD = "dj-wild"
+_FAILED = ("fault", "out_of_order", "failed")
+_KEYS = frozenset(k.value for k in Key)
+_LABELS = {"double": "double down", "second_chance": "second chance", "start_game": "Start Game"}
+
+
+def _batch_words(batch: Mapping[str, Any], snapshot: Mapping[str, Any], *, wild: bool) -> str:
+    """Where a batch is and what it waits for, in the dealer's words (the batch being dealt says
+    so: its shuffler state is reset once it leaves the shuffler, which is not 'unshuffled')."""
+    location, shuffler = batch.get("location"), batch.get("shuffler")
+    if location == "shoe":
+        if wild:
+            return "the deck in play, dealt by hand"
+        return f"in the shoe, being dealt ({snapshot.get('cards_in_shoe', 0)} cards left)"
+    if location == "discard":
+        return "dealt; in the discard rack, to be shuffled"
+    if location == "shuffler":
+        return {
+            "unshuffled": "in the shuffler, waiting to be shuffled",
+            "shuffling": "in the shuffler, shuffling",
+            "ready": "in the shuffler, shuffled and ready",
+            "jammed": "in the shuffler, jammed: to be shuffled again",
+        }.get(str(shuffler), f"in the shuffler ({shuffler})")
+    if location == "layout":
+        return "on the layout"
+    if location == "new":
+        return "new, not yet in play"
+    return "out of play"
+
+
+def _do(action: str, label: str, args: Mapping[str, Any] | None = None, **more: Any) -> dict[str, Any]:
+    """One button of the moment: the action, its words, the arguments it is sent with; ``pick``
+    ("seat" or "seats") when the seat comes from the layout, ``inputs`` for numbers typed."""
+    return {"action": action, "label": label, "args": dict(args or {}), **more}
+
+
+def _key(key: str, label: str | None = None) -> dict[str, Any]:
+    return _do("key", label or _LABELS.get(key, key.replace("_", " ")), {"key": key})
+
+
+def now(ask: Mapping[str, Any], snapshot: Mapping[str, Any], keypad_failed: bool) -> list[dict[str, Any]]:
+    """The actions that fit the table's ask now, as the dealer's buttons (the keypad's keys are
+    there too: the display is the dealer's second keypad, and the only one when it has failed)."""
+    what = ask.get("what")
+    if what == "decision":
+        return [_key(str(a)) for a in ask.get("legal", []) if str(a) in _KEYS]
+    if what == "offer":
+        offer = ask.get("offer")
+        if offer in ("insurance", "double_attack"):
+            take = "take insurance" if offer == "insurance" else "take Double Attack"
+            return [
+                _key("double", take),
+                _key("next", "decline"),
+                _key("insurance_closed", "close all offers"),
+            ]
+        if offer == "even_money":
+            return [_key("double", "take even money"), _key("next", "decline")]
+        if offer in ("surrender", "second_chance"):
+            return [_key(str(offer), "take " + str(offer).replace("_", " ")), _key("next", "decline")]
+        return []
+    if what == "bets":
+        return [_do("start_round", "Start Game", pick="seats")]
+    if what == "wild_deal":
+        if ask.get("locked"):
+            return [_key("next", "hands dealt")]
+        return [_do("start_round", "Start Game", pick="seats")]
+    if what == "cut":
+        seat = ask.get("seat")
+        by = 0 if seat in ("dealer", DEALER, None, 0) else int(seat)
+        made = _do(
+            "cut_made",
+            "cut made",
+            {"by": by},
+            inputs=[{"name": "at", "label": "cards from the top", "min": 1, "max": 520}],
+        )
+        if by:
+            return [made, _do("cut_refused", f"box {by} refuses the cut", {"seat": by})]
+        return [made]
+    if what == "cover_card":
+        return [
+            _do("cover_card_placed", "cover card placed",
+                inputs=[{"name": "from_bottom", "label": "cards from the bottom", "min": 1, "max": 520}])
+        ]  # fmt: skip
+    if what == "cut_to_shoe":
+        back = ask.get("back")
+        return [_do("batch_to_shoe", f"the {back} batch into the shoe", {"back": back})]
+    if what == "batch" and snapshot.get("shuffler_out_of_order"):
+        waiting = [
+            back
+            for back, b in snapshot.get("batches", {}).items()
+            if b.get("location") in ("new", "shuffler", "discard")
+        ]
+        return [
+            _do("hand_shuffled", f"the {back} batch shuffled by hand", {"back": back}) for back in waiting
+        ]
+    return []
+
+
+# The rarer actions and the games they belong to (None: every game). An action missing here is
+# one of the moment's (``now``) or the floor's everyday ones, shown in full on the floor console.
+_RARE: dict[str, tuple[str, ...] | None] = {
+    "new_dealer": None,
+    "first_player_seated": ("double-back-jack", "double-attack", "down-under"),
+    "held_card_exposed": ("double-back-jack", "double-attack", "down-under"),
+    "exposed_card_refused": ("double-back-jack", "double-attack", "down-under"),
+    "dealer_card_missed": ("double-back-jack", "double-attack", "down-under"),
+    "hand_called_dead": ("double-back-jack", "double-attack", "down-under"),
+    "misdeal_determined": (_WILD,),
+    "hand_shuffled": None,
+    "void_round": ("double-attack", "down-under"),  # 665a.13(h)(1), 685a.12(h)
+    "reader_replaced": None,
+    "reader_inspected": None,
+    "recut_ordered": None,
+    "no_gaming_activity": None,
+    "patron_permitted": None,
+}
+_NEEDS_DEVICE = {"reader_replaced": "reader", "reader_inspected": "reader"}
+_VOID_SECTION = {"double-attack": "665a.13(h)(1)", "down-under": "685a.12(h)"}
+# Floor actions that cannot be undone at the table: the page asks to confirm and takes a reason,
+# which the journal keeps with who did it.
+DESTRUCTIVE = ("void_round", "reshuffle_ordered", "mark_out_of_order")
+
+
+def menu(game: str, kinds: Any, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    """The rarer actions of this game at this table (the page's secondary menu shows those the
+    person's role may take), the destructive ones, and the section a void applies here."""
+    have = set(kinds)
+    names = [
+        name
+        for name, games in _RARE.items()
+        if (games is None or game in games)
+        and _NEEDS_DEVICE.get(name, "") in have | {""}
+        and (name != "hand_shuffled" or bool(snapshot.get("shuffler_out_of_order")))
+    ]
+    return {
+        "rare": names,
+        "hidden": [name for name in _RARE if name not in names],  # not of this game, or not now
+        "destructive": list(DESTRUCTIVE),
+        "void_section": _VOID_SECTION.get(game),
     }

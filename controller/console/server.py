@@ -37,11 +37,13 @@ from aiohttp import web
 
 from controller.bounded import InputRefused, load_json
 from controller.console.display import display, turn
+from controller.console.last_round import LastRound
 from controller.console.users import MAX_PASSWORD, User, hash_password, load_users, verify_password
 from controller.errors import ConfigError
 from controller.ids import USER_NAME, matches
 from controller.supervisor import actions
 from controller.supervisor.supervisor import Supervisor
+from controller.table.asking import layout
 from controller.telemetry.web import answers_for, host_name
 
 COOKIE = "tablectl_session"
@@ -51,7 +53,9 @@ LOGIN_FAILURES = 5  # failed sign-ins allowed per address and per name within LO
 LOGIN_WINDOW_S = 300.0
 MAX_TRACKED = 10_000  # addresses and names remembered for the rate limit (oldest forgotten first)
 MAX_SESSIONS = 256  # at one table; past this the oldest session ends (a bounded dict, not a leak)
-HEARTBEAT_S = 15.0  # an SSE comment this often, so a dead client's stream ends
+# An SSE event this often, so a dead client's stream ends and a page knows within 2 s that the
+# appliance is gone (a comment would not reach the page's script).
+HEARTBEAT_S = 1.0
 STATIC = Path(__file__).with_name("static")
 RESULT_KEYS = ("ok", "error", "events", "seq")
 HEADERS = {
@@ -125,6 +129,7 @@ class Console:
         self._closing = False
         self._runner: web.AppRunner | None = None
         self._unlisten: Callable[[], None] | None = None
+        self.last_round = LastRound()
         self.app = self._build()
 
     # ------------------------------------------------------------------ lifecycle
@@ -354,7 +359,10 @@ class Console:
         snapshot = sup.snapshot()
         ask = snapshot.get("asking")
         worded = turn(ask) if ask is not None else {"who": "", "what": "the table is starting"}
-        body = display(snapshot, kinds, worded, table.dealer_name if table is not None else None)
+        board = layout(table, sup.translator.bets, sup.config.options.boxes) if table is not None else None
+        body = display(snapshot, kinds, worded, table.dealer_name if table is not None else None, board)
+        if sup.jt is not None:  # the dealer pays after the layout has emptied: the last round stays
+            body["last_round"] = self.last_round.get(sup.jt.journal)
         body["signed_in"] = {"user": session.user, "role": session.role}
         if session.role == actions.FLOOR:
             now = self.clock()
@@ -391,7 +399,7 @@ class Console:
             try:
                 await asyncio.wait_for(tick.wait(), HEARTBEAT_S)
             except TimeoutError:
-                await response.write(b": still here\n\n")
+                await response.write(b"event: alive\ndata: {}\n\n")
 
     async def action(self, request: web.Request) -> web.StreamResponse:
         session = self._session(request)

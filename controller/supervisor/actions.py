@@ -104,6 +104,11 @@ def _a(
 
 _SEAT = Arg(int, "seat number", minimum=1, maximum=6)
 _BACK = Arg(str, "the batch's back colour", pattern=BACK_COLOUR)
+# Why a destructive action was taken, in the floor's words: one printable line (the journal's).
+REASON = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
+_REASON = Arg(
+    str, "why, one line (journalled with who; the console asks for it)", required=False, pattern=REASON
+)
 _DEVICE = Arg(
     str, "a device's name or kind (shuffler, shoe, reader, keypad, stub_counter)", pattern=IDENTIFIER
 )
@@ -140,6 +145,7 @@ _ALL: list[Action] = [
         "673a.5(f)",
         "the floor orders the batch reshuffled",
         lambda a, who: [I.ReshuffleOrdered(by=who)],
+        reason=_REASON,
     ),
     _a(
         "mark_out_of_order",
@@ -148,6 +154,7 @@ _ALL: list[Action] = [
         "a device covered or signed out of order",
         None,
         device=_DEVICE,
+        reason=_REASON,
     ),
     _a(
         "device_restored",
@@ -247,6 +254,7 @@ _ALL: list[Action] = [
         "a floor ruling voiding the round (also 685a.12(h))",
         lambda a, who: [I.VoidRound(by=who, section=a["section"])],
         section=Arg(str, "the section the ruling applies, e.g. 665a.13(h)(1)", pattern=SECTION),
+        reason=_REASON,
     ),
     _a(
         "no_gaming_activity",

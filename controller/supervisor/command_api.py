@@ -82,6 +82,8 @@ class CommandApi:
         kinds: list[str] = []
         for inp in inputs:
             taken_by = {"action": name, "who": who, "role": role}
+            if "reason" in args:  # a destructive action's reason, kept with who took it
+                taken_by["reason"] = str(args["reason"])
             try:
                 step = await self.stepper.step(inp, None, who, taken_by=taken_by)
             except (RuleViolation, JournalError) as e:

@@ -106,6 +106,8 @@ class DeviceEvents:
                 await self.unasked.asked(self.stepper, self.log)
             await policy.after_event(event, old, new)
             await self.reconciler.reconcile()
+            if isinstance(event, dev.BetSensed):
+                policy.changed()  # chips on the layout are not journalled between rounds, but shown
 
 
 class UnaskedCounts:

@@ -95,6 +95,11 @@ class DevicePolicy:
         elif kind is DeviceKind.KEYPAD and failed:
             self.translator.progressive_closed = True
             self.log.warning("progressive_closed", device=event.device, why="the keypad has failed")
+            if new is DeviceHealth.FAULT:  # the floor's own out-of-order mark needs no alarm
+                reason = getattr(event, "reason", "") or "no answer"
+                await self.stepper.feed(I.DeviceFailed(device="keypad", reason=reason), origin=event.device)
+        elif kind is DeviceKind.KEYPAD and isinstance(event, dev.DeviceOnline) and not marked:
+            await self.stepper.feed(I.DeviceBack(device="keypad"), origin=event.device)
 
     async def set_health(self, name: str, health: DeviceHealth) -> None:
         old = self.health.get(name)

@@ -22,7 +22,7 @@ from controller.console.display import turn
 from controller.journal.model import Classification
 from controller.supervisor.rig import Rig
 from controller.supervisor.supervisor import Supervisor
-from controller.table.asking import dealer_cards
+from controller.table.asking import layout
 from controller.table.batches import Place, ShufflerState
 from controller.table.core import Table
 
@@ -125,29 +125,26 @@ def layout_rows(
     table: Table, bets: set[tuple[int, int]], boxes: int
 ) -> list[tuple[str, str, str, str, Text]]:
     """(who, wagers sensed, cards, total, result) for the dealer and each box, as the table shows
-    them now: the dealer's hole card stays 'hole' until it is turned or exposed."""
+    them now (``controller.table.asking.layout``, which the dealer display draws too): the
+    dealer's hole card stays 'hole' until it is turned or exposed."""
+    board = layout(table, bets, boxes)
     rows: list[tuple[str, str, str, str, Text]] = []
-    rnd = table.round
-    if rnd is not None:
-        state = rnd.state
-        cards = dealer_cards(state)
-        total = str(rnd.procedure.dealer_total()) if cards and "hole" not in cards else ""
-        rows.append(("dealer", "", " ".join(cards), total, Text("")))
-    for box in range(1, boxes + 1):
-        sensed = ("●" if (box, 1) in bets else "·") + " " + ("●" if (box, 2) in bets else "·")
-        hands = [] if rnd is None else next((b.hands for b in rnd.state.boxes if b.seat == box), [])
+    if table.round is not None:
+        dealer = board["dealer"]
+        total = "" if dealer["total"] is None else str(dealer["total"])
+        rows.append(("dealer", "", " ".join(dealer["cards"]), total, Text("")))
+    for box in board["boxes"]:
+        main, side = box["spots"]
+        sensed = ("●" if main else "·") + " " + ("●" if side else "·")
+        hands = box.get("hands", [])
         if not hands:
-            dealt = (
-                "hand dealt"
-                if table.wild is not None and table.wild.dealt and box in table.wild.boxes
-                else ""
-            )
-            rows.append((f"box {box}", sensed, dealt, "", Text("")))
+            dealt = "hand dealt" if box.get("wild", {}).get("dealt") else ""
+            rows.append((f"box {box['seat']}", sensed, dealt, "", Text("")))
         for i, hand in enumerate(hands):
-            who = f"box {box}" + (f".{i + 1}" if len(hands) > 1 else "")
-            result = Text(hand.result, style=_RESULT_STYLE.get(hand.result, ""))
-            shown = " ".join(str(c) for c in hand.cards)
-            rows.append((who, sensed if i == 0 else "", shown, str(hand.total) if hand.cards else "", result))
+            who = f"box {box['seat']}" + (f".{i + 1}" if len(hands) > 1 else "")
+            result = Text(hand["result"], style=_RESULT_STYLE.get(hand["result"], ""))
+            total = "" if hand["total"] is None else str(hand["total"])
+            rows.append((who, sensed if i == 0 else "", " ".join(hand["cards"]), total, result))
     return rows
 
 

@@ -118,3 +118,46 @@ def _asking(table: Table) -> dict[str, Any]:
         out["up_card"] = up
         return out
     return {"what": type(req).__name__}
+
+
+def layout(table: Table, bets: set[tuple[int, int]], boxes: int) -> dict[str, Any]:
+    """The layout as the players see it: the dealer's cards (the hole card 'hole' until turned or
+    exposed) and total once every card is public; for each box, the chips the sensors see (``spots``:
+    the main and the side spot), the wagers taken this round, and each hand's cards, total and
+    result (a split box has several hands). DJ Wild: the boxes dealt a hand and the cards the stub
+    must hold (687a.9(f)); the hands themselves are the players' (dealt from the hand, unread)."""
+    rnd = table.round
+    state = rnd.state if rnd is not None else None
+    dealer: dict[str, Any] = {"cards": [], "total": None}
+    if rnd is not None and state is not None and state.dealer:
+        cards = dealer_cards(state)
+        dealer = {"cards": cards, "total": None if "hole" in cards else rnd.procedure.dealer_total()}
+    wild = table.wild
+    out_boxes: list[dict[str, Any]] = []
+    for seat in range(1, boxes + 1):
+        box = next((b for b in state.boxes if b.seat == seat), None) if state is not None else None
+        entry: dict[str, Any] = {"seat": seat, "spots": [(seat, 1) in bets, (seat, 2) in bets]}
+        if box is not None:
+            wagers = {
+                "bet": box.bet, "bust_it": box.bust_it, "match_the_dealer": box.match_the_dealer,
+                "double_attack": box.double_attack, "insurance": box.insurance,
+            }  # fmt: skip
+            entry["wagers"] = {k: v for k, v in wagers.items() if v}
+            entry["dead"] = box.dead
+            entry["hands"] = [
+                {
+                    "cards": [str(c) for c in h.cards],
+                    "total": h.total if h.cards else None,
+                    "soft": bool(h.cards) and h.soft,
+                    "result": h.result,
+                    "doubled": h.doubled,
+                }
+                for h in box.hands
+            ]
+        if wild is not None and seat in wild.boxes:
+            entry["wild"] = {"dealt": wild.dealt, "progressive": seat in wild.sensed}
+        out_boxes.append(entry)
+    body: dict[str, Any] = {"dealer": dealer, "boxes": out_boxes}
+    if wild is not None:
+        body["wild"] = {"locked": wild.locked, "dealt": wild.dealt, "stub": wild.stub_expected}
+    return body

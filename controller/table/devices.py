@@ -180,6 +180,22 @@ def _failed(t: Table, inp: I.DeviceFailed, step: Step) -> None:
     if inp.device in t.state.devices.failed:
         return
     t.emit(step, DeviceFailed(device=inp.device, reason=inp.reason, alarm=t.state.alarms.next_id))
+    if inp.device == "keypad":
+        # The main game goes on without the keypad, but a feature closes with it: the floor must
+        # know (not only a device health) and the dealer keys the table's keys on the display.
+        wild = not t.blackjack
+        raise_alarm(
+            t,
+            step,
+            "687a.9(b)" if wild else t.sec("decisions"),
+            f"the keypad has failed ({inp.reason}): "
+            + ("the Progressive is closed" if wild else "the bet sensors and decision keys are out"),
+            ("no Progressive wagers till the keypad is repaired; " if wild else "")
+            + "the dealer keys Start Game and the decisions on the dealer display; "
+            + "repair or replace the keypad",
+            halts=False,
+        )
+        return
     raise_alarm(
         t,
         step,

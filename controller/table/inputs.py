@@ -337,7 +337,8 @@ class DeviceRestored(Input):
 
 @dataclass(frozen=True, slots=True)
 class DeviceFailed(Input):
-    """The dealing shoe stopped answering or reports a failure: no round till it is back."""
+    """The dealing shoe stopped answering or reports a failure: no round till it is back. The keypad
+    the same way, but the main game goes on: its alarm tells the floor a feature is closed."""
 
     device: str
     reason: str

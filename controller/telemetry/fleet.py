@@ -29,6 +29,7 @@ class TableView:
     alarms: list[dict[str, Any]] = field(default_factory=list)
     devices: dict[str, str] = field(default_factory=dict)
     last_seq: int = 0
+    birth_seq: int = 0  # the journal's last seq as the retained birth said (a monitor started late)
     events: int = 0
     repeats: int = 0
     gaps: int = 0
@@ -36,13 +37,19 @@ class TableView:
 
     @property
     def halted(self) -> bool:
-        return any(a.get("halts_dealing") for a in self.alarms)
+        return any(a.get("halts_dealing") for a in self.current_alarms)
+
+    @property
+    def current_alarms(self) -> list[dict[str, Any]]:
+        """The alarms as the table last said them, none once it is offline: its retained alarms
+        are then stale (a table shut down cleanly is not ringing), and offline says it all."""
+        return [] if self.online is False else self.alarms
 
     def urgency(self) -> int:
         """Sort key: halting alarms, other alarms, stream gaps, offline, then the quiet ones."""
         if self.halted:
             return 0
-        if self.alarms:
+        if self.current_alarms:
             return 1
         if self.gaps:
             return 2
@@ -98,6 +105,10 @@ class FleetView:
             if view.online:
                 view.game = str(doc.get("game", view.game))
                 view.clean_exit = None
+                journal = doc.get("journal")
+                seq = journal.get("last_seq") if isinstance(journal, dict) else None
+                if isinstance(seq, int) and not isinstance(seq, bool):
+                    view.birth_seq = seq
             else:
                 view.clean_exit = doc.get("clean") is True
         elif leaf == "state":
@@ -133,14 +144,16 @@ class FleetView:
     def rows(self, limit: int | None = None) -> list[Row]:
         """The first ``limit`` tables (all when None) in ``ordered()`` order, as displayed."""
         tables = self.ordered()
-        return [Row.of(t) for t in (tables if limit is None else tables[: max(limit, 0)])]
+        # One site (the usual floor): the table name alone identifies a table, so say only that.
+        sites = len({t.site for t in tables}) > 1
+        return [Row.of(t, sites) for t in (tables if limit is None else tables[: max(limit, 0)])]
 
     def summary(self) -> Summary:
         tables = self.tables.values()
         return Summary(
             tables=len(tables),
             online=sum(1 for t in tables if t.online),
-            with_alarms=sum(1 for t in tables if t.alarms),
+            with_alarms=sum(1 for t in tables if t.current_alarms),
             stream_gaps=sum(t.gaps for t in tables),
             messages=self.messages,
             broker_problem=self.broker_problem,
@@ -189,22 +202,23 @@ class Row:
     urgency: int
 
     @classmethod
-    def of(cls, view: TableView) -> Row:
+    def of(cls, view: TableView, with_site: bool = True) -> Row:
         status, level = _status(view)
         bad = {n: h for n, h in view.devices.items() if h not in ("online", "ok")}
+        alarms = view.current_alarms
         return cls(
-            name=f"{view.site}/{view.table}",
+            name=f"{view.site}/{view.table}" if with_site else view.table,
             site=view.site,
             table=view.table,
             status=status,
             status_level=level,
             game=view.game,
             round=str(view.state.get("round", "")),
-            shoe=_shoe(view.state),
-            alarms="; ".join(f"{a.get('section')}: {a.get('floor_action')}" for a in view.alarms),
-            alarm_level="halt" if view.halted else ("alarm" if view.alarms else "none"),
+            shoe=_shoe(view.state, view.game),
+            alarms="; ".join(f"{a.get('section')}: {a.get('floor_action')}" for a in alarms),
+            alarm_level="halt" if view.halted else ("alarm" if alarms else "none"),
             devices=", ".join(f"{n}={h}" for n, h in sorted(bad.items())) or f"{len(view.devices)} ok",
-            seq=view.last_seq,
+            seq=max(view.last_seq, view.birth_seq),
             gaps=view.gaps,
             missing=view.missing,
             gaps_text=f"{view.gaps} ({view.missing} missing)" if view.gaps else "0",
@@ -247,8 +261,11 @@ def _status(view: TableView) -> tuple[str, StatusLevel]:
     return ("offline", "warn") if view.clean_exit else ("LOST", "bad")
 
 
-def _shoe(state: dict[str, Any]) -> str:
+def _shoe(state: dict[str, Any], game: str) -> str:
     if not state:
         return ""
+    if game == "dj-wild":  # 687a.9: dealt from the hand, no shoe to count
+        back = state.get("batch_in_shoe")
+        return f"{back} deck, by hand" if back else "no deck in play"
     cover = " cover" if state.get("cover_card_reached") else ""
     return f"{state.get('batch_in_shoe') or '-'} {state.get('cards_in_shoe', 0)} left{cover}"

@@ -113,16 +113,34 @@ def _cell_style(r: Row, key: str) -> str:
     return ""
 
 
-def render(view: FleetView, rows: int, rate: float) -> Group:
+# The columns that fit a narrow terminal (or a pipe, which rich draws 80 wide), most needed first:
+# which table, whether it is up, where it is in its day, and what the floor must do.
+NARROW = ("name", "status", "round", "shoe", "alarms")
+MEDIUM = (*NARROW, "game", "devices")
+MAX_NAME = 40  # a table name longer than this folds rather than squeezing every other column
+
+
+def columns_for(width: int) -> list[tuple[str, str]]:
+    """The columns of COLUMNS shown at ``width`` characters, in COLUMNS' order."""
+    keep = set(NARROW if width < 100 else MEDIUM if width < 140 else (k for _, k in COLUMNS))
+    return [(h, k) for h, k in COLUMNS if k in keep]
+
+
+def render(view: FleetView, rows: int, rate: float, width: int = 160) -> Group:
     summary = view.summary()
     shown = view.rows(max(rows, 1))
     grid = RichTable(expand=True, pad_edge=False)
-    for header, _ in COLUMNS:
-        grid.add_column(header, overflow="ellipsis", no_wrap=True)
+    columns = columns_for(width)
+    name_width = min(max((len(r.name) for r in shown), default=5), MAX_NAME)
+    for header, key in columns:
+        if key == "name":  # never cut: a table must be identifiable
+            grid.add_column(header, min_width=name_width, overflow="fold")
+        else:  # wrapped rather than cut
+            grid.add_column(header, overflow="fold", ratio=3 if key == "alarms" else None)
     for r in shown:
         # Text, never str: rich would read a str as markup, and a table name or game is whatever a
         # publisher sent ("[/x]" would raise and stop the view; "[blink]" would style it).
-        grid.add_row(*(Text(str(getattr(r, key)), style=_cell_style(r, key)) for _, key in COLUMNS))
+        grid.add_row(*(Text(str(getattr(r, key)), style=_cell_style(r, key)) for _, key in columns))
     hidden = summary.tables - len(shown)
     footer = Text(f"... and {hidden} quieter tables" if hidden else "", style="dim")
     style = "bold white on red" if summary.broker_problem else "bold"
@@ -130,7 +148,8 @@ def render(view: FleetView, rows: int, rate: float) -> Group:
 
 
 async def _draw(view: FleetView, refresh_s: float, duration_s: float | None) -> None:
-    with Live(console=Console(), auto_refresh=False, screen=False) as live:
+    console = Console()
+    with Live(console=console, auto_refresh=False, screen=False) as live:
         last_count, last_t = 0, time.monotonic()
         started = last_t
         while duration_s is None or time.monotonic() - started < duration_s:
@@ -139,7 +158,7 @@ async def _draw(view: FleetView, refresh_s: float, duration_s: float | None) -> 
             rate = (view.messages - last_count) / max(now - last_t, 1e-9)
             last_count, last_t = view.messages, now
             rows = shutil.get_terminal_size((120, 40)).lines - 7
-            live.update(render(view, rows, rate), refresh=True)
+            live.update(render(view, rows, rate, console.width), refresh=True)
 
 
 async def run(

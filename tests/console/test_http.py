@@ -13,6 +13,8 @@ from structlog.testing import capture_logs
 
 from controller import logs
 from controller.journal import Journal
+from controller.supervisor.supervisor import Supervisor
+from controller.table.asking import dealer_cards
 from tests.console.conftest import PASSWORDS, ConsoleRig, sign_in
 
 
@@ -245,23 +247,48 @@ async def _event(r: aiohttp.ClientResponse) -> dict[str, object]:
 CARD = re.compile(r"\b(10|[2-9AJQK])[SHDC]\b|rank")
 
 
-async def test_the_display_never_carries_a_card(console_rig: ConsoleRig) -> None:
-    """Through whole rounds, every state the dealer display could show names no card: the hole
-    card, the reader's answer and the shoe's order are not public, and the display reads none."""
+def settled_cards(sup: Supervisor) -> set[str]:
+    assert sup.jt is not None
+    settled = [r.payload for r in sup.jt.journal.records() if r.kind == "round_settled"]
+    if not settled:
+        return set()
+    last = settled[-1]
+    hands = [h["cards"] for b in last["boxes"] for h in b["hands"]]
+    return {str(c) for cards in [last["dealer"]["cards"], *hands] for c in cards}
+
+
+async def test_the_display_shows_the_layout_and_never_a_secret_card(console_rig: ConsoleRig) -> None:
+    """Through whole rounds, every state the dealer display could show names only the cards face
+    up at the table (the players' cards, the dealer's up card, the hole card once turned): the hole
+    card before that, the reader's answer and the shoe's order are not public, and none is read."""
     rig = console_rig.rig
+    table = rig.supervisor.table
     await rig.dealer.open_table()
-    seen: list[str] = []
+    seen: list[tuple[str, list[str], set[str]]] = []
     async with console_rig.client() as c:
         await sign_in(c, "dan")
 
         async def look() -> None:
             async with c.get("/api/display") as r:
-                seen.append(await r.text())
+                text = await r.text()
+            rnd = table.round
+            public = settled_cards(rig.supervisor)  # the last round's, all face up by now
+            dealer: list[str] = []
+            if rnd is not None:
+                dealer = dealer_cards(rnd.state)
+                public |= {str(card) for b in rnd.state.boxes for h in b.hands for card in h.cards}
+                public |= set(dealer)
+            seen.append((text, dealer, public))
 
         rig.link.pace = look
         await rig.dealer.play(3)
-    assert len(seen) > 30 and any('"decision"' in s for s in seen)
-    assert not any(CARD.search(s) for s in seen)
+    assert len(seen) > 30 and any('"decision"' in text for text, _, _ in seen)
+    for text, dealer, public in seen:
+        shown = json.loads(text)["layout"]
+        assert shown["dealer"]["cards"] == dealer  # "hole" until it is turned
+        assert {m.group(0) for m in CARD.finditer(text)} <= public, text
+    assert any("hole" in dealer for _, dealer, _ in seen)
+    assert any(b["hands"] for text, _, _ in seen for b in json.loads(text)["layout"]["boxes"] if "hands" in b)
 
 
 async def test_sessions_are_bounded(console_rig: ConsoleRig, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,8 +7,10 @@ import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import pytest
+
 from controller.supervisor.action_docs import DOCS, generated, markdown_table
-from controller.supervisor.actions import ACTIONS
+from controller.supervisor.actions import ACTIONS, BadAction, check_args
 from controller.supervisor.health import DeviceHealth
 from controller.supervisor.rig import ROOT, Rig
 from controller.telemetry.commands import COMMANDS
@@ -60,6 +62,7 @@ SAMPLE = {
     "key": "next",
     "name": "dana",
     "dealer": "dana",
+    "reason": "the floor's reason",
 }
 
 
@@ -83,3 +86,14 @@ async def test_every_action_reaches_the_table(table_rig: MakeRig) -> None:
         error = str(result.get("error", ""))
         by_rule = re.match(r"(6[0-9]{2}a\.[0-9]|alarm: |input: )", error) is not None
         assert result["ok"] or by_rule or "not marked out of order" in error, (action.name, result)
+
+
+def test_a_reason_is_one_printable_line_of_at_most_200_characters() -> None:
+    """The reason a destructive action takes goes into the journal as given: one line, bounded."""
+
+    void = ACTIONS["void_round"]
+    ok = {"section": "665a.13(h)(1)", "reason": "r" * 200}
+    assert check_args(void, ok) == ok
+    for bad in ("r" * 201, "two\nlines", ""):
+        with pytest.raises(BadAction, match="argument 'reason'"):
+            check_args(void, {"section": "665a.13(h)(1)", "reason": bad})

@@ -138,6 +138,11 @@ async def test_a_failed_keypad_closes_progressive_wagers_while_the_game_goes_on(
         await poll_until(sup, clock, "keypad", DeviceHealth.FAULT)
     assert sup.translator.progressive_closed and sup.snapshot()["progressive_closed"]
     assert [e["event"] for e in failing if e["event"] == "progressive_closed"] == ["progressive_closed"]
+    # The floor sees it as an alarm (not only a device health), with the section and what to do;
+    # it does not stop dealing.
+    (alarm,) = [a for a in sup.snapshot()["alarms"] if "keypad" in a["message"]]
+    assert alarm["section"] == "687a.9(b)" and "Progressive is closed" in alarm["message"], alarm
+    assert "dealer display" in alarm["floor_action"] and not t.halted, alarm
 
     # The round goes on without the keypad. The players' chips are on both spots of every box,
     # but no sensor reading reaches the controller; the dealer uses the commands instead.
@@ -166,6 +171,7 @@ async def test_a_failed_keypad_closes_progressive_wagers_while_the_game_goes_on(
         keypad.restore_link()  # the cable back in
         await poll_until(sup, clock, "keypad", DeviceHealth.ONLINE)
     assert not sup.translator.progressive_closed and not sup.snapshot()["progressive_closed"]
+    assert not [a for a in sup.snapshot()["alarms"] if "keypad" in a["message"]]  # closed by its return
 
     for _ in range(2):  # the keypad again: Progressive wagers taken on every box
         await dealer.play_round()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import os
 import pathlib
@@ -240,3 +241,51 @@ async def test_tablectl_monitor_exits_1_naming_a_broker_it_could_not_reach() -> 
     assert lines[0].startswith(problem) and lines[0].endswith("; retrying")
     assert lines[-1].startswith(problem) and not lines[-1].endswith("retrying")  # the last word
     assert "Traceback" not in err.decode()
+
+
+def test_every_table_is_identifiable_at_80_columns_and_offline_tables_show_no_stale_alarm() -> None:
+    """The fleet at 80 columns (a small terminal, or a pipe): each table's whole name, its
+    status, round and shoe, wrapped rather than cut; the site is left out when there is only one.
+    A table shut down cleanly shows offline, not its last alarms; a monitor started after the
+    table's birth knows its sequence number; a DJ Wild table has no shoe count."""
+    view = FleetView()
+    names = ["example-floor-dbj-01", "example-floor-da-02", "example-floor-du-03", "example-floor-wild-04"]
+    games = ["double-back-jack", "double-attack", "down-under", "dj-wild"]
+    for name, game in zip(names, games, strict=True):
+        birth = {
+            "version": 1,
+            "online": True,
+            "game": game,
+            "journal": {"last_seq": 812, "published_seq": 812},
+        }
+        view.ingest(f"tablectl/example/{name}/status", json.dumps(birth).encode())
+        snapshot = {"round": 17, "batch_in_shoe": "blue", "cards_in_shoe": 250}
+        state = {"version": 1, "game": game, "snapshot": snapshot, "devices": {}}
+        view.ingest(f"tablectl/example/{name}/state", json.dumps(state).encode())
+    alarm = {
+        "id": 1,
+        "section": "673a.13(j)",
+        "message": "reader failed",
+        "floor_action": "replace the reader",
+    }
+    view.ingest(f"tablectl/example/{names[0]}/alarms", json.dumps({"version": 1, "alarms": [alarm]}).encode())
+    view.ingest(f"tablectl/example/{names[1]}/alarms", json.dumps({"version": 1, "alarms": [alarm]}).encode())
+    view.ingest(f"tablectl/example/{names[1]}/status", b'{"version":1,"online":false,"clean":true}')
+    rows = {r.table: r for r in view.rows()}
+    assert rows[names[0]].name == names[0] and rows[names[0]].seq == 812
+    assert (
+        rows[names[1]].status == "offline"
+        and rows[names[1]].alarms == ""
+        and rows[names[1]].alarm_level == "none"
+    )
+    assert rows[names[3]].shoe == "blue deck, by hand"
+    console = Console(record=True, width=80, file=io.StringIO())  # a pipe is drawn 80 wide
+    console.print(render(view, rows=10, rate=0.0, width=console.width))
+    text = console.export_text()
+    assert all(name in text for name in names), text
+    assert "…" not in text and "example/" not in text, text
+    for line in text.splitlines():
+        assert len(line) <= 80
+    first = next(line for line in text.splitlines() if names[0] in line)
+    assert "online" in first and "17" in first and "blue 250" in first, text
+    assert "replace" in text and "reader" in text  # the alarm wraps, its words kept

@@ -145,7 +145,8 @@ async def test_rows_come_alarms_first_in_fleet_view_order(page: tuple[FleetView,
     assert int(reply.headers["content-length"]) == len(reply.body)
     doc = reply.json()
     assert doc["version"] == 1
-    assert [r["name"] for r in doc["rows"]] == [f"{t.site}/{t.table}" for t in view.ordered()]
+    # One site: the table's name alone identifies it (the site is in "site" still).
+    assert [r["name"] for r in doc["rows"]] == [t.table for t in view.ordered()]
     assert doc["rows"] == [r.as_json() for r in view.rows()]
     names = [r["table"] for r in doc["rows"]]
     assert names[:3] == ["zz-halted", "advisory", "gappy"] and names[3:5] == ["lost", "stopped"]
@@ -171,7 +172,7 @@ async def test_the_json_follows_every_message(page: tuple[FleetView, int]) -> No
     assert (await get(port, "/fleet.json")).body == before
     view.ingest("tablectl/floor/late/status", json.dumps({"version": 1, "online": True}).encode())
     after = (await get(port, "/fleet.json")).json()
-    assert "floor/late" in [row["name"] for row in after["rows"]]
+    assert "late" in [row["name"] for row in after["rows"]]
 
 
 async def test_a_standard_client_reads_the_json(page: tuple[FleetView, int]) -> None:
@@ -556,11 +557,11 @@ async def test_tablectl_monitor_serves_the_page(broker: Broker, tmp_path: pathli
         assert match, announced
         port = int(match.group(1))
         # The retained birth shows the table: the monitor is subscribed, so what follows reaches it.
-        await _poll(port, lambda doc: (r := _row(doc, "site-a/t1")) is not None and r["status"] == "online")
+        await _poll(port, lambda doc: (r := _row(doc, "t1")) is not None and r["status"] == "online")
         last = append_records(writer, 7, start_at=1_900_000_000.0)
         telemetry.journal_appended()
-        doc = await _poll(port, lambda doc: (r := _row(doc, "site-a/t1")) is not None and r["seq"] == last)
-        row = _row(doc, "site-a/t1")
+        doc = await _poll(port, lambda doc: (r := _row(doc, "t1")) is not None and r["seq"] == last)
+        row = _row(doc, "t1")
         assert row is not None and row["status"] == "online" and row["game"] == "double-attack"
         assert row["gaps"] == 0 and doc["summary"]["online"] >= 1
         page = await get(port, "/")

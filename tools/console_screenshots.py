@@ -1,0 +1,48 @@
+"""Regenerate docs/console.md's screenshots from a seeded table.
+
+    .venv/bin/python tools/console_screenshots.py [DIR]     (default: docs/)
+
+The console's browser tests play a virtual table from a fixed seed (tests/console/conftest.py) in
+Debian's chromium at a 1024x768 tablet's size; with CONSOLE_SCREENSHOTS set they save each page at
+the moment docs/console.md shows it. Running them here makes the pictures the tested flows, so a
+screenshot can never show a screen the tests do not check.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = (
+    "console-dealer.png",
+    "console-dealer-bets.png",
+    "console-dealer-settled.png",
+    "console-keypad-failed.png",
+    "console-floor.png",
+    "console-floor-void.png",
+    "console-lost.png",
+)
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[0]).resolve() if argv else ROOT / "docs"
+    out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "CONSOLE_SCREENSHOTS": str(out)}
+    test = ROOT / "tests" / "console" / "test_browser.py"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)], cwd=ROOT, env=env
+    )
+    if done.returncode != 0:
+        print("console_screenshots: the browser tests failed; the screenshots may be stale", file=sys.stderr)
+        return done.returncode
+    missing = [name for name in SHOTS if not (out / name).is_file()]
+    for name in SHOTS:
+        print(out / name)
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
