@@ -151,7 +151,7 @@ async def deal_round_from_display(
             await pressed(page, buttons.first, "start_round")
         elif what in ("card", "burn"):
             card = await dealer.draw()
-            if ask.get("seat") == "dealer" and ask.get("face_up") is False:
+            if ask.get("seat") == 0 and ask.get("face_up") is False:  # the dealer is seat 0
                 hole = card
         elif what == "reader":
             assert hole is not None
