@@ -10,10 +10,13 @@ believed; and a table plays its rounds over it.
 from __future__ import annotations
 
 import asyncio
+import json
 import pathlib
+import signal
 import socket
 import ssl
 import struct
+import subprocess
 import warnings
 
 import pytest
@@ -26,6 +29,8 @@ from devices.transport.modbus import ModbusBus
 from sim.table import SimTable, read_table
 from tests.devices.conftest import GUARD_S, TABLES
 from tests.mosquitto_fixtures import make_ca, openssl
+from tests.relocated import relocated_table
+from tests.supervisor.conftest import tablectl
 
 
 def _cert(d: pathlib.Path, name: str, ca: str, *, server: bool) -> None:
@@ -56,12 +61,19 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     return d
 
 
-def _tls_table(tmp_path: pathlib.Path, pki: pathlib.Path, *, device: str = "device") -> pathlib.Path:
-    """The example Down Under table with its TCP devices (shuffler, shoe) on modbus-tls."""
-    text = table_file("down-under").read_text(encoding="utf-8")
-    appliance = (
-        f'cert = "{pki}/appliance.crt"\nkey = "{pki}/appliance.key"\nca_file = "{pki}/devices-ca.crt"\n'
-    )
+def _tls_table(
+    tmp_path: pathlib.Path,
+    pki: pathlib.Path,
+    *,
+    device: str = "device",
+    appliance_cert: str = "appliance",
+    source: pathlib.Path | None = None,
+) -> pathlib.Path:
+    """The example Down Under table (or ``source``) with its TCP devices (shuffler, shoe) on
+    modbus-tls."""
+    text = (source or table_file("down-under")).read_text(encoding="utf-8")
+    mine = appliance_cert
+    appliance = f'cert = "{pki}/{mine}.crt"\nkey = "{pki}/{mine}.key"\nca_file = "{pki}/devices-ca.crt"\n'
     served = f'cert = "{pki}/{device}.crt"\nkey = "{pki}/{device}.key"\nca_file = "{pki}/devices-ca.crt"\n'
     text = text.replace('transport = "modbus-tcp"\n', f'transport = "modbus-tls"\n{appliance}')
     for name in ("shuffler", "shoe"):
@@ -201,3 +213,58 @@ def test_the_config_needs_cert_key_and_ca_and_defaults_to_port_802(pki: pathlib.
         load_devices(
             {"shoe": {**section, "transport": "modbus-tcp", "cert": files["cert"]}}, TABLES, source="t.toml"
         )
+
+
+def _ready_or_waiting(run: subprocess.Popen[str]) -> tuple[bool, dict[str, str]]:
+    """Read `tablectl run`'s JSON log until it is ready, or until it has said it waits for both TLS
+    devices with the reason; True when ready, and the health (or the wait's error) per device."""
+    assert run.stdout is not None
+    health: dict[str, str] = {}
+    waiting: dict[str, str] = {}
+    for raw in run.stdout:
+        line = json.loads(raw)
+        if line["event"] == "device_health":
+            health[line["device"]] = line["health"]
+        if line["event"] == "waiting_for_device" and line["device"] in ("shuffler", "shoe"):
+            waiting[line["device"]] = line.get("error", "")
+        if line["event"] == "ready":
+            return True, health
+        if set(waiting) == {"shuffler", "shoe"} and {"reader", "keypad"} <= set(health):
+            return False, waiting
+    raise AssertionError(f"tablectl run ended ({run.wait()})")
+
+
+def _stop(proc: subprocess.Popen[str]) -> int:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=GUARD_S * 2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.mark.parametrize("appliance_cert", ["appliance", "impostor"])
+def test_run_and_sim_as_processes_over_modbus_tls(
+    pki: pathlib.Path, tmp_path: pathlib.Path, appliance_cert: str
+) -> None:
+    """The wire as deployed: `tablectl sim` serving modbus-tls and `tablectl run` dialling it, two
+    processes on free ports. With its certificate the table is ready; with another CA's, `run`
+    waits for the TLS devices naming why, and never hears a word from them."""
+    shipped = relocated_table("down-under", tmp_path)
+    config = _tls_table(tmp_path, pki, appliance_cert=appliance_cert, source=shipped)
+    sim = tablectl("sim", "--config", config, "--seed", "3")
+    try:
+        assert sim.stdout is not None
+        listing = [sim.stdout.readline() for _ in range(4)]  # printed once every device listens
+        assert sum("transport=modbus-tls" in line for line in listing) == 2, listing
+        run = tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
+        try:
+            ready, seen = _ready_or_waiting(run)
+        finally:
+            assert _stop(run) == 0
+    finally:
+        assert _stop(sim) == 0
+    if appliance_cert == "appliance":
+        assert ready and seen == dict.fromkeys(("shuffler", "shoe", "reader", "keypad"), "online")
+    else:
+        assert not ready and all(seen.values()), seen
