@@ -70,8 +70,9 @@ def known_tables(names: Sequence[str], password_file: str | None) -> list[tuple[
 def _verify_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tablectl archive verify",
-        description="Exit 0 when the journal agrees with the archive, 1 naming the "
-        "first record that does not.",
+        description="Exit 0 when the journal agrees with the archive, 1 naming the first record that "
+        "does not (a journal cut short or damaged too), 2 when it cannot run. For a contested record "
+        "(two copies kept in quarantine) it says which one the journal holds.",
     )
     p.add_argument("--db", required=True, help=_DB_HELP)
     p.add_argument("--journal", required=True, help="the table's journal file")

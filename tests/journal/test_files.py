@@ -4,6 +4,7 @@ journal called damaged with where, and `journal show` refusing to print from an 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import stat
 import subprocess
@@ -15,6 +16,8 @@ import pytest
 from controller.journal import Journal, verify_journal
 from controller.journal.store import DamagedJournalError
 from controller.supervisor.rig import ROOT, table_file, virtual_table
+
+_CARD = re.compile(r"(?<![0-9A-Za-z])(10|[2-9AJQK])[HDCS](?![0-9A-Za-z])")
 
 
 def _mode(p: Path) -> int:
@@ -163,3 +166,4 @@ def test_a_damaged_hole_card_record_is_named_by_seq_and_byte_never_shown(
         assert out.returncode in (1, 2), text
         assert f"record {seq}: its {column} is not UTF-8 (byte {bad} of copy.db)" in text, text
         assert card not in text and "with text" not in text and '"back"' not in text, text
+        assert not _CARD.search(text), text  # no card at all, not only this record's
