@@ -79,6 +79,8 @@ class Incoming:
     received: datetime
 
 
+_REFUSALS_REMEMBERED = 10_000
+
 # A batch as received, the events parsed from it, and the alarms for the records refused.
 Parsed = tuple[list[Incoming], list[ArchivedEvent], list[ChainAlarm]]
 
@@ -90,6 +92,8 @@ class ArchiveWorker:
         self.duplicates = 0
         self.unreadable = 0
         self.refused = 0  # records parsed and refused (kind, classification, shape or hash)
+        # Refusals already raised: one alarm each, however often the same record comes (bounded).
+        self._refusals_said: set[tuple[str, str, int, str]] = set()
         self.dropped = 0  # events of unknown tables, and records quarantined at arrival
         self.timings = {"parse_s": 0.0, "commit_s": 0.0, "ack_s": 0.0}  # where a batch's time goes
         self.db_failures = 0  # attempts PostgreSQL refused (it was away); the batch was kept
@@ -313,6 +317,12 @@ class ArchiveWorker:
                     events.append(parse_event(item.topic, item.body, item.received))
                 except Refused as e:
                     self.refused += 1
+                    said = (e.site, e.table_id, e.seq, e.reason)
+                    if said in self._refusals_said:
+                        continue  # the same refusal again (a redelivery, or a flood): counted only
+                    if len(self._refusals_said) >= _REFUSALS_REMEMBERED:
+                        self._refusals_said.clear()
+                    self._refusals_said.add(said)
                     make = alarms.bad_hash if e.alarm == "bad_hash" else None
                     refused.append(
                         make(e.site, e.table_id, e.seq)
