@@ -188,6 +188,38 @@ def locate_undecodable(path: str | Path) -> str:
     return "a stored text is not UTF-8"
 
 
+def record_offset(path: str | Path, seq: int | None) -> str:
+    """``"; record N is at byte X of FILE"`` for a record found in the file (or its -wal), else "":
+    where to look in the file, for whoever examines it. Its last two cells (prev_hash, hash) lie
+    side by side and together are in no other record; the record is reported from its payload's
+    first byte. Read as bytes: nothing of the record is decoded or shown."""
+    if seq is None:
+        return ""
+    try:
+        conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error:
+        return ""
+    try:
+        conn.text_factory = bytes
+        row = conn.execute("SELECT payload, prev_hash, hash FROM records WHERE seq = ?", (seq,)).fetchone()
+    except sqlite3.Error:
+        row = None
+    finally:
+        conn.close()
+    if row is None or not all(isinstance(v, bytes) for v in row):
+        return ""
+    payload, prev_hash, hash_ = row
+    for name in (str(path), f"{path}-wal"):
+        try:
+            with open(name, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                at = data.find(prev_hash + hash_)
+        except (OSError, ValueError):
+            continue
+        if at >= len(payload):
+            return f"; record {seq} is at byte {at - len(payload)} of {Path(name).name}"
+    return ""
+
+
 def _offset(path: str | Path, value: bytes, start: int, column: str) -> str:
     """Where the bad byte lies: in the file (or its -wal) when the cell is found there whole."""
     for name in (str(path), f"{path}-wal"):
@@ -336,8 +368,9 @@ class Journal:
                     cls._create_schema(conn, str(path))
             problem = read_tail_problem(conn, TAIL_CHECK)
             if problem is not None:
+                where = record_offset(path, problem.first_bad_seq)
                 raise BrokenChainError(
-                    f"{path}: {problem.reason}; run tablectl journal verify for a full check",
+                    f"{path}: {problem.reason}{where}; run tablectl journal verify for a full check",
                     problem.first_bad_seq,
                 )
             if not readonly:
@@ -471,7 +504,10 @@ class Journal:
         for row in self._rows(0):
             walker.feed(row)
             if walker.problem is not None:
-                raise BrokenChainError(f"{self.path}: {walker.problem.reason}", walker.problem.first_bad_seq)
+                where = record_offset(self.path, walker.problem.first_bad_seq)
+                raise BrokenChainError(
+                    f"{self.path}: {walker.problem.reason}{where}", walker.problem.first_bad_seq
+                )
             yield _record(row)
 
     def _rows(self, after_seq: int) -> Iterator[Row]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from controller.journal.chain import ROW_COLUMNS, ChainWalker
 from controller.journal.model import JournalError
-from controller.journal.store import DamagedJournalError, connect, failure
+from controller.journal.store import DamagedJournalError, connect, failure, record_offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,8 @@ def verify_journal(path: str | Path) -> VerifyResult:
     problem = walker.finish(head, cursor[0] if cursor else None)
     if problem is None:
         return VerifyResult(True, walker.rows, None, "chain intact")
-    return VerifyResult(False, walker.rows, problem.first_bad_seq, problem.reason)
+    where = record_offset(path, problem.first_bad_seq)
+    return VerifyResult(False, walker.rows, problem.first_bad_seq, problem.reason + where)
 
 
 def verify_main(path: str) -> int:
