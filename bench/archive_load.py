@@ -79,6 +79,10 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
     broker = start_broker(d, port)
     cluster = postgres_fixtures.make_cluster()
     procs: list[subprocess.Popen[bytes]] = []
+    # The simulated tables, registered as the broker's password file would list them (the archive
+    # keeps no rows of a table nobody registered).
+    known = d / "tables.passwd"
+    known.write_text("".join(f"bench/t{i:04d}:-\n" for i in range(args.tables)), encoding="utf-8")
     try:
         for i in range(workers):
             with open(d / f"worker{i}.log", "wb") as log:
@@ -95,6 +99,8 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
                             cluster.dsn,
                             "--client-id",
                             f"bench-archive-{i}",
+                            "--tables-from",
+                            str(known),
                         ],
                         stdout=log,
                         stderr=subprocess.STDOUT,

@@ -119,7 +119,15 @@ class SimTable:
     def event(self, now: float) -> bytes:
         self.seq += 1
         self.sent += 1
-        dealt = {"box": self.seq % 6 + 1, "card": "QH", "hand": 0, "round": self.seq // 12, "back": "red"}
+        # A card_dealt of the table core's own shape: the archive refuses any other (issue 23).
+        dealt = {
+            "round": self.seq // 12,
+            "seat": self.seq % 6 + 1,
+            "hand": 0,
+            "card": "QH",
+            "back": "red",
+            "purpose": "",
+        }
         if self.chained:
             public = Classification.PUBLIC.value
             digest = record_hash(self.seq, now, "card_dealt", public, canonical_json(dealt), self.prev_hash)

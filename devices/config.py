@@ -29,6 +29,7 @@ from devices.profiles import DeviceKind, Profile, Protocol, load_profile
 
 class TransportKind(StrEnum):
     MODBUS_TCP = "modbus-tcp"
+    MODBUS_TLS = "modbus-tls"  # Modbus/TCP Security: MBAP over TLS 1.2+, both ends certified
     MODBUS_RTU = "modbus-rtu"
     SERIAL_LINE = "serial-line"
     MQTT = "mqtt"
@@ -39,6 +40,7 @@ _TRANSPORT_RULE: Final = f"must be one of {', '.join(TransportKind)}"
 
 _PROTOCOL_OF: Final = {
     TransportKind.MODBUS_TCP: Protocol.MODBUS,
+    TransportKind.MODBUS_TLS: Protocol.MODBUS,
     TransportKind.MODBUS_RTU: Protocol.MODBUS,
     TransportKind.SERIAL_LINE: Protocol.FRAMES,
     TransportKind.MQTT: Protocol.FRAMES,
@@ -102,6 +104,36 @@ MODBUS_RTU_FRAMING: Final = Framing()
 LINE_FRAMING: Final = Framing(parity="none")
 
 
+# Modbus/TCP Security's registered port (Modbus/TCP Security Protocol Specification, 2018).
+MODBUS_TLS_PORT: Final = 802
+NETWORK_MODBUS: Final = frozenset({TransportKind.MODBUS_TCP, TransportKind.MODBUS_TLS})
+
+
+@dataclass(frozen=True, slots=True)
+class ModbusTls:
+    """One end's files for Modbus/TCP Security: its own certificate and key, and the CA the other
+    end's certificate must chain to. Both ends present a certificate (mutual authentication)."""
+
+    cert: pathlib.Path
+    key: pathlib.Path = field(repr=False)
+    ca_file: pathlib.Path
+
+    def context(self, side: Literal["client", "server"]) -> ssl.SSLContext:
+        """The TLS context of this end: TLS 1.2 or later, the peer's certificate required and
+        checked against ``ca_file`` (a client also checks that the device's certificate names the
+        host it dials). The appliance's ModbusBus, the config check and the simulator all build
+        it here. Raises OSError or ssl.SSLError for unusable files."""
+        if side == "client":
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # check_hostname and CERT_REQUIRED on
+        else:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.verify_mode = ssl.CERT_REQUIRED  # no certificate from the master: no session
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.load_verify_locations(cafile=str(self.ca_file))
+        ctx.load_cert_chain(str(self.cert), str(self.key))
+        return ctx
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     transport: TransportKind
@@ -112,6 +144,7 @@ class Endpoint:
     gap_s: float = 0.0  # quiet time between requests on this bus
     topic: str = ""  # MQTT base topic of the device
     framing: Framing | None = None  # serial lines: None is the transport's default (serial_framing)
+    tls: ModbusTls | None = None  # modbus-tls: the appliance's (client's) files
 
     @property
     def serial_framing(self) -> Framing:
@@ -183,6 +216,8 @@ class DeviceConfig:
     # the section's tls and ca_file; ``mqtt`` above is the appliance's account, which the ACL lets
     # read a device's frames but not write them.
     sim_mqtt: MqttAccess = field(default_factory=MqttAccess)
+    # modbus-tls: the simulated device's (server's) files, from [devices.<name>.sim].
+    sim_tls: ModbusTls | None = None
 
     def with_endpoint(self, **changes: Any) -> DeviceConfig:
         return replace(self, endpoint=replace(self.endpoint, **changes))
@@ -243,6 +278,10 @@ class _SimSection(Document):
     ) = None
     username: NonEmpty | None = None
     password_env: EnvName | None = None
+    # modbus-tls: the simulated device's certificate and key, and the CA of the masters it admits.
+    cert: NonEmpty | None = None
+    key: NonEmpty | None = None
+    ca_file: NonEmpty | None = None
 
 
 class _Section(Document):
@@ -280,6 +319,9 @@ class _Section(Document):
     ) = None
     username: NonEmpty | None = None
     password_env: EnvName | None = None
+    # modbus-tls only: the appliance's certificate and key (ca_file above: the devices' CA).
+    cert: NonEmpty | None = None
+    key: NonEmpty | None = None
     sim: _SimSection = Field(default_factory=lambda: _SimSection())
 
 
@@ -331,6 +373,7 @@ _OPTION_KEYS: Final = {
 }
 _MQTT_KEYS: Final = ("tls", "ca_file", "username", "password_env")
 _SIM_MQTT_KEYS: Final = ("username", "password_env")
+_TLS_KEYS: Final = ("cert", "key", "ca_file")
 
 
 class _Where:
@@ -449,9 +492,11 @@ def _one(
     network_keys = ("host", "port")
     serial = transport in (TransportKind.MODBUS_RTU, TransportKind.SERIAL_LINE)
     if serial:
-        _only(w, t, network_keys, "only for a network transport (modbus-tcp, mqtt)")
+        _only(w, t, network_keys, "only for a network transport (modbus-tcp, modbus-tls, mqtt)")
     else:
         _only(w, t, serial_keys[2:], "only for a serial line (modbus-rtu, serial-line)")
+        if transport is TransportKind.MODBUS_TLS and "port" not in t:
+            sec = sec.model_copy(update={"port": MODBUS_TLS_PORT})
     gap_default = 5.0 if transport is TransportKind.MODBUS_RTU else 0.0
     gap_s = (gap_default if sec.gap_ms is None else sec.gap_ms) / 1000
     if serial:
@@ -469,9 +514,20 @@ def _one(
         sim_environ = environ if side != "appliance" else None
         sim_access = MqttAccess(access.tls, access.ca_file, *_mqtt_account(w_sim, sec.sim, sim_environ))
     else:
-        _only(w, t, (*_MQTT_KEYS, "topic"), 'only for transport = "mqtt"')
+        tls_keys = _TLS_KEYS if transport is TransportKind.MODBUS_TLS else ()
+        mqtt_only = tuple(k for k in (*_MQTT_KEYS, "topic") if k not in tls_keys)
+        _only(w, t, mqtt_only, 'only for transport = "mqtt"')
         _only(_Where(src, f"{name}.sim"), sim_raw, _SIM_MQTT_KEYS, 'only for transport = "mqtt"')
         access = sim_access = MqttAccess()
+    sim_tls: ModbusTls | None = None
+    if transport is TransportKind.MODBUS_TLS:
+        endpoint = replace(endpoint, tls=_modbus_tls(w, sec, base_dir, "client"))
+        if side != "appliance":
+            sim_tls = _modbus_tls(_Where(src, f"{name}.sim"), sec.sim, base_dir, "server")
+    else:
+        _only(w, t, ("cert", "key"), 'only for transport = "modbus-tls"')
+        if isinstance(sim_raw, dict):
+            _only(_Where(src, f"{name}.sim"), sim_raw, _TLS_KEYS, 'only for transport = "modbus-tls"')
     return DeviceConfig(
         name=name,
         kind=kind,
@@ -489,6 +545,7 @@ def _one(
         source=f"{src}: devices.{name}",
         mqtt=access,
         sim_mqtt=sim_access,
+        sim_tls=sim_tls,
     )
 
 
@@ -510,6 +567,31 @@ def _framing(w: _Where, sec: _Section, transport: TransportKind) -> Framing:
             why = "Modbus RTU without parity needs 2 stop bits (Modbus over Serial Line 2.5.1)"
             raise w.fail("stopbits", why)
     return framing
+
+
+def _modbus_tls(
+    w: _Where, sec: _Section | _SimSection, base_dir: pathlib.Path, side: Literal["client", "server"]
+) -> ModbusTls:
+    """The files of one end of a modbus-tls link, each there and usable together (the context is
+    built once here, so a bad file stops the start in one line naming the key)."""
+    paths: dict[str, pathlib.Path] = {}
+    for key in _TLS_KEYS:
+        value = getattr(sec, key)
+        if value is None:
+            end = "the simulated device's certificate, key and CA" if side == "server" else "the appliance's"
+            raise w.fail(key, f'transport = "modbus-tls" needs cert, key and ca_file ({end}, PEM)')
+        path = (base_dir / value).resolve()
+        if not path.is_file():
+            raise w.fail(key, f"{value}: no such file")
+        paths[key] = path
+    tls = ModbusTls(paths["cert"], paths["key"], paths["ca_file"])
+    try:
+        tls.context(side)
+    except (OSError, ssl.SSLError) as exc:
+        raise w.fail(
+            "cert", f"the certificate, key and CA cannot be used together ({short_reason(exc)})"
+        ) from None
+    return tls
 
 
 def _only(w: _Where, t: Mapping[str, Any], keys: tuple[str, ...], rule: str) -> None:

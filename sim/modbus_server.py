@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -154,10 +155,22 @@ class ModbusTcpSim:
     server on a private loopback port, and a TcpGate (sim/tcp_gate.py) between them that answers
     refusals itself and drops what a conformant device would not answer."""
 
-    def __init__(self, devices: list[RegisterSim], *, host: str = "127.0.0.1", port: int = 0):
+    def __init__(
+        self,
+        devices: list[RegisterSim],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tls: ssl.SSLContext | None = None,
+    ):
         self.devices = devices
         self.host = host
         self.port = port
+        # Modbus/TCP Security: the wire's TLS ends at the relay, which is what a master talks to
+        # (the gate's checks apply to the decrypted frames as on plain TCP); pymodbus behind it
+        # listens on loopback only. The context requires the master's certificate.
+        self.tls = tls
+        self.transport = "modbus-tls" if tls is not None else "modbus-tcp"
         self._server: ModbusTcpServer | None = None
         self._front: asyncio.Server | None = None
         self._backend_port = 0
@@ -180,12 +193,14 @@ class ModbusTcpSim:
         self._backend_port = sockets[0].getsockname()[1]
         self._server = server
         try:
-            self._front = await asyncio.start_server(self._relay, self.host, self.port)
+            # A master that opens a connection and never finishes its handshake is dropped in time.
+            tls: dict[str, Any] = {"ssl": self.tls, "ssl_handshake_timeout": 10.0} if self.tls else {}
+            self._front = await asyncio.start_server(self._relay, self.host, self.port, **tls)
         except OSError as exc:
             await self.stop()
             raise RuntimeError(f"modbus sim could not listen on {self.host}:{self.port} ({exc})") from exc
         self.port = self._front.sockets[0].getsockname()[1]
-        _log.info("listening", transport="modbus-tcp", host=self.host, port=self.port)
+        _log.info("listening", transport=self.transport, host=self.host, port=self.port)
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -205,7 +220,7 @@ class ModbusTcpSim:
                         await upstream.send(frame)
                 await writer.drain()  # a master that does not read its answers is not read either
                 if gate.closed:
-                    _log.info("unframeable_request", transport="modbus-tcp", port=self.port)
+                    _log.info("unframeable_request", transport=self.transport, port=self.port)
                     break
         except (OSError, asyncio.CancelledError):
             pass  # the master or the server went away: this connection ends, the others go on

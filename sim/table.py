@@ -13,7 +13,7 @@ from typing import Any
 
 from controller.clock import REAL_CLOCK, Clock
 from controller.games import GameSpec
-from devices.config import DeviceConfig, TransportKind
+from devices.config import NETWORK_MODBUS, DeviceConfig, ModbusTls, TransportKind
 from devices.events import Slot
 from devices.profiles import LATCHES, DeviceKind
 from sim.frame_server import MqttSink, PtySink, StubCounterSim
@@ -194,13 +194,15 @@ class SimTable:
         self._eject_hook(sh.model, shoe.model)("eject_to_shoe", cards)
 
     async def start(self) -> None:
-        tcp_groups: dict[tuple[str, int], list[RegisterSim]] = {}
+        # One server per address; a modbus-tls one serves with its devices' certificate.
+        tcp_groups: dict[tuple[str, int, ModbusTls | None], list[RegisterSim]] = {}
         rtu_groups: dict[str, list[RegisterSim]] = {}
         for info in self.devices.values():
             ep = info.config.endpoint
             if info.register_sim is not None:
-                if ep.transport is TransportKind.MODBUS_TCP:
-                    key = (ep.host, ep.port or -len(tcp_groups) - 1)  # port 0: a server each
+                if ep.transport in NETWORK_MODBUS:
+                    # port 0: a server each
+                    key = (ep.host, ep.port or -len(tcp_groups) - 1, info.config.sim_tls)
                     tcp_groups.setdefault(key, []).append(info.register_sim)
                 else:
                     rtu_groups.setdefault(ep.path, []).append(info.register_sim)
@@ -222,8 +224,9 @@ class SimTable:
                 info.frame_sim = fs
                 self._frame_sims.append(fs)
         try:
-            for (host, port), sims in tcp_groups.items():
-                srv = ModbusTcpSim(sims, host=host, port=max(port, 0) if self.at_configured else 0)
+            for (host, port, tls), sims in tcp_groups.items():
+                at = max(port, 0) if self.at_configured else 0
+                srv = ModbusTcpSim(sims, host=host, port=at, tls=tls.context("server") if tls else None)
                 await srv.start()
                 self._tcp.append(srv)
                 for info in self.devices.values():

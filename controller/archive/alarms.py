@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from controller.telemetry.topics import ARCHIVE_LEVEL, ROOT
 
-KINDS = ("fork", "gap", "changed_hash", "bad_hash")
+KINDS = ("fork", "gap", "changed_hash", "bad_hash", "refused", "unknown_table")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,15 +36,41 @@ class ChainAlarm:
         }
 
 
-def changed(site: str, table_id: str, seq: int) -> ChainAlarm:
-    detail = f"record {seq} came again with another hash, kind or classification than archived"
+def copy_of(hash_: str | None, kind: str, received_at: datetime, received_by: str | None) -> str:
+    """One copy of a record as an alarm names it: never its payload."""
+    what = f"hash {hash_[:12]}" if hash_ else f"withheld {kind}"
+    when = received_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"{what} received {when} by {received_by or 'an earlier worker'}"
+
+
+def changed(site: str, table_id: str, seq: int, first: str, second: str) -> ChainAlarm:
+    detail = (
+        f"record {seq} came again with another hash, kind or classification than archived: "
+        f"archived {first}; also {second}; both kept in quarantine"
+    )
     return ChainAlarm(site, table_id, seq, "changed_hash", detail)
 
 
 def bad_hash(site: str, table_id: str, seq: int) -> ChainAlarm:
-    return ChainAlarm(
-        site, table_id, seq, "bad_hash", f"record {seq}: published hash is not that of its contents"
+    detail = f"record {seq}: published hash is not that of its contents; not archived"
+    return ChainAlarm(site, table_id, seq, "bad_hash", detail)
+
+
+def refused(site: str, table_id: str, seq: int, reason: str) -> ChainAlarm:
+    return ChainAlarm(site, table_id, seq, "refused", f"record {seq}: {reason}; not archived")
+
+
+def unknown_table(site: str, table_id: str, seq: int) -> ChainAlarm:
+    detail = f"events from {site}/{table_id}, which is not a registered table; not archived"
+    return ChainAlarm(site, table_id, seq, "unknown_table", detail)
+
+
+def fork_on_arrival(site: str, table_id: str, seq: int, copy: str) -> ChainAlarm:
+    detail = (
+        f"record {seq}: its prev_hash is not the archived hash of record {seq - 1} ({copy}); "
+        "kept in quarantine, not archived"
     )
+    return ChainAlarm(site, table_id, seq, "fork", detail)
 
 
 def fork(site: str, table_id: str, seq: int) -> ChainAlarm:

@@ -30,7 +30,9 @@ _LOCK = 0x61726368  # any fixed key: the one advisory lock the sweep takes
 
 _PENDING = """
 SELECT c.site, c.table_id, c.checked_seq, c.checked_hash, e.seq, e.hash, e.prev_hash,
-       now() - e.received_at > make_interval(secs => %(grace)s) AS overdue
+       now() - e.received_at > make_interval(secs => %(grace)s) AS overdue,
+       EXISTS (SELECT 1 FROM quarantine q WHERE q.site = c.site AND q.table_id = c.table_id
+               AND q.seq = e.seq - 1 AND q.hash = e.prev_hash) AS links_quarantined
 FROM chain_state c
 JOIN LATERAL (
     SELECT seq, hash, prev_hash, received_at FROM events e
@@ -51,7 +53,9 @@ class _Walk:
         self.blocked = False  # an open gap still inside its grace: nothing after it is checked yet
         self.found: list[ChainAlarm] = []
 
-    def feed(self, seq: int, hash_: str | None, prev_hash: str | None, overdue: bool) -> None:
+    def feed(
+        self, seq: int, hash_: str | None, prev_hash: str | None, overdue: bool, links_quarantined: bool
+    ) -> None:
         if self.blocked:
             return
         if seq != self.seq + 1:
@@ -60,7 +64,14 @@ class _Walk:
                 return
             self.found.append(alarms.gap(self.site, self.table_id, self.seq + 1, seq - 1))
             self.hash = None  # the record before this one is unknown: its link cannot be checked
-        elif prev_hash is not None and self.hash is not None and prev_hash != self.hash:
+        elif (
+            prev_hash is not None
+            and self.hash is not None
+            and prev_hash != self.hash
+            and not links_quarantined
+        ):
+            # (A link to a quarantined copy of the record before is the contest its changed_hash
+            # alarm named already; archive verify says which copy the journal holds.)
             self.found.append(alarms.fork(self.site, self.table_id, seq))
         self.seq, self.hash = seq, hash_
 
@@ -79,11 +90,11 @@ async def sweep(
             return []
         await cur.execute(_PENDING, {"grace": gap_grace_s, "limit": limit})
         walks: dict[tuple[str, str], _Walk] = {}
-        for site, table_id, checked_seq, checked_hash, seq, hash_, prev_hash, overdue in await cur.fetchall():
+        for site, table_id, checked_seq, checked_hash, *record in await cur.fetchall():
             walk = walks.get((site, table_id))
             if walk is None:
                 walk = walks[(site, table_id)] = _Walk(site, table_id, checked_seq, checked_hash)
-            walk.feed(seq, hash_, prev_hash, overdue)
+            walk.feed(*record)
         moved = [w for w in walks.values() if w.seq != w.start]
         if moved:
             await cur.executemany(

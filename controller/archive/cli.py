@@ -11,8 +11,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from controller.bounded import InputRefused, read_text
 from controller.errors import TablectlError
-from controller.telemetry.topics import check_level
+from controller.telemetry.topics import TableTopics, check_level
 
 _DB_HELP = "PostgreSQL URL, postgresql://user@host:port/db (a password from PGPASSWORD or ~/.pgpass)"
 
@@ -28,14 +29,50 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--client-id", help="fixed per worker: the broker keeps its queue under this id")
     p.add_argument("--ca-file", help="CA certificate for an mqtts:// broker")
     p.add_argument("--gap-grace", type=float, default=10.0, help="seconds a gap may stay open (default 10)")
+    p.add_argument(
+        "--table",
+        action="append",
+        default=[],
+        metavar="SITE/TABLE",
+        help="a table whose events are archived (repeat; added to known_tables, as an operator may)",
+    )
+    p.add_argument(
+        "--tables-from",
+        metavar="PASSWORD_FILE",
+        help="the broker's mosquitto password file: every account named SITE/TABLE is a known table",
+    )
     return p
+
+
+def known_tables(names: Sequence[str], password_file: str | None) -> list[tuple[str, str]]:
+    """(site, table) from ``--table`` values and the appliance accounts of a password file; a name
+    that is not two topic levels (or is the archive's) is refused in one line."""
+    found: list[tuple[str, str]] = []
+    lines: list[str] = list(names)
+    if password_file is not None:
+        path = Path(password_file)
+        try:
+            text = read_text(path)
+        except InputRefused as e:
+            raise TablectlError(f"archive: --tables-from {path}: {e}") from None
+        users = [line.split(":", 1)[0] for line in text.splitlines() if ":" in line]
+        lines += [u for u in users if "/" in u]
+    for name in lines:
+        site, _, table = name.partition("/")
+        try:
+            TableTopics(check_level("site", site), check_level("table id", table))
+        except TablectlError as e:
+            raise TablectlError(f"archive: table {ascii(name)[1:-1][:80]}: {e}") from None
+        found.append((site, table))
+    return found
 
 
 def _verify_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tablectl archive verify",
-        description="Exit 0 when the journal agrees with the archive, 1 naming the "
-        "first record that does not.",
+        description="Exit 0 when the journal agrees with the archive, 1 naming the first record that "
+        "does not (a journal cut short or damaged too), 2 when it cannot run. For a contested record "
+        "(two copies kept in quarantine) it says which one the journal holds.",
     )
     p.add_argument("--db", required=True, help=_DB_HELP)
     p.add_argument("--journal", required=True, help="the table's journal file")
@@ -60,7 +97,17 @@ def _run(args: argparse.Namespace) -> int:
     section = {"ca_file": str(Path(args.ca_file).resolve())} if args.ca_file else {}
     broker = broker_settings(args.broker, section, Path.cwd(), os.environ)
     client_id = args.client_id or f"tablectl-archive-{socket.gethostname()}"
-    settings = ArchiveSettings(broker, args.db, args.group, client_id, gap_grace_s=args.gap_grace)
+    tables = known_tables(args.table, args.tables_from)
+    source = f"--tables-from {args.tables_from}" if args.tables_from else "--table"
+    settings = ArchiveSettings(
+        broker,
+        args.db,
+        args.group,
+        client_id,
+        gap_grace_s=args.gap_grace,
+        tables=tuple(tables),
+        tables_source=source,
+    )
 
     async def main() -> None:
         stop = asyncio.Event()

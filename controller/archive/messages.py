@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
+from controller.archive.kinds import refusal
 from controller.ids import EVENT_KIND, matches
 from controller.journal import Classification, canonical_json, record_hash
 from controller.telemetry.topics import parse_topic
@@ -26,6 +27,16 @@ _PLACEHOLDER_KEYS = frozenset({"version", "schema_version", "seq", "kind", "clas
 
 class Unreadable(ValueError):
     """The message is not an events message of ours; the text is one line, never the body."""
+
+
+class Refused(Unreadable):
+    """A readable record the archive will not keep: not one a table writes (``refused``: its kind,
+    classification or payload shape) or one whose published hash is not that of its contents
+    (``bad_hash``). Raised as an alarm naming the table and seq."""
+
+    def __init__(self, site: str, table_id: str, seq: int, alarm: str, reason: str) -> None:
+        super().__init__(f"{site}/{table_id} seq {seq}: {reason}")
+        self.site, self.table_id, self.seq, self.alarm, self.reason = site, table_id, seq, alarm, reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +52,7 @@ class ArchivedEvent:
     payload_json: str | None  # canonical JSON, as the journal hashed it
     hash: str | None
     prev_hash: str | None
+    received: datetime  # when this worker took it off the broker
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -92,6 +104,9 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
         # Stored as published: the placeholder only; its hash never left the table.
         if doc.get("withheld") is not True or set(doc) - _PLACEHOLDER_KEYS:
             raise Unreadable(f"{where} seq {seq}: a withheld record must be a bare placeholder")
+        why = refusal(kind, classification, None)
+        if why is not None:
+            raise Refused(parsed.site, parsed.table, seq, "refused", why)
         return ArchivedEvent(
             parsed.site,
             parsed.table,
@@ -104,6 +119,7 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
             None,
             None,
             None,
+            received,
         )
     at, payload = doc.get("at"), doc.get("payload")
     if (
@@ -124,7 +140,10 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
     payload_json = canonical_json(payload)
     if "\\u0000" in payload_json:
         raise Unreadable(f"{where} seq {seq}: payload holds a NUL character (PostgreSQL's jsonb has none)")
-    return ArchivedEvent(
+    why = refusal(kind, classification, payload)
+    if why is not None:
+        raise Refused(parsed.site, parsed.table, seq, "refused", why)
+    event = ArchivedEvent(
         parsed.site,
         parsed.table,
         seq,
@@ -136,7 +155,15 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
         payload_json,
         hash_,
         prev,
+        received,
     )
+    if event.hash_holds() is False:
+        # Not the chain's record whatever else it is: kept out, so that the table's own copy,
+        # when it comes, is the one archived (a record with a made-up hash must not take its seq).
+        raise Refused(
+            parsed.site, parsed.table, seq, "bad_hash", "published hash is not that of its contents"
+        )
+    return event
 
 
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
@@ -146,12 +173,12 @@ def _text(value: str | None) -> str:
     return "\\N" if value is None else value.translate(_COPY_ESCAPES)
 
 
-def copy_line(e: ArchivedEvent) -> str:
+def copy_line(e: ArchivedEvent, received_by: str = "") -> str:
     """The row in COPY's text format, in store.COLUMNS order: one string per row, joined per batch,
     instead of a psycopg adapter call for each of eleven values."""
     at = "\\N" if e.at is None else repr(e.at)
     return (
         f"{_text(e.site)}\t{_text(e.table_id)}\t{e.seq}\t{e.day.isoformat()}\t{at}\t{_text(e.kind)}\t"
         f"{e.classification}\t{'t' if e.withheld else 'f'}\t{_text(e.payload_json)}\t{_text(e.hash)}\t"
-        f"{_text(e.prev_hash)}\n"
+        f"{_text(e.prev_hash)}\t{_text(received_by)}\n"
     )

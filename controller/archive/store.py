@@ -1,93 +1,261 @@
 """Writing a batch of events: one transaction, idempotent on (site, table_id, seq).
 
-Rows go in by COPY into a per-connection temporary table, then one INSERT ... ON CONFLICT DO
+Before anything is written, a batch is sifted:
+
+- events of a table nobody registered (``known_tables``) are dropped with one ``unknown_table``
+  alarm per table and worker: a name nobody registered is not a table of the floor's;
+- a public record whose ``prev_hash`` is not the archived hash of the record before it (nor of
+  a quarantined copy of it) is not the chain's next: it goes to ``quarantine``, with a ``fork``
+  alarm, and leaves its seq free for the table's own record.
+
+The rest go in by COPY into a per-connection temporary table, then one INSERT ... ON CONFLICT DO
 NOTHING: a redelivered message costs nothing and changes nothing. A record that comes again
 different from the archived one (another hash, kind or classification) is not stored over it:
-it raises ``changed_hash``. The rows the INSERT skipped are compared after it, so a copy another
-worker committed at the same moment is seen too (READ COMMITTED: the next statement sees what
-the INSERT waited for).
+both copies are kept in ``quarantine`` with when and by which worker each was received, and the
+``changed_hash`` alarm names both; ``tablectl archive verify`` says which one the journal holds.
+The rows the INSERT skipped are compared after it, so a copy another worker committed at the
+same moment is seen too (READ COMMITTED: the next statement sees what the INSERT waited for).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 
 from controller.archive import alarms
-from controller.archive.alarms import ChainAlarm
+from controller.archive.alarms import ChainAlarm, copy_of
 from controller.archive.messages import ArchivedEvent, copy_line
 
-COLUMNS = "site, table_id, seq, day, at, kind, classification, withheld, payload, hash, prev_hash"
+COLUMNS = (
+    "site, table_id, seq, day, at, kind, classification, withheld, payload, hash, prev_hash, received_by"
+)
+_RECORD = "at, kind, classification, withheld, payload, hash, prev_hash"
 
 _INCOMING = "CREATE TEMP TABLE IF NOT EXISTS incoming (LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
 _INSERT = (
     f"INSERT INTO events ({COLUMNS}) SELECT {COLUMNS} FROM incoming "
     "ON CONFLICT DO NOTHING RETURNING site, table_id, seq"
 )
+_KEYS = "unnest(%s::text[], %s::text[], %s::bigint[]) AS k(site, table_id, seq)"
 # Only for the rows the INSERT skipped (usually none): a join of the whole batch with events cost
 # more than the insert itself.
 _ARCHIVED = (
-    "SELECT e.site, e.table_id, e.seq, e.hash, e.kind, e.classification, e.withheld "
-    "FROM unnest(%s::text[], %s::text[], %s::bigint[]) AS k(site, table_id, seq) "
-    "JOIN events e USING (site, table_id, seq)"
+    "SELECT e.site, e.table_id, e.seq, e.hash, e.kind, e.classification, e.withheld, e.received_at, "
+    f"e.received_by FROM {_KEYS} JOIN events e USING (site, table_id, seq)"
 )
+# The archived hashes a record may link to: the row in events and every quarantined copy.
+_LINKS = (
+    f"SELECT e.site, e.table_id, e.seq, e.hash, e.withheld FROM {_KEYS} "
+    "JOIN events e USING (site, table_id, seq) "
+    f"UNION ALL SELECT q.site, q.table_id, q.seq, q.hash, q.withheld FROM {_KEYS} "
+    "JOIN quarantine q USING (site, table_id, seq)"
+)
+_QUARANTINE_ARCHIVED = (
+    f"INSERT INTO quarantine (site, table_id, seq, reason, archived, {_RECORD}, received_at, received_by) "
+    f"SELECT site, table_id, seq, 'changed_hash', true, {_RECORD}, received_at, received_by FROM events "
+    "WHERE site = %s AND table_id = %s AND seq = %s AND NOT EXISTS (SELECT 1 FROM quarantine q "
+    "WHERE q.site = %s AND q.table_id = %s AND q.seq = %s AND q.archived)"
+)
+# Once per different copy: a redelivered contender is neither kept nor raised again.
+_QUARANTINE_NEW = (
+    f"INSERT INTO quarantine (site, table_id, seq, reason, archived, {_RECORD}, received_at, received_by) "
+    "SELECT %(site)s, %(table_id)s, %(seq)s, %(reason)s, false, %(at)s, %(kind)s, %(classification)s, "
+    "%(withheld)s, %(payload)s::jsonb, %(hash)s, %(prev_hash)s, %(received_at)s, %(received_by)s "
+    "WHERE NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.site = %(site)s AND q.table_id = %(table_id)s "
+    "AND q.seq = %(seq)s AND q.hash IS NOT DISTINCT FROM %(hash)s AND q.kind = %(kind)s "
+    "AND q.classification = %(classification)s)"
+)
+
+Key = tuple[str, str, int]
 
 
 @dataclass
 class StoreResult:
     inserted: int = 0
     duplicates: int = 0
+    dropped: int = 0  # not archived: an unknown table's, or quarantined
     alarms: list[ChainAlarm] = field(default_factory=list)
 
 
+def _keys(keys: Iterable[Key]) -> list[list[Any]]:
+    columns = list(zip(*keys, strict=True))
+    return [list(c) for c in columns] if columns else [[], [], []]
+
+
 class EventStore:
-    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+    def __init__(self, conn: psycopg.AsyncConnection[Any], worker: str = "") -> None:
         self.conn = conn
-        self._known_tables: set[tuple[str, str]] = set()
+        self.worker = worker
+        self._chained_tables: set[tuple[str, str]] = set()
+        self._known: set[tuple[str, str]] = set()
+        self._unknown_said: set[tuple[str, str]] = set()
         self._prepared = False
 
-    async def store(self, events: Sequence[ArchivedEvent]) -> StoreResult:
+    async def register(self, tables: Iterable[tuple[str, str]], source: str) -> None:
+        """Add tables to ``known_tables`` (those already there keep their source)."""
+        rows = sorted(set(tables))
+        if rows:
+            async with self.conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO known_tables (site, table_id, source) VALUES (%s, %s, %s) "
+                    "ON CONFLICT DO NOTHING",
+                    [(site, table_id, source) for site, table_id in rows],
+                )
+
+    async def _unknown(
+        self, cur: psycopg.AsyncCursor[Any], tables: set[tuple[str, str]]
+    ) -> set[tuple[str, str]]:
+        """Which of ``tables`` are not registered; asked of the database only for those not seen
+        registered yet (another worker or an operator may have added one since)."""
+        ask = tables - self._known
+        if ask:
+            sites, ids = zip(*sorted(ask), strict=True)
+            await cur.execute(
+                "SELECT k.site, k.table_id FROM unnest(%s::text[], %s::text[]) AS k(site, table_id) "
+                "JOIN known_tables USING (site, table_id)",
+                [list(sites), list(ids)],
+            )
+            self._known |= {(r[0], r[1]) for r in await cur.fetchall()}
+        return tables - self._known
+
+    async def store(self, events: Sequence[ArchivedEvent], refused: Sequence[ChainAlarm] = ()) -> StoreResult:
+        """Archive what may be archived of ``events``; ``refused`` are the alarms for records the
+        parser would not take (kept in chain_alarms with the rest, in the same transaction)."""
         result = StoreResult()
-        unique: dict[tuple[str, str, int], ArchivedEvent] = {}
-        for e in events:
-            seen = unique.setdefault(e.key, e)
-            if seen is not e and not seen.same_record(e):
-                result.alarms.append(alarms.changed(*e.key))
-        if not unique:
-            return result
         conn = self.conn
         if not self._prepared:
             await conn.execute(_INCOMING)
             self._prepared = True
         async with conn.transaction(), conn.cursor() as cur:
-            async with cur.copy(f"COPY incoming ({COLUMNS}) FROM STDIN") as copy:
-                await copy.write("".join(copy_line(e) for e in unique.values()).encode("utf-8"))
-            await cur.execute(_INSERT)
-            inserted = {(r[0], r[1], r[2]) for r in await cur.fetchall()}
+            tables = {(e.site, e.table_id) for e in events} | {(a.site, a.table_id) for a in refused}
+            unknown = await self._unknown(cur, tables) if tables else set()
+            for a in refused:
+                if (a.site, a.table_id) not in unknown:
+                    result.alarms.append(a)
+            unique: dict[Key, ArchivedEvent] = {}
+            contenders: list[ArchivedEvent] = []
+            for e in events:
+                if (e.site, e.table_id) in unknown:
+                    result.dropped += 1
+                    if (e.site, e.table_id) not in self._unknown_said:
+                        self._unknown_said.add((e.site, e.table_id))
+                        result.alarms.append(alarms.unknown_table(e.site, e.table_id, e.seq))
+                    continue
+                seen = unique.setdefault(e.key, e)
+                if seen is not e and not seen.same_record(e):
+                    contenders.append(e)
+            for a in refused:
+                if (a.site, a.table_id) in unknown and (a.site, a.table_id) not in self._unknown_said:
+                    self._unknown_said.add((a.site, a.table_id))
+                    result.alarms.append(alarms.unknown_table(a.site, a.table_id, a.seq))
+            await self._unlinked(cur, unique, result)
+            inserted: set[Key] = set()
+            if unique:
+                async with cur.copy(f"COPY incoming ({COLUMNS}) FROM STDIN") as copy:
+                    await copy.write(
+                        "".join(copy_line(e, self.worker) for e in unique.values()).encode("utf-8")
+                    )
+                await cur.execute(_INSERT)
+                inserted = {(r[0], r[1], r[2]) for r in await cur.fetchall()}
             skipped = [k for k in unique if k not in inserted]
-            if skipped:
-                await cur.execute(_ARCHIVED, [list(column) for column in zip(*skipped, strict=True)])
-                for site, table_id, seq, *archived in await cur.fetchall():
-                    mine = unique[(site, table_id, seq)]
-                    if archived != [mine.hash, mine.kind, mine.classification, mine.withheld]:
-                        result.alarms.append(alarms.changed(site, table_id, seq))
-            for key in inserted:
-                if unique[key].hash_holds() is False:
-                    result.alarms.append(alarms.bad_hash(*key))
-            new_tables = {(e.site, e.table_id) for e in unique.values()} - self._known_tables
+            contenders += [unique[k] for k in skipped]
+            if contenders:
+                await self._conflicts(cur, contenders, result)
+            new_tables = {(e.site, e.table_id) for e in unique.values()} - self._chained_tables
             if new_tables:
                 await cur.executemany(
                     "INSERT INTO chain_state (site, table_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                     sorted(new_tables),
                 )
             await record_alarms(cur, result.alarms)
-        self._known_tables |= new_tables
+        self._chained_tables |= new_tables
         result.inserted = len(inserted)
-        result.duplicates = len(events) - len(inserted)
+        result.duplicates = len(events) - len(inserted) - result.dropped
         return result
+
+    async def _unlinked(
+        self, cur: psycopg.AsyncCursor[Any], unique: dict[Key, ArchivedEvent], result: StoreResult
+    ) -> None:
+        """Take out of ``unique`` (into quarantine) each public record whose prev_hash is not the
+        hash of the record before it as archived (in this batch, in events or in quarantine)."""
+        linked = [e for e in unique.values() if e.prev_hash is not None]
+        if not linked:
+            return
+        before: dict[Key, set[str | None]] = {}
+        ask: set[Key] = set()
+        for e in linked:
+            key = (e.site, e.table_id, e.seq - 1)
+            mine = unique.get(key)
+            if mine is not None:
+                before.setdefault(key, set()).add(mine.hash if not mine.withheld else None)
+            else:
+                ask.add(key)
+        if ask:
+            columns = _keys(sorted(ask))
+            await cur.execute(_LINKS, [*columns, *columns])
+            for site, table_id, seq, hash_, withheld in await cur.fetchall():
+                before.setdefault((site, table_id, seq), set()).add(None if withheld else hash_)
+        for e in linked:
+            known = before.get((e.site, e.table_id, e.seq - 1))
+            if not known or None in known or e.prev_hash in known:
+                # Nothing archived to link to, or a withheld record there: the sweep and verify
+                # see this link later.
+                continue
+            del unique[e.key]
+            result.dropped += 1
+            if not await self._quarantine(cur, e, "fork"):
+                continue
+            here = copy_of(e.hash, e.kind, e.received, self.worker)
+            result.alarms.append(alarms.fork_on_arrival(e.site, e.table_id, e.seq, here))
+
+    async def _conflicts(
+        self, cur: psycopg.AsyncCursor[Any], contenders: list[ArchivedEvent], result: StoreResult
+    ) -> None:
+        await cur.execute(_ARCHIVED, _keys([e.key for e in contenders]))
+        archived = {(r[0], r[1], r[2]): r[3:] for r in await cur.fetchall()}
+        for mine in contenders:
+            row = archived.get(mine.key)
+            if row is None:
+                continue  # another worker's insert rolled back: it will come again
+            hash_, kind, classification, withheld, received_at, received_by = row
+            if [hash_, kind, classification, withheld] == [
+                mine.hash,
+                mine.kind,
+                mine.classification,
+                mine.withheld,
+            ]:
+                continue  # a repeat of the archived record
+            await cur.execute(_QUARANTINE_ARCHIVED, [*mine.key, *mine.key])
+            if not await self._quarantine(cur, mine, "changed_hash"):
+                continue  # this copy is in quarantine already: its alarm was raised
+            first = copy_of(hash_, kind, received_at, received_by)
+            second = copy_of(mine.hash, mine.kind, mine.received, self.worker)
+            result.alarms.append(alarms.changed(mine.site, mine.table_id, mine.seq, first, second))
+
+    async def _quarantine(self, cur: psycopg.AsyncCursor[Any], e: ArchivedEvent, reason: str) -> bool:
+        """Keep ``e`` in quarantine; False when the same copy is there already."""
+        await cur.execute(
+            _QUARANTINE_NEW,
+            {
+                "site": e.site,
+                "table_id": e.table_id,
+                "seq": e.seq,
+                "reason": reason,
+                "at": e.at,
+                "kind": e.kind,
+                "classification": e.classification,
+                "withheld": e.withheld,
+                "payload": e.payload_json,
+                "hash": e.hash,
+                "prev_hash": e.prev_hash,
+                "received_at": e.received,
+                "received_by": self.worker,
+            },
+        )
+        return cur.rowcount > 0
 
 
 async def record_alarms(cur: psycopg.AsyncCursor[Any], found: Sequence[ChainAlarm]) -> None:

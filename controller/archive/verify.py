@@ -10,14 +10,17 @@ before it, so a change anywhere changes all later hashes). See docs/journal.md, 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
+from controller.archive.alarms import copy_of
 from controller.errors import TablectlError
-from controller.journal import Journal, JournalError, Record, verify_journal
+from controller.journal import BrokenChainError, Journal, JournalError, Record, verify_journal
+from controller.journal.store import DamagedJournalError
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +29,7 @@ class Agreement:
     compared: int  # archived records compared with the journal
     first_bad_seq: int | None
     reason: str
+    notes: list[str] = field(default_factory=list)  # one line per contested record
 
 
 def _archived(conn: psycopg.Connection[Any], site: str, table_id: str) -> Iterator[tuple[Any, ...]]:
@@ -36,6 +40,53 @@ def _archived(conn: psycopg.Connection[Any], site: str, table_id: str) -> Iterat
             (site, table_id),
         )
         yield from cur
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    """One copy of a contested record, as ``quarantine`` keeps it."""
+
+    archived: bool  # the copy in events (received first)
+    kind: str
+    classification: str
+    withheld: bool
+    hash: str | None
+    received_at: datetime
+    received_by: str | None
+
+    def held_by(self, record: Record) -> bool:
+        same_kind = (record.kind, record.classification.value) == (self.kind, self.classification)
+        return same_kind and (self.withheld or record.hash == self.hash)
+
+    def describe(self) -> str:
+        first = "archived first" if self.archived else "received later"
+        return f"the copy {first} ({copy_of(self.hash, self.kind, self.received_at, self.received_by)})"
+
+
+def _quarantined(conn: psycopg.Connection[Any], site: str, table_id: str) -> dict[int, list[Copy]]:
+    """Every contested seq of the table and its copies, first received first."""
+    out: dict[int, list[Copy]] = {}
+    for seq, *fields in conn.execute(
+        "SELECT seq, archived, kind, classification, withheld, hash, received_at, received_by "
+        "FROM quarantine WHERE site = %s AND table_id = %s ORDER BY seq, NOT archived, received_at, id",
+        (site, table_id),
+    ):
+        out.setdefault(seq, []).append(Copy(*fields))
+    return out
+
+
+def _contested(record: Record | None, seq: int, copies: list[Copy]) -> tuple[bool, str]:
+    """Whether the journal holds one of the copies, and the line that says which."""
+    held = [c for c in copies if record is not None and c.held_by(record)]
+    n = f"{len(copies)} copies" if len(copies) > 1 else "a copy that did not link to the chain"
+    if record is None:
+        return False, f"record {seq}: contested in the archive ({n}); the journal has no record {seq}"
+    if not held:
+        return (
+            False,
+            f"record {seq}: contested in the archive ({n}); the journal holds none of them (rewritten?)",
+        )
+    return True, f"record {seq}: contested in the archive ({n}); the journal holds {held[0].describe()}"
 
 
 def _differs(record: Record, row: tuple[Any, ...]) -> str | None:
@@ -50,24 +101,68 @@ def _differs(record: Record, row: tuple[Any, ...]) -> str | None:
     return None
 
 
-def compare(journal: Journal, rows: Iterator[tuple[Any, ...]]) -> Agreement:
-    """Walk the archived rows and the journal's records side by side, in seq order."""
+def compare(
+    journal: Journal, rows: Iterator[tuple[Any, ...]], contested: dict[int, list[Copy]] | None = None
+) -> Agreement:
+    """Walk the archived rows and the journal's records side by side, in seq order. A contested
+    seq (two different records claimed it, or one did not link) agrees when the journal holds one
+    of its copies (the archived row among them), and a line in ``notes`` says which."""
+    contested = contested or {}
+    notes: list[str] = []
     records = journal.records()
     record = next(records, None)
     compared = 0
-    for row in rows:
-        seq = row[0]
+    pending = sorted(contested)
+
+    def record_at(seq: int) -> Record | None:
+        nonlocal record
         while record is not None and record.seq < seq:
             record = next(records, None)
-        if record is None or record.seq != seq:
-            return Agreement(
-                False, compared, seq, f"record {seq}: archived but not in the journal (removed?)"
+        return record if record is not None and record.seq == seq else None
+
+    def settle(seq: int, row: tuple[Any, ...] | None) -> str | None:
+        """The contested ``seq`` (``row``: its archived row, if any): None when the journal holds
+        one of its copies (noted), else the disagreement."""
+        copies = contested[seq]
+        mine = record_at(seq)
+        in_events_only = row is not None and not any(c.archived for c in copies)
+        if in_events_only and mine is not None and row is not None and _differs(mine, row) is None:
+            notes.append(
+                f"record {seq}: a copy that did not link to the chain was quarantined; "
+                "the journal holds the archived one"
             )
-        problem = _differs(record, row)
+            return None
+        ok, line = _contested(mine, seq, copies)
+        if ok:
+            notes.append(line)
+            return None
+        return line
+
+    for row in rows:
+        seq = row[0]
+        while pending and pending[0] < seq:
+            at = pending.pop(0)
+            problem = settle(at, None)
+            if problem is not None:
+                return Agreement(False, compared, at, problem, notes)
+        mine = record_at(seq)
+        if mine is None:
+            return Agreement(
+                False, compared, seq, f"record {seq}: archived but not in the journal (removed?)", notes
+            )
+        if pending and pending[0] == seq:
+            pending.pop(0)
+            problem = settle(seq, row)
+        else:
+            problem = _differs(mine, row)
         if problem is not None:
-            return Agreement(False, compared, seq, problem)
+            return Agreement(False, compared, seq, problem, notes)
         compared += 1
-    return Agreement(True, compared, None, "agrees with the archive")
+    for at in pending:
+        problem = settle(at, None)
+        if problem is not None:
+            return Agreement(False, compared, at, problem, notes)
+    return Agreement(True, compared, None, "agrees with the archive", notes)
 
 
 def find_site(conn: psycopg.Connection[Any], table_id: str) -> str:
@@ -79,7 +174,9 @@ def find_site(conn: psycopg.Connection[Any], table_id: str) -> str:
 
 
 def verify_main(dsn: str, journal_path: str, site: str | None, table_id: str | None) -> int:
-    """0 when every archived record agrees with the journal; 1 naming the first that does not."""
+    """0 when every archived record agrees with the journal; 1 naming the first that does not (a
+    journal cut short, damaged or whose own chain breaks included); 2 (TablectlError) when it
+    cannot run: no journal, no database, no such table in the archive."""
     path = Path(journal_path)
     if not path.is_file():
         raise TablectlError(f"archive verify: {path}: no such journal")
@@ -93,12 +190,19 @@ def verify_main(dsn: str, journal_path: str, site: str | None, table_id: str | N
                 table_id = str(first.payload.get("table"))
             with psycopg.connect(dsn, connect_timeout=10) as conn:
                 site = site or find_site(conn, table_id)
-                result = compare(journal, _archived(conn, site, table_id))
+                contested = _quarantined(conn, site, table_id)
+                result = compare(journal, _archived(conn, site, table_id), contested)
+    except (BrokenChainError, DamagedJournalError) as e:
+        # The journal is ours but does not hold together: that is a disagreement, not a failure to run.
+        print(f"archive verify: {e}")
+        return 1
     except JournalError as e:
         raise TablectlError(f"archive verify: {e}") from None
     except psycopg.Error as e:
         raise TablectlError(f"archive verify: database: {str(e).splitlines()[0][:200]}") from None
     where = f"{path} ({site}/{table_id})"
+    for note in result.notes:
+        print(f"{where}: {note}")
     if not own.ok:
         # The journal's own chain is broken; the archive comparison still says which records changed.
         print(f"{where}: journal chain: {own.reason}")

@@ -33,9 +33,10 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
+from controller.archive import alarms
 from controller.archive.alarms import ChainAlarm
 from controller.archive.chain import sweep
-from controller.archive.messages import ArchivedEvent, Unreadable, parse_event
+from controller.archive.messages import ArchivedEvent, Refused, Unreadable, parse_event
 from controller.archive.mqtt_client import BufferedClient
 from controller.archive.schema import migrate
 from controller.archive.store import EventStore
@@ -58,6 +59,10 @@ class ArchiveSettings:
     sweep_s: float = 1.0
     gap_grace_s: float = 10.0
     retry_max_s: float = 10.0
+    # Tables whose events are archived, (site, table_id), added to known_tables on start; events
+    # of a table not there are an unknown_table alarm, not rows.
+    tables: tuple[tuple[str, str], ...] = ()
+    tables_source: str = "tablectl archive --table"
 
     @property
     def subscription(self) -> str:
@@ -74,12 +79,22 @@ class Incoming:
     received: datetime
 
 
+_REFUSALS_REMEMBERED = 10_000
+
+# A batch as received, the events parsed from it, and the alarms for the records refused.
+Parsed = tuple[list[Incoming], list[ArchivedEvent], list[ChainAlarm]]
+
+
 class ArchiveWorker:
     def __init__(self, settings: ArchiveSettings) -> None:
         self.settings = settings
         self.stored = 0  # rows this worker inserted
         self.duplicates = 0
         self.unreadable = 0
+        self.refused = 0  # records parsed and refused (kind, classification, shape or hash)
+        # Refusals already raised: one alarm each, however often the same record comes (bounded).
+        self._refusals_said: set[tuple[str, str, int, str]] = set()
+        self.dropped = 0  # events of unknown tables, and records quarantined at arrival
         self.timings = {"parse_s": 0.0, "commit_s": 0.0, "ack_s": 0.0}  # where a batch's time goes
         self.db_failures = 0  # attempts PostgreSQL refused (it was away); the batch was kept
         self.alarms: list[ChainAlarm] = []
@@ -189,7 +204,9 @@ class ArchiveWorker:
         if self._store is None:
             self._conn = await psycopg.AsyncConnection.connect(self.settings.dsn, autocommit=True)
             await migrate(self._conn)
-            self._store = EventStore(self._conn)
+            store = EventStore(self._conn, self.settings.client_id)
+            await store.register(self.settings.tables, self.settings.tables_source)
+            self._store = store
         return self._store
 
     async def _drop_db(self) -> None:
@@ -198,13 +215,15 @@ class ArchiveWorker:
             with contextlib.suppress(psycopg.Error):
                 await conn.close()
 
-    async def _until_committed(self, events: list[ArchivedEvent], stop: asyncio.Event) -> bool:
+    async def _until_committed(
+        self, events: list[ArchivedEvent], refused: list[ChainAlarm], stop: asyncio.Event
+    ) -> bool:
         """Store the batch, retrying while PostgreSQL is away; False when asked to stop first."""
         backoff = Backoff(BackoffPolicy(initial_s=0.2, max_s=self.settings.retry_max_s))
         while True:
             try:
                 store = await self._db()
-                result = await store.store(events)
+                result = await store.store(events, refused)
             except psycopg.OperationalError as e:
                 self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
                 self.db_failures += 1
@@ -218,6 +237,7 @@ class ArchiveWorker:
                 continue
             self.stored += result.inserted
             self.duplicates += result.duplicates
+            self.dropped += result.dropped
             self._publish_alarms(result.alarms)
             return True
 
@@ -257,7 +277,7 @@ class ArchiveWorker:
         self._log.info("archive.started", subscription=self.settings.subscription)
         # Two stages, so the next batch is parsed while PostgreSQL commits this one. The queue holds
         # one parsed batch: commits (and so acknowledgements) stay in the order messages came.
-        parsed: asyncio.Queue[tuple[list[Incoming], list[ArchivedEvent]]] = asyncio.Queue(maxsize=1)
+        parsed: asyncio.Queue[Parsed] = asyncio.Queue(maxsize=1)
         parser = asyncio.create_task(self._parse_loop(parsed, stop))
         try:
             await self._commit_loop(parsed, stop)
@@ -284,37 +304,48 @@ class ArchiveWorker:
                     async with asyncio.timeout(1.0):
                         await stop.wait()
 
-    async def _parse_loop(
-        self, parsed: asyncio.Queue[tuple[list[Incoming], list[ArchivedEvent]]], stop: asyncio.Event
-    ) -> None:
+    async def _parse_loop(self, parsed: asyncio.Queue[Parsed], stop: asyncio.Event) -> None:
         while not stop.is_set():
             batch = await self._next_batch(0.5)
             if not batch:
                 continue
             t0 = time.perf_counter()
             events: list[ArchivedEvent] = []
+            refused: list[ChainAlarm] = []
             for item in batch:
                 try:
                     events.append(parse_event(item.topic, item.body, item.received))
+                except Refused as e:
+                    self.refused += 1
+                    said = (e.site, e.table_id, e.seq, e.reason)
+                    if said in self._refusals_said:
+                        continue  # the same refusal again (a redelivery, or a flood): counted only
+                    if len(self._refusals_said) >= _REFUSALS_REMEMBERED:
+                        self._refusals_said.clear()
+                    self._refusals_said.add(said)
+                    make = alarms.bad_hash if e.alarm == "bad_hash" else None
+                    refused.append(
+                        make(e.site, e.table_id, e.seq)
+                        if make is not None
+                        else alarms.refused(e.site, e.table_id, e.seq, e.reason)
+                    )
                 except Unreadable as e:
                     self.unreadable += 1
                     self._log.warning("archive.unreadable", error=str(e))
             self.timings["parse_s"] += time.perf_counter() - t0
-            await parsed.put((batch, events))
+            await parsed.put((batch, events, refused))
 
-    async def _commit_loop(
-        self, parsed: asyncio.Queue[tuple[list[Incoming], list[ArchivedEvent]]], stop: asyncio.Event
-    ) -> None:
+    async def _commit_loop(self, parsed: asyncio.Queue[Parsed], stop: asyncio.Event) -> None:
         next_sweep = time.monotonic() + self.settings.sweep_s
         while not stop.is_set():
             try:
                 async with asyncio.timeout(max(0.0, min(next_sweep - time.monotonic(), 0.5))):
-                    batch, events = await parsed.get()
+                    batch, events, refused = await parsed.get()
             except TimeoutError:
                 pass
             else:
                 t1 = time.perf_counter()
-                if not await self._until_committed(events, stop):
+                if not await self._until_committed(events, refused, stop):
                     return  # asked to stop while PostgreSQL was away: nothing acknowledged
                 t2 = time.perf_counter()
                 self._ack(batch)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import mmap
 import os
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -127,7 +129,108 @@ def unreadable(path: str | Path, error: BaseException) -> JournalError:
             f"truncated at byte {size} of {page_size * pages} (in page {size // page_size + 1} of {pages})"
         )
         return DamagedJournalError(path, where)
-    return DamagedJournalError(path, _first_bad_page(path) or short_reason(error))
+    return DamagedJournalError(path, _first_bad_page(path, page_size) or safe_reason(error))
+
+
+# Python's sqlite3 quotes the whole cell when it cannot decode a text column ("Could not decode to
+# UTF-8 column 'payload' with text '{...,"card":"10H"}'"): a flipped bit in a hole card's record
+# would print the card. That text never leaves this module.
+_UNDECODABLE = "Could not decode to UTF-8"
+_PAGE = re.compile(r"[Pp]age (\d+)")
+_TEXT_COLUMNS = ("kind", "classification", "payload", "prev_hash", "hash")
+
+
+def safe_reason(error: BaseException) -> str:
+    """One line about an SQLite failure that never quotes a stored value."""
+    text = short_reason(error)
+    if _UNDECODABLE in text:
+        return "a stored text is not UTF-8"
+    # SQLite's own messages name tables, columns and constraints, not values; cut anything that
+    # looks like a quoted value anyway, whatever a future version adds.
+    return text.split(" with text ", 1)[0].split("'", 1)[0].strip() or type(error).__name__
+
+
+def failure(path: str | Path, error: sqlite3.Error, what: str) -> JournalError:
+    """The JournalError for an SQLite failure while doing ``what``: a damaged file says where it
+    breaks (the record's seq and the byte offset), anything else the reason in one line. Never a
+    stored value."""
+    if isinstance(error, sqlite3.DatabaseError) and is_damage(error):
+        return unreadable(path, error)
+    if _UNDECODABLE in str(error):
+        return DamagedJournalError(path, locate_undecodable(path))
+    return JournalError(f"{path}: {what}: {safe_reason(error)}")
+
+
+def locate_undecodable(path: str | Path) -> str:
+    """Which record holds text that is not UTF-8, and at which byte of the file (or of its
+    write-ahead log); read as bytes so the value is never decoded, let alone shown."""
+    try:
+        conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error:
+        return "a stored text is not UTF-8"
+    try:
+        conn.text_factory = bytes
+        rows = conn.execute(f"SELECT seq, {', '.join(_TEXT_COLUMNS)} FROM records ORDER BY seq")
+        for seq, *values in rows:
+            for column, value in zip(_TEXT_COLUMNS, values, strict=True):
+                if not isinstance(value, bytes):
+                    continue
+                try:
+                    value.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    return (
+                        f"record {seq}: its {column} is not UTF-8 ({_offset(path, value, e.start, column)})"
+                    )
+    except sqlite3.Error:
+        pass
+    finally:
+        conn.close()
+    return "a stored text is not UTF-8"
+
+
+def record_offset(path: str | Path, seq: int | None) -> str:
+    """``"; record N is at byte X of FILE"`` for a record found in the file (or its -wal), else "":
+    where to look in the file, for whoever examines it. Its last two cells (prev_hash, hash) lie
+    side by side and together are in no other record; the record is reported from its payload's
+    first byte. Read as bytes: nothing of the record is decoded or shown."""
+    if seq is None:
+        return ""
+    try:
+        conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error:
+        return ""
+    try:
+        conn.text_factory = bytes
+        row = conn.execute("SELECT payload, prev_hash, hash FROM records WHERE seq = ?", (seq,)).fetchone()
+    except sqlite3.Error:
+        row = None
+    finally:
+        conn.close()
+    if row is None or not all(isinstance(v, bytes) for v in row):
+        return ""
+    payload, prev_hash, hash_ = row
+    for name in (str(path), f"{path}-wal"):
+        try:
+            with open(name, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                at = data.find(prev_hash + hash_)
+        except (OSError, ValueError):
+            continue
+        if at >= len(payload):
+            return f"; record {seq} is at byte {at - len(payload)} of {Path(name).name}"
+    return ""
+
+
+def _offset(path: str | Path, value: bytes, start: int, column: str) -> str:
+    """Where the bad byte lies: in the file (or its -wal) when the cell is found there whole."""
+    for name in (str(path), f"{path}-wal"):
+        try:
+            with open(name, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                at = data.find(value)
+        except (OSError, ValueError):  # no such file; an empty one cannot be mapped
+            continue
+        if at >= 0:
+            return f"byte {at + start} of {Path(name).name}"
+    return f"byte {start} of the {column}"
 
 
 def is_damage(error: sqlite3.DatabaseError) -> bool:
@@ -135,7 +238,7 @@ def is_damage(error: sqlite3.DatabaseError) -> bool:
     return getattr(error, "sqlite_errorcode", None) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 
-def _first_bad_page(path: str | Path) -> str | None:
+def _first_bad_page(path: str | Path, page_size: int) -> str | None:
     try:
         conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
         try:
@@ -145,7 +248,12 @@ def _first_bad_page(path: str | Path) -> str | None:
     except sqlite3.Error:
         return None
     text = str(row[0]) if row else ""
-    return None if text in ("", "ok") else text.replace("\n", " ")[:200]
+    if text in ("", "ok"):
+        return None
+    # SQLite names pages; whoever restores or examines the file wants the byte offset.
+    page = _PAGE.search(text)
+    where = f" (page {page[1]} starts at byte {(int(page[1]) - 1) * page_size})" if page else ""
+    return safe_reason(Exception(text.replace("\n", " ")[:200])) + where
 
 
 def connect(path: str | Path, *, readonly: bool, create: bool) -> tuple[sqlite3.Connection, bool]:
@@ -172,7 +280,7 @@ def connect(path: str | Path, *, readonly: bool, create: bool) -> tuple[sqlite3.
             # (one writer thread, never two at once), so a slow flush does not stall its event loop.
             conn = sqlite3.connect(p, timeout=5.0, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as e:
-        raise JournalError(f"{path}: cannot open: {e}") from None
+        raise failure(path, e, "cannot open") from None
     try:
         new = _check_format(conn, str(path))
         if new and readonly:
@@ -260,17 +368,16 @@ class Journal:
                     cls._create_schema(conn, str(path))
             problem = read_tail_problem(conn, TAIL_CHECK)
             if problem is not None:
+                where = record_offset(path, problem.first_bad_seq)
                 raise BrokenChainError(
-                    f"{path}: {problem.reason}; run tablectl journal verify for a full check",
+                    f"{path}: {problem.reason}{where}; run tablectl journal verify for a full check",
                     problem.first_bad_seq,
                 )
             if not readonly:
                 _fsync_dir(Path(path).resolve().parent)
         except sqlite3.Error as e:
             conn.close()
-            if isinstance(e, sqlite3.DatabaseError) and is_damage(e):
-                raise unreadable(path, e) from None
-            raise JournalError(f"{path}: cannot open: {e}") from None
+            raise failure(path, e, "cannot open") from None
         except BaseException:
             conn.close()
             raise
@@ -330,7 +437,7 @@ class Journal:
                     conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as e:
-            raise JournalError(f"{self.path}: append failed, nothing written: {e}") from None
+            raise failure(self.path, e, "append failed, nothing written") from None
         # Payloads are decoded from what was stored, so the Record returned here is equal to the one
         # a replay reads back (tuples come back as lists) and does not share the caller's dict.
         return [
@@ -365,7 +472,7 @@ class Journal:
             finally:
                 conn.execute("PRAGMA synchronous = FULL")
         except sqlite3.Error as e:
-            raise JournalError(f"{self.path}: cannot record the published seq: {e}") from None
+            raise failure(self.path, e, "cannot record the published seq") from None
 
     def checkpoint(self) -> None:
         """Copy the write-ahead log into the database file now, without waiting for readers.
@@ -376,7 +483,7 @@ class Journal:
         try:
             self._open_conn().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         except sqlite3.Error as e:
-            raise JournalError(f"{self.path}: checkpoint failed: {e}") from None
+            raise failure(self.path, e, "checkpoint failed") from None
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -397,7 +504,10 @@ class Journal:
         for row in self._rows(0):
             walker.feed(row)
             if walker.problem is not None:
-                raise BrokenChainError(f"{self.path}: {walker.problem.reason}", walker.problem.first_bad_seq)
+                where = record_offset(self.path, walker.problem.first_bad_seq)
+                raise BrokenChainError(
+                    f"{self.path}: {walker.problem.reason}{where}", walker.problem.first_bad_seq
+                )
             yield _record(row)
 
     def _rows(self, after_seq: int) -> Iterator[Row]:
@@ -407,9 +517,7 @@ class Journal:
             try:
                 rows = conn.execute(_READ_FROM, (last, _READ_CHUNK)).fetchall()
             except sqlite3.Error as e:
-                if isinstance(e, sqlite3.DatabaseError) and is_damage(e):
-                    raise unreadable(self.path, e) from None
-                raise JournalError(f"{self.path}: cannot read records: {e}") from None
+                raise failure(self.path, e, "cannot read records") from None
             yield from rows
             if len(rows) < _READ_CHUNK:
                 return
@@ -426,16 +534,14 @@ class Journal:
                 .fetchone()
             )
         except sqlite3.Error as e:
-            if isinstance(e, sqlite3.DatabaseError) and is_damage(e):
-                raise unreadable(self.path, e) from None
-            raise JournalError(f"{self.path}: cannot read records: {e}") from None
+            raise failure(self.path, e, "cannot read records") from None
         return None if row is None else int(row[0])
 
     def _head(self) -> tuple[int, str]:
         try:
             seq, hash_ = self._open_conn().execute("SELECT seq, hash FROM chain_head WHERE id = 1").fetchone()
         except sqlite3.Error as e:
-            raise JournalError(f"{self.path}: cannot read the head: {e}") from None
+            raise failure(self.path, e, "cannot read the head") from None
         return int(seq), str(hash_)
 
     @property
@@ -452,7 +558,7 @@ class Journal:
             conn = self._open_conn()
             row = conn.execute("SELECT published_seq FROM telemetry_cursor WHERE id = 1").fetchone()
         except sqlite3.Error as e:
-            raise JournalError(f"{self.path}: cannot read the published seq: {e}") from None
+            raise failure(self.path, e, "cannot read the published seq") from None
         return int(row[0])
 
     # -- lifetime --------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from controller.journal.chain import ROW_COLUMNS, ChainWalker
 from controller.journal.model import JournalError
-from controller.journal.store import DamagedJournalError, connect, is_damage, unreadable
+from controller.journal.store import DamagedJournalError, connect, failure, record_offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,19 +39,20 @@ def verify_journal(path: str | Path) -> VerifyResult:
             cursor = conn.execute("SELECT published_seq FROM telemetry_cursor WHERE id = 1").fetchone()
             conn.execute("COMMIT")
         except sqlite3.DatabaseError as e:
-            damage = unreadable(path, e) if is_damage(e) else None
+            damage = failure(path, e, "journal tables missing or altered (edited?)")
             if isinstance(damage, DamagedJournalError):
                 after = walker.rows  # the records before the damage were read and chained
                 return VerifyResult(
                     False, after, after + 1, f"damaged journal after record {after}: {damage.where}"
                 )
-            return VerifyResult(False, walker.rows, None, f"journal tables missing or altered (edited?): {e}")
+            return VerifyResult(False, walker.rows, None, str(damage).removeprefix(f"{path}: "))
     finally:
         conn.close()
     problem = walker.finish(head, cursor[0] if cursor else None)
     if problem is None:
         return VerifyResult(True, walker.rows, None, "chain intact")
-    return VerifyResult(False, walker.rows, problem.first_bad_seq, problem.reason)
+    where = record_offset(path, problem.first_bad_seq)
+    return VerifyResult(False, walker.rows, problem.first_bad_seq, problem.reason + where)
 
 
 def verify_main(path: str) -> int:

@@ -23,7 +23,7 @@ from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
 from controller.supervisor.wiring import build_telemetry
-from devices.config import TransportKind
+from devices.config import NETWORK_MODBUS, TransportKind
 
 if TYPE_CHECKING:
     from controller.console.server import Console
@@ -92,7 +92,7 @@ def _require_endpoints(config: TableConfig) -> None:
     nowhere for ever, so it refuses them naming the key."""
     for d in config.devices:
         ep = d.endpoint
-        if ep.transport is TransportKind.MODBUS_TCP and ep.port == 0:
+        if ep.transport in NETWORK_MODBUS and ep.port == 0:
             key, need = "port", "the device's TCP port"
         elif ep.transport in (TransportKind.MODBUS_RTU, TransportKind.SERIAL_LINE) and not ep.path:
             key, need = "path", "the serial port the device is on"

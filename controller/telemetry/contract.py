@@ -260,7 +260,7 @@ class ArchiveAlarm(Versioned):
     site: str
     table: str
     seq: int
-    alarm: Literal["fork", "gap", "changed_hash", "bad_hash"]
+    alarm: Literal["fork", "gap", "changed_hash", "bad_hash", "refused", "unknown_table"]
     detail: str
 
 

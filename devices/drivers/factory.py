@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from controller.clock import REAL_CLOCK, Clock
-from devices.config import DeviceConfig, TransportKind
+from devices.config import NETWORK_MODBUS, DeviceConfig, TransportKind
 from devices.drivers.base import Driver
 from devices.drivers.keypad import KeypadDriver
 from devices.drivers.reader import ReaderDriver
@@ -34,7 +34,7 @@ def build_driver(
     events: asyncio.Queue[DeviceEvent] | None = None,
 ) -> Driver:
     ep = config.endpoint
-    if ep.transport in (TransportKind.MODBUS_TCP, TransportKind.MODBUS_RTU):
+    if ep.transport in (*NETWORK_MODBUS, TransportKind.MODBUS_RTU):
         cls = _REGISTER_DRIVERS[config.kind]
         return cls(config, buses.bus(ep, config.backoff), clock=clock, events=events)
     return StubCounterDriver(config, build_link(config, clock=clock), clock=clock, events=events)

@@ -20,13 +20,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
-from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient
+from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient, AsyncModbusTlsClient
 from pymodbus.exceptions import ConnectionException, ModbusException, ModbusIOException
 from pymodbus.pdu import ModbusPDU
 
 from controller.backoff import Backoff, BackoffPolicy
 from controller.clock import REAL_CLOCK, Clock
-from devices.config import Endpoint, TransportKind
+from devices.config import NETWORK_MODBUS, Endpoint, TransportKind
 from devices.errors import BadResponse, DeviceRefused, DeviceTimeout, LinkDown, TransportError
 
 # Modbus exception 6 (device busy) is worth asking again; the others will not change.
@@ -51,8 +51,10 @@ class ModbusBus:
         clock: Clock = REAL_CLOCK,
         rng: random.Random | None = None,
     ) -> None:
-        if endpoint.transport not in (TransportKind.MODBUS_TCP, TransportKind.MODBUS_RTU):
+        if endpoint.transport not in (*NETWORK_MODBUS, TransportKind.MODBUS_RTU):
             raise ValueError(f"not a Modbus endpoint: {endpoint.transport}")
+        if endpoint.transport is TransportKind.MODBUS_TLS and endpoint.tls is None:
+            raise ValueError("a modbus-tls endpoint needs its certificate, key and CA")
         self.endpoint = endpoint
         self.clock = clock
         self._reconnect = Backoff(backoff or BackoffPolicy(), clock=clock, rng=rng)
@@ -74,6 +76,11 @@ class ModbusBus:
         common: dict[str, Any] = {"timeout": 30.0, "retries": 0, "reconnect_delay": 0}
         if ep.transport is TransportKind.MODBUS_TCP:
             return AsyncModbusTcpClient(ep.host, port=ep.port, **common)
+        if ep.transport is TransportKind.MODBUS_TLS:
+            assert ep.tls is not None  # checked in __init__
+            # pymodbus's own Modbus/TCP Security client (MBAP over TLS); the context requires the
+            # device's certificate, chained to our CA and naming the host, and presents ours.
+            return AsyncModbusTlsClient(ep.host, port=ep.port, sslctx=ep.tls.context("client"), **common)
         # Modbus over Serial Line's 8E1 unless the table file says otherwise (what a pty can take
         # on a pty: see Framing.for_port).
         framing = ep.serial_framing.for_port(ep.path)
@@ -161,11 +168,7 @@ class ModbusBus:
     def _failed(self, exc: TransportError, *, resync: bool = True) -> TransportError:
         self.failures += 1
         self._failures_in_row += 1
-        if (
-            resync
-            and self.endpoint.transport is TransportKind.MODBUS_TCP
-            and self._failures_in_row >= _RESYNC_AFTER
-        ):
+        if resync and self.endpoint.transport in NETWORK_MODBUS and self._failures_in_row >= _RESYNC_AFTER:
             self._drop_client()
         self._log.debug("request_failed", error=type(exc).__name__)
         return exc

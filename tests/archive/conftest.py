@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import getpass
+import json
 import pathlib
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -17,8 +18,10 @@ import aiomqtt
 import psycopg
 import pytest
 
+from controller.archive import kinds  # noqa: F401  (registers the core's events)
 from controller.archive.worker import ArchiveSettings, ArchiveWorker
-from controller.journal import Classification, Journal
+from controller.journal import Classification, Journal, canonical_json, record_hash
+from controller.table.events import EVENT_TYPES
 from controller.telemetry.broker import BrokerSettings
 from controller.telemetry.outbox import JournalOutbox
 from controller.telemetry.topics import TableTopics
@@ -42,19 +45,28 @@ _CYCLE = [
 ]
 
 
+def payload_of(kind: str, seq: int, salt: str = "") -> dict[str, Any]:
+    """A payload of the kind's own shape (the archive refuses any other): each of the event's
+    fields, with ``salt`` in the text ones (a forked twin's records differ from seq 2)."""
+    fields = EVENT_TYPES[kind]._names
+    payload: dict[str, Any] = {name: f"{name}-{salt}{seq % 6}" for name in fields}
+    if "round" in payload:
+        payload["round"] = seq // len(_CYCLE)
+    if kind == "alarm_raised":
+        payload.update(section="665a.5(c)", id=seq)
+    if "card" in payload:
+        payload["card"] = "QH"
+    return payload
+
+
 def fill_journal(path: pathlib.Path, table_id: str, n: int, *, salt: str = "") -> None:
     """A real journal of ``n`` records; ``salt`` changes record payloads from seq 2 (a forked twin)."""
     entries: list[tuple[str, dict[str, Any], Classification, float]] = [
-        ("table_opened", {"table": table_id}, P, 1_800_000_000.0)
+        ("table_opened", {"table": table_id, "options": {}}, P, 1_800_000_000.0)
     ]
     for seq in range(2, n + 1):
         kind, cls = _CYCLE[seq % len(_CYCLE)]
-        payload: dict[str, Any] = {"round": seq // len(_CYCLE), "box": seq % 6, "salt": salt}
-        if kind == "alarm_raised":
-            payload.update(section="665a.5(c)", id=seq)
-        if kind in ("card_burned", "hole_card_dealt", "card_dealt"):
-            payload["card"] = "QH"
-        entries.append((kind, payload, cls, 1_800_000_000.0 + seq * 0.25))
+        entries.append((kind, payload_of(kind, seq, salt), cls, 1_800_000_000.0 + seq * 0.25))
     with Journal.open(path) as journal:
         journal.append_many(entries)
 
@@ -66,6 +78,22 @@ async def journal_messages(path: pathlib.Path) -> list[bytes]:
         return [body for _, body in await outbox.encoded_after(0, 1_000_000)]
     finally:
         await outbox.close()
+
+
+def forge(body: bytes, **changes: Any) -> bytes:
+    """The attacker's copy of a published public record: its payload changed and its hash
+    recomputed over the real prev_hash, so it is a self-consistent record of the chain."""
+    doc = json.loads(body)
+    doc["payload"] = {**doc["payload"], **changes}
+    doc["hash"] = record_hash(
+        doc["seq"],
+        doc["at"],
+        doc["kind"],
+        doc["classification"],
+        canonical_json(doc["payload"]),
+        doc["prev_hash"],
+    )
+    return json.dumps(doc).encode()
 
 
 async def publish(port: int, topic: str, bodies: list[bytes]) -> None:
@@ -142,8 +170,16 @@ def rows(dsn: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
 # -- workers ------------------------------------------------------------------------------------
 
 
+# Every table the archive tests publish for: registered, as a floor's would be (an unregistered
+# one is an unknown_table alarm, not rows).
+TABLES = tuple(
+    (SITE, t) for t in [*(f"dab-{i:02d}" for i in range(1, 10)), *(f"t{i:02d}" for i in range(12))]
+)
+
+
 def settings(broker: Broker, dsn: str, client_id: str = "archive-1", **kw: Any) -> ArchiveSettings:
     kw.setdefault("sweep_s", 0.1)
+    kw.setdefault("tables", TABLES)
     return ArchiveSettings(broker.settings, dsn, "archive", client_id, **kw)
 
 

@@ -20,6 +20,7 @@ from tests.archive.conftest import (
     Broker,
     events_topic,
     fill_journal,
+    forge,
     journal_messages,
     publish,
     rows,
@@ -48,8 +49,9 @@ async def test_a_forked_stream_a_changed_record_and_a_gap_raise_alarms(
         await until(lambda: worker.stored == 17, worker)
         await publish(broker.port, events_topic("dab-04"), [b[19]])
         await until(lambda: {"gap"} <= {x.kind for x in worker.alarms}, worker)
-        # A record archived already comes again with another hash: b's 5 (public, salted).
-        await publish(broker.port, events_topic("dab-04"), [b[4]])
+        # A record archived already comes again with another hash, linked as well as the first
+        # (recomputed over the real prev_hash): both are kept in quarantine.
+        await publish(broker.port, events_topic("dab-04"), [forge(a[4], hole="KS")])
         await until(lambda: {"changed_hash"} <= {x.kind for x in worker.alarms}, worker)
         # 18 and 19 arrive late: stored, below the watermark their gap moved.
         await publish(broker.port, events_topic("dab-04"), a[17:19])
@@ -61,9 +63,17 @@ async def test_a_forked_stream_a_changed_record_and_a_gap_raise_alarms(
                 if len(published) == 2:
                     break
     kept = rows(db, "SELECT kind, seq, detail FROM chain_alarms ORDER BY id")
-    assert kept == [
-        ("gap", 18, "records 18-19 never arrived"),
-        ("changed_hash", 5, "record 5 came again with another hash, kind or classification than archived"),
+    assert [k[:2] for k in kept] == [("gap", 18), ("changed_hash", 5)]
+    assert kept[0][2] == "records 18-19 never arrived"
+    first, second = json.loads(a[4])["hash"][:12], json.loads(forge(a[4], hole="KS"))["hash"][:12]
+    archived = "record 5 came again with another hash, kind or classification than archived: archived"
+    assert kept[1][2].startswith(f"{archived} hash {first} received ")
+    assert f"; also hash {second} received " in kept[1][2] and kept[1][2].endswith(
+        "by archive-1; both kept in quarantine"
+    )
+    assert rows(db, "SELECT seq, archived, hash FROM quarantine ORDER BY id") == [
+        (5, True, json.loads(a[4])["hash"]),
+        (5, False, json.loads(forge(a[4], hole="KS"))["hash"]),
     ]
     assert [(m["alarm"], m["table"], m["seq"]) for m in published] == [
         ("gap", "dab-04", 18),
@@ -96,9 +106,7 @@ def _rewrite(path: pathlib.Path, seq: int) -> None:
     """The insider: edit one record and recompute every later hash and the head marker."""
     conn = sqlite3.connect(path)
     conn.execute("DROP TRIGGER records_no_update")
-    conn.execute(
-        "UPDATE records SET payload = replace(payload, '\"box\":', '\"box\":1') WHERE seq = ?", (seq,)
-    )
+    conn.execute("UPDATE records SET payload = replace(payload, '\"QH\"', '\"KH\"') WHERE seq = ?", (seq,))
     prev = conn.execute("SELECT hash FROM records WHERE seq = ?", (seq - 1,)).fetchone()[0]
     for s, at, kind, cls, payload in conn.execute(
         "SELECT seq, at, kind, classification, payload FROM records WHERE seq >= ? ORDER BY seq", (seq,)

@@ -20,6 +20,14 @@ from tests.mosquitto_fixtures import free_port
         ),
         (["archive", "--broker", "mqtt://h", "--db", "postgresql://x", "--group", "a/b"], "archive group"),
         (["archive", "verify", "--db", "postgresql://x", "--journal", "/nonexistent.db"], "no such journal"),
+        (
+            ["archive", "--broker", "mqtt://h", "--db", "postgresql://x", "--tables-from", "/nonexistent"],
+            "--tables-from /nonexistent: cannot read",
+        ),
+        (
+            ["archive", "--broker", "mqtt://h", "--db", "postgresql://x", "--table", "floor/archive"],
+            "reserved for the casino's archive",
+        ),
         (["archive", "report", "--db", "postgresql://x", "--day", "yesterday"], "is not a date"),
     ],
 )

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from controller.archive.messages import MAX_BODY, Unreadable, copy_line, parse_event
+from controller.archive.messages import MAX_BODY, Refused, Unreadable, copy_line, parse_event
 
 NOW = datetime(2027, 1, 15, 12, tzinfo=UTC)
 TOPIC = "tablectl/floor/dab-01/events"
@@ -17,7 +17,7 @@ GOOD = {
     "at": 1.8e9,
     "kind": "card_dealt",
     "classification": "public",
-    "payload": {"card": "QH", "note": "tab\there\\"},
+    "payload": {"round": 1, "seat": 1, "hand": 0, "card": "QH", "back": "tab\there\\", "purpose": ""},
     "hash": "a" * 64,
 }
 
@@ -66,7 +66,32 @@ def test_a_public_record_and_a_placeholder_as_published() -> None:
     assert public.hash_holds() is None  # no prev_hash published: nothing to recompute with
     # COPY's text format: tab, newline and backslash escaped, so the payload is one field.
     line = copy_line(public)
-    assert line.count("\t") == 10 and line.endswith("\t\\N\n") and "tab\\\\there\\\\\\\\" in line
+    assert line.count("\t") == 11 and line.endswith("\t\\N\t\n") and "tab\\\\there\\\\\\\\" in line
     body = {"version": 1, "seq": 4, "kind": "card_burned", "classification": "secret", "withheld": True}
     withheld = parse_event(TOPIC, json.dumps(body).encode(), NOW)
     assert (withheld.withheld, withheld.hash, withheld.payload_json, withheld.at) == (True, None, None, None)
+
+
+@pytest.mark.parametrize(
+    ("body", "alarm", "words"),
+    [
+        ({**GOOD, "kind": "made_up"}, "refused", "kind 'made_up' is not one a table journals"),
+        ({**GOOD, "kind": "card_burned"}, "refused", "kind 'card_burned' is secret, not public"),
+        (
+            {"version": 1, "seq": 4, "kind": "round_settled", "classification": "secret", "withheld": True},
+            "refused",
+            "kind 'round_settled' is public, not secret",
+        ),
+        ({**GOOD, "payload": {"card": "QH"}}, "refused", "payload is not that of a 'card_dealt' record"),
+        ({**GOOD, "prev_hash": "b" * 64}, "bad_hash", "published hash is not that of its contents"),
+    ],
+)
+def test_a_record_no_table_writes_is_refused_as_an_alarm(
+    body: dict[str, object], alarm: str, words: str
+) -> None:
+    """Issue 23: the kind must be one a table journals, with its own classification and (public)
+    payload shape, and a published hash must be that of the contents."""
+    with pytest.raises(Refused, match=words) as info:
+        parse_event(TOPIC, json.dumps(body).encode(), NOW)
+    assert (info.value.alarm, info.value.seq, info.value.table_id) == (alarm, body["seq"], "dab-01")
+    assert "QH" not in str(info.value)

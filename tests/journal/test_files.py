@@ -4,6 +4,7 @@ journal called damaged with where, and `journal show` refusing to print from an 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import stat
 import subprocess
@@ -15,6 +16,8 @@ import pytest
 from controller.journal import Journal, verify_journal
 from controller.journal.store import DamagedJournalError
 from controller.supervisor.rig import ROOT, table_file, virtual_table
+
+_CARD = re.compile(r"(?<![0-9A-Za-z])(10|[2-9AJQK])[HDCS](?![0-9A-Za-z])")
 
 
 def _mode(p: Path) -> int:
@@ -123,3 +126,44 @@ def test_show_refuses_an_edited_round_naming_the_first_bad_record(played: Path, 
     out = _tablectl("journal", "show", str(copy), "--round", "2")
     assert out.returncode == 1 and out.stdout == ""
     assert f"record {seq}" in out.stderr and "does not verify" in out.stderr
+
+
+@pytest.mark.parametrize("column", ["payload", "kind", "hash"])
+def test_a_damaged_hole_card_record_is_named_by_seq_and_byte_never_shown(
+    played: Path, tmp_path: Path, column: str
+) -> None:
+    """Issue 23: a byte of a hole card's record turned to one that is not UTF-8 made Python's
+    sqlite3 quote the whole cell ("Could not decode ... with text '{...card...}'") through
+    `journal verify`, `journal show` and `run`. Each must name the record and the byte offset and
+    print nothing of the record."""
+    copy = _copy(played, tmp_path / "copy.db")
+    with sqlite3.connect(copy) as db:
+        seq, card, payload, value = db.execute(
+            f"SELECT seq, json_extract(payload, '$.card'), payload, {column} FROM records "
+            "WHERE kind = 'hole_card_dealt' ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+    data = bytearray(copy.read_bytes())
+    # The record's cells lie in column order: kind before its payload, hash after it (the kind
+    # and the hash appear in other records too: as the next record's prev_hash).
+    cell = data.find(payload.encode())
+    assert cell > 0 and data.find(payload.encode(), cell + 1) < 0
+    at = {
+        "kind": data.rfind(value.encode(), 0, cell),
+        "payload": cell,
+        "hash": data.find(value.encode(), cell),
+    }[column]
+    bad = at + len(value) // 2
+    data[bad] = 0xFF  # never valid in UTF-8
+    copy.write_bytes(bytes(data))
+    round_no = 3
+    outputs = [
+        _tablectl("journal", "verify", str(copy)),
+        _tablectl("journal", "show", str(copy), "--round", str(round_no)),
+        _tablectl("run", "--config", str(table_file("down-under")), "--journal", str(copy)),
+    ]
+    for out in outputs:
+        text = out.stdout + out.stderr
+        assert out.returncode in (1, 2), text
+        assert f"record {seq}: its {column} is not UTF-8 (byte {bad} of copy.db)" in text, text
+        assert card not in text and "with text" not in text and '"back"' not in text, text
+        assert not _CARD.search(text), text  # no card at all, not only this record's
