@@ -84,8 +84,12 @@ class TableHands:
             for spot in range(1, keypad.spots + 1):
                 keypad.remove_bet(box, spot)
 
-    def press(self, key: Key) -> None:
-        self.model(DeviceKind.KEYPAD).press(key)
+    def press(self, key: Key, amount: int = 0) -> None:
+        """A key; ``amount``: the chips keyed with it (a double for less), 0 for none."""
+        try:
+            self.model(DeviceKind.KEYPAD).press(key, amount)
+        except SimRefused as e:
+            raise ActionRefused(str(e)) from None
 
     # ------------------------------------------------------------------ shoe and reader
     def draw(self) -> Card:

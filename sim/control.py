@@ -124,7 +124,8 @@ class ControlPort:
         if action == "chips":
             h.chips(_int(args, "box", 1, 16), _int(args, "spot", 1, 8), _bool(args, "on"))
         elif action == "key":
-            h.press(_enum(Key, args, "key"))
+            amount = _int(args, "amount", 1, 0xFFFF) if "amount" in args else 0
+            h.press(_enum(Key, args, "key"), amount)
         elif action == "draw":
             return {"card": str(h.draw())}
         elif action == "hole_into_reader":

@@ -13,7 +13,8 @@ offers): chips on the bet sensors, keys on the keypad, cards drawn from the shoe
 into the reader, DJ Wild's hands dealt from the deck in the hand and its stub into the stub
 counter, a used deck back into its shuffler slot. The floor's part (the decks' inspection, the
 dealer coming in) goes as floor commands, as a floor console sends them. Players choose by
-controller.strategy from the cards face up; the dealer knows the hole card because it drew it.
+controller.strategy from the cards face up (a soft hand is doubled for less, keyed with its
+amount); the dealer knows the hole card because it drew it.
 
 It acts once on each distinct ask (an ask carries the round and the cards already dealt, so two
 asks in a row are never equal); while the ask stays the same it lets time pass.
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from controller.cards import Card, parse_card
-from controller.strategy import choose, takes_second_chance
+from controller.strategy import choose, double_stake, takes_second_chance
 from devices.events import Key
 from devices.profiles import DeviceKind
 from sim.actions import TableHands
@@ -121,8 +122,8 @@ class WireDealer:
     def reader(self) -> Any:
         return self.hands.model(DeviceKind.READER)
 
-    async def press(self, key: Key) -> None:
-        self.hands.press(key)
+    async def press(self, key: Key, amount: int = 0) -> None:
+        self.hands.press(key, amount)
         self.stats.keys_pressed += 1
         await self.link.touched(DeviceKind.KEYPAD)
 
@@ -265,7 +266,11 @@ class WireDealer:
         elif what == "decision":
             hand = _Cards(ask["cards"])
             legal = frozenset(str(a) for a in ask["legal"])
-            await self.press(Key(choose(hand, parse_card(ask["up_card"]), legal)))
+            key = Key(choose(hand, parse_card(ask["up_card"]), legal))
+            limit = ask.get("double_limit")
+            stake = double_stake(hand, int(limit)) if key is Key.DOUBLE and limit else None
+            # A double for less is keyed with its amount; for the limit, the key alone.
+            await self.press(key, 0 if stake is None or stake == limit else stake)
         elif what == "reader":
             if self.hole is None:
                 raise TableStopped("the reader is asked for but the dealer drew no hole card")

@@ -22,6 +22,7 @@ INSURANCE_PAYS = odds(2)  # 673a.12(c)
 class DoubleBackJack(BlackjackProcedure):
     chapter = "673a"
     insurance_section = "673a.8"
+    double_section = "673a.10(a)"
 
     def run(self) -> Procedure:
         rs = self.rs

@@ -58,6 +58,7 @@ def match_the_dealer(up: Card, two: list[Card], decks: int, both: str) -> tuple[
 class DownUnder(BlackjackProcedure):
     chapter = "685a"
     insurance_section = "685a.8"
+    double_section = "685a.9(a)"
     dealer_limit = 22  # 685a.3(d)(3)
 
     def run(self) -> Procedure:

@@ -308,9 +308,16 @@ _ALL: list[Action] = [
         "key",
         {DEALER},
         "673a.7(i)",
-        "a keypad key, for a failed keypad",
+        "a keypad key, for a failed keypad; `amount` with `double`: a double for less",
         None,
         key=Arg(str, "the key pressed", choices=tuple(k.value for k in Key)),
+        amount=Arg(
+            int,
+            "chips keyed with it: a double (or insurance, Double Attack) for less than its limit",
+            required=False,
+            minimum=1,
+            maximum=100_000,
+        ),
     ),
     _a(
         "start_round",

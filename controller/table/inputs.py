@@ -137,9 +137,12 @@ class RoundOpened(Input):
 @dataclass(frozen=True, slots=True)
 class KeyPressed(Input):
     """A dealer decision key: hit, stand, double, split, surrender, second_chance,
-    insurance_closed or next (decline the offer in front of the dealer)."""
+    insurance_closed or next (decline the offer in front of the dealer). ``amount``: the chips
+    keyed with a double for less than its limit (673a.10(a), 665a.10(a), 685a.9(a)); None is a
+    double for the limit, and no other key takes an amount."""
 
     key: str
+    amount: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,14 @@ async def test_a_full_shoe_with_the_cover_card_and_the_batch_swap(game: str, tab
     if t.blackjack:
         assert ("reshuffle_ordered", {"by": "cover card", "reason": "cover"}) in records
         assert kinds.index("reshuffle_ordered") < kinds.index("shoe_ended")
+        # 673a.10(a), 665a.10(a), 685a.9(a): the players double a soft hand for less, keyed with
+        # its amount on the keypad's key_amount; it is journalled and settled on that amount.
+        for_less = [p for k, p in records if k == "decision" and "amount" in p]
+        assert for_less, "no double for less in a whole shoe"
+        settled = {p["round"]: p["settlements"] for k, p in records if k == "round_settled"}
+        for d in for_less:
+            lines = [s for s in settled[d["round"]] if (s["seat"], s["hand"]) == (d["seat"], d["hand"])]
+            assert d["amount"] in [s["stake"] for s in lines if s["wager"] == "bet"]
     assert "alarm_raised" not in kinds
     assert all(h is DeviceHealth.ONLINE for h in rig.supervisor.health.values())
     assert_journal_sound(rig)
