@@ -108,10 +108,16 @@ class GameOptions:
     def spec(self) -> GameSpec:
         return game_spec(self.game)
 
+    @property
+    def shuffling_device(self) -> bool:
+        """The table shuffles with a device (a batch shuffler or a self-shuffling shoe): the cards
+        are shuffled by hand only once it is marked out of order (673a.13(l))."""
+        return self.automated_shuffler or self.self_shuffling_shoe
+
     def validate(self) -> None:
         """Raise RuleViolation naming the section when the options break the chapter."""
         spec = self.spec
-        spec.check_decks(self.decks, automated_shuffler=self.automated_shuffler)
+        spec.check_decks(self.decks)
         if not 1 <= self.boxes <= MAX_BOXES:
             raise RuleViolation(
                 f"{spec.chapter}.2(a)", f"a table has 1 to {MAX_BOXES} betting positions, not {self.boxes}"
@@ -126,8 +132,17 @@ class GameOptions:
                 "685a.6(e)",
                 f"Match-the-Dealer is offered only with six- or eight-deck batches, not {self.decks}",
             )
-        if self.self_shuffling_shoe and self.game is GameId.DJ_WILD:
-            raise RuleViolation("687a.9(a)(1)", "DJ Wild dealt from the hand uses an automated shuffler")
+        if self.game is GameId.DJ_WILD and (self.self_shuffling_shoe or not self.automated_shuffler):
+            raise RuleViolation(
+                "687a.9(a)(1)", "DJ Wild dealt from the hand is shuffled by an automated shuffler"
+            )
+        if self.self_shuffling_shoe and self.automated_shuffler:
+            # Ruling G12: 673a.3(b) governs a shuffler that stores one batch while the other is dealt; 5(h)
+            # an approved shoe that reshuffles and counts by itself. A table has one or the other.
+            raise RuleViolation(
+                f"{spec.chapter}.5(h)",
+                "a self-shuffling shoe replaces the batch shuffler; set automated_shuffler = false",
+            )
         for name, (game, section) in _WAGER_GAMES.items():
             if getattr(self, name) and self.game != game:
                 raise RuleViolation(section, f"the {name} wager belongs to {game_spec(game).title}")
@@ -296,6 +311,8 @@ def _key_for(section: str) -> str:
     if section in ("665a.6(f)", "687a.9(b)"):
         return "wagers"
     if section == "687a.9(a)(1)":
+        return "automated_shuffler"
+    if section.endswith(".5(h)"):
         return "self_shuffling_shoe"
     return "decks_per_batch"
 

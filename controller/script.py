@@ -85,8 +85,7 @@ def parse_script(doc: Any) -> tuple[GameOptions, list[Card], list[ScriptSeat]]:
     decks = doc.get("decks", spec.default_decks)
     if isinstance(decks, bool) or not isinstance(decks, int):
         raise ScriptError(f"script: decks: expected a whole number, got {decks!r}")
-    # The shoe is given in full, so no shuffler is involved: check decks as for a hand shuffle.
-    spec.check_decks(decks, automated_shuffler=False)
+    spec.check_decks(decks)
     options = default_options(spec.id, decks)
 
     raw_shoe = doc.get("shoe")

@@ -206,8 +206,8 @@ class Table:
 
     @property
     def manual(self) -> bool:
-        """Shuffling by hand: no shuffler configured, or it is marked out of order (673a.13(l))."""
-        return self.state.batches.shuffler_out_of_order or not self.options.automated_shuffler
+        """Shuffling by hand: no shuffling device configured, or it is marked out of order (673a.13(l))."""
+        return self.state.batches.shuffler_out_of_order or not self.options.shuffling_device
 
     @property
     def two_batches(self) -> bool:

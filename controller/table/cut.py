@@ -97,7 +97,7 @@ def _hand_shuffled(t: Table, inp: I.HandShuffled, step: Step) -> None:
     if not t.blackjack:
         raise t.refuse("687a.9(a)(1)", "cards dealt from the hand are shuffled by an automated shuffler")
     batch = t.batch(inp.back)
-    if t.options.automated_shuffler and not t.state.batches.shuffler_out_of_order:
+    if t.options.shuffling_device and not t.state.batches.shuffler_out_of_order:
         raise t.refuse(
             t.sec("shuffler_out_of_order"),
             "cards are shuffled by another method only after the shuffler is marked out of order",
