@@ -43,7 +43,7 @@ class Rulings:
     insurance_after_paid_blackjack: bool = False  # D4
     surrender_double_down: str = "half"  # A2: half | lost
     reader_reveals_hole_card: bool = False  # 665a.13(h)(1),(2): does this reader show players?
-    match_both_cards: str = "best"  # U1: best | each
+    match_the_dealer_pays: str = "best"  # U1: best | each
     dealer_ace_ace: int = 22  # U3: 22 | 12
     large_pair_rule: str = "two_card_hand"  # U4: two_card_hand | first_two_cards
     dealer_22_returns_busted: bool = False  # U5
@@ -53,7 +53,7 @@ _CHOICES: dict[str, tuple[object, ...]] = {
     "settlement_procedure": (1, 2),
     "second_chance_stake": ("current", "original"),
     "surrender_double_down": ("half", "lost"),
-    "match_both_cards": ("best", "each"),
+    "match_the_dealer_pays": ("best", "each"),
     "dealer_ace_ace": (22, 12),
     "large_pair_rule": ("two_card_hand", "first_two_cards"),
 }
@@ -68,7 +68,7 @@ _RULING_GAMES: dict[str, tuple[GameId, ...]] = {
     "insurance_after_paid_blackjack": (GameId.DOUBLE_BACK_JACK,),
     "surrender_double_down": (GameId.DOUBLE_ATTACK,),
     "reader_reveals_hole_card": (GameId.DOUBLE_ATTACK,),
-    "match_both_cards": (GameId.DOWN_UNDER,),
+    "match_the_dealer_pays": (GameId.DOWN_UNDER,),
     "dealer_ace_ace": (GameId.DOWN_UNDER,),
     "large_pair_rule": (GameId.DOWN_UNDER,),
     "dealer_22_returns_busted": (GameId.DOWN_UNDER,),

@@ -45,8 +45,8 @@ def write(tmp_path: Path, text: str) -> Path:
         ('game = "double-back-jack"\n[wagers]\nbust_it = true\n', "wagers: 665a.6(f)"),
         ('game = "double-attack"\n[rulings]\ndealer_ace_ace = 12\n', "dealer_ace_ace: applies to Down Under"),
         (
-            'game = "down-under"\n[rulings]\nmatch_both_cards = "all"\n',
-            "match_both_cards: must be one of 'best'",
+            'game = "down-under"\n[rulings]\nmatch_the_dealer_pays = "all"\n',
+            "match_the_dealer_pays: must be one of 'best'",
         ),
         (
             'game = "double-attack"\n[rulings]\nsettlement_procedure = 2\n',
