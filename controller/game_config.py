@@ -99,10 +99,17 @@ class GameOptions:
     # An approved shoe that reshuffles and counts by itself, or a continuous shuffler (673a.5(h),
     # 665a.5(h), 685a.5(h); 685a.3(a)): no cut, no cover card, no batch alternation.
     self_shuffling_shoe: bool = False
+    # 673a.5(a), 665a.5(a), 685a.5(a): a shuffler that inserts the stack directly into the dealing
+    # shoe, where no person can cut (ruling G13). Off: the dealer takes the stack out of the
+    # shuffler and the cut and cover card of 5(b)-(e) follow, as after a shuffle by hand.
+    direct_insert_shuffler: bool = False
     bust_it: bool = False
     match_the_dealer: bool = False
     progressive: bool = False
     rulings: Rulings = field(default_factory=Rulings)
+    # Rules of the chapter switched off, for ``tablectl simulate --without`` only (to show what
+    # each contributes to an edge); never read from a game file, never at a table.
+    without: frozenset[str] = frozenset()
 
     @property
     def spec(self) -> GameSpec:
@@ -135,6 +142,11 @@ class GameOptions:
         if self.game is GameId.DJ_WILD and (self.self_shuffling_shoe or not self.automated_shuffler):
             raise RuleViolation(
                 "687a.9(a)(1)", "DJ Wild dealt from the hand is shuffled by an automated shuffler"
+            )
+        if self.direct_insert_shuffler and (not self.automated_shuffler or self.game is GameId.DJ_WILD):
+            raise RuleViolation(
+                f"{spec.chapter}.5(a)" if self.game is not GameId.DJ_WILD else "687a.9(a)(2)",
+                "a direct-insert shuffler is an automated shuffler that loads the dealing shoe",
             )
         if self.self_shuffling_shoe and self.automated_shuffler:
             # Ruling G12: 673a.3(b) governs a shuffler that stores one batch while the other is dealt; 5(h)
@@ -213,6 +225,7 @@ class GameFile(Document):
     reader_inspection_required: Flag | None = None
     automated_shuffler: Flag | None = None
     self_shuffling_shoe: Flag | None = None
+    direct_insert_shuffler: Flag | None = None
     wagers: _WagersDoc = _WagersDoc()
     rulings: Any = Field(default=None, validate_default=True)  # a _RulingsDoc (made from Rulings)
 
@@ -294,6 +307,7 @@ def options_to_dict(options: GameOptions) -> dict[str, Any]:
         **per_player,
         "automated_shuffler": options.automated_shuffler,
         "self_shuffling_shoe": options.self_shuffling_shoe,
+        **({"direct_insert_shuffler": True} if options.direct_insert_shuffler else {}),
         "wagers": wagers,
         "rulings": rulings,
     }
@@ -314,6 +328,8 @@ def _key_for(section: str) -> str:
         return "automated_shuffler"
     if section.endswith(".5(h)"):
         return "self_shuffling_shoe"
+    if section.endswith(".5(a)") or section == "687a.9(a)(2)":
+        return "direct_insert_shuffler"
     return "decks_per_batch"
 
 

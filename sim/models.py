@@ -198,13 +198,18 @@ class ShoeModel:
         self.cover = False
         self.on_load: list[Callable[[], None]] = []  # told when a batch comes in (the dealer's eyes)
 
-    def load(self, cards: list[DealtCard], back: str | None) -> list[DealtCard]:
-        """Put a batch in; returns what was left of the old one (to the discard rack)."""
+    def load(
+        self, cards: list[DealtCard], back: str | None, cover_from_bottom: int | None = None
+    ) -> list[DealtCard]:
+        """Put a batch in, the cover card ``cover_from_bottom`` cards from the bottom (the dealer
+        placed it) or at the shoe's ``cover_fraction``; returns what was left of the old one."""
         old, self.cards = self.cards, list(cards)
         self.batch_seq = (self.batch_seq + 1) & 0xFFFF
         self.batch_size = len(cards)
         self.batch_back = back
-        self.cover_at = int(len(cards) * self.cover_fraction)
+        self.cover_at = (
+            int(len(cards) * self.cover_fraction) if cover_from_bottom is None else cover_from_bottom
+        )
         self.cover = False
         for told in self.on_load:
             told()

@@ -41,6 +41,12 @@ def write(tmp_path: Path, text: str) -> Path:
         ),
         ('game = "double-attack"\nself_shuffling_shoe = true\n', "self_shuffling_shoe: 665a.5(h)"),
         ('game = "down-under"\nself_shuffling_shoe = true\n', "self_shuffling_shoe: 685a.5(h)"),
+        # Ruling G13: a direct-insert shuffler is a shuffler that loads the dealing shoe.
+        (
+            'game = "double-attack"\nautomated_shuffler = false\ndirect_insert_shuffler = true\n',
+            "direct_insert_shuffler: 665a.5(a): a direct-insert shuffler is an automated shuffler",
+        ),
+        ('game = "dj-wild"\ndirect_insert_shuffler = true\n', "direct_insert_shuffler: 687a.9(a)(2)"),
         ('game = "double-back-jack"\nboxes = 7\n', "boxes: 673a.2(a)"),
         ('game = "double-back-jack"\n[wagers]\nbust_it = true\n', "wagers: 665a.6(f)"),
         ('game = "double-attack"\n[rulings]\ndealer_ace_ace = 12\n', "dealer_ace_ace: applies to Down Under"),

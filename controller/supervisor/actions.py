@@ -272,7 +272,7 @@ _ALL: list[Action] = [
     ),
     _a(
         "cut_refused",
-        {DEALER},
+        {DEALER, FLOOR},
         "673a.5(c)",
         "the seat offered the cut refuses it",
         lambda a, who: [I.CutRefused(seat=a["seat"])],
@@ -280,7 +280,7 @@ _ALL: list[Action] = [
     ),
     _a(
         "cut_made",
-        {DEALER},
+        {DEALER, FLOOR},
         "673a.5(d)",
         "the cover card put `at` cards from the top by seat `by` (0: dealer)",
         lambda a, who: [I.CutMade(at=a["at"], by=a["by"])],
@@ -289,7 +289,7 @@ _ALL: list[Action] = [
     ),
     _a(
         "cover_card_placed",
-        {DEALER},
+        {DEALER, FLOOR},
         "673a.5(d)",
         "the cover card placed `from_bottom` cards from the bottom",
         lambda a, who: [I.CoverCardPlaced(from_bottom=a["from_bottom"])],

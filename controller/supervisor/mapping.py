@@ -115,8 +115,14 @@ class Translator:
                 return [I.DeviceGap(event.device, "cards", "drawn beyond the shoe's history, unseen", n)]
             case dev.KeysMissed(count=n):
                 return [I.DeviceGap(event.device, "keys", "pressed beyond the keypad's history, unseen", n)]
-            case dev.CoverCardReached():
-                return [] if table.options.self_shuffling_shoe else [I.CoverCardReached()]
+            case dev.CoverCardReached(remaining=remaining):
+                return [] if table.options.self_shuffling_shoe else [I.CoverCardReached(remaining=remaining)]
+            case dev.BatchLoaded(back=back):
+                # The dealer put the cut stack in the shoe (673a.5(d)); the shoe saw it come in.
+                cut = table.cut
+                if back is not None and cut is not None and cut.back == back and cut.cover_from_bottom:
+                    return [I.BatchToShoe(back=back)]
+                return []
             case dev.ReaderResult(blackjack=blackjack):
                 return [I.ReaderReport(blackjack=blackjack)]
             case dev.MasqueRange(light=light):

@@ -216,6 +216,13 @@ class Table:
         return not self.manual and not self.options.self_shuffling_shoe
 
     @property
+    def cuts_at_shuffler(self) -> bool:
+        """673a.5(a)-(e) at a batch shuffler: the dealer takes the shuffled stack out and it is
+        cut before it goes in the shoe; not at a direct-insert shuffler (ruling G13) nor for DJ
+        Wild, dealt from the hand (687a.9(a))."""
+        return self.two_batches and self.blackjack and not self.options.direct_insert_shuffler
+
+    @property
     def in_round(self) -> bool:
         return self.state.round.round is not None or self.state.wild.round is not None
 

@@ -76,6 +76,14 @@ class HandShuffled(Input):
 
 
 @dataclass(frozen=True, slots=True)
+class StackFromShuffler(Input):
+    """673a.5(a),(b): the shuffled batch is ready and the shoe empty: the dealer takes the stack
+    out of the shuffler to offer the cut (not at a direct-insert shuffler, ruling G13)."""
+
+    back: str
+
+
+@dataclass(frozen=True, slots=True)
 class CutRefused(Input):
     seat: int
 
@@ -115,7 +123,10 @@ class CardDrawn(Input):
 
 @dataclass(frozen=True, slots=True)
 class CoverCardReached(Input):
-    pass
+    """The shoe reports the cover card; ``remaining``: its count of the cards still in it, the
+    cards behind the cover card (None when the shoe does not say)."""
+
+    remaining: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -293,6 +293,7 @@ def test_673a_13f_not_enough_cards_the_discards_are_reshuffled_and_the_round_fin
 
     from controller.rules.requests import CardFor, Decision, ReaderUse, SurrenderOffer
     from controller.table.core import Table
+    from controller.table.virtual import cut_and_cover
 
     options = replace(default_options(DBJ), decks=2)
     table = Table(options)
@@ -307,6 +308,7 @@ def test_673a_13f_not_enough_cards_the_discards_are_reshuffled_and_the_round_fin
     for step in (I.BatchToShuffler, I.ShuffleStarted):
         feed(step(back="blue"))
     feed(I.ShuffleCompleted(back="blue", cards_counted=104))
+    cut_and_cover(feed, table, "blue", 40)  # 673a.5(b)-(d)
     feed(I.BatchToShoe(back="blue"))
     for step in (I.BatchToShuffler, I.ShuffleStarted):
         feed(step(back="red"))
