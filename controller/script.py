@@ -25,6 +25,7 @@ from controller.rules.requests import (
     CardFor,
     Decision,
     DoubleAttackOffer,
+    DoubleFor,
     EvenMoneyOffer,
     InsuranceOffer,
     ReaderUse,
@@ -59,7 +60,7 @@ class ScriptSeat:
     double_attack: int = 0
     insurance: int = 0
     even_money: bool = False
-    actions: deque[str] = field(default_factory=deque)
+    actions: deque[str | DoubleFor] = field(default_factory=deque)
     insurance_taken: bool = False
     even_money_taken: bool = False
 
@@ -84,8 +85,7 @@ def parse_script(doc: Any) -> tuple[GameOptions, list[Card], list[ScriptSeat]]:
     decks = doc.get("decks", spec.default_decks)
     if isinstance(decks, bool) or not isinstance(decks, int):
         raise ScriptError(f"script: decks: expected a whole number, got {decks!r}")
-    # The shoe is given in full, so no shuffler is involved: check decks as for a hand shuffle.
-    spec.check_decks(decks, automated_shuffler=False)
+    spec.check_decks(decks)
     options = default_options(spec.id, decks)
 
     raw_shoe = doc.get("shoe")
@@ -118,6 +118,16 @@ def check_shoe(game: GameId, decks: int, shoe: list[Card]) -> None:
             )
 
 
+def _action(raw: Any, where: str) -> str | DoubleFor:
+    """One scripted action: a name, or ``{"double": N}`` for a double of N chips (for less than
+    the limit: 673a.10(a), 665a.10(a), 685a.9(a) say only that it may not exceed it)."""
+    if isinstance(raw, dict) and list(raw) == ["double"]:
+        return DoubleFor(_amount(raw["double"], f"{where}: double"))
+    if not isinstance(raw, str) or raw not in SCRIPT_ACTIONS:
+        raise ScriptError(f'{where}: each is one of {", ".join(sorted(SCRIPT_ACTIONS))} or {{"double": N}}')
+    return raw
+
+
 def parse_seat(raw: Any, i: int) -> ScriptSeat:
     where = f"script: seats[{i}]"
     if not isinstance(raw, dict):
@@ -135,8 +145,9 @@ def parse_seat(raw: Any, i: int) -> ScriptSeat:
     if unknown:
         raise ScriptError(f"{where}: wagers: unknown wager {sorted(unknown)[0]!r}")
     actions = raw.get("actions", [])
-    if not isinstance(actions, list) or any(a not in SCRIPT_ACTIONS for a in actions):
-        raise ScriptError(f"{where}: actions: each is one of {', '.join(sorted(SCRIPT_ACTIONS))}")
+    if not isinstance(actions, list):
+        raise ScriptError(f"{where}: actions: expected a list")
+    actions = [_action(a, f"{where}: actions[{k}]") for k, a in enumerate(actions)]
     even_money = raw.get("even_money", False)
     if not isinstance(even_money, bool):
         raise ScriptError(f"{where}: even_money: expected true or false")
@@ -192,7 +203,7 @@ class ScriptedRound:
             )
         return self.shoe.popleft()
 
-    def decision(self, req: Decision) -> Action:
+    def decision(self, req: Decision) -> Action | DoubleFor:
         actions = self.seats[req.seat].actions
         if not actions:
             return Action.STAND
@@ -202,7 +213,8 @@ class ScriptedRound:
             return Action.STAND
         if actions[0] == "second_chance":
             raise RuleViolation("673a.7(l)", "a Second Chance Wager is placed only on a hand over 21")
-        return Action(actions.popleft())
+        chosen = actions.popleft()
+        return chosen if isinstance(chosen, DoubleFor) else Action(chosen)
 
     def _offered(self, seat: int, wanted: str) -> bool:
         actions = self.seats[seat].actions
@@ -253,7 +265,8 @@ class ScriptedRound:
                 )
             if not seat.actions:
                 continue
-            left = seat.actions[0]
+            left_over = seat.actions[0]
+            left = "double" if isinstance(left_over, DoubleFor) else left_over
             if left == "second_chance":
                 raise RuleViolation(
                     "673a.7(l)", f"seat {box.seat}: a Second Chance Wager is placed only on a hand over 21"

@@ -24,6 +24,7 @@ from controller.cards import Card, parse_card
 from controller.errors import TablectlError
 from controller.game_config import GameOptions, default_options, load_game_options
 from controller.games import BLACKJACK_GAMES, GameId
+from controller.rules.double_back_jack import SWITCHABLE
 from controller.rules.down_under import masque_range
 from controller.rules.requests import (
     Action,
@@ -102,6 +103,7 @@ class Report:
     up_busts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(UP_KEYS, 0))
     shoes: int = 0
     seconds: float = 0.0
+    without: tuple[str, ...] = ()  # rules switched off (--without)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -111,6 +113,7 @@ class Report:
             "rounds": self.rounds,
             "seed": self.seed,
             "shoes": self.shoes,
+            **({"without": list(self.without)} if self.without else {}),
             "strategy": "basic strategy S17/DAS/LS for all games; every optional wager (docs/simulate.md)",
             "wagers": {
                 k.value: {
@@ -263,7 +266,14 @@ def simulate(
     progress: Callable[[int], None] | None = None,
 ) -> Report:
     options.validate()
-    report = Report(game=options.game.value, decks=options.decks, seats=seats, rounds=rounds, seed=seed)
+    report = Report(
+        game=options.game.value,
+        decks=options.decks,
+        seats=seats,
+        rounds=rounds,
+        seed=seed,
+        without=tuple(sorted(options.without)),
+    )
     table = TableSimulator(options, seats, random.Random(seed))
     step = max(1, rounds // 200)
     start = time.perf_counter()
@@ -340,6 +350,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="play through the table core and write its journal to PATH (a new file)",
     )
+    p.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        choices=sorted(SWITCHABLE),
+        metavar="RULE",
+        help="Double Back Jack: play with this rule of the chapter switched off, to see what it is worth"
+        " (repeatable; " + "; ".join(f"{k}: {v[1]}" for k, v in SWITCHABLE.items()) + ")",
+    )
 
 
 @contextmanager
@@ -379,6 +398,12 @@ def main(args: argparse.Namespace) -> int:
         options = (
             replace(options, decks=args.decks) if args.config else default_options(args.game, args.decks)
         )
+    if args.without:
+        if options.game is not GameId.DOUBLE_BACK_JACK:
+            raise TablectlError("--without: switches off rules of Double Back Jack (673a) only")
+        if args.journal:
+            raise TablectlError("--without: a table never plays without its rules; no --journal")
+        options = replace(options, without=frozenset(args.without))
     if not 1 <= args.seats <= options.boxes:
         raise TablectlError(f"--seats: 1 to {options.boxes} boxes, not {args.seats}")
     if args.rounds < 1:
@@ -402,7 +427,8 @@ def main(args: argparse.Namespace) -> int:
 def format_report(data: dict[str, Any]) -> str:
     lines = [
         f"{data['game']}: {data['rounds']} rounds, {data['seats']} box(es), {data['decks']} decks "
-        f"per batch, {data['shoes']} shoes, seed {data['seed']}",
+        f"per batch, {data['shoes']} shoes, seed {data['seed']}"
+        + (f"; without {', '.join(data['without'])}" if data.get("without") else ""),
         "",
         f"{'wager':<18}{'wagered':>14}{'net':>14}{'edge':>10}{'± s.e.':>10}",
     ]

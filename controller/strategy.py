@@ -6,7 +6,8 @@ DAS, LS). It is not the optimal strategy for these variants (Double Attack has n
 dealers draw to 22, Double Back Jack pays 21 at once); it is a fixed, well-known player so the
 house edge figures are comparable run to run. Wager choices ("every optional wager placed"):
 Bust It, Match-the-Dealer and Double Attack equal to the bet, insurance at half the bet whenever
-offered, even money never, Second Chance when the hand's total is 26 or less.
+offered, even money never, Second Chance when the hand's total is 26 or less; a double for its
+limit (the simulated table's players double anything but an 11 for half of it: ``double_stake``).
 
 Domain vocabulary, not rules: it imports only controller.cards, because two sides use it. The
 controller's statistical simulator (controller/simulate.py) plays its players with it, and the
@@ -70,6 +71,15 @@ BET = 10  # chips per box; Bust It, Match-the-Dealer and Double Attack equal it
 def insurance_stake(bet: int) -> int:
     """Insurance at half the bet, whenever offered."""
     return bet // 2
+
+
+def double_stake(hand: Holding, limit: int) -> int:
+    """The chips a double is for at the simulated table: its limit on 11, half of it (at least
+    one chip) on anything else (a soft hand, a 9 or a 10), so the wire carries doubles for less
+    (673a.10(a), 665a.10(a), 685a.9(a) allow any amount up to the limit). The statistical
+    simulator always doubles for the limit."""
+    t, soft = total(hand.cards)
+    return limit if t == 11 and not soft else max(1, limit // 2)
 
 
 def takes_second_chance(hand: Holding) -> bool:

@@ -294,6 +294,7 @@ class BetSensed(DeviceEvent):
 class ButtonPressed(DeviceEvent):
     key: Key
     sequence: int = 0
+    amount: int | None = None  # chips keyed with it (a double for less); None: none keyed
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,10 +39,20 @@ class WildDeck:
         return len(self.cards) - self.dealt
 
 
+@dataclass
+class Stack:
+    """A shuffled stack out of the shuffler, in the dealer's hands to be cut (673a.5(b)-(d))."""
+
+    slot: Slot
+    back: str
+    cards: list[DealtCard]
+
+
 class TableHands:
     def __init__(self, sim: SimTable) -> None:
         self.sim = sim
         self.wild_deck: WildDeck | None = None
+        self.stack: Stack | None = None
 
     # ------------------------------------------------------------------ devices
     def info(self, kind: DeviceKind) -> SimDeviceInfo:
@@ -84,8 +94,12 @@ class TableHands:
             for spot in range(1, keypad.spots + 1):
                 keypad.remove_bet(box, spot)
 
-    def press(self, key: Key) -> None:
-        self.model(DeviceKind.KEYPAD).press(key)
+    def press(self, key: Key, amount: int = 0) -> None:
+        """A key; ``amount``: the chips keyed with it (a double for less), 0 for none."""
+        try:
+            self.model(DeviceKind.KEYPAD).press(key, amount)
+        except SimRefused as e:
+            raise ActionRefused(str(e)) from None
 
     # ------------------------------------------------------------------ shoe and reader
     def draw(self) -> Card:
@@ -118,6 +132,37 @@ class TableHands:
 
     def hole_into_reader(self, hole: Card) -> None:
         self.model(DeviceKind.READER).insert(hole)
+
+    # ------------------------------------------------------------------ the cut (673a.5(b)-(e))
+    def take_stack(self) -> Stack:
+        """The shuffled stack the shuffler put out, into the dealer's hands to be cut."""
+        tray = self.sim.tray
+        if tray is None:
+            raise ActionRefused("the shuffler has put out no stack")
+        self.sim.tray = None
+        slot, back, cards = tray
+        self.stack = Stack(slot, back, cards)
+        return self.stack
+
+    def cut_stack(self, at: int) -> None:
+        """673a.5(d): the cover card ``at`` cards from the top; the cards above it go to the bottom."""
+        stack = self._stack()
+        if not 1 <= at < len(stack.cards):
+            raise ActionRefused(f"a cut is inside the stack of {len(stack.cards)} cards")
+        stack.cards = stack.cards[at:] + stack.cards[:at]
+
+    def stack_into_shoe(self, cover_from_bottom: int) -> None:
+        """The cut stack into the shoe, the cover card ``cover_from_bottom`` cards from the bottom."""
+        stack = self._stack()
+        if not 0 <= cover_from_bottom <= len(stack.cards):
+            raise ActionRefused(f"the cover card goes inside the stack of {len(stack.cards)} cards")
+        self.sim.load_shoe(stack.cards, stack.back, cover_from_bottom)
+        self.stack = None
+
+    def _stack(self) -> Stack:
+        if self.stack is None:
+            raise ActionRefused("no stack in the dealer's hands")
+        return self.stack
 
     # ------------------------------------------------------------------ DJ Wild: dealt from the hand
     def take_deck(self) -> WildDeck:

@@ -35,6 +35,9 @@ ACTIONS = (
     "key",
     "draw",
     "hole_into_reader",
+    "take_stack",
+    "cut_stack",
+    "stack_into_shoe",
     "take_deck",
     "deal_from_hand",
     "stub_into_counter",
@@ -124,7 +127,8 @@ class ControlPort:
         if action == "chips":
             h.chips(_int(args, "box", 1, 16), _int(args, "spot", 1, 8), _bool(args, "on"))
         elif action == "key":
-            h.press(_enum(Key, args, "key"))
+            amount = _int(args, "amount", 1, 0xFFFF) if "amount" in args else 0
+            h.press(_enum(Key, args, "key"), amount)
         elif action == "draw":
             return {"card": str(h.draw())}
         elif action == "hole_into_reader":
@@ -133,6 +137,13 @@ class ControlPort:
             except ValueError as e:  # CardError: one line naming the rank or suit
                 raise ActionRefused(f"card: {e}") from None
             h.hole_into_reader(card)
+        elif action == "take_stack":  # 673a.5(b): the shuffled stack out of the shuffler
+            stack = h.take_stack()
+            return {"back": stack.back, "cards": len(stack.cards)}
+        elif action == "cut_stack":  # 673a.5(d): the cards above the cut to the bottom
+            h.cut_stack(_int(args, "at", 1, 520))
+        elif action == "stack_into_shoe":  # 673a.5(d): with the cover card this far from the bottom
+            h.stack_into_shoe(_int(args, "cover_from_bottom", 0, 520))
         elif action == "take_deck":
             deck = h.take_deck()
             return {"back": deck.back, "cards": len(deck.cards)}

@@ -207,13 +207,18 @@ class ShoeModel:
         self.cover = False
         self.on_load: list[Callable[[], None]] = []  # told when a batch comes in (the dealer's eyes)
 
-    def load(self, cards: list[DealtCard], back: str | None) -> list[DealtCard]:
-        """Put a batch in; returns what was left of the old one (to the discard rack)."""
+    def load(
+        self, cards: list[DealtCard], back: str | None, cover_from_bottom: int | None = None
+    ) -> list[DealtCard]:
+        """Put a batch in, the cover card ``cover_from_bottom`` cards from the bottom (the dealer
+        placed it) or at the shoe's ``cover_fraction``; returns what was left of the old one."""
         old, self.cards = self.cards, list(cards)
         self.batch_seq = (self.batch_seq + 1) & 0xFFFF
         self.batch_size = len(cards)
         self.batch_back = back
-        self.cover_at = int(len(cards) * self.cover_fraction)
+        self.cover_at = (
+            int(len(cards) * self.cover_fraction) if cover_from_bottom is None else cover_from_bottom
+        )
         self.cover = False
         for told in self.on_load:
             told()
@@ -312,6 +317,7 @@ class KeypadModel:
         self.meter = 0
         self.key_seq = 0
         self.key_ring: list[Key | None] = [None] * ring
+        self.key_amount: list[int] = [0] * ring  # chips keyed with each key (0: none)
 
     def _check(self, box: int, spot: int) -> None:
         if not (1 <= box <= self.boxes and 1 <= spot <= self.spots):
@@ -334,9 +340,13 @@ class KeypadModel:
         live = self._frozen if self._frozen is not None else self._bets
         return live | self.faults.stuck
 
-    def press(self, key: Key) -> None:
+    def press(self, key: Key, amount: int = 0) -> None:
+        """A key, with the chips the dealer keyed before it (a double for less), 0 for none."""
+        if not 0 <= amount <= 0xFFFF:
+            raise SimRefused("a keyed amount is 0 to 65535 chips")
         self.key_seq = (self.key_seq + 1) & 0xFFFF
         self.key_ring[(self.key_seq - 1) % len(self.key_ring)] = key
+        self.key_amount[(self.key_seq - 1) % len(self.key_ring)] = amount
         if self.latches and key is Key.START_GAME and self._frozen is None:
             # The device itself takes no chip after the press: the window is zero by construction.
             self.lock()

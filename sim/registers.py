@@ -79,7 +79,7 @@ def _keypad(m: KeypadModel, p: Profile) -> Registers:
             words[box - 1] |= 1 << (spot - 1)
         return words
 
-    return {
+    out = {
         "sensors": mask(m.sensed()),
         "sensor_faults": mask(m.faults.stuck),
         "locked": [int(m.locked)],
@@ -88,6 +88,9 @@ def _keypad(m: KeypadModel, p: Profile) -> Registers:
         "key_seq": [m.key_seq],
         "key_ring": [_code(p, "key", None if k is None else k.value) for k in m.key_ring],
     }
+    if "key_amount" in p.registers:  # optional: a keypad that takes no amounts has none
+        out["key_amount"] = list(m.key_amount)
+    return out
 
 
 _RENDER: dict[DeviceKind, Callable[[Any, Profile], Registers]] = {

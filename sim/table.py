@@ -1,7 +1,9 @@
 """The simulated devices of one table, built from its config file and wired together.
 
-The shuffler's eject puts its shuffled batch into the shoe, and the batch that was in the shoe
-goes back into the emptied shuffler slot, as a dealer would carry it from the discard rack.
+The shuffler's eject puts its shuffled stack out for the dealer (``tray``), who has it cut, places
+the cover card and loads the shoe (673a.5(b)-(d)); a direct-insert shuffler (``direct_insert``,
+and the device tests' tables) puts it into the shoe itself. Either way the batch that was in the
+shoe goes back into the emptied shuffler slot, as a dealer would carry it from the discard rack.
 """
 
 from __future__ import annotations
@@ -71,12 +73,14 @@ class SimTable:
         clock: Clock = REAL_CLOCK,
         decks: int | None = None,
         at_configured: bool = False,
+        direct_insert: bool = False,
     ) -> None:
         """``at_configured``: listen on the configured TCP ports and make each configured serial
         path a link to its pty (``tablectl sim``, for a ``tablectl run`` of the same file);
         otherwise free ports and private ptys, devices that share a port or line still sharing one
         (tests, benchmarks and the demo, many of which run at once on one machine)."""
         self.at_configured = at_configured
+        self.direct_insert = direct_insert
         self.game = game
         self.decks = decks or game.default_decks
         self.clock = clock
@@ -86,8 +90,9 @@ class SimTable:
         self._rtu: dict[str, ModbusRtuSim] = {}
         self._frame_sims: list[StubCounterSim] = []
         self._shoe_batch: list[DealtCard] = []
-        # Without a shoe (DJ Wild, dealt from the hand, 687a.9) the shuffler puts its shuffled deck
-        # out here, for the dealer to take up: (slot, back, cards).
+        # Without a shoe (DJ Wild, dealt from the hand, 687a.9), or where the stack is cut before
+        # it goes in the shoe, the shuffler puts its shuffled cards out here for the dealer to take
+        # up: (slot, back, cards).
         self.tray: tuple[Slot, str, list[DealtCard]] | None = None
         for cfg in devices:
             self.devices[cfg.name] = SimDeviceInfo(cfg, self._model(cfg))
@@ -104,7 +109,13 @@ class SimTable:
     ) -> SimTable:
         """The simulators of a table file, with its game and its decks per batch."""
         return cls(
-            list(cfg.devices), cfg.game, seed=seed, clock=clock, decks=cfg.decks, at_configured=at_configured
+            list(cfg.devices),
+            cfg.game,
+            seed=seed,
+            clock=clock,
+            decks=cfg.decks,
+            at_configured=at_configured,
+            direct_insert=cfg.direct_insert,
         )
 
     @classmethod
@@ -154,7 +165,8 @@ class SimTable:
                 info.register_sim = RegisterSim(cfg.kind, info.model, cfg.profile, cfg.device_id)
             if cfg.kind is DeviceKind.SHUFFLER:
                 assert info.register_sim is not None
-                hook = self._eject_hook(info.model, shoe.model) if shoe else self._tray_hook(info.model)
+                to_shoe = shoe is not None and self.direct_insert
+                hook = self._eject_hook(info.model) if to_shoe else self._tray_hook(info.model)
                 info.register_sim.on_command = hook
 
     def _tray_hook(self, shuffler: ShufflerModel) -> Callable[[str, Any], None]:
@@ -166,32 +178,39 @@ class SimTable:
 
         return on_command
 
-    def _eject_hook(self, shuffler: ShufflerModel, shoe: ShoeModel) -> Callable[[str, Any], None]:
+    def _eject_hook(self, shuffler: ShufflerModel) -> Callable[[str, Any], None]:
         def on_command(name: str, result: Any) -> None:
             if name != "eject_to_shoe" or not isinstance(result, list):
                 return
             slot = shuffler.last_ejected
             assert slot is not None
-            back = shuffler.slots[slot].back
-            old_batch, self._shoe_batch = self._shoe_batch, list(result)
-            old_back = shoe.batch_back
-            shoe.load(result, back)
-            home = next(
-                (s for s, b in shuffler.slots.items() if b.back == old_back and not b.cards),
-                None,
-            )
-            if old_batch and home is not None:
-                # Cards from the discard rack and the shoe go back to their own slot, face down.
-                shuffler.load(home, [dc.card for dc in old_batch])
+            self.load_shoe(result, shuffler.slots[slot].back)
 
         return on_command
+
+    def load_shoe(self, cards: list[DealtCard], back: str, cover_from_bottom: int | None = None) -> None:
+        """A batch into the shoe (by the shuffler, or by the dealer with the cover card placed
+        ``cover_from_bottom`` cards from the bottom); the old batch back into its own slot."""
+        sh, shoe = self.by_kind(DeviceKind.SHUFFLER), self.by_kind(DeviceKind.SHOE)
+        assert sh is not None and shoe is not None
+        shuffler: ShufflerModel = sh.model
+        old_batch, self._shoe_batch = self._shoe_batch, list(cards)
+        old_back = shoe.model.batch_back
+        shoe.model.load(cards, back, cover_from_bottom)
+        home = next(
+            (s for s, b in shuffler.slots.items() if b.back == old_back and not b.cards),
+            None,
+        )
+        if old_batch and home is not None:
+            # Cards from the discard rack and the shoe go back to their own slot, face down.
+            shuffler.load(home, [dc.card for dc in old_batch])
 
     def eject_direct(self, slot: Slot) -> None:
         """Eject without a Modbus master (for a virtual dealer or a test)."""
         sh, shoe = self.by_kind(DeviceKind.SHUFFLER), self.by_kind(DeviceKind.SHOE)
         assert sh is not None and shoe is not None
         cards = sh.model.eject(slot)
-        self._eject_hook(sh.model, shoe.model)("eject_to_shoe", cards)
+        self._eject_hook(sh.model)("eject_to_shoe", cards)
 
     async def start(self) -> None:
         # One server per address; a modbus-tls one serves with its devices' certificate.

@@ -33,6 +33,7 @@ class SimTableFile:
     decks: int
     side_wagers: bool  # the game offers a wager on the second spot (Bust It, Match, Progressive)
     devices: list[DeviceConfig]
+    direct_insert: bool = False  # the game file's direct_insert_shuffler
 
 
 def _read(path: pathlib.Path) -> dict[str, Any]:
@@ -66,4 +67,7 @@ def read_table_file(path: pathlib.Path | str, *, side: Side = "sim") -> SimTable
     )
     if not devices:
         raise ConfigError(f"{p}: devices: no [devices.<name>] section, nothing to simulate")
-    return SimTableFile(p, table_id, site, spec, decks, side_wagers, devices)
+    # 673a.5(a): only a direct-insert shuffler puts the stack into the shoe itself (ruling G13);
+    # otherwise the stack comes out to the dealer, who has it cut and loads the shoe.
+    direct_insert = game_doc.get("direct_insert_shuffler", False) is True
+    return SimTableFile(p, table_id, site, spec, decks, side_wagers, devices, direct_insert)

@@ -13,7 +13,10 @@ offers): chips on the bet sensors, keys on the keypad, cards drawn from the shoe
 into the reader, DJ Wild's hands dealt from the deck in the hand and its stub into the stub
 counter, a used deck back into its shuffler slot. The floor's part (the decks' inspection, the
 dealer coming in) goes as floor commands, as a floor console sends them. Players choose by
-controller.strategy from the cards face up; the dealer knows the hole card because it drew it.
+controller.strategy from the cards face up (anything but an 11 is doubled for less, keyed with
+its amount); the dealer knows the hole card because it drew it. The cut of a stack out of the
+shuffler (673a.5(b)-(e)) is recorded as the floor's console records it: who refused, where the
+cut was made, where the cover card went.
 
 It acts once on each distinct ask (an ask carries the round and the cards already dealt, so two
 asks in a row are never equal); while the ask stays the same it lets time pass.
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from controller.cards import Card, parse_card
-from controller.strategy import choose, takes_second_chance
+from controller.strategy import choose, double_stake, takes_second_chance
 from devices.events import Key
 from devices.profiles import DeviceKind
 from sim.actions import TableHands
@@ -44,6 +47,7 @@ MAX_ASKS_PER_ROUND = 400
 DECK_CHANGE_AFTER_S = 23 * 3600.0
 # 687a.9(c)-(e): five cards to each box, five to the dealer and one more (the DJ Wild deal).
 WILD_CARDS_PER_BOX, WILD_DEALER_CARDS = 5, 6
+CUT_STEPS = ("cut", "cover_card", "cut_to_shoe")  # the asks of 673a.5(b)-(d)
 
 
 class TableStopped(Exception):
@@ -103,6 +107,9 @@ class WireDealer:
         self._shoe_seen: str | None = None
         self._snap: dict[str, Any] = {}
         self._opened: dict[str, float] = {}  # back -> when the floor verified its decks (sim clock)
+        self._cuts = 0  # cut steps taken on the stack in the hands (refusals, cuts)
+        self._recut = False  # the floor has ordered this stack recut
+        self._cover = 0  # where the cover card went, cards from the bottom
 
     # ------------------------------------------------------------------ the devices
     @property
@@ -121,8 +128,8 @@ class WireDealer:
     def reader(self) -> Any:
         return self.hands.model(DeviceKind.READER)
 
-    async def press(self, key: Key) -> None:
-        self.hands.press(key)
+    async def press(self, key: Key, amount: int = 0) -> None:
+        self.hands.press(key, amount)
         self.stats.keys_pressed += 1
         await self.link.touched(DeviceKind.KEYPAD)
 
@@ -165,7 +172,17 @@ class WireDealer:
             self._opened[back] = self.sim.clock.now()
         await self.link.floor("new_dealer", {"name": self.dealer})
         self._snap = await self.link.state()
-        await self.until(lambda: self._snap.get("batch_in_shoe") is not None, "the first batch in play")
+        for _ in range(MAX_WAITS):
+            if self._snap.get("batch_in_shoe") is not None:
+                return
+            ask = self._snap.get("asking")
+            if isinstance(ask, dict) and ask.get("what") in CUT_STEPS and ask != self._last:
+                self._last = ask  # 673a.5(b)-(d): the first stack is cut before it is dealt
+                await self._cut(str(ask["what"]), ask)
+                self._snap = await self.link.state()
+            else:
+                self._snap = await self.link.wait()
+        raise TableStopped(f"waited too long for the first batch in play; table: {self._where()}")
 
     # ------------------------------------------------------------------ rounds
     async def play(self, rounds: int, on_round: Callable[[int], None] | None = None) -> DealerStats:
@@ -265,7 +282,11 @@ class WireDealer:
         elif what == "decision":
             hand = _Cards(ask["cards"])
             legal = frozenset(str(a) for a in ask["legal"])
-            await self.press(Key(choose(hand, parse_card(ask["up_card"]), legal)))
+            key = Key(choose(hand, parse_card(ask["up_card"]), legal))
+            limit = ask.get("double_limit")
+            stake = double_stake(hand, int(limit)) if key is Key.DOUBLE and limit else None
+            # A double for less is keyed with its amount; for the limit, the key alone.
+            await self.press(key, 0 if stake is None or stake == limit else stake)
         elif what == "reader":
             if self.hole is None:
                 raise TableStopped("the reader is asked for but the dealer drew no hole card")
@@ -279,11 +300,49 @@ class WireDealer:
             await self.press(Key.NEXT)
         elif what == "stub":  # 687a.9(f): the stub into the counter
             await self.count_stub()
+        elif what in CUT_STEPS:
+            await self._cut(what, ask)
         elif what == "batch":
             pass  # the controller has the shuffler shuffle and eject; the dealer waits
         else:
             raise TableStopped(f"the dealer cannot answer {what!r}")
         return False
+
+    async def _cut(self, what: str, ask: dict[str, Any]) -> None:
+        """673a.5(b)-(e): the stack out of the shuffler, the cut offered in the order the table
+        asks (a player sometimes refuses; the dealer cuts when all have), the cover card placed
+        at least 1/4 from the bottom, the stack into the shoe (which tells the table it came in);
+        now and then the floor orders a recut. Each step is recorded with the floor's commands
+        (cut_refused, cut_made, cover_card_placed). The choices are a function of the shoe count,
+        so a seeded run repeats."""
+        if self.hands.stack is None:
+            await self.until(lambda: self.sim.tray is not None, "the shuffled stack out of the shuffler")
+            self.hands.take_stack()
+            self._cuts, self._recut = 0, False
+        stack = self.hands.stack
+        assert stack is not None
+        n, k = len(stack.cards), self.stats.shoes + self._cuts
+        if what == "cut":
+            seat = ask.get("seat")
+            by = seat if isinstance(seat, int) else 0
+            if by and k % 3 == 1:
+                await self.link.floor("cut_refused", {"seat": by})
+                self._cuts += 1
+                return
+            at = n // 3 + (k * 7) % (n // 3)  # well inside the ten cards from either end
+            await self.link.floor("cut_made", {"at": at, "by": by})
+            self.hands.cut_stack(at)
+            self._cuts += 1
+        elif what == "cover_card":
+            if not self._recut and self.stats.shoes % 4 == 1:
+                self._recut = True
+                await self.link.floor("recut_ordered", {})  # 673a.5(e): the floor wants it again
+                return
+            self._cover = -(-n // 4) + k % 5  # 673a.5(d): at least 1/4 of the way in from the bottom
+            await self.link.floor("cover_card_placed", {"from_bottom": self._cover})
+        else:
+            self.hands.stack_into_shoe(self._cover)  # the shoe sees the batch come in
+            await self.link.touched(DeviceKind.SHOE)
 
     def _offer_key(self, ask: dict[str, Any]) -> Key:
         offer = ask.get("offer")

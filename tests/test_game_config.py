@@ -33,13 +33,26 @@ def write(tmp_path: Path, text: str) -> Path:
         ),
         ('game = "down-under"\ndecks_per_batch = 7\n', "decks_per_batch: 685a.3(a)"),
         ('game = "double-attack"\ndecks_per_batch = 6\n', "decks_per_batch: 665a.3(a)"),
-        ('game = "double-back-jack"\ndecks_per_batch = 1\n', "decks_per_batch: 673a.3(b)"),
+        ('game = "double-back-jack"\ndecks_per_batch = 0\n', "decks_per_batch: 673a.3(a)"),
+        # 673a.3(b) vs 5(h): a batch shuffler or a self-shuffling shoe, not both at one table.
+        (
+            'game = "double-back-jack"\nself_shuffling_shoe = true\n',
+            "self_shuffling_shoe: 673a.5(h): a self-shuffling shoe replaces the batch shuffler",
+        ),
+        ('game = "double-attack"\nself_shuffling_shoe = true\n', "self_shuffling_shoe: 665a.5(h)"),
+        ('game = "down-under"\nself_shuffling_shoe = true\n', "self_shuffling_shoe: 685a.5(h)"),
+        # Ruling G13: a direct-insert shuffler is a shuffler that loads the dealing shoe.
+        (
+            'game = "double-attack"\nautomated_shuffler = false\ndirect_insert_shuffler = true\n',
+            "direct_insert_shuffler: 665a.5(a): a direct-insert shuffler is an automated shuffler",
+        ),
+        ('game = "dj-wild"\ndirect_insert_shuffler = true\n', "direct_insert_shuffler: 687a.9(a)(2)"),
         ('game = "double-back-jack"\nboxes = 7\n', "boxes: 673a.2(a)"),
         ('game = "double-back-jack"\n[wagers]\nbust_it = true\n', "wagers: 665a.6(f)"),
         ('game = "double-attack"\n[rulings]\ndealer_ace_ace = 12\n', "dealer_ace_ace: applies to Down Under"),
         (
-            'game = "down-under"\n[rulings]\nmatch_both_cards = "all"\n',
-            "match_both_cards: must be one of 'best'",
+            'game = "down-under"\n[rulings]\nmatch_the_dealer_pays = "all"\n',
+            "match_the_dealer_pays: must be one of 'best'",
         ),
         (
             'game = "double-attack"\n[rulings]\nsettlement_procedure = 2\n',
@@ -70,6 +83,46 @@ def test_bad_config_is_refused_naming_the_key_and_rule(tmp_path: Path, text: str
     message = str(e.value)
     assert message.startswith(str(path)) and expected in message, message
     assert "\n" not in message
+
+
+def test_673a_3b_one_deck_a_batch_at_a_shuffler_table_is_two_decks_in_all(tmp_path: Path) -> None:
+    """673a.3(b): at least two decks, separated into two batches with an equal number of decks
+    in each: two batches of one deck meet it (ruling D8), and such a table deals a round."""
+    from controller.table import inputs as I
+    from controller.table.asking import asking
+    from tests.core.conftest import Desk
+
+    options = load_game_options(write(tmp_path, 'game = "double-back-jack"\ndecks_per_batch = 1\n'))
+    assert options.automated_shuffler and options.decks == 1
+    desk = Desk(options)
+    assert desk.table.batches["blue"].size == 52 and asking(desk.table)["what"] == "bets"
+    from controller.rules.state import SeatWagers
+
+    desk.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    desk.deal("9C 7D 9D 10H")  # 18 against 17; the dealer stands
+    desk.feed(I.KeyPressed(key="stand"))
+    assert desk.kinds()[-1] == "round_settled"
+
+
+@pytest.mark.parametrize(
+    "text", ["automated_shuffler = false\n", "self_shuffling_shoe = true\n"], ids=["no-shuffler", "shoe"]
+)
+def test_687a_9a1_dj_wild_without_its_shuffler_is_refused(tmp_path: Path, text: str) -> None:
+    """687a.9(a)(1): DJ Wild dealt from the hand is shuffled by an automated shuffler; without one
+    the table could never deal, so the file is refused with the section in one line."""
+    path = write(tmp_path, 'game = "dj-wild"\n' + text)
+    with pytest.raises(ConfigError) as e:
+        load_game_options(path)
+    assert str(e.value) == (
+        f"{path}: automated_shuffler: 687a.9(a)(1): "
+        "DJ Wild dealt from the hand is shuffled by an automated shuffler"
+    )
+
+
+def test_a_self_shuffling_shoe_table_declares_no_batch_shuffler(tmp_path: Path) -> None:
+    text = 'game = "down-under"\nautomated_shuffler = false\nself_shuffling_shoe = true\n'
+    options = load_game_options(write(tmp_path, text))
+    assert options.self_shuffling_shoe and options.shuffling_device and not options.automated_shuffler
 
 
 def test_missing_file_is_one_line(tmp_path: Path) -> None:

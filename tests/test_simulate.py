@@ -55,3 +55,37 @@ def test_refusals_are_one_line() -> None:
     assert proc.returncode == 2 and proc.stderr.startswith("685a.3(a)")
     proc = run("--game", "down-under", "--seats", "7", "--rounds", "10", "--seed", "1")
     assert proc.returncode == 2 and "--seats" in proc.stderr
+
+
+def test_without_switches_off_one_rule_of_double_back_jack_each() -> None:
+    """docs/simulate.md: what each rule of 673a is worth to the Blackjack Wager. Each switch
+    changes the settlement it names and nothing else (a scripted round each)."""
+    from dataclasses import replace
+
+    from tests.rules.conftest import net, options, play, seat
+
+    def bet(shoe: str, *actions: str, without: str = "") -> object:
+        opts = options("double-back-jack")
+        if without:
+            opts = replace(opts, without=frozenset({without}))
+        return net(play(opts, shoe, seat(1, 10, *actions)), 1).get("bet", 0)
+
+    bj = "AS 9H KD 7C 5D"  # seat 1 A-K: a Blackjack against 9-7
+    assert (bet(bj), bet(bj, without="blackjack-pays-2-to-1")) == (20, 15)
+    dealer_bj = "AS AH KD KC 5D"  # A-K against A-K (the reader finds the dealer's Blackjack)
+    assert (bet(dealer_bj), bet(dealer_bj, without="blackjack-before-the-reader")) == (20, 0)
+    hit_to_21 = "5S 10H 6D 10C KD 2S"  # 5-6 hits a K: 21 against 10-10
+    assert (bet(hit_to_21, "hit"), bet(hit_to_21, "hit", without="21-paid-at-once")) == (10, 10)
+    tie_21 = "5S 10H 6D 6C KD 5H"  # 5-6 hits a K: 21, then the dealer's 16 draws a 5: 21
+    assert (bet(tie_21, "hit"), bet(tie_21, "hit", without="21-paid-at-once")) == (10, 0)
+    # Dealer 22: 10-6 draws a 6; the player's 17 is returned, or wins when 22 is a bust.
+    d22 = "10S 10H 7D 6C 6H"
+    assert (bet(d22), bet(d22, without="dealer-22-pushes")) == (0, 10)
+    # 10-6 hits a K (26): with Second Chance it takes a 7 (19) and beats 18, so the Blackjack
+    # Wager comes back (673a.7(s)(1)(i)); without, it is lost.
+    over = "10S 9H 6D 9C KD 7C"
+    assert (bet(over, "hit", "second_chance"), bet(over, "hit", without="second-chance")) == (0, -10)
+    proc = run("--game", "down-under", "--rounds", "10", "--seed", "1", "--without", "second-chance")
+    assert proc.returncode == 2 and proc.stderr.startswith(
+        "--without: switches off rules of Double Back Jack"
+    )

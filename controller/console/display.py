@@ -57,6 +57,7 @@ def turn(ask: Mapping[str, Any]) -> dict[str, Any]:
             "hand": int(ask.get("hand", 0)) + 1,
             "what": "decision",
             "legal": list(ask.get("legal", [])),
+            **({"double_limit": ask["double_limit"]} if "double_limit" in ask else {}),
         }
     if what == "card":
         seat = ask.get("seat")

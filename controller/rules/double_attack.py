@@ -41,6 +41,7 @@ def bust_it_pays(first_three: list[Card]) -> tuple[int, str]:
 class DoubleAttack(BlackjackProcedure):
     chapter = "665a"
     insurance_section = "665a.8"
+    double_section = "665a.10(a)"
 
     def run(self) -> Procedure:
         rs = self.rs

@@ -15,6 +15,15 @@ from controller.rules.state import Box
 from controller.rules.wagers import EVEN, HALF_LOST, LOSE, PUSH, Wager, odds
 
 BLACKJACK_PAYS = odds(2)  # 673a.12(a)
+# The rules of the chapter that ``tablectl simulate --without`` can switch off, to show what each
+# contributes to the main wager's edge (docs/simulate.md): name -> (section, what replaces it).
+SWITCHABLE = {
+    "blackjack-pays-2-to-1": ("673a.12(a)", "a Blackjack pays 3 to 2"),
+    "blackjack-before-the-reader": ("673a.7(f)", "a Blackjack against a dealer Blackjack pushes"),
+    "21-paid-at-once": ("673a.7(m)", "a 21 waits for the dealer's hand"),
+    "dealer-22-pushes": ("673a.7(q)(1)", "a dealer 22 is a bust"),
+    "second-chance": ("673a.7(l)", "a hand over 21 is lost at once, no Second Chance card"),
+}
 SECOND_CHANCE_PAYS = odds(1)  # 673a.12(b)
 INSURANCE_PAYS = odds(2)  # 673a.12(c)
 
@@ -22,6 +31,7 @@ INSURANCE_PAYS = odds(2)  # 673a.12(c)
 class DoubleBackJack(BlackjackProcedure):
     chapter = "673a"
     insurance_section = "673a.8"
+    double_section = "673a.10(a)"
 
     def run(self) -> Procedure:
         rs = self.rs
@@ -40,9 +50,14 @@ class DoubleBackJack(BlackjackProcedure):
         up = rs.dealer[0]
 
         # 673a.7(f): Blackjacks are paid 2 to 1 before anything else, dealer to the right first.
+        without = rs.options.without
+        pays = odds(3, 2) if "blackjack-pays-2-to-1" in without else BLACKJACK_PAYS
         for box in reversed(rs.boxes):
             if box.first.blackjack:
-                rs.settle_hand(box.first, BLACKJACK_PAYS, "blackjack", "673a.7(f), 673a.12(a)")
+                if "blackjack-before-the-reader" in without and self.dealer_blackjack():
+                    rs.settle_hand(box.first, PUSH, "push", "673a.7(f) switched off (simulate)")
+                else:
+                    rs.settle_hand(box.first, pays, "blackjack", "673a.7(f), 673a.12(a)")
 
         # 673a.7(g), 673a.8: Insurance when the up card is an ace (D4: not to a paid Blackjack).
         if up.is_ace:
@@ -134,18 +149,25 @@ class DoubleBackJack(BlackjackProcedure):
     def after_split_card(self, hand: Hand) -> None:
         # 673a.11(b): an ace and a 10 after a split is paid as 21, not Blackjack (673a.7(m)).
         if hand.total == 21:
+            if "21-paid-at-once" in self.rs.options.without:
+                hand.done = True
+                return
             self.rs.settle_hand(hand, EVEN, "win", "673a.11(b), 673a.7(m)")
 
     def after_draw(self, hand: Hand, box: Box) -> Procedure:
         t = hand.total
         if t == 21:
+            if "21-paid-at-once" in self.rs.options.without:
+                hand.done = True
+                return
             self.rs.settle_hand(hand, EVEN, "win", "673a.7(m), 673a.12(a)")  # 21 pays at once
             return
         if t > 21:
             stake = hand.bet + hand.double_down
             if self.rulings.second_chance_stake == "original":
                 stake = hand.bet
-            if (yield SecondChanceOffer(box.seat, hand.index, stake)):
+            offered = "second-chance" not in self.rs.options.without
+            if offered and (yield SecondChanceOffer(box.seat, hand.index, stake)):
                 yield from self.second_chance(hand, box, stake)
             elif not self.rulings.busted_hand_pushes_on_dealer_22:
                 self.rs.settle_hand(hand, LOSE, "lose", "673a.7(r)(3)(i) (ruling D1)")
@@ -190,7 +212,7 @@ class DoubleBackJack(BlackjackProcedure):
                 if hand.settled:
                     continue
                 sc = hand.second_chance
-                if d == 22:
+                if d == 22 and "dealer-22-pushes" not in rs.options.without:
                     outcome, result, section = PUSH, "push", "673a.7(q)(1)"
                 elif hand.busted:  # only with busted_hand_pushes_on_dealer_22 (ruling D1)
                     outcome, result, section = LOSE, "lose", "673a.7(r)(3)(i) (ruling D1)"

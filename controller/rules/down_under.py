@@ -58,6 +58,7 @@ def match_the_dealer(up: Card, two: list[Card], decks: int, both: str) -> tuple[
 class DownUnder(BlackjackProcedure):
     chapter = "685a"
     insurance_section = "685a.8"
+    double_section = "685a.9(a)"
     dealer_limit = 22  # 685a.3(d)(3)
 
     def run(self) -> Procedure:
@@ -72,7 +73,9 @@ class DownUnder(BlackjackProcedure):
         # 685a.7(f): Match-the-Dealer, settled before the reader, dealer's right first.
         for box in reversed(rs.boxes):
             if box.match_the_dealer and not box.dead:
-                win = match_the_dealer(up, box.first.cards, rs.options.decks, self.rulings.match_both_cards)
+                win = match_the_dealer(
+                    up, box.first.cards, rs.options.decks, self.rulings.match_the_dealer_pays
+                )
                 if win is None:
                     rs.settle(box.seat, None, Wager.MATCH_THE_DEALER, box.match_the_dealer, LOSE, "685a.7(f)")
                 else:

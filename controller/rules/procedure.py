@@ -17,6 +17,7 @@ from controller.rules.requests import (
     Action,
     CardFor,
     Decision,
+    DoubleFor,
     InsuranceOffer,
     Request,
 )
@@ -35,6 +36,7 @@ class BlackjackProcedure:
     chapter: str = ""
     dealer_limit: int = 21  # 685a.3(d)(3) raises it to 22 for the Down Under dealer
     insurance_section: str = ""  # the chapter's Insurance section, e.g. "673a.8"
+    double_section: str = ""  # where the double's limit is: 673a.10(a), 665a.10(a), 685a.9(a)
 
     def __init__(self, state: RoundState) -> None:
         self.rs = state
@@ -106,6 +108,23 @@ class BlackjackProcedure:
     def double_maximum(self, box: Box) -> int:
         return box.bet
 
+    def double_amount(self, amount: int | None, box: Box) -> int:
+        """The chips of a double: the limit when no amount is given, else ``amount`` checked: one
+        chip or more, whole chips of the table's unit (ruling G3), not more than the limit ("may
+        not exceed", so a double for less is the player's right)."""
+        limit, unit = self.double_maximum(box), self.rulings.min_chip
+        if amount is None:
+            return limit
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount < 1:
+            raise RuleViolation(self.double_section, f"seat {box.seat}: a double is for one chip or more")
+        if amount % unit:
+            raise RuleViolation(self.double_section, f"seat {box.seat}: a double is made in chips of {unit}")
+        if amount > limit:
+            raise RuleViolation(
+                self.double_section, f"seat {box.seat}: a double of {amount} is more than the {limit} allowed"
+            )
+        return amount
+
     def play_boxes(self) -> Procedure:
         """Each box in turn, farthest to the dealer's left first (…7(i))."""
         for box in self.rs.boxes:
@@ -130,8 +149,11 @@ class BlackjackProcedure:
                 yield from self.apply(answer, hand, box)
             i += 1
 
-    def apply(self, answer: Action, hand: Hand, box: Box) -> Procedure:
-        action = answer if type(answer) is Action else Action(answer)
+    def apply(self, answer: Action | DoubleFor, hand: Hand, box: Box) -> Procedure:
+        if isinstance(answer, DoubleFor):
+            action, amount = Action.DOUBLE, answer.amount
+        else:
+            action, amount = (answer if type(answer) is Action else Action(answer)), None
         why = self.refusal(action, hand, box)
         if why is not None:
             raise why
@@ -145,9 +167,9 @@ class BlackjackProcedure:
             hand.add(card)
             yield from self.after_draw(hand, box)
         elif action is Action.DOUBLE:
+            hand.double_down = self.double_amount(amount, box)  # checked before the hand changes
             hand.acted = True
             hand.doubled = True
-            hand.double_down = self.double_maximum(box)  # the most the rules allow
             card = yield CardFor(box.seat, hand.index, purpose="double")
             if card is None:
                 return

@@ -8,7 +8,8 @@ so the rules are written once. Answers:
 - ``DoubleAttackOffer``, ``InsuranceOffer`` -> an amount (0 = declined)
 - ``EvenMoneyOffer``, ``SurrenderOffer``, ``SecondChanceOffer`` -> bool
 - ``ReaderUse``        -> the reader's report: bool (dealer Blackjack?) or a MasqueRange
-- ``Decision``         -> an Action (a double is for the most the rules allow)
+- ``Decision``         -> an Action (a double for the most the rules allow), or a ``DoubleFor``
+  (a double for less: the chapters say only that it "may not exceed" a limit)
 
 Requests are treated as immutable values. They are plain slotted dataclasses rather than frozen
 ones because a frozen dataclass costs twice as much to build, and a round builds a dozen of them:
@@ -38,6 +39,15 @@ class MasqueRange(StrEnum):
     SMALL = "small"  # blue, 2-5
     MEDIUM = "medium"  # red, 6-9
     LARGE = "large"  # yellow, 10-A
+
+
+@dataclass(frozen=True, slots=True)
+class DoubleFor:
+    """A double down for ``amount`` chips, at most the limit of 673a.10(a), 665a.10(a) or
+    685a.9(a) ("may not exceed"): a double for less than the limit is legal. Answers a
+    ``Decision``; a plain ``Action.DOUBLE`` is a double for the limit."""
+
+    amount: int
 
 
 @dataclass(slots=True)

@@ -280,7 +280,7 @@ _ALL: list[Action] = [
     ),
     _a(
         "cut_refused",
-        {DEALER},
+        {DEALER, FLOOR},
         "673a.5(c)",
         "the seat offered the cut refuses it",
         lambda a, who: [I.CutRefused(seat=a["seat"])],
@@ -288,7 +288,7 @@ _ALL: list[Action] = [
     ),
     _a(
         "cut_made",
-        {DEALER},
+        {DEALER, FLOOR},
         "673a.5(d)",
         "the cover card put `at` cards from the top by seat `by` (0: dealer)",
         lambda a, who: [I.CutMade(at=a["at"], by=a["by"])],
@@ -297,7 +297,7 @@ _ALL: list[Action] = [
     ),
     _a(
         "cover_card_placed",
-        {DEALER},
+        {DEALER, FLOOR},
         "673a.5(d)",
         "the cover card placed `from_bottom` cards from the bottom",
         lambda a, who: [I.CoverCardPlaced(from_bottom=a["from_bottom"])],
@@ -316,9 +316,16 @@ _ALL: list[Action] = [
         "key",
         {DEALER},
         "673a.7(i)",
-        "a keypad key, for a failed keypad",
+        "a keypad key, for a failed keypad; `amount` with `double`: a double for less",
         None,
         key=Arg(str, "the key pressed", choices=tuple(k.value for k in Key)),
+        amount=Arg(
+            int,
+            "chips keyed with it: a double (or insurance, Double Attack) for less than its limit",
+            required=False,
+            minimum=1,
+            maximum=100_000,
+        ),
     ),
     _a(
         "start_round",

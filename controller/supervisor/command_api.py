@@ -98,7 +98,7 @@ class CommandApi:
             return action.build(args, who)
         table = self.stepper.table
         if name == "key":  # one of dev.Key's values: checked against the allow-list's choices
-            return self.translator.key_inputs(args["key"], table)
+            return self.translator.key_inputs(args["key"], table, amount=args.get("amount"))
         if name == "start_round":
             return self.translator.key_inputs(dev.Key.START_GAME.value, table, tuple(args["boxes"]))
         if name == "mark_out_of_order":

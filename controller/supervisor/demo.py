@@ -61,8 +61,9 @@ the JSON summary (--no-ui):
   journal_verified     the journal's hash chain verified from its first record
   interrupted          true when Ctrl-C, SIGTERM or SIGHUP stopped the demo before its rounds
   house                per wager: settled (count), staked (table units; a sensed spot is 10),
-                       house_net (what the players lost minus what they won) and house_edge
-                       (house_net / staked); empty for DJ Wild, whose hands the dealer pays
+                       house_net (what the players lost minus what they won), house_edge
+                       (house_net / staked) and house_edge_stderr (its standard error, as
+                       tablectl simulate reports it); empty for DJ Wild, whose hands the dealer pays
 """
 
 
@@ -308,32 +309,36 @@ async def _headless(args: argparse.Namespace, journal: Path, url: str, kind: Bro
 
 def house_result(journal: Path) -> dict[str, dict[str, float | int]]:
     """Per wager, from the journal's settled rounds: how many were settled, the total stake, the
-    house's net (what the players lost, minus what they won) and that net over the stake.
+    house's net (what the players lost, minus what they won), that net over the stake and its
+    standard error (the simulator's ratio estimate over rounds, ``WagerStats``: one way to say how
+    sure an edge is).
 
     Amounts are in table units (a sensed spot stands for UNIT_BET of them). DJ Wild hands are paid
     by the dealer at the table, not settled by the controller, so a DJ Wild demo has no entries."""
-    from fractions import Fraction
-
     from controller.journal import Journal
+    from controller.simulate import WagerStats
 
     count: dict[str, int] = {}
-    staked: dict[str, Fraction] = {}
-    house: dict[str, Fraction] = {}
+    stats: dict[str, WagerStats] = {}
     with Journal.open(journal, create=False, readonly=True) as j:
         for record in j.records():
             if record.kind != "round_settled":
                 continue
+            rnd: dict[str, tuple[int, int]] = {}  # wager -> (stake, players' net in half units)
             for s in record.payload.get("settlements", []):
-                wager, stake = s["wager"], Fraction(str(s["stake"]))
+                wager, stake = s["wager"], int(s["stake"])
                 count[wager] = count.get(wager, 0) + 1
-                staked[wager] = staked.get(wager, Fraction(0)) + stake
-                house[wager] = house.get(wager, Fraction(0)) - stake * s["halves"] / 2
+                was = rnd.get(wager, (0, 0))
+                rnd[wager] = (was[0] + stake, was[1] + stake * int(s["halves"]))
+            for wager, (stake, net_halves) in rnd.items():
+                stats.setdefault(wager, WagerStats()).add(stake, net_halves)
     return {
         w: {
             "settled": count[w],
-            "staked": float(staked[w]),
-            "house_net": float(house[w]),
-            "house_edge": round(float(house[w] / staked[w]), 4) if staked[w] else 0.0,
+            "staked": float(stats[w].wagered),
+            "house_net": -stats[w].net,
+            "house_edge": round(stats[w].edge, 4),
+            "house_edge_stderr": round(stats[w].edge_stderr, 4),
         }
         for w in sorted(count)
     }

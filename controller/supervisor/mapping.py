@@ -8,8 +8,10 @@ Conventions of the reference keypad (docs/install.md, "What the keypad means"):
 - spot 1 of a box is its main wager (the blackjack bet; DJ Wild's Ante and Blind), spot 2 its
   optional wager (Bust It, Match-the-Dealer, DJ Wild's Progressive Bonus);
 - the sensors see chips, not their value: each sensed spot is one ``UNIT_BET``;
-- ``double`` while an insurance or Double Attack offer is open takes that wager at its maximum,
-  and answers an even-money offer with yes;
+- ``double`` at a decision doubles down: for its limit, or for the amount keyed with it (a
+  double for less, 673a.10(a), 665a.10(a), 685a.9(a));
+- ``double`` while an insurance or Double Attack offer is open takes that wager at its maximum
+  (or for the amount keyed with it), and answers an even-money offer with yes;
 - DJ Wild: ``next`` after Start Game says the hands are dealt (687a.9(c)-(e)); a stub count says
   so too; ``next`` after the deal puts the stub away uncounted.
 """
@@ -116,8 +118,14 @@ class Translator:
                 return [I.DeviceGap(event.device, "cards", "drawn beyond the shoe's history, unseen", n)]
             case dev.KeysMissed(count=n):
                 return [I.DeviceGap(event.device, "keys", "pressed beyond the keypad's history, unseen", n)]
-            case dev.CoverCardReached():
-                return [] if table.options.self_shuffling_shoe else [I.CoverCardReached()]
+            case dev.CoverCardReached(remaining=remaining):
+                return [] if table.options.self_shuffling_shoe else [I.CoverCardReached(remaining=remaining)]
+            case dev.BatchLoaded(back=back):
+                # The dealer put the cut stack in the shoe (673a.5(d)); the shoe saw it come in.
+                cut = table.cut
+                if back is not None and cut is not None and cut.back == back and cut.cover_from_bottom:
+                    return [I.BatchToShoe(back=back)]
+                return []
             case dev.ReaderResult(blackjack=blackjack):
                 return [I.ReaderReport(blackjack=blackjack)]
             case dev.MasqueRange(light=light):
@@ -134,22 +142,25 @@ class Translator:
                 if wild is not None and not wild.locked and spot == SIDE_SPOT and not self.progressive_closed:
                     return [I.BetSensed(box=box, present=present)]
                 return []
-            case dev.ButtonPressed(key=key):
-                return self.key_inputs(key.value, table)
+            case dev.ButtonPressed(key=key, amount=amount):
+                return self.key_inputs(key.value, table, amount=amount)
         return []
 
-    def key_inputs(self, key: str, table: Table, boxes: tuple[int, ...] | None = None) -> list[I.Input]:
-        """A key from the keypad (or the same key sent as an authorised command)."""
+    def key_inputs(
+        self, key: str, table: Table, boxes: tuple[int, ...] | None = None, *, amount: int | None = None
+    ) -> list[I.Input]:
+        """A key from the keypad (or the same key sent as an authorised command); ``amount``: the
+        chips keyed with it, which the core checks against the limit of what it answers."""
         if not table.blackjack:
-            return self._wild_key(key, table, boxes)
+            return self._wild_key(key, table, boxes, amount)
         if key == dev.Key.START_GAME:
             return [self.round_opened(table, boxes)]
         req = table.round.request if table.round is not None else None
         if key == dev.Key.DOUBLE and isinstance(req, InsuranceOffer | DoubleAttackOffer):
-            return [I.WagerPlaced(seat=req.seat, amount=req.maximum)]
+            return [I.WagerPlaced(seat=req.seat, amount=req.maximum if amount is None else amount)]
         if key == dev.Key.DOUBLE and isinstance(req, EvenMoneyOffer):
-            return [I.KeyPressed(key="even_money")]
-        return [I.KeyPressed(key=key)]
+            return [I.KeyPressed(key="even_money", amount=amount)]
+        return [I.KeyPressed(key=key, amount=amount)]
 
     def round_opened(self, table: Table, boxes: tuple[int, ...] | None) -> I.RoundOpened:
         seats = boxes if boxes is not None else tuple(sorted(b for b, s in self.bets if s == MAIN_SPOT))
@@ -167,7 +178,9 @@ class Translator:
             )
         return I.RoundOpened(wagers=tuple(wagers))
 
-    def _wild_key(self, key: str, table: Table, boxes: tuple[int, ...] | None) -> list[I.Input]:
+    def _wild_key(
+        self, key: str, table: Table, boxes: tuple[int, ...] | None, amount: int | None
+    ) -> list[I.Input]:
         wild = table.wild
         if key == dev.Key.START_GAME:
             if wild is not None:
@@ -181,7 +194,7 @@ class Translator:
             ]
         if key == dev.Key.NEXT and wild is not None and wild.locked and not wild.dealt:
             return [I.WildHandsDealt()]
-        return [I.KeyPressed(key=key)]
+        return [I.KeyPressed(key=key, amount=amount)]
 
     # ------------------------------------------------------------------ commands -> devices
     def device_command(self, cmd: CoreCommand) -> dc.Command:

@@ -3,8 +3,9 @@ commands after every event and command (and so at start, when each driver's firs
 against what the journal says the controller last acted on).
 
 A batch sitting in a shuffler slot is in the shuffler; an unshuffled one is started; a shuffled
-batch goes into an empty shoe (the core ejects it); an eject the journal has but the shuffler has
-not carried out (the controller died between the two) is sent again.
+batch goes into an empty shoe (the core ejects it), or, where the stack is cut (673a.5(b)-(e)),
+is taken out for the cut; an eject the journal has but the shuffler has not carried out (the
+controller died between the two) is sent again.
 """
 
 from __future__ import annotations
@@ -88,18 +89,21 @@ class Reconciler:
             ):
                 self.start_sent.add(slot)
                 self.outbox.send(DeviceKind.SHUFFLER, dc.StartShuffle(slot))
-        if t.shoe_back is not None and t.batches[t.shoe_back].location is Place.SHOE:
-            # The journal has the batch in the shoe but the shuffler still holds it ready: the
-            # controller died between journalling batch_to_shoe and the eject. Carry it out now.
+        cutting = t.cut.back if t.cut is not None and t.cuts_at_shuffler else None
+        ejected = t.shoe_back if t.shoe_back is not None and not t.cuts_at_shuffler else cutting
+        if ejected is not None and t.batches[ejected].location in (Place.SHOE, Place.SHUFFLER):
+            # The journal has the batch in the shoe (or its stack out for the cut) but the
+            # shuffler still holds it ready: the controller died between journalling that and the
+            # eject. Carry it out now.
             for in_slot, shown in slots.items():
-                if shown.back != t.shoe_back:
+                if shown.back != ejected:
                     continue
                 if shown.state is not dev.ShufflerState.READY:
                     eject_sent.discard(in_slot)
                 elif in_slot not in eject_sent:
                     eject_sent.add(in_slot)
                     self.outbox.send(DeviceKind.SHUFFLER, dc.EjectToShoe(in_slot))
-        if t.two_batches and t.shoe_back is None and not t.in_round:
+        if t.two_batches and t.shoe_back is None and not t.in_round and t.cut is None:
             for batch in t.batches.values():
                 held = batch.back in self._backs()
                 ready = slots.get(self.translator.slot_of(batch.back)) if held else None
@@ -107,7 +111,8 @@ class Reconciler:
                     batch.location is Place.SHUFFLER and batch.shuffler is ShufflerState.READY
                     and ready is not None and ready.state is dev.ShufflerState.READY
                 ):  # fmt: skip
-                    await self._feed_auto(I.BatchToShoe(back=batch.back))
+                    out = I.StackFromShuffler if t.cuts_at_shuffler else I.BatchToShoe
+                    await self._feed_auto(out(back=batch.back))
                     break
 
     def _backs(self) -> set[str]:

@@ -67,12 +67,20 @@ def _toml_value(v: Any) -> str:
 
 def concrete_config(game: str, sim: SimTable, out: Path, poll_interval_s: float = 0.02) -> Path:
     """The example table file pointed at where ``sim`` listens (for ``tablectl run`` against
-    simulators started in another process: tests and benchmarks)."""
+    simulators started in another process: tests and benchmarks). A ``sim`` built with a
+    direct-insert shuffler gets a copy of the game file that declares one (ruling G13)."""
     src = table_file(game)
     doc = read_toml(src)
     lines = ["[table]"]
     table = doc["table"]
     table["game"] = str((src.parent / table["game"]).resolve())
+    if sim.direct_insert and sim.by_kind(DeviceKind.SHOE) is not None:
+        game_copy = out.with_name(out.stem + "-game.toml")
+        text = Path(table["game"]).read_text(encoding="utf-8")
+        game_copy.write_text(
+            text.replace("direct_insert_shuffler = false", "direct_insert_shuffler = true"), encoding="utf-8"
+        )
+        table["game"] = str(game_copy.resolve())
     lines += [f"{k} = {_toml_value(v)}" for k, v in table.items()]
     where = {c.name: c.endpoint for c in sim.driver_configs()}
     for name, section in doc["devices"].items():
@@ -184,7 +192,10 @@ async def virtual_table(
     config = load_table_config(config_path, side="both")  # the supervisor and the simulators
     clock = VirtualClock(start_at)
     opts = config.options
-    sim = SimTable(list(config.devices), opts.spec, seed=seed, clock=clock, decks=opts.decks)
+    sim = SimTable(
+        list(config.devices), opts.spec, seed=seed, clock=clock, decks=opts.decks,
+        direct_insert=opts.direct_insert_shuffler,
+    )  # fmt: skip
     await sim.start()
     supervisor: Supervisor | None = None
     try:

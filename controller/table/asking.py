@@ -15,6 +15,7 @@ from controller.rules.requests import (
     DEALER,
     OFFER_ANSWERS,
     OFFER_NAMES,
+    Action,
     CardFor,
     Decision,
     ReaderUse,
@@ -88,7 +89,7 @@ def _asking(table: Table) -> dict[str, Any]:
         )
         return {"what": "card", **whose, "face_up": req.face_up, "purpose": req.purpose}
     if isinstance(req, Decision):
-        return {
+        decision: dict[str, Any] = {
             "what": "decision",
             "seat": req.seat,
             "hand": req.hand,
@@ -96,6 +97,10 @@ def _asking(table: Table) -> dict[str, Any]:
             "cards": hand_cards(state, req.seat, req.hand),
             "up_card": up,
         }
+        if Action.DOUBLE in req.legal:  # the most a double may be (a double for less is keyed)
+            box = next(b for b in state.boxes if b.seat == req.seat)
+            decision["double_limit"] = rnd.procedure.double_maximum(box)
+        return decision
     if isinstance(req, ReaderUse):
         return {"what": "reader", "up_card": up, "masque": req.masque}
     offer = OFFER_NAMES.get(type(req))

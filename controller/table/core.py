@@ -206,14 +206,21 @@ class Table:
 
     @property
     def manual(self) -> bool:
-        """Shuffling by hand: no shuffler configured, or it is marked out of order (673a.13(l))."""
-        return self.state.batches.shuffler_out_of_order or not self.options.automated_shuffler
+        """Shuffling by hand: no shuffling device configured, or it is marked out of order (673a.13(l))."""
+        return self.state.batches.shuffler_out_of_order or not self.options.shuffling_device
 
     @property
     def two_batches(self) -> bool:
         """673a.3(b) governs a table whose automated shuffler stores one batch while the other is
         dealt: not a hand-shuffled table, not a self-shuffling shoe or continuous shuffler."""
         return not self.manual and not self.options.self_shuffling_shoe
+
+    @property
+    def cuts_at_shuffler(self) -> bool:
+        """673a.5(a)-(e) at a batch shuffler: the dealer takes the shuffled stack out and it is
+        cut before it goes in the shoe; not at a direct-insert shuffler (ruling G13) nor for DJ
+        Wild, dealt from the hand (687a.9(a))."""
+        return self.two_batches and self.blackjack and not self.options.direct_insert_shuffler
 
     @property
     def in_round(self) -> bool:

@@ -1,7 +1,10 @@
-"""Shuffling by hand and the cut: 673a.5(a)-(e) (and the same letters of 665a and 685a).
+"""The cut of a shuffled stack: 673a.5(a)-(e) (and the same letters of 665a and 685a), one
+procedure for a batch shuffled by hand and for a batch the dealer takes out of the shuffler (every
+shuffle but a direct-insert shuffler's, ruling G13, or a self-shuffling shoe's, 5(h)).
 
 Who is offered the cut (673a.5(c)): the first player seated, the player whose box the cover card
-came out on, otherwise the seats from the dealer's far right; the dealer cuts when all refuse.
+came out on, otherwise the seats from the dealer's far right (the cover card on the dealer's hand,
+a reshuffle the floor ordered, no gaming activity); the dealer cuts when all refuse.
 """
 
 from __future__ import annotations
@@ -11,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from controller.shoe import MIN_CUT_FROM_END, min_cover_from_bottom
 from controller.table import inputs as I
-from controller.table.batches import Place
+from controller.table.batches import Place, ShufflerState
 from controller.table.events import Event, event
-from controller.table.machine import Step, applies, handles
+from controller.table.machine import Command, Step, applies, handles
 from controller.table.shuffler import ShuffleCompleted, ShuffleStarted
 
 if TYPE_CHECKING:
@@ -81,9 +84,11 @@ class FirstPlayerSeated(Event):
 def _offer_order(t: Table) -> list[int]:
     """673a.5(c): who is offered the cut, in order; the dealer cuts when all refuse (b)."""
     reason, seat = t.state.cut.reason
-    if reason in ("cover_on_seat", "first") and seat:
+    if reason == "first":  # (1): the game is (again, 5(g)) just beginning: the first player seated
+        return [seat] if seat else []
+    if reason == "cover_on_seat" and seat:  # (2)
         return [seat]
-    return sorted(t.state.cut.last_seats, reverse=True)  # farthest to the dealer's right first
+    return sorted(t.state.cut.last_seats, reverse=True)  # (3), (4): farthest to the dealer's right first
 
 
 def _procedure(t: Table) -> CutProcedure:
@@ -97,7 +102,7 @@ def _hand_shuffled(t: Table, inp: I.HandShuffled, step: Step) -> None:
     if not t.blackjack:
         raise t.refuse("687a.9(a)(1)", "cards dealt from the hand are shuffled by an automated shuffler")
     batch = t.batch(inp.back)
-    if t.options.automated_shuffler and not t.state.batches.shuffler_out_of_order:
+    if t.options.shuffling_device and not t.state.batches.shuffler_out_of_order:
         raise t.refuse(
             t.sec("shuffler_out_of_order"),
             "cards are shuffled by another method only after the shuffler is marked out of order",
@@ -109,6 +114,24 @@ def _hand_shuffled(t: Table, inp: I.HandShuffled, step: Step) -> None:
     t.emit(step, ShuffleStarted(back=inp.back, by_hand=inp.dealer))
     t.emit(step, ShuffleCompleted(back=inp.back, cards_counted=None))
     t.emit(step, CutOffered(back=inp.back, seats=_offer_order(t), reason=t.state.cut.reason[0]))
+
+
+@handles(I.StackFromShuffler)
+def _stack_out(t: Table, inp: I.StackFromShuffler, step: Step) -> None:
+    """673a.5(a),(b): the shuffler has finished; the dealer takes the stack out and offers the cut."""
+    if not t.cuts_at_shuffler:
+        raise t.refuse(t.sec("5(a)"), "at this table the stack is not taken out of a shuffler to be cut")
+    batch = t.batch(inp.back)
+    if t.in_round or t.state.shoe.back is not None:
+        raise t.refuse(t.sec("3(b)(5)"), "the shoe still holds a batch")
+    if t.state.cut.procedure is not None:
+        raise t.refuse(t.sec("5(b)"), f"the {t.state.cut.procedure.back} stack is being cut")
+    if batch.back == t.state.shoe.last_back:
+        raise t.refuse(t.sec("3(b)(4)"), f"the {batch.back} batch was dealt last shoe; the batches alternate")
+    if batch.location is not Place.SHUFFLER or batch.shuffler is not ShufflerState.READY:
+        raise t.refuse(t.sec("3(b)(3)"), f"the {batch.back} batch is not shuffled and ready in the shuffler")
+    t.emit(step, CutOffered(back=inp.back, seats=_offer_order(t), reason=t.state.cut.reason[0]))
+    step.commands.append(Command("shuffler", "eject_to_shoe", (inp.back,)))  # the stack comes out
 
 
 @handles(I.CutRefused)

@@ -58,6 +58,8 @@ def key_pressed(t: Table, inp: I.KeyPressed, step: Step) -> None:
     rnd = round_or_refuse(t)
     req = rnd.request
     key = inp.key
+    if inp.amount is not None and not (isinstance(req, Decision) and key == Action.DOUBLE):
+        raise t.refuse(t.sec("decisions"), f"only a double is keyed with an amount, not {key!r}")
     if isinstance(req, Decision):
         try:
             action = Action(key)
@@ -67,7 +69,10 @@ def key_pressed(t: Table, inp: I.KeyPressed, step: Step) -> None:
             box = next(b for b in rnd.state.boxes if b.seat == req.seat)
             why = rnd.procedure.refusal(action, box.hands[req.hand], box)
             raise why or t.refuse(t.sec("decisions"), f"{key} is not allowed now")
-        t.emit(step, DecisionMade(t.state.round.number, req.seat, req.hand, action.value))
+        box = next(b for b in rnd.state.boxes if b.seat == req.seat)
+        if inp.amount is not None:
+            rnd.procedure.double_amount(inp.amount, box)  # refused here, before it is journalled
+        t.emit(step, DecisionMade(t.state.round.number, req.seat, req.hand, action.value, inp.amount))
     elif isinstance(req, SecondChanceOffer | SurrenderOffer | EvenMoneyOffer):
         if key not in ("next", "second_chance", "surrender", "even_money"):
             raise t.refuse(t.sec("7"), f"an answer to the {type(req).__name__} is awaited, not {key!r}")

@@ -1,10 +1,15 @@
 """``tablectl journal show PATH --round N``: one round rebuilt from the journal for a question or a
 dispute (673a.7(u), 665a.7(q), 685a.7(s): cards placed so that each hand can be reconstructed).
 
-Shows each box's cards in the order they were dealt and the decisions taken, the dealer's cards,
-the reader's use and answer, every offer, every wager's settlement with the section that decided
-it, and the alarms raised during the round. It is for the people settling the dispute, after the
-round: by then the hole card and the reader's answer are public at the table.
+The text is an account a floorperson reads out: the wagers each box placed, then what happened in
+the order it happened (each card with the box and hand it went to, each offer and its answer,
+each decision, the reader), then the hands and every wager's result in words and money with the
+section that decided it, and the alarms. Hands are numbered as the console numbers them, from 1.
+DJ Wild's ordinary steps (a Progressive wager sensed, the wagers locked, the hands dealt, the stub
+counted) are told as what happened; only what went wrong is called an irregularity. ``--json``
+gives the same account as data for machines (hands numbered from 1 there too). It is for the
+people settling the dispute, after the round: by then the hole card and the reader's answer are
+public at the table.
 """
 
 from __future__ import annotations
@@ -16,7 +21,10 @@ from typing import Any
 from controller.errors import TablectlError
 from controller.journal import Record
 
-DURING_ROUND = {
+SEEN_KEY = "device_seen"  # the device counters a record carries (controller/table/recorder.py)
+
+# What happens in a round, told in order.
+PLAY = {
     "card_dealt",
     "hole_card_dealt",
     "decision",
@@ -25,21 +33,59 @@ DURING_ROUND = {
     "reader_result",
     "hole_card_exposed",
     "hole_card_turned",
-    "card_held",
-    "card_discarded_face_up",
-    "card_discarded_extra",
-    "alarm_raised",
-    "alarm_acknowledged",
-    "round_settled",
-    "round_voided",
     "bet_sensed",
     "progressive_locked",
     "progressive_collected",
     "wild_round_dealt",
     "stub_counted",
-    "deck_removed",
-    "cards_unaccounted",  # cards that left the shoe unseen mid-round (a restart, a reset shoe)
+    "action_taken",
 }
+# What went wrong (673a.13, 665a.13, 685a.12, 687a.9(h)): told in order and listed again.
+IRREGULAR = {
+    "card_held",
+    "card_discarded_face_up",
+    "card_discarded_extra",
+    "held_card_exposed",
+    "exposed_card_refused",
+    "exposed_card_discarded",
+    "dealer_card_missed",
+    "hand_called_dead",
+    "cards_unaccounted",
+    "deck_removed",
+}
+DURING_ROUND = PLAY | IRREGULAR | {"alarm_raised", "alarm_acknowledged", "round_settled", "round_voided"}
+
+WAGER_NAMES = {
+    "bet": "Bet",
+    "double_attack": "Double Attack",
+    "insurance": "Insurance",
+    "bust_it": "Bust It",
+    "match_the_dealer": "Match-the-Dealer",
+    "second_chance": "Second Chance",
+}
+OFFER_NAMES = {
+    "InsuranceOffer": "insurance",
+    "DoubleAttackOffer": "the Double Attack wager",
+    "EvenMoneyOffer": "even money",
+    "SurrenderOffer": "surrender (before the reader)",
+    "SecondChanceOffer": "the Second Chance wager",
+}
+DECISIONS = {
+    "hit": "hits",
+    "stand": "stands",
+    "double": "doubles down",
+    "split": "splits",
+    "surrender": "surrenders",
+}
+RESULTS = {
+    "blackjack": "Blackjack",
+    "win": "won",
+    "lose": "lost",
+    "push": "push",
+    "surrender": "surrendered",
+    "dead": "dead hand",
+}
+LIGHTS = {"small": "blue (2-5)", "medium": "red (6-9)", "large": "yellow (10-A)"}
 
 
 def round_records(records: Iterable[Record], round_no: int) -> list[Record]:
@@ -60,132 +106,245 @@ def round_records(records: Iterable[Record], round_no: int) -> list[Record]:
     return out
 
 
+def _hand(index: Any) -> int | None:
+    """A hand as the console numbers it (from 1); None for a box's wager (Bust It, insurance)."""
+    return None if index is None else int(index) + 1
+
+
+def _net(stake: int, halves: int) -> int | float:
+    net = Fraction(stake) * halves / 2
+    return int(net) if net.denominator == 1 else float(net)
+
+
+def _money(value: float) -> str:
+    text = str(int(value)) if float(value).is_integer() else f"{value:.1f}"
+    return f"+{text}" if value > 0 else text
+
+
 def reconstruct(records: list[Record]) -> dict[str, Any]:
+    """The round as data: the account ``format_round`` tells, and ``--json`` prints."""
     start = records[0]
+    wild = "wild_boxes" in start.payload
     boxes: dict[int, dict[str, Any]] = {}
-    wagers = start.payload.get("wagers") or [{"seat": b} for b in start.payload.get("wild_boxes", [])]
-    for w in wagers:
-        boxes[w["seat"]] = {
-            "seat": w["seat"],
-            "wagers": {k: v for k, v in w.items() if k != "seat" and v},
-            "cards": [],
-            "decisions": [],
-            "offers": [],
-        }
+
+    def box(seat: int) -> dict[str, Any]:
+        return boxes.setdefault(
+            seat, {"seat": seat, "wagers": {}, "cards": [], "decisions": [], "offers": []}
+        )
+
+    for w in start.payload.get("wagers") or []:
+        box(w["seat"])["wagers"] = {k: v for k, v in w.items() if k != "seat" and v}
+    for seat in start.payload.get("wild_boxes") or []:
+        box(seat)["wagers"] = {"ante_and_blind": True}  # 687a.9(b): the main wagers, not sensed in chips
     dealer: list[dict[str, Any]] = []
     out: dict[str, Any] = {
         "round": start.payload["round"],
+        "game": "dj-wild" if wild else "blackjack",
         "started": {"seq": start.seq, "at": start.at, "dealer": start.payload.get("dealer")},
         "boxes": boxes,
         "dealer": dealer,
-        "reader": [],
-        "alarms": [],
+        "happened": [],
         "irregularities": [],
-        "actions": [],  # who took a dealer or floor action (the console's keys for a failed keypad)
+        "alarms": [],
         "settlement": None,
     }
     for r in records[1:]:
-        p = r.payload
+        p = {k: v for k, v in r.payload.items() if k not in (SEEN_KEY, "round")}
+        entry: dict[str, Any] = {"seq": r.seq, "event": r.kind, **p}
+        if "hand" in entry:
+            entry["hand"] = _hand(entry["hand"])
         if r.kind in ("card_dealt", "hole_card_dealt"):
-            entry = {
-                "seq": r.seq,
-                "card": p["card"],
-                "hand": p["hand"],
-                "face": "up" if r.kind == "card_dealt" else "down",
-            }
+            card = {"seq": r.seq, "card": p["card"], "hand": _hand(p["hand"])}
+            card["face"] = "up" if r.kind == "card_dealt" else "down"
             if p.get("purpose"):
-                entry["purpose"] = p["purpose"]
-            if p.get("held"):
-                entry["drawn_in_error"] = True
-            (dealer if p["seat"] == 0 else boxes[p["seat"]]["cards"]).append(entry)
+                card["purpose"] = p["purpose"]
+            (dealer if p["seat"] == 0 else box(p["seat"])["cards"]).append(card)
         elif r.kind == "decision":
-            boxes[p["seat"]]["decisions"].append({"seq": r.seq, "hand": p["hand"], "action": p["action"]})
+            made = {"seq": r.seq, "hand": _hand(p["hand"]), "action": p["action"]}
+            if p.get("amount") is not None:
+                made["amount"] = p["amount"]
+            box(p["seat"])["decisions"].append(made)
+        elif r.kind == "progressive_locked":  # 687a.9(b): the wagers the lights show
+            for seat in p["boxes"]:
+                box(seat)["wagers"]["progressive_bonus"] = True
         elif r.kind == "offer_answered":
-            boxes.setdefault(
-                p["seat"], {"seat": p["seat"], "wagers": {}, "cards": [], "decisions": [], "offers": []}
-            )["offers"].append({"seq": r.seq, "offer": p["offer"], "answer": p["value"]})
-        elif r.kind in ("reader_used", "reader_result", "hole_card_exposed", "hole_card_turned"):
-            out["reader"].append(
-                {"seq": r.seq, "event": r.kind, **{k: v for k, v in p.items() if k != "round"}}
-            )
+            box(p["seat"])["offers"].append({"seq": r.seq, "offer": p["offer"], "answer": p["value"]})
         elif r.kind in ("alarm_raised", "alarm_acknowledged"):
-            out["alarms"].append({"seq": r.seq, "event": r.kind, **p})
-        elif r.kind in ("card_held", "card_discarded_face_up", "card_discarded_extra"):
-            out["irregularities"].append({"seq": r.seq, "event": r.kind, "card": p["card"]})
+            out["alarms"].append(entry)
+            continue
         elif r.kind in ("round_settled", "round_voided"):
-            out["settlement"] = {
-                "seq": r.seq,
-                "event": r.kind,
-                **{k: v for k, v in p.items() if k != "round"},
-            }
-        elif r.kind == "action_taken":
-            out["actions"].append({"seq": r.seq, **p})
-        else:
-            out["irregularities"].append({"seq": r.seq, "event": r.kind, **p})
+            out["settlement"] = _settlement(entry)
+            continue
+        if r.kind in IRREGULAR:
+            out["irregularities"].append(entry)
+        out["happened"].append(entry)
     return out
 
 
-def _net(stake: int, halves: int) -> str:
-    net = Fraction(stake) * halves / 2
-    text = str(int(net)) if net.denominator == 1 else f"{float(net):.1f}"
-    return f"+{text}" if net > 0 else text
+def _settlement(entry: dict[str, Any]) -> dict[str, Any]:
+    s = dict(entry)
+    if "settlements" in s:
+        s["settlements"] = [
+            {**line, "hand": _hand(line["hand"]), "net": _net(line["stake"], line["halves"])}
+            for line in s["settlements"]
+        ]
+        s["dealer_order"] = [{**o, "hand": _hand(o.get("hand"))} for o in s.get("dealer_order", [])]
+    return s
+
+
+# -- the account in words ---------------------------------------------------------------------
+def _who(seat: int, hand: int | None = None, hands: int = 1) -> str:
+    if seat == 0:
+        return "Dealer"
+    return f"Box {seat}" + (f" hand {hand}" if hand is not None and hands > 1 else "")
+
+
+def _wagers(w: dict[str, Any]) -> str:
+    if w.get("ante_and_blind"):
+        return "Ante and Blind" + (", Progressive Bonus" if w.get("progressive_bonus") else "")
+    return ", ".join(f"{WAGER_NAMES.get(k, k)} {v}" for k, v in w.items()) or "none"
+
+
+def _line(e: dict[str, Any], rnd: dict[str, Any]) -> str:
+    kind = e["event"]
+    seat: int = int(e.get("seat") or 0)
+    hands = _hands_of(rnd, seat) if seat else 1
+    if kind == "card_dealt":
+        if seat == 0:
+            up = bool(rnd["dealer"]) and rnd["dealer"][0]["seq"] == e["seq"]
+            return f"Dealer's {'up card' if up else 'card'} {e['card']}"
+        purpose = {
+            "double": " (the double's one card)",
+            "split": " (to the split hand)",
+            "second_chance": " (Second Chance card)",
+        }
+        return f"{_who(seat, e['hand'], hands)} dealt {e['card']}{purpose.get(e.get('purpose', ''), '')}"
+    if kind == "hole_card_dealt":
+        return f"Dealer's hole card dealt face down (it was {e['card']})"
+    if kind == "decision":
+        amount = ""
+        if e["action"] == "double":
+            amount = f" for {e['amount']}" if e.get("amount") is not None else " for the most allowed"
+        return f"{_who(seat, e['hand'], hands)} {DECISIONS.get(e['action'], e['action'])}{amount}"
+    if kind == "offer_answered":
+        offer, value = OFFER_NAMES.get(e["offer"], e["offer"]), e["value"]
+        if isinstance(value, bool):
+            return f"{_who(seat)} offered {offer}: {'took it' if value else 'declined'}"
+        return f"{_who(seat)} offered {offer}: {f'wagered {value}' if value else 'declined'}"
+    if kind == "reader_used":
+        return "Hole card into the reader"
+    if kind == "reader_result":
+        result = e.get("result", e.get("light", e.get("blackjack")))
+        if isinstance(result, str):  # the Masque reader's light (685a.7(h))
+            return f"Reader's light: {LIGHTS.get(result, result)}"
+        return f"Reader: {'dealer Blackjack' if result else 'no dealer Blackjack'}"
+    if kind == "hole_card_exposed":
+        return f"Hole card turned at once, both dealer cards Large (685a.7(h)): {e.get('hole', '')}".rstrip()
+    if kind == "hole_card_turned":
+        return f"Hole card turned: {e.get('hole', '')}".rstrip()
+    if kind == "bet_sensed":
+        return f"Box {e['box']} Progressive Bonus wager {'placed' if e['present'] else 'taken off'}"
+    if kind == "progressive_locked":
+        boxes = ", ".join(str(b) for b in e["boxes"]) or "none"
+        return f"Start Game: Progressive Bonus wagers locked (boxes {boxes})"
+    if kind == "progressive_collected":
+        return "Progressive Bonus wagers collected (boxes " + ", ".join(str(b) for b in e["boxes"]) + ")"
+    if kind == "wild_round_dealt":
+        return f"Hands dealt from the hand ({e['cards']} cards)"
+    if kind == "stub_counted":
+        ok = "as expected" if e["ok"] else f"expected {e['expected']}: WRONG (687a.9(h))"
+        return f"Stub counted: {e['count']} cards, {ok}"
+    if kind == "action_taken":
+        return f"{e['action']} by {e['who']} ({e['role']})"
+    if kind == "hand_called_dead":
+        return f"{_who(seat)} hand called dead under {e['section']} by {e['by']}"
+    if kind == "cards_unaccounted":
+        return f"{e['count']} card(s) left the {e['device']} unseen"
+    if kind == "dealer_card_missed":
+        return f"Dealer missed his {e['card']} card (reported by {e['by']})"
+    if kind == "exposed_card_refused":
+        return f"{_who(seat)} refused the exposed card"
+    card = f" {e['card']}" if "card" in e else ""
+    return f"Irregularity: {kind.replace('_', ' ')}{card}"
+
+
+def _hands_of(rnd: dict[str, Any], seat: int) -> int:
+    s = rnd["settlement"] or {}
+    for b in s.get("boxes", []):
+        if b["seat"] == seat:
+            return len(b["hands"])
+    return max([c["hand"] or 1 for c in rnd["boxes"].get(seat, {}).get("cards", [])] or [1])
 
 
 def format_round(rnd: dict[str, Any], title: str) -> str:
-    lines = [
-        f"Round {rnd['round']} at {title} (records {rnd['started']['seq']}-"
-        f"{(rnd['settlement'] or {}).get('seq', '?')}), dealer {rnd['started']['dealer'] or '-'}"
-    ]
-    for box in rnd["boxes"].values():
-        wagers = ", ".join(f"{k} {v}" for k, v in box["wagers"].items()) or "-"
-        lines.append(f"  seat {box['seat']}: wagers {wagers}")
-        cards = " ".join(
-            f"{c['card']}"
-            + (f"[h{c['hand']}]" if c["hand"] else "")
-            + (f"({c['purpose']})" if c.get("purpose") else "")
-            for c in box["cards"]
-        )
-        lines.append(f"    cards in order dealt: {cards or '-'}")
-        if box["offers"]:
-            lines.append("    offers: " + "; ".join(f"{o['offer']} -> {o['answer']}" for o in box["offers"]))
-        if box["decisions"]:
-            lines.append(
-                "    decisions: " + ", ".join(f"h{d['hand']} {d['action']}" for d in box["decisions"])
-            )
-    dealer = " ".join(f"{c['card']}{'' if c['face'] == 'up' else ' (hole)'}" for c in rnd["dealer"])
-    lines.append(f"  dealer: {dealer or '-'}")
-    for r in rnd["reader"]:
-        detail = {k: v for k, v in r.items() if k not in ("seq", "event")}
-        lines.append(f"  {r['event']} (record {r['seq']}) {detail if detail else ''}".rstrip())
-    for a in rnd["actions"]:
-        lines.append(f"  {a['action']} by {a['who']} ({a['role']}, record {a['seq']})")
-    for i in rnd["irregularities"]:
-        lines.append(f"  irregularity: {i['event']} (record {i['seq']})")
-    for a in rnd["alarms"]:
-        if a["event"] == "alarm_raised":
-            lines.append(f"  alarm {a['id']} {a['section']}: {a['message']} -> {a['floor_action']}")
-        else:
-            lines.append(f"  alarm {a['id']} acknowledged by {a['by']}")
     s = rnd["settlement"]
+    last = s["seq"] if s else "?"
+    lines = [
+        f"Round {rnd['round']} at {title}, dealer {rnd['started']['dealer'] or 'not recorded'} "
+        f"(journal records {rnd['started']['seq']}-{last})",
+        "",
+        "Wagers placed:",
+    ]
+    for b in rnd["boxes"].values():
+        lines.append(f"  Box {b['seat']}: {_wagers(b['wagers'])}")
+    lines += ["", "What happened, in order:"]
+    for e in rnd["happened"]:
+        lines.append(f"  {e['seq']:>6}  {_line(e, rnd)}")
+    if rnd["irregularities"]:
+        lines += ["", "Irregularities:"]
+        lines += [f"  {e['seq']:>6}  {_line(e, rnd)}" for e in rnd["irregularities"]]
+    if rnd["alarms"]:
+        lines += ["", "Alarms:"]
+        for a in rnd["alarms"]:
+            if a["event"] == "alarm_raised":
+                said = f"alarm {a['id']} {a['section']}: {a['message']}; floor: {a['floor_action']}"
+                lines.append(f"  {a['seq']:>6}  {said}")
+            else:
+                lines.append(f"  {a['seq']:>6}  alarm {a['id']} acknowledged by {a['by']}")
+    lines.append("")
     if s is None:
-        lines.append("  not settled (the journal ends mid-round)")
+        lines.append("Not settled: the journal ends during the round.")
     elif s["event"] == "round_voided":
-        lines.append(f"  VOID under {s['section']} (ordered by {s['by']}): every wager returned")
+        lines.append(f"VOID under {s['section']} (ordered by {s['by']}): every wager returned.")
     elif "settlements" in s:
-        d = s["dealer"]
-        lines.append(f"  dealer total {d['total']}{' Blackjack' if d['blackjack'] else ''}")
-        for b in s["boxes"]:
-            for i, h in enumerate(b["hands"]):
-                lines.append(
-                    f"  seat {b['seat']} hand {i}: {' '.join(h['cards'])} = {h['total']} {h['result']}"
-                )
-        lines.append("  settlement:")
-        for line in s["settlements"]:
-            hand = "" if line["hand"] is None else f" hand {line['hand']}"
-            lines.append(
-                f"    seat {line['seat']}{hand} {line['wager']} {line['stake']}: "
-                f"{_net(line['stake'], line['halves'])}  ({line['section']})"
-            )
+        lines += _results(s)
     else:
-        lines.append("  settled (DJ Wild: hands are settled at the table; 687a.9 governs the deal)")
+        lines.append("Settled at the table (DJ Wild: the hands are settled there; 687a.9 governs the deal).")
     return "\n".join(lines)
+
+
+def _results(s: dict[str, Any]) -> list[str]:
+    d = s["dealer"]
+    lines = [
+        f"Dealer: {' '.join(d['cards'])} = {d['total']}{', Blackjack' if d['blackjack'] else ''}",
+        "Hands:",
+    ]
+    for b in s["boxes"]:
+        for i, h in enumerate(b["hands"], start=1):
+            who = _who(b["seat"], i, len(b["hands"]))
+            lines.append(
+                f"  {who}: {' '.join(h['cards'])} = {h['total']}, {RESULTS.get(h['result'], h['result'])}"
+            )
+    lines.append("Money (+ paid to the player, - collected), with the section that decided it:")
+    totals: dict[int, float] = {}
+    hands = {b["seat"]: len(b["hands"]) for b in s["boxes"]}
+    bets_seen: set[tuple[int, int]] = set()
+    for line in s["settlements"]:
+        hand = "" if line["hand"] is None or hands.get(line["seat"], 1) < 2 else f" hand {line['hand']}"
+        name = WAGER_NAMES.get(line["wager"], line["wager"])
+        if line["wager"] == "bet" and line["hand"] is not None:
+            # A hand's second Bet line is its Double Down (settled with it, rules/state.py).
+            key = (line["seat"], line["hand"])
+            name = "Double Down" if key in bets_seen else name
+            bets_seen.add(key)
+        net = line["net"]
+        what = "returned" if net == 0 else ("paid" if net > 0 else "lost")
+        lines.append(
+            f"  Box {line['seat']}{hand} {name} {line['stake']}: {what} {_money(net) if net else ''}".rstrip()
+            + f"  ({line['section']})"
+        )
+        totals[line["seat"]] = totals.get(line["seat"], 0) + net
+    lines.append(
+        "In all: " + "; ".join(f"Box {seat} {_money(v) if v else '0'}" for seat, v in sorted(totals.items()))
+    )
+    return lines

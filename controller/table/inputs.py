@@ -76,6 +76,14 @@ class HandShuffled(Input):
 
 
 @dataclass(frozen=True, slots=True)
+class StackFromShuffler(Input):
+    """673a.5(a),(b): the shuffled batch is ready and the shoe empty: the dealer takes the stack
+    out of the shuffler to offer the cut (not at a direct-insert shuffler, ruling G13)."""
+
+    back: str
+
+
+@dataclass(frozen=True, slots=True)
 class CutRefused(Input):
     seat: int
 
@@ -115,7 +123,10 @@ class CardDrawn(Input):
 
 @dataclass(frozen=True, slots=True)
 class CoverCardReached(Input):
-    pass
+    """The shoe reports the cover card; ``remaining``: its count of the cards still in it, the
+    cards behind the cover card (None when the shoe does not say)."""
+
+    remaining: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,9 +148,12 @@ class RoundOpened(Input):
 @dataclass(frozen=True, slots=True)
 class KeyPressed(Input):
     """A dealer decision key: hit, stand, double, split, surrender, second_chance,
-    insurance_closed or next (decline the offer in front of the dealer)."""
+    insurance_closed or next (decline the offer in front of the dealer). ``amount``: the chips
+    keyed with a double for less than its limit (673a.10(a), 665a.10(a), 685a.9(a)); None is a
+    double for the limit, and no other key takes an amount."""
 
     key: str
+    amount: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

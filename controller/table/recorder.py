@@ -27,13 +27,18 @@ def options_record(options: GameOptions, table_id: str) -> dict[str, Any]:
     return {"table": table_id, "options": options_to_dict(options)}
 
 
+# Ruling keys as journals written before a rename carry them: read under the name of today.
+_RENAMED_RULINGS = {"match_both_cards": "match_the_dealer_pays"}
+
+
 def options_of(record: Record) -> tuple[GameOptions, str]:
     if record.kind != "table_opened":
         raise JournalError(f"record {record.seq}: a journal starts with table_opened, not {record.kind}")
     try:
-        return options_from_dict(dict(record.payload["options"]), f"journal record {record.seq}"), str(
-            record.payload["table"]
-        )
+        doc = dict(record.payload["options"])
+        if isinstance(doc.get("rulings"), dict):
+            doc["rulings"] = {_RENAMED_RULINGS.get(k, k): v for k, v in doc["rulings"].items()}
+        return options_from_dict(doc, f"journal record {record.seq}"), str(record.payload["table"])
     except (KeyError, TypeError, ConfigError) as e:
         raise JournalError(f"record {record.seq}: the table's options cannot be read: {e}") from None
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from controller.cards import Card
-from controller.rules.requests import Action, CardFor, Decision
+from controller.rules.requests import Action, CardFor, Decision, DoubleFor
 from controller.rules.round import Round, check_wagers
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
@@ -78,6 +78,7 @@ class DecisionMade(Event):
     seat: int
     hand: int
     action: str
+    amount: int | None = field(default=None, metadata=OMIT)  # a double for less than its limit
 
 
 # -- opening ----------------------------------------------------------------------------------
@@ -254,4 +255,5 @@ applies(HoleCardDealt)(_dealt)
 @applies(DecisionMade)
 def _decided(t: Table, e: DecisionMade) -> None:
     assert t.state.round.round is not None
-    t.state.round.round.answer(Action(e.action))
+    action = Action(e.action)
+    t.state.round.round.answer(action if e.amount is None else DoubleFor(e.amount))

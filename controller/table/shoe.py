@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 from controller.cards import Card
 from controller.games import GameId
 from controller.rules.requests import CardFor
-from controller.shoe import MIN_CUT_FROM_END
+from controller.shoe import MIN_CUT_FROM_END, min_cover_from_bottom
 from controller.table import inputs as I
+from controller.table.alarms import raise_alarm
 from controller.table.batches import Batch, Place, ShufflerState
-from controller.table.events import Event, event
+from controller.table.events import OMIT, Event, event
 from controller.table.machine import Command, Step, applies, handles, public
 from controller.table.shuffler import expired
 
@@ -31,6 +32,7 @@ class ShoeState:
     last_back: str | None = None  # the batch of the previous shoe (673a.3(b)(4))
     burns_due: int = 0  # 673a.7(c)
     cover_reached: bool = field(default=False, metadata=public("cover_card_reached"))
+    cover_from_bottom: int | None = None  # where the cut placed the cover card (673a.5(d))
     reshuffle_due: bool = False  # after this round the shoe is ended (673a.7(d), 673a.5(f))
     held_card: Card | None = None  # 673a.13(b): drawn in error face down, dealt next
 
@@ -62,6 +64,7 @@ class DiscardsReshuffled(Event):
 class ReshuffleOrdered(Event):
     by: str
     reason: str  # "cover" (673a.7(d)) or "floor" (673a.5(f))
+    seat: int | None = field(default=None, metadata=OMIT)  # the cover card's box, 0 the dealer
 
 
 @event("no_gaming_activity")
@@ -111,37 +114,76 @@ def _to_shoe(t: Table, inp: I.BatchToShoe, step: Step) -> None:
         raise t.refuse(t.sec("3(c)"), f"the {inp.back} decks were opened over 24 hours ago; change them")
     _check_shuffled(t, batch)
     t.emit(step, BatchToShoe(back=inp.back))
-    if t.two_batches:
+    if t.two_batches and not t.cuts_at_shuffler:  # a direct-insert shuffler loads the shoe itself
         step.commands.append(Command("shuffler", "eject_to_shoe", (inp.back,)))
 
 
 def _check_shuffled(t: Table, batch: Batch) -> None:
-    """The batch was shuffled the way this table shuffles, ready to go into the shoe."""
+    """The batch was shuffled the way this table shuffles, ready to go into the shoe, and cut
+    where the table cuts (by hand, or out of a batch shuffler: 673a.5(b)-(d))."""
     if t.options.self_shuffling_shoe and not t.state.batches.shuffler_out_of_order:
         return  # 673a.5(h): the approved device shuffles and counts; 5(b)-(g) do not apply
-    if t.manual:
+    if not t.manual:
+        if batch.back == t.state.shoe.last_back:
+            raise t.refuse(
+                t.sec("3(b)(4)"), f"the {batch.back} batch was dealt last shoe; the batches alternate"
+            )
+        if batch.location is not Place.SHUFFLER or batch.shuffler is not ShufflerState.READY:
+            jammed = batch.shuffler is ShufflerState.JAMMED
+            section = t.sec("shuffle_failed") if jammed else t.sec("3(b)(3)")
+            raise t.refuse(section, f"the {batch.back} batch is not shuffled and ready in the shuffler")
+    if t.manual or t.cuts_at_shuffler:
         cut = t.state.cut.procedure
         if cut is None or cut.back != batch.back or cut.cover_from_bottom is None:
             raise t.refuse(
                 t.sec("5(d)"), "the stack is cut and the cover card placed before it goes in the shoe"
             )
-        return
-    if batch.back == t.state.shoe.last_back:
-        raise t.refuse(t.sec("3(b)(4)"), f"the {batch.back} batch was dealt last shoe; the batches alternate")
-    if batch.location is not Place.SHUFFLER or batch.shuffler is not ShufflerState.READY:
-        jammed = batch.shuffler is ShufflerState.JAMMED
-        section = t.sec("shuffle_failed") if jammed else t.sec("3(b)(3)")
-        raise t.refuse(section, f"the {batch.back} batch is not shuffled and ready in the shuffler")
 
 
 @handles(I.CoverCardReached)
 def _cover_reached(t: Table, inp: I.CoverCardReached, step: Step) -> None:
     if t.options.self_shuffling_shoe:
         raise t.refuse(t.sec("5(h)"), "a self-shuffling shoe has no cover card")
-    if t.state.shoe.back is None:
+    shoe = t.state.shoe
+    if shoe.back is None:
         raise t.refuse(t.sec("7(d)"), "no batch is in the shoe")
-    if not t.state.shoe.cover_reached:
-        t.emit(step, ReshuffleOrdered(by="cover card", reason="cover"))
+    if shoe.cover_reached:
+        return
+    t.emit(step, ReshuffleOrdered(by="cover card", reason="cover", seat=_cover_seat(t)))
+    _check_cover_depth(t, step, inp.remaining)
+
+
+def _cover_seat(t: Table) -> int:
+    """673a.5(c)(2),(3): the box the cover card appeared on, the card the round waits for; 0 for
+    the dealer's hand or between rounds (then the cut goes to the dealer's far right)."""
+    rnd = t.state.round.round
+    req = rnd.request if rnd is not None else None
+    return req.seat if isinstance(req, CardFor) else 0
+
+
+def _check_cover_depth(t: Table, step: Step, remaining: int | None) -> None:
+    """673a.5(d): the cover card at least 1/4 of the way in from the bottom; the counting shoe's
+    count when it comes out is the number of cards that were behind it."""
+    shoe = t.state.shoe
+    assert shoe.back is not None
+    n = t.state.batches.batches[shoe.back].size
+    if remaining is None:
+        return
+    placed = shoe.cover_from_bottom
+    if remaining < min_cover_from_bottom(n):
+        why = f"only {remaining} of {n} cards were behind it (at least {min_cover_from_bottom(n)})"
+    elif placed is not None and remaining != placed:
+        why = f"{remaining} cards were behind it, but it was recorded {placed} from the bottom"
+    else:
+        return
+    raise_alarm(
+        t,
+        step,
+        t.sec("5(d)"),
+        f"the cover card came out too deep in the {shoe.back} batch: {why}",
+        "check how the cover card is placed; the batch is reshuffled now as usual",
+        halts=False,
+    )
 
 
 @handles(I.ReshuffleOrdered)
@@ -198,6 +240,8 @@ def _loaded(t: Table, e: BatchToShoe) -> None:
     shoe.burns_due = 0 if t.options.game is GameId.DJ_WILD else 1  # 673a.7(c); none from the hand
     shoe.cover_reached = False
     shoe.reshuffle_due = False
+    cut = t.state.cut.procedure
+    shoe.cover_from_bottom = cut.cover_from_bottom if cut is not None and cut.back == e.back else None
     t.state.cut.procedure = None
 
 
@@ -235,6 +279,8 @@ def _ordered(t: Table, e: ReshuffleOrdered) -> None:
     t.state.shoe.reshuffle_due = True
     if e.reason == "cover":
         t.state.shoe.cover_reached = True
+        if e.seat is not None:  # 673a.5(c)(2) its box; (3) the dealer's hand: the far right
+            t.state.cut.reason = ("cover_on_seat", e.seat) if e.seat else ("cover_on_dealer", 0)
     else:
         t.state.cut.reason = ("floor", 0)  # 673a.5(c)(4)
 

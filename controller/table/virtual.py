@@ -81,6 +81,8 @@ class VirtualTable:
         shoe = shuffled_shoe(cards, self.rng)
         self.stack = shoe.cards  # next card last
         self.behind_cover = shoe.behind_cover
+        if self.table.cuts_at_shuffler:
+            cut_and_cover(self.feed, self.table, back, shoe.behind_cover)
         self.feed(I.BatchToShoe(back=back))
 
     def next_shoe(self) -> None:
@@ -103,7 +105,7 @@ class VirtualTable:
 
     def draw(self) -> Step:
         if len(self.stack) == self.behind_cover and not self.table.cover_reached:
-            self.feed(I.CoverCardReached())
+            self.feed(I.CoverCardReached(remaining=len(self.stack)))
         return self.feed(I.CardDrawn(card=self.stack.pop()))
 
     # -- one round ------------------------------------------------------------------------------
@@ -167,3 +169,14 @@ class VirtualTable:
 
     def even_money(self, req: EvenMoneyOffer) -> None:
         self.feed(I.KeyPressed(key="next"))
+
+
+def cut_and_cover(feed: Callable[[I.Input], object], table: Table, back: str, cover_from_bottom: int) -> None:
+    """673a.5(a)-(d) at a batch shuffler, as the dealer does it: the stack out of the shuffler, the
+    cut offered and taken by the first seat offered (the dealer when none is), the cover card
+    ``cover_from_bottom`` cards from the bottom. The stack then goes into the shoe (BatchToShoe)."""
+    feed(I.StackFromShuffler(back=back))
+    cut = table.cut
+    assert cut is not None
+    feed(I.CutMade(at=table.batches[back].size // 2, by=cut.offer_order[0] if cut.offer_order else 0))
+    feed(I.CoverCardPlaced(from_bottom=cover_from_bottom))

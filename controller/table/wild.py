@@ -89,7 +89,7 @@ def _key(t: Table, inp: I.KeyPressed, step: Step) -> None:
     if wild is None:
         key_pressed(t, inp, step)
         return
-    if inp.key != "next" or not wild.dealt:
+    if inp.key != "next" or not wild.dealt or inp.amount is not None:
         raise t.refuse("687a.9", f"{inp.key!r} has no meaning in this DJ Wild round now")
     not_halted(t, "the end of the round")  # e.g. a wrong stub count, 687a.9(h)
     if _stub_count_due(t):

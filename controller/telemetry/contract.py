@@ -139,6 +139,10 @@ class AskDecision(AskBase):
     legal: list[str] = Field(description="the keys the dealer may press: the legal actions")
     cards: list[str]
     up_card: str | None
+    double_limit: int | None = Field(
+        default=None,
+        description="when `double` is legal: the most the double may be (a double for less is keyed)",
+    )
 
 
 class AskReader(AskBase):

@@ -66,6 +66,7 @@ class KeypadDriver(RegisterDriver):
             # The counter read on from, journalled with the alarm: not raised again at a restart.
             out.append(DeviceGlitch(self.name, "keys", glitch, counters=(("key_seq", base),)))
         ring = cur["key_ring"]
+        amounts = cur.get("key_amount")  # a keypad that takes amounts (docs/devices/keypad.md)
         seqs, missed = new_in_ring(base, (base + n) & 0xFFFF, len(ring))
         if missed:
             out.append(KeysMissed(self.name, missed))
@@ -75,7 +76,8 @@ class KeypadDriver(RegisterDriver):
                 key = Key(name)
             except ValueError:
                 raise FrameDecodeError(f"{self.name}: key code names no key") from None
-            out.append(ButtonPressed(self.name, key, seq))
+            amount = ring_word(amounts, seq) if amounts is not None else 0
+            out.append(ButtonPressed(self.name, key, seq, amount or None))
         guard.commit(seq_now)
         return out
 

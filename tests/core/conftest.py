@@ -4,6 +4,7 @@ from controller.cards import parse_card
 from controller.game_config import GameOptions, default_options
 from controller.table import inputs as I
 from controller.table.core import Step, Table
+from controller.table.virtual import cut_and_cover
 
 T0 = 1_800_000_000.0
 
@@ -21,6 +22,8 @@ class Desk:
         self.feed(I.BatchToShuffler(back="blue"))
         self.feed(I.ShuffleStarted(back="blue"))
         self.feed(I.ShuffleCompleted(back="blue", cards_counted=self.table.batches["blue"].size))
+        if self.table.cuts_at_shuffler:  # 673a.5(b)-(d): cut, cover card, then the shoe
+            cut_and_cover(self.feed, self.table, "blue", self.table.batches["blue"].size // 3)
         self.feed(I.BatchToShoe(back="blue"))
         self.feed(I.BatchToShuffler(back="red"))
         self.feed(I.ShuffleStarted(back="red"))

@@ -125,12 +125,14 @@ def test_journal_show_reconstructs_a_round_for_a_dispute(day: Path) -> None:
     text = proc.stdout
     assert text.startswith("Round 37 at sim-down-under (Down Under Blackjack)")
     for part in (
-        "seat 1: wagers bet 10",
-        "cards in order dealt:",
-        "dealer:",
-        "reader_used",
-        "settlement:",
+        "Box 1: Bet 10",
+        "What happened, in order:",
+        "Dealer's up card",
+        "Hole card into the reader",
+        "Reader's light:",
+        "Money (+ paid to the player, - collected)",
         "685a.",
+        "In all: Box 1",
     ):
         assert part in text
     data = json.loads(tablectl("journal", "show", str(day), "--round", "37", "--json").stdout)

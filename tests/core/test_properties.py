@@ -77,6 +77,10 @@ class Dealer:
             return I.ShuffleCompleted(back=in_shuffler[0].back, cards_counted=in_shuffler[0].size)
         if table.shoe_back is None:
             if in_shuffler and in_shuffler[0].shuffler.value == "ready":
+                if table.cuts_at_shuffler and table.cut is None:  # 673a.5(a),(b): out to be cut
+                    return I.StackFromShuffler(back=in_shuffler[0].back)
+                if table.cuts_at_shuffler:
+                    return self._next_manual()
                 return I.BatchToShoe(back=in_shuffler[0].back)
             if idle and not in_shuffler:
                 pick = [b for b in idle if b.back != table.last_shoe_back] or idle
@@ -139,6 +143,7 @@ class Dealer:
                 I.BatchToShuffler(back=back),
                 I.ShuffleStarted(back=back),
                 I.ShuffleCompleted(back=back, cards_counted=size),
+                I.StackFromShuffler(back=back),
                 I.BatchToShoe(back=back),
                 I.HandShuffled(back=back, dealer="d1"),
             ]

@@ -269,7 +269,9 @@ def test_673a_5h_a_self_shuffling_shoe_skips_the_cut(game: str, section: str) ->
 
     from controller.table.core import Table
 
-    table = Table(replace(default_options(game), self_shuffling_shoe=True))
+    options = replace(default_options(game), automated_shuffler=False, self_shuffling_shoe=True)
+    options.validate()
+    table = Table(options)
     table.handle(I.DecksOpened(back="blue", dealer="d1", floorperson="f1"), 1.0)
     step = table.handle(I.BatchToShoe(back="blue"), 2.0)  # no shuffle, no cut, no cover card
     assert [e.kind for e in step.events] == ["batch_to_shoe"] and not step.commands
@@ -277,6 +279,10 @@ def test_673a_5h_a_self_shuffling_shoe_skips_the_cut(game: str, section: str) ->
         table.handle(I.CoverCardReached(), 3.0)
     with pytest.raises(Exception, match=r"687a\.9\(a\)\(1\)"):
         replace(default_options("dj-wild"), self_shuffling_shoe=True).validate()
+    # A self-shuffling shoe is shuffled by hand only once it is marked out of order (673a.13(l),
+    # 665a.13(k), 685a.12(k)).
+    with pytest.raises(RuleViolation, match=r"^6\d\da\.1[23]\([kl]\): cards are shuffled by another"):
+        table.handle(I.HandShuffled(back="red", dealer="d1"), 4.0)
 
 
 def test_673a_13f_not_enough_cards_the_discards_are_reshuffled_and_the_round_finished() -> None:
@@ -287,6 +293,7 @@ def test_673a_13f_not_enough_cards_the_discards_are_reshuffled_and_the_round_fin
 
     from controller.rules.requests import CardFor, Decision, ReaderUse, SurrenderOffer
     from controller.table.core import Table
+    from controller.table.virtual import cut_and_cover
 
     options = replace(default_options(DBJ), decks=2)
     table = Table(options)
@@ -301,6 +308,7 @@ def test_673a_13f_not_enough_cards_the_discards_are_reshuffled_and_the_round_fin
     for step in (I.BatchToShuffler, I.ShuffleStarted):
         feed(step(back="blue"))
     feed(I.ShuffleCompleted(back="blue", cards_counted=104))
+    cut_and_cover(feed, table, "blue", 40)  # 673a.5(b)-(d)
     feed(I.BatchToShoe(back="blue"))
     for step in (I.BatchToShuffler, I.ShuffleStarted):
         feed(step(back="red"))

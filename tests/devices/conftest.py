@@ -160,7 +160,8 @@ async def rig_factory(clock: VirtualClock) -> AsyncIterator[Callable[..., Awaita
 
     async def make(table: str = "double-back-jack", seed: int = 1234) -> Rig:
         game_spec, devices = read_table(TABLES / f"{table}.toml")
-        st = SimTable(devices, game_spec, seed=seed, clock=clock)
+        # The devices alone: the shuffler's eject loads the shoe (no dealer here to cut the stack).
+        st = SimTable(devices, game_spec, seed=seed, clock=clock, direct_insert=True)
         await st.start()
         rig = Rig(st, clock)
         rigs.append(rig)

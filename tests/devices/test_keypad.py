@@ -98,3 +98,17 @@ async def test_lock_lights_what_it_froze_and_unlock_puts_every_light_out(rig: Ri
     assert kp.lights == {(1, 1), (2, 1), (5, 2)}
     await d.send(UnlockSensors())
     assert (kp.locked, kp.lights, kp.sensed()) == (False, set(), {(3, 1), (5, 2)})
+
+
+async def test_a_key_carries_the_amount_keyed_with_it(rig: Rig) -> None:
+    """A double for less (673a.10(a), 665a.10(a), 685a.9(a)): the amount is read from
+    key_amount, the slot of the key in key_ring; a key with nothing keyed carries none."""
+    d = rig.driver("keypad")
+    await d.poll_once()
+    drain(d)
+    kp = rig.model("keypad")
+    kp.press(Key.DOUBLE, 5)
+    kp.press(Key.HIT)
+    await d.poll_once()
+    pressed = of_type(drain(d), ButtonPressed)
+    assert [(e.key, e.amount) for e in pressed] == [(Key.DOUBLE, 5), (Key.HIT, None)]

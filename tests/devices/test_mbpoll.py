@@ -90,7 +90,7 @@ async def test_undocumented_tables_are_illegal_function_on_both_transports(
 async def test_an_address_outside_the_map_is_illegal_data_address(rig: Rig) -> None:
     for args in (
         tcp(rig, "shoe", "-t", "4", "-r", "100", "-1"),
-        rtu(rig, "-t", "4", "-r", "37", "-1", unit=3),  # the keypad's map ends at 36
+        rtu(rig, "-t", "4", "-r", "45", "-1", unit=3),  # the keypad's map ends at 44
     ):
         code, out = await mbpoll(*args)
         assert code != 0 and "Illegal data address" in out, out

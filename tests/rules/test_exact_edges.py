@@ -9,6 +9,7 @@ edge by more than three standard errors.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
@@ -65,8 +66,9 @@ def exact_bust_it() -> Fraction:
     return -ev  # house edge per unit
 
 
-def exact_match_the_dealer(decks: int) -> Fraction:
-    """685a.7(f), 685a.11(c), rulings U1 (best line once) and U2 (identical rank)."""
+def exact_match_the_dealer(decks: int, both: str = "best") -> Fraction:
+    """685a.7(f), 685a.11(c), rulings U1 (``both``: the better line once, or each matching card)
+    and U2 (identical rank)."""
     suited, unsuited = {6: (11, 4), 8: (14, 3)}[decks]
     cards = shoe(decks)
     n = sum(cards.values())
@@ -85,7 +87,8 @@ def exact_match_the_dealer(decks: int) -> Fraction:
                     continue
                 p = Fraction(nu, n) * Fraction(a * b2, (n - 1) * (n - 2))
                 wins = [pays[k] for k in (k1, k2) if k in pays]
-                ev += p * (max(wins) if wins else -1)
+                won = (max(wins) if both == "best" else sum(wins)) if wins else -1
+                ev += p * won
     return -ev
 
 
@@ -98,10 +101,14 @@ def exact_insurance(decks: int, win_ranks: set[str], pays: Fraction, without_ten
     return -(p * pays - (1 - p))
 
 
-def _check(game: str, wager: str, exact: Fraction, rounds: int, decks: int | None = None) -> None:
+def _check(
+    game: str, wager: str, exact: Fraction, rounds: int, decks: int | None = None, **rulings: object
+) -> None:
     options = default_options(game)
     if decks is not None:
         options = default_options(game, decks)
+    if rulings:
+        options = replace(options, rulings=replace(options.rulings, **rulings))
     report = simulate(options, seats=1, rounds=rounds, seed=20261121)
     stats = report.wagers[Wager(wager)]
     assert stats.rounds > 0
@@ -120,6 +127,10 @@ def test_exact_values_are_what_the_paytables_imply() -> None:
     assert 0 < exact_bust_it() < Fraction(1, 5)
     assert 0 < exact_match_the_dealer(6) < Fraction(1, 5)
     assert 0 < exact_match_the_dealer(8) < Fraction(1, 5)
+    # Ruling U1: paying each matching card costs the house about two points (docs/simulate.md).
+    for decks, best, each in ((6, 0.063064, 0.040618), (8, 0.055666, 0.036738)):
+        assert abs(float(exact_match_the_dealer(decks)) - best) < 5e-6
+        assert abs(float(exact_match_the_dealer(decks, "each")) - each) < 5e-6
 
 
 @pytest.mark.slow
@@ -131,6 +142,13 @@ def test_bust_it_edge_matches_exact() -> None:
 @pytest.mark.parametrize("decks", [6, 8])
 def test_match_the_dealer_edge_matches_exact(decks: int) -> None:
     _check("down-under", "match_the_dealer", exact_match_the_dealer(decks), rounds=80_000, decks=decks)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("decks", [6, 8])
+def test_match_the_dealer_paid_for_each_card_matches_exact(decks: int) -> None:
+    exact = exact_match_the_dealer(decks, "each")
+    _check("down-under", "match_the_dealer", exact, rounds=80_000, decks=decks, match_the_dealer_pays="each")
 
 
 @pytest.mark.slow

@@ -73,7 +73,7 @@ def test_u1_match_the_dealer_each_card_paid() -> None:
     # 685a.7(f), 685a.11(c), ruling U1: player 7H, up 7H, player 7S: one suited, one unsuited match.
     shoe = "7H 7H 7S 9D 10C"
     best = play(options(DU), shoe, seat(1, 10, match_the_dealer=5))
-    each = play(options(DU, match_both_cards="each"), shoe, seat(1, 10, match_the_dealer=5))
+    each = play(options(DU, match_the_dealer_pays="each"), shoe, seat(1, 10, match_the_dealer=5))
     assert net(best)["match_the_dealer"] == 55  # 11 to 1 once
     assert net(each)["match_the_dealer"] == 75  # 11 to 1 + 4 to 1
 
@@ -217,3 +217,19 @@ def test_685a_10d_dealer_blackjack_after_a_split_returns_the_split_wager() -> No
     assert result["dealer"]["blackjack"] is True
     assert [h["result"] for h in result["seats"][0]["hands"]] == ["lose", "push"]
     assert net(result) == {"bet": -10, "total": -10}
+
+
+def test_u1_a_journal_written_before_the_key_was_renamed_reads_the_same() -> None:
+    """Journals opened before `match_the_dealer_pays` carry the ruling as `match_both_cards`."""
+    from controller.game_config import options_to_dict
+    from controller.journal import Classification
+    from controller.journal.model import Record
+    from controller.table.recorder import options_of
+
+    doc = options_to_dict(options(DU, match_the_dealer_pays="each"))
+    doc["rulings"] = {
+        ("match_both_cards" if k == "match_the_dealer_pays" else k): v for k, v in doc["rulings"].items()
+    }
+    record = Record(1, 0.0, "table_opened", Classification.PUBLIC, {"table": "t1", "options": doc}, "", "")
+    read, table = options_of(record)
+    assert read.rulings.match_the_dealer_pays == "each" and table == "t1"

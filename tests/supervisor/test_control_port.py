@@ -135,6 +135,24 @@ async def _hand_dealt_round(control: str, link: MqttLink) -> None:
     for back in snap["batches"]:
         await link.floor("inspection_verified", {"back": back, "dealer": "dealer-1"})
     await link.floor("new_dealer", {"name": "dealer-1"})
+    # 673a.5(b)-(d): the stack out of the shuffler, cut by the dealer (no player yet), the cover
+    # card placed, into the shoe; the table asks for each step.
+    snap = await _until(link, "the cut", lambda s: s["asking"].get("what") == "cut")
+    assert snap["asking"]["seat"] == "dealer"
+    for _ in range(10_000):  # the table asks once it has journalled the eject; the stack follows
+        async with aiohttp.ClientSession() as s, s.get(f"{control}/devices") as r:
+            if (await r.json())["devices"].get("hand", {}).get("tray") == snap["asking"]["back"]:
+                break
+    status, taken = await _post(f"{control}/action", {"action": "take_stack"})
+    assert status == 200 and taken["cards"] == 312
+    await link.floor("cut_made", {"at": 150, "by": 0})
+    assert (await _post(f"{control}/action", {"action": "cut_stack", "at": 150}))[0] == 200
+    snap = await _until(link, "the cover card", lambda s: s["asking"].get("what") == "cover_card")
+    await link.floor("cover_card_placed", {"from_bottom": 80})
+    snap = await _until(link, "the stack into the shoe", lambda s: s["asking"].get("what") == "cut_to_shoe")
+    assert (await _post(f"{control}/action", {"action": "stack_into_shoe", "cover_from_bottom": 80}))[
+        0
+    ] == 200
     snap = await _until(link, "a batch in the shoe", lambda s: s.get("batch_in_shoe"))
     while snap["asking"]["what"] == "burn":  # 673a.7(c)
         assert (await _post(f"{control}/action", {"action": "draw"}))[0] == 200

@@ -39,8 +39,28 @@ async def test_a_full_shoe_with_the_cover_card_and_the_batch_swap(game: str, tab
     assert len(loads) >= 2 and loads[0] == first
     assert all(a != b for a, b in itertools.pairwise(loads))
     if t.blackjack:
-        assert ("reshuffle_ordered", {"by": "cover card", "reason": "cover"}) in records
+        covers = [p for k, p in records if k == "reshuffle_ordered" and p["reason"] == "cover"]
+        assert covers and covers[0]["by"] == "cover card" and "seat" in covers[0]
         assert kinds.index("reshuffle_ordered") < kinds.index("shoe_ended")
+        # 673a.5(b)-(d) at the batch shuffler: each stack is cut and given its cover card before
+        # it goes into the shoe, and the shoe saw it come in (BatchLoaded), no eject into it.
+        for load in [i for i, k in enumerate(kinds) if k == "batch_to_shoe"]:
+            before = kinds[:load]
+            last_offer = len(before) - 1 - before[::-1].index("cut_offered")
+            assert {"cut_made", "cover_card_placed"} <= set(before[last_offer:])
+        # The second stack: the cover card's box refuses the cut (5(c)), the dealer cuts, the
+        # floor orders a recut (5(e)) and the last cutter cuts again.
+        second = kinds[kinds.index("batch_to_shoe") + 1 :]
+        assert "cut_refused" in second and "recut_ordered" in second
+        assert second.count("cut_made") == 2
+        # 673a.10(a), 665a.10(a), 685a.9(a): the players double a soft hand for less, keyed with
+        # its amount on the keypad's key_amount; it is journalled and settled on that amount.
+        for_less = [p for k, p in records if k == "decision" and "amount" in p]
+        assert for_less, "no double for less in a whole shoe"
+        settled = {p["round"]: p["settlements"] for k, p in records if k == "round_settled"}
+        for d in for_less:
+            lines = [s for s in settled[d["round"]] if (s["seat"], s["hand"]) == (d["seat"], d["hand"])]
+            assert d["amount"] in [s["stake"] for s in lines if s["wager"] == "bet"]
     assert "alarm_raised" not in kinds
     assert all(h is DeviceHealth.ONLINE for h in rig.supervisor.health.values())
     assert_journal_sound(rig)

@@ -117,8 +117,10 @@ class Controller:
 
 def _opened_journal(game: str, path: Path) -> None:
     """The floor verified both batches and the dealer came in (as a previous run journalled)."""
+    from tests.support.kill9 import direct_insert
+
     cfg = load_table_config(table_file(game))
-    jt = JournaledTable.open(path, cfg.options, cfg.table_id)
+    jt = JournaledTable.open(path, direct_insert(cfg.options), cfg.table_id)
     import time
 
     for back in jt.table.batches:
@@ -160,7 +162,8 @@ async def _one_blackjack_action(sim: SimTable, ctl: Controller) -> bool:
 async def test_kill_9_mid_round_and_resume(game: str, tmp_path: Path) -> None:
     cfg = load_table_config(table_file(game))
     fast = [replace(d, sim={**d.sim, "cycle_s": 0.3}) for d in cfg.devices]
-    sim = SimTable(fast, cfg.options.spec, seed=5, decks=cfg.options.decks)
+    # A direct-insert shuffler (ruling G13), as in the soak: the kill is the subject here.
+    sim = SimTable(fast, cfg.options.spec, seed=5, decks=cfg.options.decks, direct_insert=game != "dj-wild")
     await sim.start()
     journal = tmp_path / "table.db"
     _opened_journal(game, journal)

@@ -362,3 +362,39 @@ async def test_a_device_reset_is_one_alarm_however_often_run_restarts(tmp_path: 
         assert (
             sup.table.device_seen["shoe"]["draw_seq"] == 0 and sup.table.device_seen["keypad"]["key_seq"] == 0
         )
+
+
+async def test_a_restart_in_the_middle_of_the_cut_goes_on_with_it(tmp_path: Path) -> None:
+    """673a.5(b)-(d) at the batch shuffler across a restart: the journal has the stack out and
+    the cut made; while the appliance is down the dealer places the cover card and loads the
+    shoe; the new appliance asks for the cover card's record, and then the shoe's report of the
+    stack coming in puts the batch in play."""
+    async with bench(tmp_path) as b:
+        sup = await b.start()
+        for back in sup.table.batches:
+            assert (await sup.command("inspection_verified", {"back": back, "dealer": "d"}, "f", "floor"))[
+                "ok"
+            ]
+        for _ in range(60):  # the shuffle's cycle on the virtual clock, then the stack comes out
+            if sup.table.cut is not None and b.sim.tray is not None:
+                break
+            b.clock.advance(5.0)
+            await sup.settle()
+        assert sup.table.cut is not None and sup.snapshot()["asking"]["what"] == "cut"
+        hands = b.dealer.hands  # type: ignore[union-attr]
+        stack = hands.take_stack()
+        assert (await sup.command("cut_made", {"at": 100, "by": 0}, "dealer-1", "dealer"))["ok"]
+        hands.cut_stack(100)
+        await b.stop()  # the appliance restarts; the dealer goes on
+        hands.stack_into_shoe(len(stack.cards) // 4 + 3)
+        sup = await b.start()
+        assert sup.table.shoe_back is None  # no cover card recorded yet: the stack is not in play
+        assert sup.snapshot()["asking"]["what"] == "cover_card"
+        placed = await sup.command(
+            "cover_card_placed", {"from_bottom": len(stack.cards) // 4 + 3}, "d", "dealer"
+        )
+        assert placed["ok"]
+        assert sup.table.shoe_back is None  # the shoe reported its batch while the record was missing
+        await sup.command("batch_to_shoe", {"back": stack.back}, "dealer-1", "dealer")
+        assert sup.table.shoe_back == stack.back
+        assert "alarm_raised" not in [k for k, _ in journal_kinds(b.journal)]

@@ -37,6 +37,8 @@ from typing import Any
 import aiomqtt
 
 from controller.errors import RuleViolation
+from controller.game_config import GameOptions
+from controller.games import GameId
 from controller.journal import Journal, verify_journal
 from controller.rules.requests import (
     CardFor,
@@ -298,13 +300,22 @@ def _reader_inputs(result: str) -> list[I.Input]:
 
 
 def _opened_journal(game: str, path: Path) -> None:
-    """The floor verified both batches and the dealer came in (as a previous run journalled)."""
+    """The floor verified both batches and the dealer came in (as a previous run journalled). The
+    blackjack tables declare a direct-insert shuffler (ruling G13): what is killed here is the
+    appliance, mid-draw and mid-commit; the cut of a stack at a batch shuffler is played over the
+    wire by tests/supervisor/test_games.py and test_wire_dealer.py."""
     cfg = load_table_config(table_file(game))
-    jt = JournaledTable.open(path, cfg.options, cfg.table_id)
+    options = direct_insert(cfg.options)
+    jt = JournaledTable.open(path, options, cfg.table_id)
     for back in jt.table.batches:
         jt.handle(I.DecksOpened(back=back, dealer="dealer-1", floorperson="floor-1"), time.time())
     jt.handle(I.NewDealer(name="dealer-1"), time.time())
     jt.close()
+
+
+def direct_insert(options: GameOptions) -> GameOptions:
+    """The game's options with the direct-insert shuffler declared, where there is a shoe."""
+    return replace(options, direct_insert_shuffler=options.game is not GameId.DJ_WILD)
 
 
 class EventTap:
@@ -349,7 +360,8 @@ async def run_once(seed: int, kills: int, game: str = "down-under", workdir: Pat
         port = stack.enter_context(broker(tmp))
         cfg = load_table_config(table_file(game))
         fast = [replace(d, sim={**d.sim, "cycle_s": 0.2}) for d in cfg.devices]
-        sim = SimTable(fast, cfg.options.spec, seed=seed, decks=cfg.options.decks)
+        blackjack = cfg.options.game is not GameId.DJ_WILD
+        sim = SimTable(fast, cfg.options.spec, seed=seed, decks=cfg.options.decks, direct_insert=blackjack)
         await sim.start()
         journal = tmp / "table.db"
         _opened_journal(game, journal)

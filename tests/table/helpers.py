@@ -33,6 +33,7 @@ from controller.table import inputs as I
 from controller.table.batches import Place
 from controller.table.core import Step, Table
 from controller.table.events import DomainEvent, typed
+from controller.table.virtual import cut_and_cover
 
 T0 = 1_800_000_000.0
 HOUR = 3600.0
@@ -122,6 +123,9 @@ class Rig:
         self.feed(I.ShuffleCompleted(back=back, cards_counted=count))
 
     def load(self, back: str) -> Step:
+        """Into the shoe: at a batch-shuffler table after the cut and cover card (673a.5(b)-(d))."""
+        if self.table.cuts_at_shuffler:
+            cut_and_cover(self.feed, self.table, back, -(-self.size(back) // 4) + 5)
         step = self.feed(I.BatchToShoe(back=back))
         self.stack = self.options.spec.batch(self.options.decks, back)
         self.rng.shuffle(self.stack)

@@ -12,6 +12,7 @@ from controller.rules.state import SeatWagers
 from controller.table import inputs as I
 from controller.table.batches import Place
 from controller.table.core import Table
+from controller.table.virtual import cut_and_cover
 from tests.table.helpers import BJ, DA, DU, HOUR, T0, Rig, ready
 
 BLACKJACK_GAMES = [BJ, DA, DU]
@@ -267,6 +268,7 @@ def test_a_shoe_loaded_just_inside_24_hours_is_accepted() -> None:
     rig.feed(I.DecksOpened(back="blue", dealer="d", floorperson="f"), at=T0)
     rig.feed(I.DecksOpened(back="red", dealer="d", floorperson="f"), at=T0)
     rig.shuffle("blue")
+    cut_and_cover(lambda inp: rig.feed(inp, at=T0 + 24 * HOUR - 4), rig.table, "blue", rig.size() // 3)
     rig.feed(I.BatchToShoe(back="blue"), at=T0 + 24 * HOUR - 1)
     assert rig.table.shoe_back == "blue"
 

@@ -46,10 +46,10 @@ def _manual_in_shoe(seats: tuple[int, ...] = (1, 2, 3)) -> Rig:
 
 
 # ------------------------------------------------------------------ automated shuffle
-def test_the_automated_shuffler_puts_the_stack_straight_into_the_shoe() -> None:
-    """673a.5(a): a shuffler that inserts the stack directly into the dealing shoe: no cut is
-    offered; the shuffler is told to eject the shuffled batch into the shoe."""
-    rig = Rig(BJ)
+def test_a_direct_insert_shuffler_puts_the_stack_straight_into_the_shoe() -> None:
+    """673a.5(a), ruling G13: a shuffler declared to insert the stack directly into the dealing
+    shoe: no cut is offered; the shuffler is told to eject the shuffled batch into the shoe."""
+    rig = Rig(BJ, direct_insert_shuffler=True)
     rig.open_batches()
     rig.shuffle("blue")
     assert rig.table.batches["blue"].shuffler is ShufflerState.READY
@@ -59,6 +59,103 @@ def test_the_automated_shuffler_puts_the_stack_straight_into_the_shoe() -> None:
     assert "cut_offered" not in rig.kinds()
     assert rig.table.cut is None
     assert rig.places("blue") == {Place.SHOE: rig.size()}
+
+
+@pytest.mark.parametrize("game", BLACKJACK_GAMES)
+def test_at_a_batch_shuffler_the_stack_comes_out_and_is_cut_before_the_shoe(game: str) -> None:
+    """673a.5(a)-(d) at the shipped default (a batch shuffler): the dealer takes the shuffled
+    stack out (the shuffler ejects it), the cut is offered, the cut position and the cover card
+    are checked, and only then does the stack go in the shoe; nothing is ejected twice."""
+    rig = Rig(game)
+    sec = rig.sec
+    rig.open_batches()
+    rig.shuffle("blue")
+    n = rig.size()
+    rig.refuse(I.BatchToShoe(back="blue"), sec("5(d)"))  # not cut yet
+    step = rig.feed(I.StackFromShuffler(back="blue"))
+    assert rig.kinds(step) == ["cut_offered"]
+    assert step.commands == [Command("shuffler", "eject_to_shoe", ("blue",))]
+    rig.refuse(I.StackFromShuffler(back="blue"), sec("5(b)"))  # it is out already
+    rig.refuse(I.CoverCardPlaced(from_bottom=n // 3), sec("5(d)"))  # the cut comes first
+    rig.refuse(I.CutMade(at=9, by=0), sec("5(d)"))  # ten cards from either end
+    rig.refuse(I.CutMade(at=n - 9, by=0), sec("5(d)"))
+    rig.feed(I.CutMade(at=n // 2, by=0))  # no player yet: the dealer cuts (5(b))
+    rig.refuse(I.BatchToShoe(back="blue"), sec("5(d)"))  # no cover card yet
+    rig.refuse(I.CoverCardPlaced(from_bottom=-(-n // 4) - 1), sec("5(d)"))  # under 1/4 from the bottom
+    rig.feed(I.CoverCardPlaced(from_bottom=-(-n // 4)))
+    step = rig.feed(I.BatchToShoe(back="blue"))
+    assert rig.kinds(step) == ["batch_to_shoe"] and not step.commands  # out already: no eject
+    assert rig.table.cut is None and rig.places("blue") == {Place.SHOE: n}
+
+
+@pytest.mark.parametrize("game", BLACKJACK_GAMES)
+def test_at_a_batch_shuffler_the_cut_goes_to_the_seat_the_cover_card_came_out_on(game: str) -> None:
+    """673a.5(c)(2): the player on whose box the cover card appeared is offered the next cut; he
+    refuses, the dealer cuts; the floor orders a recut (5(e)), made by the last cutter."""
+    rig = ready(game)
+    sec = rig.sec
+    _shoe_ended_by_cover(rig, (1, 2, 3), on=2)
+    stored = rig.table.batch_in(Place.SHUFFLER)[0]
+    rig.feed(I.StackFromShuffler(back=stored))
+    assert rig.table.cut is not None and rig.table.cut.offer_order == [2]
+    rig.refuse(I.CutMade(at=40, by=1), sec("5(c)"))
+    rig.feed(I.CutRefused(seat=2))
+    rig.feed(I.CutMade(at=40, by=0))
+    rig.feed(I.RecutOrdered(by="floor-1"))  # 5(e): before the cards go in the shoe
+    rig.refuse(I.CoverCardPlaced(from_bottom=rig.size() // 3), sec("5(d)"))
+    rig.feed(I.CutMade(at=50, by=0))
+    rig.feed(I.CoverCardPlaced(from_bottom=rig.size() // 3))
+    rig.feed(I.BatchToShoe(back=stored))
+    assert rig.table.shoe_back == stored
+
+
+@pytest.mark.parametrize(
+    ("game", "why"), [(g, w) for g in BLACKJACK_GAMES for w in ("floor", "idle", "dealer")]
+)
+def test_at_a_batch_shuffler_the_cut_goes_to_the_far_right(game: str, why: str) -> None:
+    """673a.5(c)(3),(4): the cover card on the dealer's hand, or a reshuffle the floor ordered:
+    the player farthest to the dealer's right first; 5(g): after no gaming activity the first
+    player to arrive (else the dealer, 5(b))."""
+    rig = ready(game)
+    while rig.table.burns_due:
+        rig.draw()
+    rig.open_round((2, 4))
+    if why == "dealer":
+        _deal_until(rig, DEALER)
+        rig.feed(I.CoverCardReached())
+        rig.finish_round()
+    else:
+        rig.finish_round()
+        rig.feed(I.ReshuffleOrdered(by="floor-1") if why == "floor" else I.NoGamingActivity(by="floor-1"))
+    stored = rig.table.batch_in(Place.SHUFFLER)[0]
+    rig.feed(I.StackFromShuffler(back=stored))
+    assert rig.table.cut is not None
+    assert rig.table.cut.offer_order == ([] if why == "idle" else [4, 2])
+
+
+@pytest.mark.parametrize("game", BLACKJACK_GAMES)
+def test_a_cover_card_placed_too_deep_is_an_alarm_naming_5d(game: str) -> None:
+    """673a.5(d): the counting shoe's count when the cover card comes out is the cards that were
+    behind it: fewer than 1/4 of the batch (or other than recorded) raises an alarm for the floor."""
+    rig = ready(game)
+    n = rig.size()
+    while rig.table.burns_due:
+        rig.draw()
+    rig.open_round((1,))
+    rig.feed(I.CoverCardReached(remaining=-(-n // 4) - 3))
+    alarm = [e for e in rig.events if e.kind == "alarm_raised"][-1].payload
+    assert alarm["section"] == rig.sec("5(d)") and "too deep" in alarm["message"] and not alarm["halts"]
+
+
+@pytest.mark.parametrize("game", BLACKJACK_GAMES)
+def test_a_cover_card_where_it_was_recorded_raises_nothing(game: str) -> None:
+    rig = ready(game)
+    placed = -(-rig.size() // 4) + 5  # where the helper's dealer placed it
+    while rig.table.burns_due:
+        rig.draw()
+    rig.open_round((1,))
+    rig.feed(I.CoverCardReached(remaining=placed))
+    assert "alarm_raised" not in rig.kinds() and rig.table.cover_reached
 
 
 def test_an_unshuffled_batch_does_not_go_into_the_shoe() -> None:
