@@ -5,6 +5,7 @@ reader is replaced; a wrong stub count in DJ Wild voiding the round."""
 from __future__ import annotations
 
 import itertools
+from typing import Any
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -173,32 +174,35 @@ async def test_the_used_batch_may_come_back_to_its_slot_late(table_rig: MakeRig)
 
     rig = await table_rig("double-back-jack")
     await rig.dealer.open_table()
-    shuffler = rig.sim.devices["shuffler"]
-    model, served = shuffler.model, shuffler.register_sim
-    assert served is not None and served.on_command is not None
-    carry_back = served.on_command
+    model = rig.sim.devices["shuffler"].model
     late: list[asyncio.Task[None]] = []
     t = rig.supervisor.table
 
     async def bring_back(slot: object, cards: list[object]) -> None:
-        await rig.clock.sleep(300)  # five minutes of the table's clock after the eject
+        await rig.clock.sleep(300)  # five minutes of the table's clock after the new batch went in
         back = model.slots[slot].back
         assert t.batches[back].location.value == "discard"  # the table still has it in the rack
         model.load(slot, cards)
         await rig.link.touched(DeviceKind.SHUFFLER)
         rig.dealer._last = None  # Start Game was refused meanwhile (3(b)(5)): the dealer presses it again
 
-    def slow_dealer(name: str, result: object) -> None:
-        carry_back(name, result)  # the simulator puts the used batch back at once ...
-        for slot, s in model.slots.items():  # ... this dealer takes it back out and comes back later
-            if name == "eject_to_shoe" and s.state is ShufflerState.IDLE and s.cards and not late:
-                cards = [dc.card for dc in s.cards]
-                s.cards, s.state = [], ShufflerState.EMPTY
-                late.append(asyncio.create_task(bring_back(slot, cards)))
+    load_shoe = rig.sim.load_shoe
 
-    served.on_command = slow_dealer
-    while rig.dealer.stats.shoes < 2 or not late or not late[0].done():
+    def slow_dealer(cards: list[Any], back: str, cover_from_bottom: int | None = None) -> None:
+        load_shoe(cards, back, cover_from_bottom)  # the simulator puts the used batch back at once ...
+        for slot, s in model.slots.items():  # ... this dealer takes it back out and comes back later
+            if s.state is ShufflerState.IDLE and s.cards and not late:
+                used = [dc.card for dc in s.cards]
+                s.cards, s.state = [], ShufflerState.EMPTY
+                late.append(asyncio.create_task(bring_back(slot, used)))
+
+    rig.sim.load_shoe = slow_dealer  # type: ignore[method-assign]
+    for _ in range(400):  # bounded: a table that never asks again fails here, not by hanging
+        if rig.dealer.stats.shoes >= 2 and late and late[0].done():
+            break
         await rig.dealer.play_round()
+    else:
+        raise AssertionError(f"the used batch never came back late: {len(late)} taken out")
     await late[0]
     for _ in range(2):
         await rig.dealer.play_round()
