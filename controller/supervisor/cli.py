@@ -74,10 +74,13 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
         console = None
         if settings is not None:
             from controller.console.server import Console
+            from controller.console.tls import server_context
 
-            console = Console(
-                supervisor, settings.users, allow_hosts=settings.allow_hosts
-            )  # a bad users file stops here, exit 2
+            tls = None
+            if settings.tls_cert is not None and settings.tls_key is not None:
+                tls = server_context(settings.tls_cert, settings.tls_key)
+            # A bad or missing users file, or an unusable certificate, stops here: exit 2.
+            console = Console(supervisor, settings.users, allow_hosts=settings.allow_hosts, tls=tls)
         return asyncio.run(_run(supervisor, console, settings))
     except TablectlError as e:
         print(f"tablectl run: {e}", file=sys.stderr)

@@ -265,7 +265,7 @@ async def test_the_display_never_carries_a_card(console_rig: ConsoleRig) -> None
 
 
 async def test_sessions_are_bounded(console_rig: ConsoleRig, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("controller.console.server.MAX_SESSIONS", 2)
+    monkeypatch.setattr("controller.console.sessions.MAX_SESSIONS", 2)
     async with console_rig.client() as first, console_rig.client() as second, console_rig.client() as third:
         for c in (first, second, third):
             await sign_in(c, "dan")

@@ -86,7 +86,7 @@ async def test_tablectl_run_serves_the_console(tmp_path: Path) -> None:
     [
         ('[console]\nlisten = "0.0.0.0"\n', "console.listen: must be HOST:PORT"),
         ('[console]\nlisten = "localhost:80"\n', "console.listen: must be HOST:PORT with an IP address"),
-        ("[console]\nport = 80\n", "console.port: unknown key (expected listen, users, allow_hosts)"),
+        ("[console]\nport = 80\n", "console.port: unknown key (expected listen, users, tls_cert, tls_key"),
         ('[console]\nallow_hosts = ["http://x:1"]\n', "console.allow_hosts: must be a list of host names"),
     ],
 )

@@ -23,19 +23,25 @@ def test_add_list_remove(
 ) -> None:
     f = tmp_path / "users.toml"
     assert (
-        _users(["add", "ann", "--role", "floor", "--file", str(f)], "s3cret-pass-floor\ns3cret-pass-floor\n", monkeypatch)
+        _users(
+            ["add", "ann", "--role", "floor", "--file", str(f)], "s3cret-floor\ns3cret-floor\n", monkeypatch
+        )
         == 0
     )
     assert (
-        _users(["add", "bob", "--role", "dealer", "--file", str(f)], "quiet-harbour-dealer\nquiet-harbour-dealer\n", monkeypatch)
+        _users(
+            ["add", "bob", "--role", "dealer", "--file", str(f)],
+            "quiet-harbour\nquiet-harbour\n",
+            monkeypatch,
+        )
         == 0
     )
     text = f.read_text()
-    assert "s3cret-pass-floor" not in text and "quiet-harbour-dealer" not in text and text.count("scrypt$") == 2
+    assert "s3cret-floor" not in text and "quiet-harbour" not in text and text.count("scrypt$") == 2
     assert f.stat().st_mode & 0o077 == 0  # readable by its owner only
     users = load_users(f)
-    assert verify_password("s3cret-pass-floor", users["ann"].password) and not users["ann"].verify("quiet-harbour-dealer")
-    assert hash_password("s3cret-pass-floor") != users["ann"].password  # salted: the same password, another hash
+    assert verify_password("s3cret-floor", users["ann"].password) and not users["ann"].verify("quiet-harbour")
+    assert hash_password("s3cret-floor") != users["ann"].password  # salted: the same password, another hash
     capsys.readouterr()
     assert tablectl(["users", "list", "--file", str(f)]) == 0
     assert capsys.readouterr().out == "ann\tfloor\nbob\tdealer\n"
@@ -54,8 +60,7 @@ def test_add_list_remove(
         (["add", "ann", "--role", "floor"], "eleven-char\neleven-char\n", "12 to 256 characters"),
         (["add", "annabel", "--role", "floor"], "annabel2026!\nannabel2026!\n", "not be the name"),
         (["add", "ann", "--role", "floor"], "Password1234\nPassword1234\n", "list of common passwords"),
-        (["add", "ann", "--role", "floor"], "CorrectHorseBatteryStaple\nCorrectHorseBatteryStaple\n",
-         "list of common passwords"),  # fmt: skip
+        (["add", "ann", "--role", "floor"], "TrustNo11234\nTrustNo11234\n", "list of common passwords"),
         (["add", "ann", "--role", "floor"], "zzzzzzzzzzzzzz\nzzzzzzzzzzzzzz\n", "one character repeated"),
         (["add", "Ann Smith", "--role", "floor"], "long-enough-pass\nlong-enough-pass\n", "a name is 1-32"),
     ],
@@ -89,7 +94,8 @@ def test_an_existing_name_is_replaced_only_when_asked(
     argv = ["add", "ann", "--role", "dealer", "--replace", "--file", str(f)]
     assert _users(argv, second, monkeypatch) == 0
     ann = load_users(f)["ann"]
-    assert ann.role == "dealer" and ann.verify("second-long-password") and not ann.verify("first-long-password")
+    assert ann.role == "dealer" and ann.verify("second-long-password")
+    assert not ann.verify("first-long-password")
 
 
 @pytest.mark.parametrize("action", [["list"], ["remove", "ann"]])
