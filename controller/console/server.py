@@ -197,7 +197,11 @@ class Console:
         self._tick = asyncio.Event()
         self._hashing = asyncio.Semaphore(HASHING)
         self._runner = web.AppRunner(
-            self.app, access_log=None, shutdown_timeout=2.0, keepalive_timeout=IDLE_S
+            self.app,
+            access_log=None,
+            shutdown_timeout=2.0,
+            keepalive_timeout=IDLE_S,
+            lingering_time=BODY_S,  # an unread body is drained at most this long, then closed
         )
         await self._runner.setup()
         site = CappedSite(
@@ -280,6 +284,8 @@ class Console:
             response = _error(500, "internal error")
         if not response.prepared:
             response.headers.update(self.headers)
+            if response.status == 408:
+                response.force_close()  # the rest of a body that never came is not waited for
         return response
 
     def _stamp(self) -> tuple[int, int] | None:
