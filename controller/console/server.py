@@ -474,19 +474,17 @@ class Console:
         most once per change however many clients ask (they share the one build)."""
         want = self._version
         while self._public is None or self._public[0] < want:
-            if self._building is None:
+            if self._building is None or self._building.done():
                 self._building = asyncio.ensure_future(self._on_table(self._public_coro()))
-                self._building.add_done_callback(self._built)
-            await asyncio.shield(self._building)
+            # Applied here, not in a done-callback: awaiting a finished future does not yield,
+            # so a callback not yet run would leave this loop spinning.
+            built = await asyncio.shield(self._building)
+            if self._public is None or built[0] > self._public[0]:
+                self._public = built
         return self._public[1]
 
     async def _public_coro(self) -> tuple[int, dict[str, Any]]:
         return self._public_now()
-
-    def _built(self, future: asyncio.Future[tuple[int, dict[str, Any]]]) -> None:
-        self._building = None
-        if not future.cancelled() and future.exception() is None:
-            self._public = future.result()
 
     async def view(self, session: Session) -> dict[str, Any]:
         """The display as this person sees it: the floor also sees who is signed in."""
