@@ -1,7 +1,8 @@
 """The console under a flood, and what it costs the table (issue 23).
 
-A table dealt by the virtual dealer through the simulators (real sockets and ptys), with the
-table console in front of it, in this process. Two windows of ``--window`` wall seconds each:
+A table dealt by the virtual dealer through the simulators (real sockets and ptys) in this
+process, with the table console in front of it in its own process, as ``tablectl run`` starts
+it. Two windows of ``--window`` wall seconds each:
 quiet, then while a separate attacker process holds ``--streams`` server-sent-event requests (a
 signed-in dealer's, refused past the caps and retried each second) and ``--slow`` slowloris
 connections (a header byte a second from 40 addresses, reconnecting when the console closes
@@ -19,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import statistics
 import sys
 import tempfile
@@ -103,6 +105,12 @@ async def probe(url: str) -> None:
 
 
 # ------------------------------------------------------------------ the table
+def _cpu(pid: int) -> float:
+    """CPU seconds (user + system) of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _stats(ms: list[float]) -> dict[str, float]:
     if not ms:
         return {"n": 0}
@@ -117,7 +125,8 @@ def _stats(ms: list[float]) -> dict[str, float]:
 
 
 async def bench(window: float, streams: int, slow: int, game: str) -> dict[str, Any]:
-    from controller.console.server import Console
+    from controller.console.process import ConsoleProcess
+    from controller.console.settings import ConsoleSettings
     from controller.console.users import User, hash_password, save_users
     from controller.shipped import table_file
     from controller.supervisor.rig import virtual_table
@@ -129,8 +138,8 @@ async def bench(window: float, streams: int, slow: int, game: str) -> dict[str, 
             {u: User(u, "floor" if u == "flo" else "dealer", hash_password(p)) for u, p in PASSWORDS.items()},
         )
         async with virtual_table(table_file(game), Path(tmp) / "j.db", seed=1, boxes=4) as rig:
-            console = Console(rig.supervisor, users)
-            host, port = await console.start("127.0.0.1", 0)
+            console = ConsoleProcess(rig.supervisor, ConsoleSettings("127.0.0.1", 0, users), logging.ERROR)
+            host, port = await console.start()
             url = f"http://{host}:{port}"
             rounds = 0
 
@@ -148,25 +157,27 @@ async def bench(window: float, streams: int, slow: int, game: str) -> dict[str, 
             assert prober.stdin is not None and prober.stdout is not None
             dealer = asyncio.create_task(deal())
 
-            async def measure() -> tuple[int, list[float]]:
+            assert console.proc is not None
+            console_pid = console.proc.pid
+
+            async def measure() -> tuple[int, list[float], dict[str, float]]:
                 assert prober.stdin is not None and prober.stdout is not None
-                start = rounds
+                start, cpu0, console0 = rounds, time.process_time(), _cpu(console_pid)
                 prober.stdin.write(b"mark\n")  # the latencies so far are dropped
                 await prober.stdout.readline()
                 await asyncio.sleep(window)
                 prober.stdin.write(b"mark\n")
-                return rounds - start, json.loads(await prober.stdout.readline())
+                cpu = {"table": round((time.process_time() - cpu0) / window, 3),
+                       "console": round((_cpu(console_pid) - console0) / window, 3)}  # fmt: skip
+                return rounds - start, json.loads(await prober.stdout.readline()), cpu
 
             await asyncio.sleep(3)  # warm up: the table open, the first shoe
-            quiet_rounds, quiet_ms = await measure()
+            quiet_rounds, quiet_ms, quiet_cpu = await measure()
             attacker = await asyncio.create_subprocess_exec(
                 *me, "--attack", url, "--streams", str(streams), "--slow", str(slow)
             )
             await asyncio.sleep(5)  # the flood builds up
-            open_at_start = console.caps.count()
-            flood_rounds, flood_ms = await measure()
-            held = {"connections": console.caps.count(), "refused": console.caps.refused,
-                    "streams": sum(console.streams.values()), "open_at_window_start": open_at_start}  # fmt: skip
+            flood_rounds, flood_ms, flood_cpu = await measure()
             for proc in (attacker, prober):
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
@@ -185,7 +196,9 @@ async def bench(window: float, streams: int, slow: int, game: str) -> dict[str, 
         "pace_share": round(flood_rounds / quiet_rounds, 3) if quiet_rounds else None,
         "display_ms_quiet": _stats(quiet_ms),
         "display_ms_flood": _stats(flood_ms),
-        "console_at_end": held,
+        "cpu_share_quiet": quiet_cpu,  # CPU seconds per wall second, of the table's and the console's process
+        "cpu_share_flood": flood_cpu,
+        "load_average": os.getloadavg()[0],
     }
 
 

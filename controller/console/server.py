@@ -38,7 +38,7 @@ import json
 import ssl
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -48,10 +48,10 @@ from aiohttp import web
 
 from controller.bounded import InputRefused, load_json
 from controller.console.connections import CappedSite, ConnectionCaps
-from controller.console.display import display, turn
 from controller.console.sessions import SESSION_S, Session, Sessions, token_id
 from controller.console.sign_ins import SignInAttempts
 from controller.console.state import SignedFile, StateRefused, load_key, state_paths
+from controller.console.table_link import LocalTable, TableLink, journal_of
 from controller.console.users import MAX_PASSWORD, User, hash_password, load_users, verify_password
 from controller.errors import ConfigError
 from controller.ids import USER_NAME, matches
@@ -90,7 +90,7 @@ CONSOLE: web.AppKey[Console] = web.AppKey("console")
 class Console:
     def __init__(
         self,
-        supervisor: Supervisor,
+        table: Supervisor | TableLink,
         users: Path,
         *,
         allow_hosts: tuple[str, ...] = (),
@@ -101,7 +101,7 @@ class Console:
         """``state``: where the console keeps its key, sessions and sign-in attempts (named as for
         a journal there; default: beside the supervisor's journal). ``clock``: wall time, as
         sessions and attempts outlive a restart."""
-        self.supervisor = supervisor
+        self.table: TableLink = LocalTable(table) if isinstance(table, Supervisor) else table
         self.allow_hosts = frozenset(host_name(h) for h in allow_hosts)
         self.users_path = users
         self.clock = clock
@@ -110,7 +110,7 @@ class Console:
         self.log = structlog.get_logger("tablectl.console")
         self._users: dict[str, User] = load_users(users)  # a bad or missing file stops `run` at once
         self._users_stamp = self._stamp()
-        key_path, sessions_path, attempts_path = state_paths(state or supervisor.journal_path)
+        key_path, sessions_path, attempts_path = state_paths(journal_of(self.table, state))
         try:
             key = load_key(key_path)
         except StateRefused as e:
@@ -130,18 +130,16 @@ class Console:
         self.sessions.keep_only(self._users)
         self.caps = ConnectionCaps(MAX_PER_SOURCE, MAX_CONNECTIONS, self._refused)
         self.streams: collections.Counter[str] = collections.Counter()  # live streams per session id
-        self._version = 0  # changes of the table (written on the table's loop only)
         self._signed_in = 0  # changes of who is signed in (the floor's list; console's loop only)
         self._public: tuple[int, dict[str, Any]] | None = None
         self._building: asyncio.Future[tuple[int, dict[str, Any]]] | None = None
         self._closing = False
         self._runner: web.AppRunner | None = None
-        self._table_loop: asyncio.AbstractEventLoop | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._tick: asyncio.Event | None = None
         self._hashing: asyncio.Semaphore | None = None
-        self._unlisten: Callable[[], None] | None = None
+        self.bound: tuple[str, int] = ("", 0)
         self.app = self._build()
 
     # ------------------------------------------------------------------ lifecycle
@@ -165,14 +163,13 @@ class Console:
     async def start(self, host: str, port: int) -> tuple[str, int]:
         """Listen on ``host:port`` (0: a free port) from the console's own thread; the address
         actually bound. Called on the table's loop, which the console then leaves alone."""
-        self._table_loop = asyncio.get_running_loop()
         started: concurrent.futures.Future[tuple[str, int]] = concurrent.futures.Future()
         self._thread = threading.Thread(
             target=self._serve, args=(host, port, started), name="tablectl-console", daemon=True
         )
         self._thread.start()
         bound = await asyncio.wrap_future(started)
-        self._unlisten = self.supervisor.on_change(self._changed)
+        self.table.attach(self._wake_threadsafe)
         self.log.info("console_listening", host=bound[0], port=bound[1], tls=self.tls is not None)
         return bound
 
@@ -211,11 +208,23 @@ class Console:
         bound = self._runner.addresses[0]
         return str(bound[0]), int(bound[1])
 
+    async def serve(self, host: str, port: int) -> tuple[str, int]:
+        """Listen on ``host:port`` on the running loop (the console's own process); close()
+        ends it."""
+        self._loop = asyncio.get_running_loop()
+        bound = self.bound = await self._listen(host, port)
+        self.table.attach(self._wake)
+        self.log.info("console_listening", host=bound[0], port=bound[1], tls=self.tls is not None)
+        return bound
+
+    async def close(self) -> None:
+        """The end of serve(): streams ended, connections closed, the state files saved."""
+        self.table.detach()
+        await self._shutdown()
+
     async def stop(self) -> None:
         """Close every connection and end the console's thread (called on the table's loop)."""
-        if self._unlisten is not None:
-            self._unlisten()
-            self._unlisten = None
+        self.table.detach()
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return
@@ -237,9 +246,8 @@ class Console:
         self._closing = True
         self._wake()
 
-    def _changed(self) -> None:
-        """On the table's loop, after every change: a counter and a wake-up, nothing more."""
-        self._version += 1
+    def _wake_threadsafe(self) -> None:
+        """From the table's loop, after every change: a wake-up of the console's loop."""
         loop = self._loop
         if loop is not None:
             with contextlib.suppress(RuntimeError):  # the console's loop is closing
@@ -254,11 +262,6 @@ class Console:
         if self._tick is not None:
             self._tick.set()
             self._tick = asyncio.Event()
-
-    async def _on_table(self, coro: Coroutine[Any, Any, _T]) -> _T:
-        """Run ``coro`` on the table's loop and wait for it here."""
-        assert self._table_loop is not None
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._table_loop))
 
     def _refused(self, source: str, why: str) -> None:
         self.log.warning("console_connection_refused", remote=source, reason=why)
@@ -458,33 +461,19 @@ class Console:
             }
         )
 
-    def _public_now(self) -> tuple[int, dict[str, Any]]:
-        """On the table's loop: the public display and the change it is as of."""
-        sup = self.supervisor
-        kinds = {n: k.value for n, k in sup.kinds.items()}
-        table = sup.table if sup.jt is not None else None
-        snapshot = sup.snapshot()
-        ask = snapshot.get("asking")
-        worded = turn(ask) if ask is not None else {"who": "", "what": "the table is starting"}
-        dealer = table.dealer_name if table is not None else None
-        return self._version, display(snapshot, kinds, worded, dealer)
-
     async def _public_display(self) -> dict[str, Any]:
         """The public display as of the latest change when asked: built on the table's loop at
         most once per change however many clients ask (they share the one build)."""
-        want = self._version
+        want = self.table.version
         while self._public is None or self._public[0] < want:
             if self._building is None or self._building.done():
-                self._building = asyncio.ensure_future(self._on_table(self._public_coro()))
+                self._building = asyncio.ensure_future(self.table.public())
             # Applied here, not in a done-callback: awaiting a finished future does not yield,
             # so a callback not yet run would leave this loop spinning.
             built = await asyncio.shield(self._building)
             if self._public is None or built[0] > self._public[0]:
                 self._public = built
         return self._public[1]
-
-    async def _public_coro(self) -> tuple[int, dict[str, Any]]:
-        return self._public_now()
 
     async def view(self, session: Session) -> dict[str, Any]:
         """The display as this person sees it: the floor also sees who is signed in."""
@@ -533,8 +522,8 @@ class Console:
             except web.HTTPUnauthorized:
                 await self._write(response, b"event: signed_out\ndata: {}\n\n")
                 break
-            if version != (self._version, self._signed_in):
-                version = (self._version, self._signed_in)
+            if version != (self.table.version, self._signed_in):
+                version = (self.table.version, self._signed_in)
                 data = json.dumps(await self.view(session), separators=(",", ":"))
                 await self._write(response, f"event: display\ndata: {data}\n\n".encode())
                 continue
@@ -556,7 +545,7 @@ class Console:
             self.log.warning("console_action_forbidden", user=session.user, role=session.role, command=name)
             return _error(403, f"{name}: the {session.role} role may not do this")
         args = await self._json(request)
-        result = await self._on_table(self.supervisor.command(name, args, session.user, session.role))
+        result = await self.table.command(name, args, session.user, session.role)
         self.log.info("console_action", user=session.user, command=name, ok=bool(result.get("ok")))
         out = {k: result[k] for k in RESULT_KEYS if k in result}
         if "error" in out:
