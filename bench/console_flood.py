@@ -132,8 +132,11 @@ def _stats(ms: list[float]) -> dict[str, float]:
     }
 
 
-async def bench(window: float, streams: int, slow: int, game: str, pace: float, boxes: int) -> dict[str, Any]:
+async def bench(
+    window: float, streams: int, slow: int, game: str, pace: float, boxes: int, in_thread: bool
+) -> dict[str, Any]:
     from controller.console.process import ConsoleProcess
+    from controller.console.server import Console
     from controller.console.settings import ConsoleSettings
     from controller.console.users import User, hash_password, save_users
     from controller.shipped import table_file
@@ -148,8 +151,17 @@ async def bench(window: float, streams: int, slow: int, game: str, pace: float, 
         async with virtual_table(
             table_file(game), Path(tmp) / "j.db", seed=1, boxes=boxes, pace_s=pace
         ) as rig:
-            console = ConsoleProcess(rig.supervisor, ConsoleSettings("127.0.0.1", 0, users), logging.ERROR)
-            host, port = await console.start()
+            console: Any
+            if in_thread:  # the console on a thread of the table's process (for comparison)
+                console = Console(rig.supervisor, users)
+                host, port = await console.start("127.0.0.1", 0)
+                console_pid = os.getpid()
+            else:
+                console = ConsoleProcess(
+                    rig.supervisor, ConsoleSettings("127.0.0.1", 0, users), logging.ERROR
+                )
+                host, port = await console.start()
+                console_pid = console.proc.pid
             url = f"http://{host}:{port}"
             rounds = 0
 
@@ -166,9 +178,6 @@ async def bench(window: float, streams: int, slow: int, game: str, pace: float, 
             )
             assert prober.stdin is not None and prober.stdout is not None
             dealer = asyncio.create_task(deal())
-
-            assert console.proc is not None
-            console_pid = console.proc.pid
 
             async def measure() -> tuple[int, list[float], dict[str, float]]:
                 assert prober.stdin is not None and prober.stdout is not None
@@ -200,6 +209,7 @@ async def bench(window: float, streams: int, slow: int, game: str, pace: float, 
         "game": game,
         "pace_s": pace,
         "boxes": boxes,
+        "console": "thread" if in_thread else "process",
         "window_s": window,
         "streams_requested": streams,
         "slowloris": slow,
@@ -222,6 +232,7 @@ def main() -> None:
     p.add_argument("--game", default="double-back-jack")
     p.add_argument("--pace", type=float, default=0.05, help="real seconds per dealer action (0: flat out)")
     p.add_argument("--boxes", type=int, default=1)
+    p.add_argument("--in-thread", action="store_true", help="the console on a thread, not a process")
     p.add_argument("--attack", metavar="URL", help=argparse.SUPPRESS)
     p.add_argument("--probe", metavar="URL", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -236,7 +247,11 @@ def main() -> None:
     else:
         print(
             json.dumps(
-                asyncio.run(bench(args.window, args.streams, args.slow, args.game, args.pace, args.boxes))
+                asyncio.run(
+                    bench(
+                        args.window, args.streams, args.slow, args.game, args.pace, args.boxes, args.in_thread
+                    )
+                )
             )
         )
 
