@@ -185,6 +185,11 @@ class TableBridge:
         self.writer.write(json.dumps(doc, separators=(",", ":")).encode() + b"\n")
 
     async def _commands(self) -> None:
+        await self._serve_commands()
+        if self._unlisten is not None:  # not our stop(): the console's process went away
+            self.log.error("console_process_ended")
+
+    async def _serve_commands(self) -> None:
         while line := await self.reader.readline():
             msg = json.loads(line)
             try:
