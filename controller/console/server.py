@@ -1,4 +1,4 @@
-"""The table console over HTTP (aiohttp, on a thread and event loop of its own; docs/console.md).
+"""The table console over HTTP (aiohttp, on an event loop of its own; docs/console.md).
 
     GET  /, /floor           the dealer display and the floor console (static page + script)
     POST /api/login          {"user", "password"} -> session cookie; sign-in attempts rate-limited
@@ -9,11 +9,11 @@
     POST /api/actions/<name> an action of the one allow-list, as the signed-in person
 
 The console never runs on the table's event loop: every request, TLS handshake, stream and
-password hash is handled on the console's own thread, so a flood of clients slows the console,
-not the table. The table's loop does two things for it, both bounded by the table's own pace and
-not by the number of clients: it notes each change (a counter and a wake-up), and it builds the
-public display at most once per change, when some client asks for it. Actions go to the table's
-loop as the supervisor's own commands.
+password hash is handled on the console's own loop, in a process of its own under ``tablectl
+run`` (``serve``; controller/console/process.py) or on a thread beside an in-process table
+(``start``; the tests). It reaches the table only through a ``TableLink``
+(controller/console/table_link.py): the public display, at most one build per change however
+many clients ask, and the supervisor's commands.
 
 Defences: a request must name the console by IP address, ``localhost`` or a name the operator
 allowed (``[console] allow_hosts``), else 421, so a DNS-rebinding site gets nothing. The session
@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
 import structlog
@@ -82,7 +82,6 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 _DUMMY_HASH = hash_password("not anyone's password", salt=b"\0" * 16)
-_T = TypeVar("_T")
 
 CONSOLE: web.AppKey[Console] = web.AppKey("console")
 
