@@ -191,16 +191,20 @@ class TableBridge:
 
     async def _serve_commands(self) -> None:
         while line := await self.reader.readline():
-            msg = json.loads(line)
             try:
-                result = await self.supervisor.command(
-                    str(msg["command"]), dict(msg["args"]), str(msg["who"]), str(msg["role"])
-                )
+                msg = json.loads(line)
+                name, args = str(msg["command"]), dict(msg["args"])
+                who, role, ident = str(msg["who"]), str(msg["role"]), int(msg["id"])
+            except (ValueError, KeyError, TypeError):  # one bad line is refused, the rest served
+                self.log.error("console_message_refused")
+                continue
+            try:
+                result = await self.supervisor.command(name, args, who, role)
             except Exception as e:  # a bug: the console answers "internal error"
                 self.log.error("console_command_failed", error=type(e).__name__)
                 result = {"ok": False, "error": "internal error"}
             if not self.writer.is_closing():
-                reply = {"reply": msg["id"], "result": result}
+                reply = {"reply": ident, "result": result}
                 self.writer.write(json.dumps(reply, default=str).encode() + b"\n")
 
 

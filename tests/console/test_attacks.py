@@ -275,3 +275,33 @@ async def test_the_table_keeps_dealing_under_a_flood(console_rig: ConsoleRig) ->
     for _, w in slow:
         w.close()
     assert os.getpid()  # the flood ran in this process: the console's thread, not the table's loop
+
+
+async def test_the_bridge_serves_the_console_process_and_refuses_a_bad_line(console_rig: ConsoleRig) -> None:
+    """The table's side of the socket pair to the console's process: a display pushed at once
+    and after a change, a malformed line refused without ending the bridge, a command run as the
+    supervisor's own with who took it."""
+    import socket
+
+    from controller.console.table_link import MAX_LINE, TableBridge
+
+    ours, theirs = socket.socketpair()
+    r1, w1 = await asyncio.open_connection(sock=ours, limit=MAX_LINE)
+    r2, w2 = await asyncio.open_connection(sock=theirs, limit=MAX_LINE)
+    bridge = TableBridge(console_rig.rig.supervisor, r1, w1)
+    bridge.start()
+    try:
+        first = json.loads(await r2.readline())
+        assert first["display"]["table"] == "dbj-01" and "signed_in" not in first["display"]
+        w2.write(b"not json\n" + json.dumps({"command": "new_dealer"}).encode() + b"\n")
+        cmd = {"command": "new_dealer", "args": {"name": "dana"}, "who": "flo", "role": "floor", "id": 7}
+        w2.write(json.dumps(cmd).encode() + b"\n")
+        got: dict[str, object] = {}
+        while "reply" not in got:
+            got = json.loads(await r2.readline())
+            if "display" in got and got["display"]["dealer"] == "dana":  # type: ignore[index]
+                assert got["version"] > first["version"]  # type: ignore[operator]
+        assert got["reply"] == 7 and got["result"]["ok"] is True  # type: ignore[index]
+    finally:
+        await bridge.stop()
+        w2.close()
