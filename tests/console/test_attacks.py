@@ -7,8 +7,8 @@ play many sources."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -209,7 +209,7 @@ async def test_connections_are_capped_per_source_and_in_all(console_rig: Console
 
 @pytest.fixture
 def quick_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(server, "IDLE_S", 0.3)
+    monkeypatch.setattr(server, "IDLE_S", 1.0)  # longer than BODY_S: the slow body meets its own
     monkeypatch.setattr(server, "BODY_S", 0.3)
 
 
@@ -225,9 +225,10 @@ async def test_slow_and_idle_clients_are_closed(tmp_path: Path, quick_timeouts: 
             try:
                 # Slowloris: the request line and headers a byte at a time, never finished.
                 r1, w1 = await _raw(host, port, "127.0.8.1")
-                for b in b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: ":
-                    w1.write(bytes([b]))
-                    await w1.drain()
+                with contextlib.suppress(ConnectionError):  # closed while still trickling: as well
+                    for b in b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: ":
+                        w1.write(bytes([b]))
+                        await w1.drain()
                 # Idle: connected, says nothing.
                 r2, w2 = await _raw(host, port, "127.0.8.2")
                 # A body that never arrives.
@@ -274,7 +275,6 @@ async def test_the_table_keeps_dealing_under_a_flood(console_rig: ConsoleRig) ->
                 s.close()
     for _, w in slow:
         w.close()
-    assert os.getpid()  # the flood ran in this process: the console's thread, not the table's loop
 
 
 async def test_the_bridge_serves_the_console_process_and_refuses_a_bad_line(console_rig: ConsoleRig) -> None:
