@@ -69,6 +69,8 @@ MAX_CONNECTIONS = 2048  # open connections in all
 MAX_STREAMS_PER_SESSION = 4  # live event streams for one session (a page holds one)
 MAX_STREAMS = 64  # live event streams in all
 STREAM_WRITE_S = 30.0  # a client that reads none of its stream for this long is dropped
+REFUSAL_LOG_S = 60.0  # refused connections are logged once a minute per address, with a count
+MAX_REFUSAL_SOURCES = 1024
 HASHING = 2  # password hashes checked at once (16 MiB and one core each)
 HEARTBEAT_S = 15.0  # an SSE comment this often, so a dead client's stream ends
 HSTS = "max-age=31536000"
@@ -127,6 +129,7 @@ class Console:
             except StateRefused as e:  # start without them: everyone signs in again
                 self.log.error("console_state_refused", error=str(e))
         self.sessions.keep_only(self._users)
+        self._refusals: collections.OrderedDict[str, tuple[float, int]] = collections.OrderedDict()
         self.caps = ConnectionCaps(MAX_PER_SOURCE, MAX_CONNECTIONS, self._refused)
         self.streams: collections.Counter[str] = collections.Counter()  # live streams per session id
         self._signed_in = 0  # changes of who is signed in (the floor's list; console's loop only)
@@ -263,7 +266,18 @@ class Console:
             self._tick = asyncio.Event()
 
     def _refused(self, source: str, why: str) -> None:
-        self.log.warning("console_connection_refused", remote=source, reason=why)
+        """One log line per address and minute however many connections it is refused (a flood
+        of refusals must not become a flood of log lines); the line says how many."""
+        now = time.monotonic()
+        last, count = self._refusals.get(source, (-REFUSAL_LOG_S, 0))
+        if now - last < REFUSAL_LOG_S:
+            self._refusals[source] = (last, count + 1)
+            return
+        self.log.warning("console_connection_refused", remote=source, reason=why, refused=count + 1)
+        self._refusals[source] = (now, 0)
+        self._refusals.move_to_end(source)
+        while len(self._refusals) > MAX_REFUSAL_SOURCES:
+            self._refusals.popitem(last=False)
 
     # ------------------------------------------------------------------ guards
     @web.middleware

@@ -190,10 +190,14 @@ async def test_connections_are_capped_per_source_and_in_all(console_rig: Console
     caps = console_rig.console.caps
     caps.per_source, caps.total = 3, 5
     held = [await _raw(host, int(port), "127.0.7.1") for _ in range(3)]
-    reader, writer = await _raw(host, int(port), "127.0.7.1")
-    answer = await reader.read()  # the refusal, then the end of the connection
-    assert answer.startswith(b"HTTP/1.1 503") and b"too many connections from your address" in answer
-    writer.close()
+    with capture_logs() as logged:
+        for _ in range(5):
+            reader, writer = await _raw(host, int(port), "127.0.7.1")
+            answer = await reader.read()  # the refusal, then the end of the connection
+            assert answer.startswith(b"HTTP/1.1 503") and b"too many connections from your address" in answer
+            writer.close()
+    # Five refusals, one log line: a flood of refused connections is not a flood of log lines.
+    assert [e["remote"] for e in logged if e["event"] == "console_connection_refused"] == ["127.0.7.1"]
     held += [await _raw(host, int(port), "127.0.7.2") for _ in range(2)]
     reader, writer = await _raw(host, int(port), "127.0.7.3")
     assert b"the console has too many connections" in await reader.read()
