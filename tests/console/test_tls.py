@@ -122,3 +122,40 @@ def test_run_refuses_a_missing_users_file_or_certificate_in_one_line(
     assert tablectl(["run", "--config", str(config), "--journal", str(tmp_path / "j.db")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and error in err[0], err
+
+
+async def test_tablectl_run_serves_https(tmp_path: Path) -> None:
+    """The console's own process, as `tablectl run` starts it, with [console] tls_cert/tls_key."""
+    from controller.supervisor.config import load_table_config
+    from controller.supervisor.rig import concrete_config
+    from sim.table import SimTable
+    from tests.console.test_run import _start_run, _stop_run
+
+    cert, _ = make_cert(tmp_path)
+    cfg = load_table_config(table_file("double-back-jack"))
+    sim = SimTable(cfg.devices, cfg.options.spec, seed=3, decks=cfg.options.decks)
+    await sim.start()
+    config = concrete_config("double-back-jack", sim, tmp_path / "table.toml")
+    with config.open("a") as f:
+        f.write('[console]\nlisten = "127.0.0.1:0"\nusers = "users.toml"\n')
+        f.write('tls_cert = "console.crt"\ntls_key = "console.key"\n')
+    write_users(tmp_path / "users.toml")
+    proc = None
+    try:
+        async with asyncio.timeout(30):
+            proc, url = await _start_run(config, tmp_path / "j.db")
+            url = url.replace("http://", "https://")
+            connector = aiohttp.TCPConnector(ssl=ssl.create_default_context(cafile=str(cert)))
+            jar = aiohttp.CookieJar(unsafe=True)
+            async with aiohttp.ClientSession(url, connector=connector, cookie_jar=jar) as c:
+                async with c.post("/api/login", json={"user": "dan", "password": PASSWORDS["dan"]}) as r:
+                    assert r.status == 200 and "Secure" in r.headers["Set-Cookie"]
+                    assert r.headers["Strict-Transport-Security"] == "max-age=31536000"
+                async with c.get("/api/display") as r:
+                    assert r.status == 200 and (await r.json())["table"] == "dbj-01"
+            await _stop_run(proc)
+    finally:
+        if proc is not None and proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await sim.stop()
