@@ -66,6 +66,9 @@ class ConsoleSection(Document):
 
     listen: Annotated[str, Rule("must be a string HOST:PORT")] | None = None
     users: Annotated[str, Field(min_length=1), Rule("must be a path")] | None = None
+    # The console's own TLS (PEM files, relative to the table file): both or neither.
+    tls_cert: Annotated[str, Field(min_length=1), Rule("must be a path to a PEM certificate")] | None = None
+    tls_key: Annotated[str, Field(min_length=1), Rule("must be a path to a PEM private key")] | None = None
     allow_hosts: Annotated[
         list[str],
         AfterValidator(_host_names),

@@ -1,33 +1,44 @@
-"""The table console over HTTP (aiohttp, on the supervisor's own event loop; docs/console.md).
+"""The table console over HTTP (aiohttp, on an event loop of its own; docs/console.md).
 
     GET  /, /floor           the dealer display and the floor console (static page + script)
-    POST /api/login          {"user", "password"} -> session cookie; failed sign-ins rate-limited
+    POST /api/login          {"user", "password"} -> session cookie; sign-in attempts rate-limited
     POST /api/logout
     GET  /api/session        who is signed in here, the CSRF token, the actions the role may take
     GET  /api/display        the dealer display as JSON (controller/console/display.py)
     GET  /api/events         the same, live, as server-sent events
     POST /api/actions/<name> an action of the one allow-list, as the signed-in person
 
+The console never runs on the table's event loop: every request, TLS handshake, stream and
+password hash is handled on the console's own loop, in a process of its own under ``tablectl
+run`` (``serve``; controller/console/process.py) or on a thread beside an in-process table
+(``start``; the tests). It reaches the table only through a ``TableLink``
+(controller/console/table_link.py): the public display, at most one build per change however
+many clients ask, and the supervisor's commands.
+
 Defences: a request must name the console by IP address, ``localhost`` or a name the operator
 allowed (``[console] allow_hosts``), else 421, so a DNS-rebinding site gets nothing. The session
-cookie is HttpOnly, SameSite=Strict and expires. Every POST must be JSON (an HTML form on another
-site cannot send that without a CORS preflight, which is never granted), must come from this
-origin when the browser says where it came from, and once signed in must carry the session's
-CSRF token in ``X-CSRF-Token``. Bodies are at most 8 KiB. Every error is one line of JSON; a bug
-is logged by its type and answered "internal error", never a traceback.
+cookie is HttpOnly, SameSite=Strict, expires, and is Secure under TLS. Every POST must be JSON (an
+HTML form on another site cannot send that without a CORS preflight, which is never granted), must
+come from this origin when the browser says where it came from, and once signed in must carry the
+session's CSRF token in ``X-CSRF-Token``. Bodies are at most 8 KiB and read within ``BODY_S``.
+Sign-ins are counted before the password is checked (controller/console/sign_ins.py).
+Connections are capped per address and in total (controller/console/connections.py), live streams
+per session and in total. Every error is one line of JSON; a bug is logged by its type and
+answered "internal error", never a traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import hmac
 import json
-import secrets
+import ssl
+import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,26 +47,35 @@ import structlog
 from aiohttp import web
 
 from controller.bounded import InputRefused, load_json
-from controller.console.display import display, turn
-from controller.console.last_round import LastRound
+from controller.console.connections import CappedSite, ConnectionCaps
+from controller.console.sessions import SESSION_S, Session, Sessions, token_id
+from controller.console.sign_ins import SignInAttempts
+from controller.console.state import SignedFile, StateRefused, load_key, state_paths
+from controller.console.table_link import LocalTable, TableLink, journal_of
 from controller.console.users import MAX_PASSWORD, User, hash_password, load_users, verify_password
 from controller.errors import ConfigError
 from controller.ids import USER_NAME, matches
 from controller.supervisor import actions
 from controller.supervisor.supervisor import Supervisor
-from controller.table.asking import layout
 from controller.telemetry.web import answers_for, host_name
 
 COOKIE = "tablectl_session"
-SESSION_S = 12 * 3600  # a shift; then sign in again
 MAX_BODY = 8 * 1024
-LOGIN_FAILURES = 5  # failed sign-ins allowed per address and per name within LOGIN_WINDOW_S
-LOGIN_WINDOW_S = 300.0
-MAX_TRACKED = 10_000  # addresses and names remembered for the rate limit (oldest forgotten first)
-MAX_SESSIONS = 256  # at one table; past this the oldest session ends (a bounded dict, not a leak)
+BODY_S = 10.0  # a request body (at most 8 KiB) arrives within this, or 408
+IDLE_S = 15.0  # a connection sends a whole request within this of opening or of its last answer
+HANDSHAKE_S = 10.0  # a TLS handshake completes within this
+MAX_PER_SOURCE = 64  # open connections from one address (a browser opens 6 or so; a proxy more)
+MAX_CONNECTIONS = 2048  # open connections in all
+MAX_STREAMS_PER_SESSION = 4  # live event streams for one session (a page holds one)
+MAX_STREAMS = 64  # live event streams in all
+STREAM_WRITE_S = 30.0  # a client that reads none of its stream for this long is dropped
+REFUSAL_LOG_S = 60.0  # refused connections are logged once a minute per address, with a count
+MAX_REFUSAL_SOURCES = 1024
+HASHING = 2  # password hashes checked at once (16 MiB and one core each)
 # An SSE event this often, so a dead client's stream ends and a page knows within 2 s that the
 # appliance is gone (a comment would not reach the page's script).
 HEARTBEAT_S = 1.0
+HSTS = "max-age=31536000"
 STATIC = Path(__file__).with_name("static")
 RESULT_KEYS = ("ok", "error", "events", "seq")
 HEADERS = {
@@ -67,69 +87,63 @@ HEADERS = {
 }
 _DUMMY_HASH = hash_password("not anyone's password", salt=b"\0" * 16)
 
-
-@dataclass(slots=True)
-class Session:
-    user: str
-    role: str
-    csrf: str
-    expires: float
-    since: float = field(default=0.0)
-
-
-class FailedLogins:
-    """How many sign-ins failed recently per key (an address or a name): a sliding window."""
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self._failures: collections.OrderedDict[str, collections.deque[float]] = collections.OrderedDict()
-
-    def retry_after(self, *keys: str) -> float:
-        """Seconds until a sign-in may be tried again for any of ``keys``; 0 when it may now."""
-        now, wait = self.clock(), 0.0
-        for key in keys:
-            times = self._failures.get(key)
-            while times and times[0] <= now - LOGIN_WINDOW_S:
-                times.popleft()
-            if times is not None and len(times) >= LOGIN_FAILURES:
-                wait = max(wait, times[0] + LOGIN_WINDOW_S - now)
-        return wait
-
-    def failed(self, *keys: str) -> None:
-        for key in keys:
-            self._failures.setdefault(key, collections.deque(maxlen=LOGIN_FAILURES)).append(self.clock())
-            self._failures.move_to_end(key)
-        while len(self._failures) > MAX_TRACKED:
-            self._failures.popitem(last=False)
-
-
 CONSOLE: web.AppKey[Console] = web.AppKey("console")
 
 
 class Console:
     def __init__(
         self,
-        supervisor: Supervisor,
+        table: Supervisor | TableLink,
         users: Path,
         *,
         allow_hosts: tuple[str, ...] = (),
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
+        tls: ssl.SSLContext | None = None,
+        state: Path | None = None,
     ) -> None:
-        self.supervisor = supervisor
+        """``state``: where the console keeps its key, sessions and sign-in attempts (named as for
+        a journal there; default: beside the supervisor's journal). ``clock``: wall time, as
+        sessions and attempts outlive a restart."""
+        self.table: TableLink = LocalTable(table) if isinstance(table, Supervisor) else table
         self.allow_hosts = frozenset(host_name(h) for h in allow_hosts)
         self.users_path = users
         self.clock = clock
+        self.tls = tls
+        self.headers = {**HEADERS, **({"Strict-Transport-Security": HSTS} if tls is not None else {})}
         self.log = structlog.get_logger("tablectl.console")
-        self.sessions: dict[str, Session] = {}
-        self.failures = FailedLogins(clock)
-        self._users: dict[str, User] = load_users(users)  # a bad file stops `tablectl run` at once
+        self._users: dict[str, User] = load_users(users)  # a bad or missing file stops `run` at once
         self._users_stamp = self._stamp()
-        self._version = 0
-        self._tick = asyncio.Event()
+        key_path, sessions_path, attempts_path = state_paths(journal_of(self.table, state))
+        try:
+            key = load_key(key_path)
+        except StateRefused as e:
+            raise ConfigError(str(e)) from None
+        self.sessions = Sessions(key, clock)
+        self.attempts = SignInAttempts(clock)
+        self._sessions_file = SignedFile(sessions_path, key, "sessions", self.sessions.dump)
+        self._attempts_file = SignedFile(attempts_path, key, "sign-ins", self.attempts.dump)
+        for file, restore in (
+            (self._sessions_file, self.sessions.restore),
+            (self._attempts_file, self.attempts.restore),
+        ):
+            try:
+                restore(file.load())
+            except StateRefused as e:  # start without them: everyone signs in again
+                self.log.error("console_state_refused", error=str(e))
+        self.sessions.keep_only(self._users)
+        self._refusals: collections.OrderedDict[str, tuple[float, int]] = collections.OrderedDict()
+        self.caps = ConnectionCaps(MAX_PER_SOURCE, MAX_CONNECTIONS, self._refused)
+        self.streams: collections.Counter[str] = collections.Counter()  # live streams per session id
+        self._signed_in = 0  # changes of who is signed in (the floor's list; console's loop only)
+        self._public: tuple[int, dict[str, Any]] | None = None
+        self._building: asyncio.Future[tuple[int, dict[str, Any]]] | None = None
         self._closing = False
         self._runner: web.AppRunner | None = None
-        self._unlisten: Callable[[], None] | None = None
-        self.last_round = LastRound()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._tick: asyncio.Event | None = None
+        self._hashing: asyncio.Semaphore | None = None
+        self.bound: tuple[str, int] = ("", 0)
         self.app = self._build()
 
     # ------------------------------------------------------------------ lifecycle
@@ -147,40 +161,125 @@ class Console:
         r.add_get("/api/display", self.display)
         r.add_get("/api/events", self.events)
         r.add_post("/api/actions/{name}", self.action)
-        app.on_startup.append(self._on_startup)
         app.on_shutdown.append(self._on_shutdown)
         return app
 
-    async def _on_startup(self, app: web.Application) -> None:
-        self._unlisten = self.supervisor.on_change(self._changed)
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        """Listen on ``host:port`` (0: a free port) from the console's own thread; the address
+        actually bound. Called on the table's loop, which the console then leaves alone."""
+        started: concurrent.futures.Future[tuple[str, int]] = concurrent.futures.Future()
+        self._thread = threading.Thread(
+            target=self._serve, args=(host, port, started), name="tablectl-console", daemon=True
+        )
+        self._thread.start()
+        bound = await asyncio.wrap_future(started)
+        self.table.attach(self._wake_threadsafe)
+        self.log.info("console_listening", host=bound[0], port=bound[1], tls=self.tls is not None)
+        return bound
+
+    def _serve(self, host: str, port: int, started: concurrent.futures.Future[tuple[str, int]]) -> None:
+        """The console's thread: its event loop, until stop()."""
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        self._loop = loop
+        try:
+            try:
+                bound = loop.run_until_complete(self._listen(host, port))
+            except BaseException as e:
+                started.set_exception(e)
+                return
+            started.set_result(bound)
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(loop.shutdown_default_executor())
+            loop.close()
+
+    async def _listen(self, host: str, port: int) -> tuple[str, int]:
+        self._tick = asyncio.Event()
+        self._hashing = asyncio.Semaphore(HASHING)
+        self._runner = web.AppRunner(
+            self.app,
+            access_log=None,
+            shutdown_timeout=2.0,
+            keepalive_timeout=IDLE_S,
+            lingering_time=BODY_S,  # an unread body is drained at most this long, then closed
+        )
+        await self._runner.setup()
+        site = CappedSite(
+            self._runner, host, port, self.caps, ssl_context=self.tls, handshake_timeout=HANDSHAKE_S
+        )
+        await site.start()
+        bound = self._runner.addresses[0]
+        return str(bound[0]), int(bound[1])
+
+    async def serve(self, host: str, port: int) -> tuple[str, int]:
+        """Listen on ``host:port`` on the running loop (the console's own process); close()
+        ends it."""
+        self._loop = asyncio.get_running_loop()
+        bound = self.bound = await self._listen(host, port)
+        self.table.attach(self._wake)
+        self.log.info("console_listening", host=bound[0], port=bound[1], tls=self.tls is not None)
+        return bound
+
+    async def close(self) -> None:
+        """The end of serve(): streams ended, connections closed, the state files saved."""
+        self.table.detach()
+        await self._shutdown()
+
+    async def stop(self) -> None:
+        """Close every connection and end the console's thread (called on the table's loop)."""
+        self.table.detach()
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop already ended
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._shutdown(), loop))
+            loop.call_soon_threadsafe(loop.stop)
+        await asyncio.to_thread(thread.join)
+        self._loop = self._thread = None
+
+    async def _shutdown(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self._sessions_file.save()
+        await self._attempts_file.save()
 
     async def _on_shutdown(self, app: web.Application) -> None:
         # Open SSE streams would hold runner.cleanup() for its whole shutdown timeout: end them.
         self._closing = True
-        self._tick.set()
-        if self._unlisten is not None:
-            self._unlisten()
-            self._unlisten = None
+        self._wake()
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
-        """Listen on ``host:port`` (0: a free port); the address actually bound."""
-        self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=2.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
-        await site.start()
-        bound = self._runner.addresses[0]
-        self.log.info("console_listening", host=bound[0], port=bound[1])
-        return str(bound[0]), int(bound[1])
+    def _wake_threadsafe(self) -> None:
+        """From the table's loop, after every change: a wake-up of the console's loop."""
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the console's loop is closing
+                loop.call_soon_threadsafe(self._wake)
 
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+    def _people_changed(self) -> None:
+        self._signed_in += 1
+        self._wake()
 
-    def _changed(self) -> None:
-        self._version += 1
-        self._tick.set()
-        self._tick = asyncio.Event()
+    def _wake(self) -> None:
+        """On the console's loop: every stream looks at the display again."""
+        if self._tick is not None:
+            self._tick.set()
+            self._tick = asyncio.Event()
+
+    def _refused(self, source: str, why: str) -> None:
+        """One log line per address and minute however many connections it is refused (a flood
+        of refusals must not become a flood of log lines); the line says how many."""
+        now = time.monotonic()
+        last, count = self._refusals.get(source, (-REFUSAL_LOG_S, 0))
+        if now - last < REFUSAL_LOG_S:
+            self._refusals[source] = (last, count + 1)
+            return
+        self.log.warning("console_connection_refused", remote=source, reason=why, refused=count + 1)
+        self._refusals[source] = (now, 0)
+        self._refusals.move_to_end(source)
+        while len(self._refusals) > MAX_REFUSAL_SOURCES:
+            self._refusals.popitem(last=False)
 
     # ------------------------------------------------------------------ guards
     @web.middleware
@@ -190,7 +289,7 @@ class Console:
         host = request.headers.get("Host")
         if host is None or not answers_for(host, self.allow_hosts):
             response: web.StreamResponse = _error(421, "this console answers to its address or allowed names")
-            response.headers.update(HEADERS)
+            response.headers.update(self.headers)
             return response
         try:
             response = await handler(request)
@@ -202,7 +301,9 @@ class Console:
             self.log.error("console_failed", path=request.path, error=type(e).__name__)
             response = _error(500, "internal error")
         if not response.prepared:
-            response.headers.update(HEADERS)
+            response.headers.update(self.headers)
+            if response.status == 408:
+                response.force_close()  # the rest of a body that never came is not waited for
         return response
 
     def _stamp(self) -> tuple[int, int] | None:
@@ -213,7 +314,9 @@ class Console:
         return (st.st_mtime_ns, st.st_size)
 
     def users(self) -> dict[str, User]:
-        """The users file as it is now (re-read when it changed; a broken edit keeps the last)."""
+        """The users file as it is now (re-read when it changed; a broken edit keeps the last).
+        When it changed, the sessions of everyone removed, or given another role or password,
+        end there and then (and on disk)."""
         stamp = self._stamp()
         if stamp != self._users_stamp:
             try:
@@ -221,18 +324,26 @@ class Console:
                 self._users_stamp = stamp
             except ConfigError as e:
                 self.log.error("users_file_refused", error=str(e))
+            else:
+                if self.sessions.keep_only(self._users):
+                    self._sessions_changed()
         return self._users
+
+    def _sessions_changed(self) -> None:
+        self._sessions_file.changed()
+        asyncio.get_running_loop().create_task(self._sessions_file.save())
+        self._people_changed()  # the floor console shows who is signed in; a revoked stream ends
 
     def _session(self, request: web.Request) -> Session:
         """The request's live session, or 401. A person removed from the users file, or given
-        another role, is signed out at their next request."""
+        another role or password, is signed out."""
         token = request.cookies.get(COOKIE, "")
         session = self.sessions.get(token)
         if session is None:
             raise web.HTTPUnauthorized(reason="not signed in")
-        user = self.users().get(session.user)
-        if session.expires <= self.clock() or user is None or user.role != session.role:
-            self.sessions.pop(token, None)
+        if not session.still_for(self.users().get(session.user), self.clock()):
+            if self.sessions.end(token):
+                self._sessions_changed()
             raise web.HTTPUnauthorized(reason="not signed in")
         return session
 
@@ -246,18 +357,17 @@ class Console:
         if request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
             raise web.HTTPForbidden(reason="cross-site request refused")
 
-    def _csrf(self, request: web.Request, session: Session) -> None:
-        self._same_origin(request)
-        if not hmac.compare_digest(request.headers.get("X-CSRF-Token", ""), session.csrf):
-            raise web.HTTPForbidden(reason="missing or wrong X-CSRF-Token")
-
     @staticmethod
     async def _json(request: web.Request) -> dict[str, Any]:
         if request.content_type != "application/json":
             raise web.HTTPUnsupportedMediaType(reason="the body must be application/json")
         if request.content_length is not None and request.content_length > MAX_BODY:
             raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=request.content_length)
-        body = await request.read()  # bounded by client_max_size
+        try:
+            async with asyncio.timeout(BODY_S):  # a body trickled a byte at a time holds nothing long
+                body = await request.read()  # bounded by client_max_size
+        except TimeoutError:
+            raise web.HTTPRequestTimeout(reason=f"the body did not arrive within {BODY_S:.0f} s") from None
         if not body:
             return {}
         try:
@@ -289,32 +399,37 @@ class Console:
         name, password = doc.get("user"), doc.get("password")
         name_key = name if matches(USER_NAME, name) else None
         keys = [f"addr:{request.remote}"] + ([f"user:{name_key}"] if name_key else [])
-        wait = self.failures.retry_after(*keys)
+        # Counted before the hash is checked, in one step: a burst gets LIMIT checks, not one each.
+        wait, attempt = self.attempts.reserve(*keys)
         if wait > 0:
             known = name_key if name_key in self.users() else None
             self.log.warning("login_rate_limited", user=known, remote=request.remote)
             response = _error(429, f"too many failed sign-ins; try again in {int(wait) + 1} s")
             response.headers["Retry-After"] = str(int(wait) + 1)
             return response
+        self._attempts_file.changed()
+        await self._attempts_file.save()  # on disk before the hash: a restart does not forget it
         user = self.users().get(name_key) if name_key else None
         ok = False
         if isinstance(password, str) and len(password) <= MAX_PASSWORD:
             # A name that does not exist costs as much as a wrong password (no user probing).
             encoded = user.password if user is not None else _DUMMY_HASH
-            ok = await asyncio.to_thread(verify_password, password, encoded) and user is not None
+            assert self._hashing is not None
+            async with self._hashing:
+                ok = await asyncio.to_thread(verify_password, password, encoded) and user is not None
         if not ok or user is None:
-            self.failures.failed(*keys)
             # A name nobody has is not logged: it may be a password typed into the wrong field.
             self.log.warning("login_failed", user=user.name if user else None, remote=request.remote)
             return _error(401, "wrong name or password")
-        token, now = secrets.token_urlsafe(32), self.clock()
-        session = Session(user.name, user.role, secrets.token_urlsafe(32), now + SESSION_S, since=time.time())
-        self.sessions = {t: s for t, s in self.sessions.items() if s.expires > now}
-        while len(self.sessions) >= MAX_SESSIONS:
-            del self.sessions[next(iter(self.sessions))]  # the oldest (dicts keep insertion order)
-        self.sessions[token] = session
+        self.attempts.release(attempt, *keys)
+        self._attempts_file.changed()
+        token, _ = self.sessions.new(user)
+        self._sessions_file.changed()
+        await self._sessions_file.save()
+        await self._attempts_file.save()
         self.log.info("login", user=user.name, role=user.role)
-        response = web.json_response({"ok": True, "user": user.name, "role": user.role, "csrf": session.csrf})
+        body = {"ok": True, "user": user.name, "role": user.role, "csrf": self.sessions.csrf(token)}
+        response = web.json_response(body)
         response.set_cookie(
             COOKIE,
             token,
@@ -322,21 +437,31 @@ class Console:
             httponly=True,
             samesite="Strict",
             path="/",
-            # Behind a TLS proxy the cookie goes back over https only. (A client that claims https
-            # without it only makes its own cookie unusable.)
-            secure=request.secure or request.headers.get("X-Forwarded-Proto") == "https",
+            # Under the console's own TLS, or behind a TLS proxy, the cookie goes back over https
+            # only. (A client that claims https without it only makes its own cookie unusable.)
+            secure=self.tls is not None
+            or request.secure
+            or request.headers.get("X-Forwarded-Proto") == "https",
         )
-        self._changed()  # the floor console shows who is signed in
+        self._people_changed()  # the floor console shows who is signed in
         return response
+
+    def _csrf(self, request: web.Request, session: Session) -> None:
+        self._same_origin(request)
+        want = self.sessions.csrf(request.cookies.get(COOKIE, ""))
+        if not hmac.compare_digest(request.headers.get("X-CSRF-Token", ""), want):
+            raise web.HTTPForbidden(reason="missing or wrong X-CSRF-Token")
 
     async def logout(self, request: web.Request) -> web.StreamResponse:
         session = self._session(request)
         self._csrf(request, session)
-        self.sessions.pop(request.cookies.get(COOKIE, ""), None)
+        self.sessions.end(request.cookies.get(COOKIE, ""))
+        self._sessions_file.changed()
+        await self._sessions_file.save()
         self.log.info("logout", user=session.user)
         response = web.json_response({"ok": True})
         response.del_cookie(COOKIE, path="/")
-        self._changed()
+        self._people_changed()
         return response
 
     async def session_info(self, request: web.Request) -> web.StreamResponse:
@@ -346,60 +471,83 @@ class Console:
                 "ok": True,
                 "user": session.user,
                 "role": session.role,
-                "csrf": session.csrf,
+                "csrf": self.sessions.csrf(request.cookies.get(COOKIE, "")),
                 "actions": [a.public() for a in actions.ACTIONS.values() if session.role in a.roles],
             }
         )
 
-    def view(self, session: Session) -> dict[str, Any]:
+    async def _public_display(self) -> dict[str, Any]:
+        """The public display as of the latest change when asked: built on the table's loop at
+        most once per change however many clients ask (they share the one build)."""
+        want = self.table.version
+        while self._public is None or self._public[0] < want:
+            if self._building is None or self._building.done():
+                self._building = asyncio.ensure_future(self.table.public())
+            # Applied here, not in a done-callback: awaiting a finished future does not yield,
+            # so a callback not yet run would leave this loop spinning.
+            built = await asyncio.shield(self._building)
+            if self._public is None or built[0] > self._public[0]:
+                self._public = built
+        return self._public[1]
+
+    async def view(self, session: Session) -> dict[str, Any]:
         """The display as this person sees it: the floor also sees who is signed in."""
-        sup = self.supervisor
-        kinds = {n: k.value for n, k in sup.kinds.items()}
-        table = sup.table if sup.jt is not None else None
-        snapshot = sup.snapshot()
-        ask = snapshot.get("asking")
-        worded = turn(ask) if ask is not None else {"who": "", "what": "the table is starting"}
-        board = layout(table, sup.translator.bets, sup.config.options.boxes) if table is not None else None
-        body = display(snapshot, kinds, worded, table.dealer_name if table is not None else None, board)
-        if sup.jt is not None:  # the dealer pays after the layout has emptied: the last round stays
-            body["last_round"] = self.last_round.get(sup.jt.journal)
+        body = dict(await self._public_display())
         body["signed_in"] = {"user": session.user, "role": session.role}
         if session.role == actions.FLOOR:
             now = self.clock()
-            people = sorted({(s.user, s.role) for s in self.sessions.values() if s.expires > now})
+            people = sorted({(s.user, s.role) for s in self.sessions if s.expires > now})
             body["people"] = [{"user": u, "role": r} for u, r in people]
         return body
 
     async def display(self, request: web.Request) -> web.StreamResponse:
-        return web.json_response(self.view(self._session(request)))
+        return web.json_response(await self.view(self._session(request)))
 
     async def events(self, request: web.Request) -> web.StreamResponse:
-        """Server-sent events: the display now and after every change, until sign-out or shutdown."""
+        """Server-sent events: the display now and after every change, until sign-out or shutdown.
+        At most MAX_STREAMS_PER_SESSION live for one session and MAX_STREAMS in all."""
         self._session(request)
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", **HEADERS})
-        await response.prepare(request)
-        with contextlib.suppress(ConnectionResetError):  # the browser went away
-            await self._stream(request, response)
-        return response
+        sid = token_id(request.cookies.get(COOKIE, ""))
+        if self.streams[sid] >= MAX_STREAMS_PER_SESSION:
+            return _error(429, f"at most {MAX_STREAMS_PER_SESSION} live streams for one sign-in")
+        if sum(self.streams.values()) >= MAX_STREAMS:
+            return _error(503, "the console has too many live streams; try again later")
+        self.streams[sid] += 1
+        try:
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream", **self.headers})
+            await response.prepare(request)
+            # The browser went away, or stopped reading for STREAM_WRITE_S: the stream ends.
+            with contextlib.suppress(ConnectionResetError, TimeoutError):
+                await self._stream(request, response)
+            return response
+        finally:
+            self.streams[sid] -= 1
+            if self.streams[sid] <= 0:
+                del self.streams[sid]
+
+    async def _write(self, response: web.StreamResponse, data: bytes) -> None:
+        async with asyncio.timeout(STREAM_WRITE_S):
+            await response.write(data)
 
     async def _stream(self, request: web.Request, response: web.StreamResponse) -> None:
-        version = -1
+        version = (-1, -1)
         while not self._closing:
             try:
                 session = self._session(request)
             except web.HTTPUnauthorized:
-                await response.write(b"event: signed_out\ndata: {}\n\n")
+                await self._write(response, b"event: signed_out\ndata: {}\n\n")
                 break
-            if version != self._version:
-                version = self._version
-                data = json.dumps(self.view(session), separators=(",", ":"))
-                await response.write(f"event: display\ndata: {data}\n\n".encode())
+            if version != (self.table.version, self._signed_in):
+                version = (self.table.version, self._signed_in)
+                data = json.dumps(await self.view(session), separators=(",", ":"))
+                await self._write(response, f"event: display\ndata: {data}\n\n".encode())
                 continue
             tick = self._tick
+            assert tick is not None
             try:
                 await asyncio.wait_for(tick.wait(), HEARTBEAT_S)
             except TimeoutError:
-                await response.write(b"event: alive\ndata: {}\n\n")
+                await self._write(response, b"event: alive\ndata: {}\n\n")
 
     async def action(self, request: web.Request) -> web.StreamResponse:
         session = self._session(request)
@@ -412,7 +560,7 @@ class Console:
             self.log.warning("console_action_forbidden", user=session.user, role=session.role, command=name)
             return _error(403, f"{name}: the {session.role} role may not do this")
         args = await self._json(request)
-        result = await self.supervisor.command(name, args, session.user, session.role)
+        result = await self.table.command(name, args, session.user, session.role)
         self.log.info("console_action", user=session.user, command=name, ok=bool(result.get("ok")))
         out = {k: result[k] for k in RESULT_KEYS if k in result}
         if "error" in out:

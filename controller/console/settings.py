@@ -1,5 +1,6 @@
-"""Where the table console listens and whose users file it reads: ``[console]`` in the table file,
-overridden by ``tablectl run --console HOST:PORT --users FILE``. Loopback unless told otherwise."""
+"""Where the table console listens, whose users file it reads and its TLS certificate: ``[console]``
+in the table file, overridden by ``tablectl run --console HOST:PORT --users FILE``. Loopback unless
+told otherwise."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ class ConsoleSettings:
     port: int
     users: Path
     allow_hosts: tuple[str, ...] = ()
+    tls_cert: Path | None = None  # with tls_key: the console speaks https itself
+    tls_key: Path | None = None
 
 
 def parse_listen(text: str, where: str) -> tuple[str, int]:
@@ -74,4 +77,10 @@ def console_settings(
         if raw_users is None:
             raise ConfigError(f"{source}: console.users: the console needs a users file (or --users FILE)")
         users = base / raw_users
-    return ConsoleSettings(host, port, users, tuple(section.allow_hosts))
+    if (section.tls_cert is None) != (section.tls_key is None):
+        given = "tls_cert" if section.tls_cert is not None else "tls_key"
+        missing = "tls_key" if given == "tls_cert" else "tls_cert"
+        raise ConfigError(f"{source}: console.{missing}: needed with console.{given}")
+    cert = base / section.tls_cert if section.tls_cert is not None else None
+    key = base / section.tls_key if section.tls_key is not None else None
+    return ConsoleSettings(host, port, users, tuple(section.allow_hosts), cert, key)

@@ -7,11 +7,17 @@
 Passwords are stored only as salted scrypt hashes (hashlib.scrypt from the standard library: a
 memory-hard slow hash, so a stolen file does not give the passwords back cheaply). A plain
 password is never written to disk or to a log. ``tablectl users add|list|remove`` edits the file.
+
+A new password must pass ``password_problem``: at least 12 characters, not the person's name (nor
+the name with a few characters added), not one character repeated, and not one of the common
+passwords shipped in ``common-passwords.txt`` (compared without case). Length is what makes a
+guessed password expensive; the list stops the long passwords every guesser tries first.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import getpass
 import hashlib
 import hmac
@@ -33,7 +39,8 @@ from controller.supervisor.actions import ROLES
 # scrypt cost: N=2**14, r=8, p=1 is the interactive-login setting (16 MiB, tens of ms a try).
 N, R, P = 2**14, 8, 1
 MAX_PASSWORD = 256
-MIN_PASSWORD = 8
+MIN_PASSWORD = 12
+COMMON_PASSWORDS = Path(__file__).with_name("common-passwords.txt")
 MAX_FILE_BYTES = 1 << 20
 
 
@@ -101,10 +108,40 @@ def verify_password(password: str, encoded: str) -> bool:
         return False
 
 
-def load_users(path: Path) -> dict[str, User]:
-    """The users in ``path`` (none when it does not exist); ConfigError naming file and key."""
+def fingerprint(encoded: str) -> str:
+    """A short digest of a stored hash: a session remembers it, and is over when the person's
+    password changes (their hash, and so this, is then another)."""
+    return hashlib.sha256(encoded.encode("ascii", "replace")).hexdigest()[:32]
+
+
+@functools.cache
+def _common_passwords() -> frozenset[str]:
+    lines = COMMON_PASSWORDS.read_text(encoding="utf-8").splitlines()
+    return frozenset(x.strip().lower() for x in lines if x.strip() and not x.startswith("#"))
+
+
+def password_problem(name: str, password: str) -> str | None:
+    """Why ``password`` may not be ``name``'s, in one line; None when it may."""
+    if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
+        return f"a password is {MIN_PASSWORD} to {MAX_PASSWORD} characters"
+    low = password.lower()
+    if name.lower() in low and len(low) - len(name) < MIN_PASSWORD:
+        return "a password may not be the name, or the name with a few characters added"
+    if len(set(low)) == 1:
+        return "a password may not be one character repeated"
+    if low in _common_passwords():
+        return "that password is on the list of common passwords; choose another"
+    return None
+
+
+def load_users(path: Path, *, missing_ok: bool = False) -> dict[str, User]:
+    """The users in ``path``; ConfigError naming file and key. A missing file is refused (a
+    misspelled path would otherwise refuse every sign-in in silence) unless ``missing_ok``
+    (``users add`` creating the file)."""
     if not path.exists():
-        return {}
+        if missing_ok:
+            return {}
+        raise ConfigError(f"{path}: no such users file (tablectl users add NAME --role ROLE --file FILE)")
     try:
         doc = read_toml(path, max_bytes=MAX_FILE_BYTES)
     except InputRefused as e:
@@ -141,7 +178,7 @@ def save_users(path: Path, users: dict[str, User]) -> None:
     os.replace(tmp, path)
 
 
-def _read_password(stdin: TextIO) -> str:
+def _read_password(name: str, stdin: TextIO) -> str:
     """Twice, without echo on a terminal; from a pipe, two lines."""
     if stdin.isatty():
         first, second = getpass.getpass("password: "), getpass.getpass("again: ")
@@ -149,17 +186,23 @@ def _read_password(stdin: TextIO) -> str:
         first, second = stdin.readline().rstrip("\r\n"), stdin.readline().rstrip("\r\n")
     if first != second:
         raise ConfigError("the two passwords differ")
-    if not MIN_PASSWORD <= len(first) <= MAX_PASSWORD:
-        raise ConfigError(f"a password is {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+    problem = password_problem(name, first)
+    if problem is not None:
+        raise ConfigError(problem)
     return first
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tablectl users", description="People who may sign in to the console.")
     sub = p.add_subparsers(dest="action", required=True)
-    add = sub.add_parser("add", help="add a person or change their password (read twice from stdin)")
+    add = sub.add_parser("add", help="add a person (password read twice from stdin)")
     add.add_argument("name")
     add.add_argument("--role", required=True, choices=sorted(ROLES))
+    add.add_argument(
+        "--replace",
+        action="store_true",
+        help="the person exists: give them this role and password (their sessions end)",
+    )
     add.add_argument("--file", required=True, type=Path)
     ls = sub.add_parser("list", help="names and roles")
     ls.add_argument("--file", required=True, type=Path)
@@ -172,7 +215,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str], stdin: TextIO | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        users = load_users(args.file)
+        users = load_users(args.file, missing_ok=args.action == "add")
         if args.action == "list":
             for u in sorted(users.values(), key=lambda u: u.name):
                 print(f"{u.name}\t{u.role}")
@@ -185,7 +228,9 @@ def main(argv: list[str], stdin: TextIO | None = None) -> int:
             if users.pop(args.name, None) is None:
                 raise ConfigError(f"{args.file}: no user {args.name}")
         else:
-            password = _read_password(stdin or sys.stdin)
+            if args.name in users and not args.replace:
+                raise ConfigError(f"{args.file}: {args.name} exists (--replace to change their password)")
+            password = _read_password(args.name, stdin or sys.stdin)
             users[args.name] = User(args.name, args.role, hash_password(password))
         save_users(args.file, users)
         print(

@@ -26,7 +26,7 @@ from controller.supervisor.wiring import build_telemetry
 from devices.config import NETWORK_MODBUS, TransportKind
 
 if TYPE_CHECKING:
-    from controller.console.server import Console
+    from controller.console.process import ConsoleProcess
 
 JOURNAL_DIR = Path("/var/lib/tablectl")
 
@@ -71,14 +71,17 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
         if forwarder is not None:
             forwarder.supervisor = supervisor
         settings = _console_settings(config, args.console, args.users)
-        console = None
         if settings is not None:
-            from controller.console.server import Console
+            from controller.console.tls import server_context
+            from controller.console.users import load_users
 
-            console = Console(
-                supervisor, settings.users, allow_hosts=settings.allow_hosts
-            )  # a bad users file stops here, exit 2
-        return asyncio.run(_run(supervisor, console, settings))
+            # A bad or missing users file, or an unusable certificate, stops here: exit 2. (The
+            # console's own process reads them again.)
+            load_users(settings.users)
+            if settings.tls_cert is not None and settings.tls_key is not None:
+                server_context(settings.tls_cert, settings.tls_key)
+        level = getattr(logging, args.log_level.upper())
+        return asyncio.run(_run(supervisor, settings, level))
     except TablectlError as e:
         print(f"tablectl run: {e}", file=sys.stderr)
         return 2
@@ -108,15 +111,19 @@ def _console_settings(config: TableConfig, listen: str | None, users: Path | Non
     return console_settings(dict(config.doc), config.path.parent, str(config.path), listen, users)
 
 
-async def _run(supervisor: Supervisor, console: Console | None, settings: ConsoleSettings | None) -> int:
+async def _run(supervisor: Supervisor, settings: ConsoleSettings | None, log_level: int) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    console: ConsoleProcess | None = None
     await supervisor.start()
     try:
-        if console is not None and settings is not None:
-            await console.start(settings.host, settings.port)
+        if settings is not None:
+            from controller.console.process import ConsoleProcess
+
+            console = ConsoleProcess(supervisor, settings, log_level)
+            await console.start()  # in a process of its own: it cannot take the table's pace
         await stop.wait()
     finally:
         if console is not None:

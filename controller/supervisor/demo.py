@@ -272,14 +272,16 @@ async def _console(args: argparse.Namespace, rig: Rig) -> AsyncIterator[None]:
     if args.console is None and args.users is None:
         yield
         return
-    from controller.console.server import Console
-    from controller.console.settings import DEFAULT_HOST, DEFAULT_PORT, parse_listen
+    from controller.console.process import ConsoleProcess
+    from controller.console.settings import DEFAULT_HOST, DEFAULT_PORT, ConsoleSettings, parse_listen
+    from controller.console.users import load_users
 
     if args.users is None:
         raise ConfigError("--console needs --users FILE (tablectl users add NAME --role floor --file FILE)")
     host, port = parse_listen(args.console or f"{DEFAULT_HOST}:{DEFAULT_PORT}", "--console")
-    console = Console(rig.supervisor, args.users)
-    await console.start(host, port)
+    load_users(args.users)  # a missing or broken file: one line, before anything starts
+    console = ConsoleProcess(rig.supervisor, ConsoleSettings(host, port, args.users), logging.INFO)
+    await console.start()
     try:
         yield
     finally:

@@ -89,7 +89,7 @@ async def test_tablectl_run_serves_the_console(tmp_path: Path) -> None:
     [
         ('[console]\nlisten = "0.0.0.0"\n', "console.listen: must be HOST:PORT"),
         ('[console]\nlisten = "localhost:80"\n', "console.listen: must be HOST:PORT with an IP address"),
-        ("[console]\nport = 80\n", "console.port: unknown key (expected listen, users, allow_hosts)"),
+        ("[console]\nport = 80\n", "console.port: unknown key (expected listen, users, tls_cert, tls_key"),
         ('[console]\nallow_hosts = ["http://x:1"]\n', "console.allow_hosts: must be a list of host names"),
     ],
 )
@@ -177,4 +177,58 @@ async def test_a_page_open_through_a_restart_of_tablectl_run(tmp_path: Path, bro
                 await proc.wait()
         for drain in drains:
             await drain
+        await sim.stop()
+
+
+async def _start_run(config: Path, journal: Path) -> tuple[asyncio.subprocess.Process, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "controller.cli", "run", "--config", str(config), "--journal", str(journal),
+        cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    listening = await _line(proc, "console_listening")
+    return proc, f"http://127.0.0.1:{listening['port']}"
+
+
+async def _stop_run(proc: asyncio.subprocess.Process) -> None:
+    proc.send_signal(signal.SIGTERM)
+    await proc.communicate()  # its log read to the end, so a full pipe cannot hold it
+    assert proc.returncode == 0
+
+
+async def test_a_restart_of_run_keeps_sessions_and_lockouts(tmp_path: Path) -> None:
+    """The console in its own process, as `tablectl run` starts it: a session and a lockout made
+    before SIGTERM hold after the next start, from the files beside the journal."""
+    cfg = load_table_config(table_file("double-back-jack"))
+    sim = SimTable(cfg.devices, cfg.options.spec, seed=3, decks=cfg.options.decks)
+    await sim.start()
+    config = concrete_config("double-back-jack", sim, tmp_path / "table.toml")
+    with config.open("a") as f:
+        f.write('[console]\nlisten = "127.0.0.1:0"\nusers = "users.toml"\n')
+    write_users(tmp_path / "users.toml")
+    jar = aiohttp.CookieJar(unsafe=True)
+    procs: list[asyncio.subprocess.Process] = []
+    try:
+        async with asyncio.timeout(GUARD_S):
+            proc, url = await _start_run(config, tmp_path / "j.db")
+            procs.append(proc)
+            async with aiohttp.ClientSession(url, cookie_jar=jar) as c:
+                async with c.post("/api/login", json={"user": "dan", "password": PASSWORDS["dan"]}) as r:
+                    assert r.status == 200
+                for i in range(5):
+                    async with c.post("/api/login", json={"user": "flo", "password": f"wrong-{i}"}) as r:
+                        assert r.status == 401
+            await _stop_run(proc)
+            proc, url = await _start_run(config, tmp_path / "j.db")
+            procs.append(proc)
+            async with aiohttp.ClientSession(url, cookie_jar=jar) as c:
+                async with c.get("/api/display") as r:
+                    assert r.status == 200 and (await r.json())["signed_in"]["user"] == "dan"
+                async with c.post("/api/login", json={"user": "flo", "password": PASSWORDS["flo"]}) as r:
+                    assert r.status == 429  # still locked: the attempts were on disk
+            await _stop_run(proc)
+    finally:
+        for p in procs:
+            if p.returncode is None:
+                p.kill()
+                await p.wait()
         await sim.stop()

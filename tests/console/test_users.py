@@ -1,5 +1,6 @@
-"""``tablectl users``: passwords read twice from standard input, stored only as salted scrypt
-hashes; list and remove; a broken users file refused in one line naming file and key."""
+"""``tablectl users``: passwords read twice from standard input, held to the password policy and
+stored only as salted scrypt hashes; an existing name replaced only when asked; list and remove; a
+broken or missing users file refused in one line naming the file (exit 2)."""
 
 from __future__ import annotations
 
@@ -22,19 +23,25 @@ def test_add_list_remove(
 ) -> None:
     f = tmp_path / "users.toml"
     assert (
-        _users(["add", "ann", "--role", "floor", "--file", str(f)], "s3cret-pass\ns3cret-pass\n", monkeypatch)
+        _users(
+            ["add", "ann", "--role", "floor", "--file", str(f)], "s3cret-floor\ns3cret-floor\n", monkeypatch
+        )
         == 0
     )
     assert (
-        _users(["add", "bob", "--role", "dealer", "--file", str(f)], "other-pass\nother-pass\n", monkeypatch)
+        _users(
+            ["add", "bob", "--role", "dealer", "--file", str(f)],
+            "quiet-harbour\nquiet-harbour\n",
+            monkeypatch,
+        )
         == 0
     )
     text = f.read_text()
-    assert "s3cret-pass" not in text and "other-pass" not in text and text.count("scrypt$") == 2
+    assert "s3cret-floor" not in text and "quiet-harbour" not in text and text.count("scrypt$") == 2
     assert f.stat().st_mode & 0o077 == 0  # readable by its owner only
     users = load_users(f)
-    assert verify_password("s3cret-pass", users["ann"].password) and not users["ann"].verify("other-pass")
-    assert hash_password("s3cret-pass") != users["ann"].password  # salted: the same password, another hash
+    assert verify_password("s3cret-floor", users["ann"].password) and not users["ann"].verify("quiet-harbour")
+    assert hash_password("s3cret-floor") != users["ann"].password  # salted: the same password, another hash
     capsys.readouterr()
     assert tablectl(["users", "list", "--file", str(f)]) == 0
     assert capsys.readouterr().out == "ann\tfloor\nbob\tdealer\n"
@@ -42,15 +49,20 @@ def test_add_list_remove(
     assert set(load_users(f)) == {"ann"}
     out = capsys.readouterr()
     assert "s3cret" not in out.out + out.err
+    assert tablectl(["users", "remove", "zed", "--file", str(f)]) == 2
+    assert capsys.readouterr().err == f"tablectl users: {f}: no user zed\n"
 
 
 @pytest.mark.parametrize(
     ("argv", "stdin", "error"),
     [
         (["add", "ann", "--role", "floor"], "one-password\nanother-one\n", "the two passwords differ"),
-        (["add", "ann", "--role", "floor"], "short\nshort\n", "8 to 256 characters"),
-        (["add", "Ann Smith", "--role", "floor"], "long-enough\nlong-enough\n", "a name is 1-32"),
-        (["remove", "zed"], "", "no user zed"),
+        (["add", "ann", "--role", "floor"], "eleven-char\neleven-char\n", "12 to 256 characters"),
+        (["add", "annabel", "--role", "floor"], "annabel2026!\nannabel2026!\n", "not be the name"),
+        (["add", "ann", "--role", "floor"], "Password1234\nPassword1234\n", "list of common passwords"),
+        (["add", "ann", "--role", "floor"], "TrustNo11234\nTrustNo11234\n", "list of common passwords"),
+        (["add", "ann", "--role", "floor"], "zzzzzzzzzzzzzz\nzzzzzzzzzzzzzz\n", "one character repeated"),
+        (["add", "Ann Smith", "--role", "floor"], "long-enough-pass\nlong-enough-pass\n", "a name is 1-32"),
     ],
 )
 def test_refusals_are_one_line(
@@ -64,6 +76,37 @@ def test_refusals_are_one_line(
     assert _users([*argv, "--file", str(tmp_path / "u.toml")], stdin, monkeypatch) == 2
     err = capsys.readouterr().err
     assert error in err and err.count("\n") == 1 and "long-enough" not in err
+    assert "annabel2026" not in err and "Password1234" not in err  # a refused password is not echoed
+
+
+def test_an_existing_name_is_replaced_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "users.toml"
+    first, second = "first-long-password\n" * 2, "second-long-password\n" * 2
+    assert _users(["add", "ann", "--role", "floor", "--file", str(f)], first, monkeypatch) == 0
+    before = f.read_text()
+    capsys.readouterr()
+    assert _users(["add", "ann", "--role", "dealer", "--file", str(f)], second, monkeypatch) == 2
+    err = capsys.readouterr().err
+    assert err == f"tablectl users: {f}: ann exists (--replace to change their password)\n"
+    assert f.read_text() == before  # nothing changed
+    argv = ["add", "ann", "--role", "dealer", "--replace", "--file", str(f)]
+    assert _users(argv, second, monkeypatch) == 0
+    ann = load_users(f)["ann"]
+    assert ann.role == "dealer" and ann.verify("second-long-password")
+    assert not ann.verify("first-long-password")
+
+
+@pytest.mark.parametrize("action", [["list"], ["remove", "ann"]])
+def test_a_missing_users_file_is_refused(
+    action: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "misspelled.toml"
+    assert tablectl(["users", *action, "--file", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tablectl users: {f}: no such users file") and err.count("\n") == 1
+    assert not f.exists()
 
 
 def test_a_broken_users_file_names_file_and_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

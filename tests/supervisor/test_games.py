@@ -5,8 +5,8 @@ reader is replaced; a wrong stub count in DJ Wild voiding the round."""
 from __future__ import annotations
 
 import itertools
-from typing import Any
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs

@@ -1,0 +1,143 @@
+"""Connections to the console, counted: at most ``per_source`` open from one address and ``total``
+open at all. A connection past either cap is answered one 503 line and closed before aiohttp sees
+a byte of it, so a flood of sockets costs the console a counter, not a request handler each.
+
+The other bounds on a slow or idle client are aiohttp's own, set by the console: since aiohttp
+3.14 ``keepalive_timeout`` also runs from the moment a connection opens and is not reset by a
+trickle of bytes, so a client that has not sent a whole request line and headers by then is
+closed (slowloris), and an idle keep-alive connection the same time after its last answer. TLS
+handshakes have their own timeout (``ssl_handshake_timeout``); a request body is read under the
+console's own timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import ssl
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+from aiohttp.web_runner import BaseSite
+
+REFUSED = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s"
+)
+
+
+def _refusal(message: str) -> bytes:
+    body = b'{"ok":false,"error":"' + message.encode() + b'"}'
+    return REFUSED % (len(body), body)
+
+
+class ConnectionCaps:
+    def __init__(self, per_source: int, total: int, on_refused: Callable[[str, str], None]) -> None:
+        self.per_source = per_source
+        self.total = total
+        self.on_refused = on_refused
+        self.open: collections.Counter[str] = collections.Counter()
+        self.refused = 0
+
+    def count(self) -> int:
+        return sum(self.open.values())
+
+    def admit(self, source: str) -> bytes | None:
+        """None (and counted) when a connection from ``source`` may open; else the refusal."""
+        if self.open[source] >= self.per_source:
+            why = "too many connections from your address"
+        elif self.count() >= self.total:
+            why = "the console has too many connections"
+        else:
+            self.open[source] += 1
+            return None
+        self.refused += 1
+        self.on_refused(source, why)
+        return _refusal(why)
+
+    def leave(self, source: str) -> None:
+        self.open[source] -= 1
+        if self.open[source] <= 0:
+            del self.open[source]
+
+
+class _Counted(asyncio.Protocol):
+    """aiohttp's request handler behind the caps (it sees nothing of a refused connection)."""
+
+    def __init__(self, caps: ConnectionCaps, inner: asyncio.Protocol) -> None:
+        self.caps = caps
+        self.inner = inner
+        self.source: str | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        peer: Any = transport.get_extra_info("peername")
+        source = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        refusal = self.caps.admit(source)
+        if refusal is not None:
+            assert isinstance(transport, asyncio.Transport)
+            transport.write(refusal)
+            transport.close()
+            return
+        self.source = source
+        self.inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self.source is not None:
+            self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received() if self.source is not None else None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.source is not None:
+            self.caps.leave(self.source)
+            self.source = None
+            self.inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        if self.source is not None:
+            self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self.source is not None:
+            self.inner.resume_writing()
+
+
+class CappedSite(BaseSite):
+    """aiohttp's TCPSite with every connection counted by ``caps`` (and TLS when given)."""
+
+    def __init__(
+        self,
+        runner: web.BaseRunner,
+        host: str,
+        port: int,
+        caps: ConnectionCaps,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        handshake_timeout: float = 10.0,
+    ) -> None:
+        super().__init__(runner, ssl_context=ssl_context, backlog=512)
+        self.host, self.port, self.caps, self.handshake_timeout = host, port, caps, handshake_timeout
+
+    @property
+    def name(self) -> str:
+        return f"{'https' if self._ssl_context else 'http'}://{self.host}:{self.port}"
+
+    async def start(self) -> None:
+        await super().start()
+        server = self._runner.server
+        assert server is not None
+        caps = self.caps
+
+        def protocol() -> asyncio.Protocol:
+            return _Counted(caps, server())
+
+        self._server = await asyncio.get_running_loop().create_server(
+            protocol,
+            self.host,
+            self.port,
+            ssl=self._ssl_context,
+            backlog=self._backlog,
+            ssl_handshake_timeout=self.handshake_timeout if self._ssl_context else None,
+        )

@@ -1,0 +1,311 @@
+"""The console under attack, over real sockets (issue 23): a burst of sign-ins raced against the
+lockout, a lockout and sessions that outlive a restart, sessions ended by a password change,
+connections and streams past their caps, slow and idle clients closed, and the table still
+settling rounds while all that goes on. Client sockets are bound to addresses of 127.0.0.0/8 to
+play many sources."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+from structlog.testing import capture_logs
+
+from controller import logs
+from controller.console import server
+from controller.console.server import Console
+from controller.console.state import state_paths
+from controller.console.users import User, hash_password, load_users, save_users
+from tests.console.conftest import PASSWORDS, ConsoleRig, sign_in
+
+BURST = 300
+
+
+@pytest.fixture(autouse=True)
+def _logs() -> None:
+    logs.configure(cache=False)  # capture_logs misses cached loggers
+
+
+def client_from(rig: ConsoleRig, source: str, jar: aiohttp.CookieJar | None = None) -> aiohttp.ClientSession:
+    connector = aiohttp.TCPConnector(limit=0, local_addr=(source, 0))
+    return aiohttp.ClientSession(
+        rig.url, connector=connector, cookie_jar=jar or aiohttp.CookieJar(unsafe=True)
+    )
+
+
+def source(i: int) -> str:
+    return f"127.0.{1 + i // 250}.{1 + i % 250}"
+
+
+async def _restarted(rig: ConsoleRig) -> ConsoleRig:
+    """The same table's console stopped and started again on the same port (a restart of `run`
+    as far as the console is concerned: nothing in memory survives, the files beside the
+    journal do)."""
+    await rig.console.stop()
+    port = int(rig.url.rsplit(":", 1)[1])
+    rig.console = Console(rig.rig.supervisor, rig.users, clock=rig.clock)
+    await rig.console.start("127.0.0.1", port)
+    return rig
+
+
+@pytest.fixture
+async def counted(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[list[str]]:
+    """Every scrypt check the console makes, by the name of the hash checked."""
+    real, checks = server.verify_password, []
+
+    def verify(password: str, encoded: str) -> bool:
+        checks.append(encoded)
+        return real(password, encoded)
+
+    monkeypatch.setattr(server, "verify_password", verify)
+    yield checks
+
+
+async def test_a_burst_of_sign_ins_gets_five_hash_checks(console_rig: ConsoleRig, counted: list[str]) -> None:
+    """300 guesses at once for one name, from 300 addresses, the right password last: at most 5
+    reach the hash, the rest (the right one included) are refused at once, and stay refused."""
+    clients = [client_from(console_rig, source(i)) for i in range(BURST)]
+    guesses = [f"guess-{i:04d}-wrong" for i in range(BURST - 1)] + [PASSWORDS["flo"]]
+
+    async def attempt(c: aiohttp.ClientSession, password: str) -> int:
+        async with c.post("/api/login", json={"user": "flo", "password": password}) as r:
+            return r.status
+
+    try:
+        statuses = await asyncio.gather(*(attempt(c, p) for c, p in zip(clients, guesses, strict=True)))
+    finally:
+        await asyncio.gather(*(c.close() for c in clients))
+    assert len(counted) <= 5 and statuses.count(401) + statuses.count(200) == len(counted)
+    assert statuses.count(429) == BURST - len(counted) >= BURST - 5
+    # Locked: the right password is refused, from an address that never tried.
+    body = {"user": "flo", "password": PASSWORDS["flo"]}
+    async with client_from(console_rig, "127.0.9.9") as c, c.post("/api/login", json=body) as r:
+        assert r.status == 429 and int(r.headers["Retry-After"]) > 0
+    assert len(counted) <= 5
+    # The lockout is on disk (0600) and outlives a restart of the console.
+    attempts_file = state_paths(console_rig.rig.supervisor.journal_path)[2]
+    assert attempts_file.stat().st_mode & 0o777 == 0o600
+    rig = await _restarted(console_rig)
+    async with rig.client() as c:
+        async with c.post("/api/login", json={"user": "flo", "password": PASSWORDS["flo"]}) as r:
+            assert r.status == 429
+        rig.clock.now += 301  # the window has passed
+        await sign_in(c, "flo")
+    assert len(counted) <= 6
+
+
+async def test_one_address_gets_five_attempts_whatever_the_names(
+    console_rig: ConsoleRig, counted: list[str]
+) -> None:
+    async with client_from(console_rig, "127.0.5.5") as c:
+        for name in ["ann", "bob", "cy", "dee", "flo"]:
+            async with c.post("/api/login", json={"user": name, "password": "wrong-wrong-wrong"}) as r:
+                assert r.status == 401
+        async with c.post("/api/login", json={"user": "dan", "password": PASSWORDS["dan"]}) as r:
+            assert r.status == 429  # the address is locked out, the right password too
+    async with client_from(console_rig, "127.0.5.6") as c:
+        await sign_in(c, "dan")  # another address, and flo's one failure locks nobody
+        await sign_in(c, "flo")
+    assert len(counted) == 7
+
+
+async def test_sessions_outlive_a_restart_and_end_with_a_password_change(console_rig: ConsoleRig) -> None:
+    async with console_rig.client() as c:
+        csrf = await sign_in(c, "dan")
+        token = next(m.value for m in c.cookie_jar if m.key == server.COOKIE)
+        sessions_file = state_paths(console_rig.rig.supervisor.journal_path)[1]
+        text = sessions_file.read_text()
+        assert token not in text and csrf not in text and '"dan"' in text  # only the token's hash
+        assert sessions_file.stat().st_mode & 0o777 == 0o600
+        rig = await _restarted(console_rig)
+        async with c.get("/api/display") as r:
+            assert r.status == 200 and (await r.json())["signed_in"]["user"] == "dan"
+        async with c.post(
+            "/api/actions/new_dealer", json={"name": "dana"}, headers={"X-CSRF-Token": csrf}
+        ) as r:
+            assert (await r.json())["ok"] is True  # the CSRF token still holds
+        # `tablectl users add dan --replace` with another password: the session ends.
+        users = load_users(rig.users)
+        users["dan"] = User("dan", "dealer", hash_password("another-dealer-secret"))
+        save_users(rig.users, users)
+        async with c.get("/api/display") as r:
+            assert r.status == 401
+        await _restarted(rig)  # the console saves its files as it stops
+        assert '"dan"' not in sessions_file.read_text()  # and stays ended after a restart
+        async with c.get("/api/display") as r:
+            assert r.status == 401
+
+
+async def test_a_tampered_sessions_file_signs_everyone_out(console_rig: ConsoleRig) -> None:
+    async with console_rig.client() as c:
+        await sign_in(c, "dan")
+        await console_rig.console.stop()
+        sessions_file = state_paths(console_rig.rig.supervisor.journal_path)[1]
+        doc = json.loads(sessions_file.read_text())
+        for s in doc["body"].values():
+            s["role"] = "floor"  # a dealer made floor by an edit
+        sessions_file.write_text(json.dumps(doc))
+        with capture_logs() as logged:
+            port = int(console_rig.url.rsplit(":", 1)[1])
+            console_rig.console = Console(
+                console_rig.rig.supervisor, console_rig.users, clock=console_rig.clock
+            )
+            await console_rig.console.start("127.0.0.1", port)
+        assert any(e["event"] == "console_state_refused" and "signature" in e["error"] for e in logged)
+        async with c.get("/api/display") as r:
+            assert r.status == 401
+
+
+async def test_streams_are_capped_per_session_and_in_all(
+    console_rig: ConsoleRig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server, "MAX_STREAMS", 6)
+    async with console_rig.client() as dan, console_rig.client() as flo:
+        await sign_in(dan, "dan")
+        await sign_in(flo, "flo")
+        opened = [await dan.get("/api/events") for _ in range(server.MAX_STREAMS_PER_SESSION)]
+        assert all(r.status == 200 for r in opened)
+        async with dan.get("/api/events") as r:
+            assert r.status == 429 and "live streams" in (await r.json())["error"]
+        opened += [await flo.get("/api/events") for _ in range(2)]
+        async with flo.get("/api/events") as r:
+            assert r.status == 503
+        async with flo.get("/api/display") as r:
+            assert r.status == 200  # the rest of the console still answers
+        for r in opened:
+            r.close()
+
+
+async def _raw(host: str, port: int, src: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection(host, port, local_addr=(src, 0))
+
+
+async def test_connections_are_capped_per_source_and_in_all(console_rig: ConsoleRig) -> None:
+    host, port = console_rig.url.removeprefix("http://").split(":")
+    caps = console_rig.console.caps
+    caps.per_source, caps.total = 3, 5
+    held = [await _raw(host, int(port), "127.0.7.1") for _ in range(3)]
+    with capture_logs() as logged:
+        for _ in range(5):
+            reader, writer = await _raw(host, int(port), "127.0.7.1")
+            answer = await reader.read()  # the refusal, then the end of the connection
+            assert answer.startswith(b"HTTP/1.1 503") and b"too many connections from your address" in answer
+            writer.close()
+    # Five refusals, one log line: a flood of refused connections is not a flood of log lines.
+    assert [e["remote"] for e in logged if e["event"] == "console_connection_refused"] == ["127.0.7.1"]
+    held += [await _raw(host, int(port), "127.0.7.2") for _ in range(2)]
+    reader, writer = await _raw(host, int(port), "127.0.7.3")
+    assert b"the console has too many connections" in await reader.read()
+    writer.close()
+    async with client_from(console_rig, "127.0.7.4") as c, c.get("/") as r:
+        assert r.status == 503
+    caps.per_source, caps.total = 64, 2048
+    async with client_from(console_rig, "127.0.7.4") as c:
+        await sign_in(c, "dan")
+    for _, w in held:
+        w.close()
+
+
+@pytest.fixture
+def quick_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server, "IDLE_S", 1.0)  # longer than BODY_S: the slow body meets its own
+    monkeypatch.setattr(server, "BODY_S", 0.3)
+
+
+async def test_slow_and_idle_clients_are_closed(tmp_path: Path, quick_timeouts: None) -> None:
+    from controller.supervisor.rig import table_file, virtual_table
+    from tests.console.conftest import Clock, write_users
+
+    users = write_users(tmp_path / "users.toml")
+    async with asyncio.timeout(30):
+        async with virtual_table(table_file("double-back-jack"), tmp_path / "j.db", seed=5, boxes=2) as rig:
+            console = Console(rig.supervisor, users, clock=Clock())
+            host, port = await console.start("127.0.0.1", 0)
+            try:
+                # Slowloris: the request line and headers a byte at a time, never finished.
+                r1, w1 = await _raw(host, port, "127.0.8.1")
+                with contextlib.suppress(ConnectionError):  # closed while still trickling: as well
+                    for b in b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: ":
+                        w1.write(bytes([b]))
+                        await w1.drain()
+                # Idle: connected, says nothing.
+                r2, w2 = await _raw(host, port, "127.0.8.2")
+                # A body that never arrives.
+                r3, w3 = await _raw(host, port, "127.0.8.3")
+                w3.write(
+                    b"POST /api/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    b'Content-Length: 100\r\n\r\n{"user"'
+                )
+                assert await r1.read() == b""  # closed by the console, with nothing said
+                assert await r2.read() == b""
+                answer = await r3.read()
+                assert answer.startswith(b"HTTP/1.1 408") and b"the body did not arrive" in answer
+                for w in (w1, w2, w3):
+                    w.close()
+            finally:
+                await console.stop()
+
+
+async def test_the_table_keeps_dealing_under_a_flood(console_rig: ConsoleRig) -> None:
+    """Hundreds of stream requests and slow connections at once, while the virtual dealer plays:
+    the streams past the caps are refused, the slow connections are held by the console's own
+    thread, and the table settles its rounds (the pace figure is bench/console_flood.py's)."""
+    rig = console_rig.rig
+    host, port = console_rig.url.removeprefix("http://").split(":")
+    slow = [await _raw(host, int(port), source(i % 40)) for i in range(400)]
+    for _, w in slow:
+        w.write(b"GET /api/display HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    async with console_rig.client() as c:
+        await sign_in(c, "flo")
+        streams = await asyncio.gather(*(c.get("/api/events") for _ in range(200)), return_exceptions=True)
+        statuses = [s.status for s in streams if isinstance(s, aiohttp.ClientResponse)]
+        # Four streams for the session; the rest refused: 429 past the session's cap, or the
+        # connection itself refused past the cap of connections from one address.
+        assert statuses.count(200) == server.MAX_STREAMS_PER_SESSION and statuses.count(429) > 100
+        assert set(statuses) <= {200, 429, 503}
+        await rig.dealer.open_table()
+        before = rig.supervisor.table.round_no
+        await rig.dealer.play(3)
+        assert rig.supervisor.table.round_no >= before + 3
+        async with c.get("/api/display") as r:
+            assert r.status == 200
+        for s in streams:
+            if isinstance(s, aiohttp.ClientResponse):
+                s.close()
+    for _, w in slow:
+        w.close()
+
+
+async def test_the_bridge_serves_the_console_process_and_refuses_a_bad_line(console_rig: ConsoleRig) -> None:
+    """The table's side of the socket pair to the console's process: a display pushed at once
+    and after a change, a malformed line refused without ending the bridge, a command run as the
+    supervisor's own with who took it."""
+    import socket
+
+    from controller.console.table_link import MAX_LINE, TableBridge
+
+    ours, theirs = socket.socketpair()
+    r1, w1 = await asyncio.open_connection(sock=ours, limit=MAX_LINE)
+    r2, w2 = await asyncio.open_connection(sock=theirs, limit=MAX_LINE)
+    bridge = TableBridge(console_rig.rig.supervisor, r1, w1)
+    bridge.start()
+    try:
+        first = json.loads(await r2.readline())
+        assert first["display"]["table"] == "dbj-01" and "signed_in" not in first["display"]
+        w2.write(b"not json\n" + json.dumps({"command": "new_dealer"}).encode() + b"\n")
+        cmd = {"command": "new_dealer", "args": {"name": "dana"}, "who": "flo", "role": "floor", "id": 7}
+        w2.write(json.dumps(cmd).encode() + b"\n")
+        got: dict[str, object] = {}
+        while "reply" not in got:
+            got = json.loads(await r2.readline())
+            if "display" in got and got["display"]["dealer"] == "dana":  # type: ignore[index]
+                assert got["version"] > first["version"]  # type: ignore[operator]
+        assert got["reply"] == 7 and got["result"]["ok"] is True  # type: ignore[index]
+    finally:
+        await bridge.stop()
+        w2.close()
