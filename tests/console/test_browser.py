@@ -305,8 +305,21 @@ async def test_the_pages_say_when_the_table_is_gone_and_recover_by_themselves(
     assert await page.locator("#main").evaluate("m => m.inert")  # nothing under it can be pressed
     await shot(page, "console-lost.png")
     await rig.dealer.play_round()  # the table goes on meanwhile (another console, the keypad)
-    # `run` is back: a new console, whose sessions do not know this page's.
+    # `run` is back: a new console, which keeps its sessions beside the journal: the pages pick
+    # up the table as it is now, still signed in.
     console_rig.console = Console(sup, console_rig.users, clock=console_rig.clock)
+    await console_rig.console.start(host, int(port))
+    await expect(banner).to_be_hidden()
+    await expect(page.locator("#link")).to_have_text("live")
+    await expect(page.locator("#title")).to_contain_text(f"round {sup.table.round_no}")
+    await expect(floor.locator("#conn")).to_be_hidden()
+    # Back once more, but without the files it kept (a new appliance, say): the pages say plainly
+    # that their sessions are gone.
+    await console_rig.console.stop()
+    await expect(banner).to_be_visible()
+    await rig.dealer.play_round()
+    fresh = sup.journal_path.with_name("elsewhere.db")
+    console_rig.console = Console(sup, console_rig.users, clock=console_rig.clock, state=fresh)
     await console_rig.console.start(host, int(port))
     await expect(page.locator("#login-why")).to_have_text(
         "Signed out, sign in again (the table restarted or the session ended)."

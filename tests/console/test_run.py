@@ -26,14 +26,21 @@ from tests.mosquitto_fixtures import free_port
 GUARD_S = 30.0
 
 
-async def _line(proc: asyncio.subprocess.Process, event: str) -> dict[str, Any]:
+async def _line(proc: asyncio.subprocess.Process, event: str, *more: str) -> dict[str, Any]:
+    """Reads the log until ``event`` and every one of ``more`` have come, in any order (the
+    console's process says it listens when it does, before or after the table is ready); the
+    first event's line."""
     assert proc.stdout is not None
-    while True:
+    wanted, first = {event, *more}, None
+    while wanted:
         raw = await proc.stdout.readline()
         assert raw, "tablectl run ended"
         line = json.loads(raw)
-        if line["event"] == event:
-            return dict(line)
+        if line["event"] in wanted:
+            wanted.discard(line["event"])
+            first = dict(line) if line["event"] == event else first
+    assert first is not None
+    return first
 
 
 async def test_tablectl_run_serves_the_console(tmp_path: Path) -> None:
@@ -114,7 +121,7 @@ async def _run(
         cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
     procs.append(proc)
-    await _line(proc, "ready")
+    await _line(proc, "ready", "console_listening")
     assert proc.stdout is not None
     drains.append(asyncio.create_task(proc.stdout.read()))
 
