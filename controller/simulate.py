@@ -307,11 +307,14 @@ def simulate_through_core(
                 played and p["dealer"]["total"] > limit,
             )
 
-    recorder = JournaledTable.open(journal_path, options, table_id=f"sim-{options.game.value}")
+    opened = time.time()  # the simulated day starts now, so its records carry real dates
+    recorder = JournaledTable.open(journal_path, options, table_id=f"sim-{options.game.value}", now=opened)
     if recorder.journal.last_seq > 1:
         recorder.close()
         raise TablectlError(f"{journal_path}: already holds a table's journal; give a new file")
-    table = VirtualTable(options, random.Random(seed), seats=seats, on_step=tally, recorder=recorder)
+    table = VirtualTable(
+        options, random.Random(seed), seats=seats, on_step=tally, recorder=recorder, now=opened
+    )
     step = max(1, rounds // 200)
     start = time.perf_counter()
     try:

@@ -17,6 +17,7 @@ from pydantic import AfterValidator, Field, ValidationError
 
 from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError
+from controller.gaming_day import PENNSYLVANIA, GamingDay, start_time, zone
 from controller.ids import is_host_name, is_identifier
 from controller.schema import Document, NonEmpty, Rule, first_error, one_line
 
@@ -41,13 +42,30 @@ def _host_names(values: list[str]) -> list[str]:
     return values
 
 
+def _time_zone(value: str) -> str:
+    zone(value)  # ValueError with the rule
+    return value
+
+
+def _starts(value: str) -> str:
+    start_time(value)
+    return value
+
+
 class TableSection(Document):
     """``[table]``: which table, where it stands, its game file (relative to the table file, or a
-    shipped game's name)."""
+    shipped game's name), and the casino's gaming day: its IANA time zone and the local time
+    each gaming day starts (Pennsylvania time from 06:00 unless the file says otherwise)."""
 
     id: Identifier
     site: Identifier
     game: NonEmpty
+    time_zone: Annotated[str, AfterValidator(_time_zone)] = PENNSYLVANIA.time_zone
+    gaming_day_starts: Annotated[str, AfterValidator(_starts)] = f"{PENNSYLVANIA.starts:%H:%M}"
+
+    @property
+    def gaming_day(self) -> GamingDay:
+        return GamingDay(self.time_zone, start_time(self.gaming_day_starts))
 
 
 class TelemetrySection(Document):

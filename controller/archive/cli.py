@@ -47,7 +47,11 @@ def _verify_parser() -> argparse.ArgumentParser:
 def _report_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tablectl archive report", description="Per table, one day.")
     p.add_argument("--db", required=True, help=_DB_HELP)
-    p.add_argument("--day", help="YYYY-MM-DD, UTC (default today)")
+    p.add_argument(
+        "--day",
+        help="YYYY-MM-DD, a gaming day: the casino's 24 hours from its start time, in each table's"
+        " local time ([table] time_zone, gaming_day_starts); default the latest archived",
+    )
     p.add_argument("--json", action="store_true")
     return p
 

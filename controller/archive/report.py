@@ -74,7 +74,7 @@ def _text(day: date, rows: list[dict[str, Any]]) -> str:
     if not rows:
         return f"{day}: nothing archived"
     head = f"{'table':<28} {'rounds':>7} {'shoes':>6} {'events':>8} {'gaps':>5}  alarms / devices out / chain"
-    lines = [f"archive report for {day} (UTC)", head]
+    lines = [f"archive report for gaming day {day} (each table's local time)", head]
     for r in rows:
         alarms = ",".join(f"{k}:{v}" for k, v in sorted(r["alarms_by_section"].items())) or "-"
         devices = ",".join(f"{k}:{v}" for k, v in sorted(r["devices_out_of_order"].items())) or "-"
@@ -87,9 +87,14 @@ def _text(day: date, rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def parse_day(text: str | None) -> date:
-    if text is None:
-        return datetime.now(UTC).date()
+def latest_day(conn: psycopg.Connection[Any]) -> date:
+    """The latest gaming day anything was archived for (events_day_kind's first column: one index
+    probe), or the UTC date when the archive is empty: the tables' days, not the archive host's."""
+    row = conn.execute("SELECT max(day) FROM events").fetchone()
+    return row[0] if row is not None and row[0] is not None else datetime.now(UTC).date()
+
+
+def parse_day(text: str) -> date:
     try:
         return date.fromisoformat(text)
     except ValueError:
@@ -97,9 +102,10 @@ def parse_day(text: str | None) -> date:
 
 
 def report_main(dsn: str, day_text: str | None, as_json: bool) -> int:
-    day = parse_day(day_text)
+    chosen = None if day_text is None else parse_day(day_text)
     try:
         with psycopg.connect(dsn, connect_timeout=10) as conn:
+            day = chosen or latest_day(conn)
             rows = day_report(conn, day)
     except psycopg.Error as e:
         raise TablectlError(f"archive report: database: {str(e).splitlines()[0][:200]}") from None

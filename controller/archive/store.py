@@ -20,7 +20,7 @@ from controller.archive import alarms
 from controller.archive.alarms import ChainAlarm
 from controller.archive.messages import ArchivedEvent, copy_line
 
-COLUMNS = "site, table_id, seq, day, at, kind, classification, withheld, payload, hash, prev_hash"
+COLUMNS = "site, table_id, seq, day, at, kind, classification, withheld, payload, hash, prev_hash, tz"
 
 _INCOMING = "CREATE TEMP TABLE IF NOT EXISTS incoming (LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
 _INSERT = (

@@ -16,6 +16,7 @@ from typing import Any
 from controller.errors import ConfigError, RuleViolation
 from controller.game_config import GameOptions, load_game_options
 from controller.games import GameId
+from controller.gaming_day import PENNSYLVANIA, GamingDay
 from controller.shipped import resolve_ref, shipped_names
 from controller.table_file import read_table_file
 from devices.config import DeviceConfig, Side, TransportKind, load_devices
@@ -40,6 +41,8 @@ class TableConfig:
     # The file as read, once: the telemetry hashes it and takes [telemetry], the console its
     # [console] (neither reads the file again).
     doc: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    # [table] time_zone and gaming_day_starts: which gaming day a journalled instant belongs to.
+    gaming_day: GamingDay = PENNSYLVANIA
 
     def device_of(self, kind: DeviceKind) -> DeviceConfig | None:
         return next((d for d in self.devices if d.kind is kind), None)
@@ -84,7 +87,7 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
     from controller.console.settings import console_settings
 
     console_settings(doc, p.parent, str(p), need_users=False)  # [console]'s listen address too
-    return TableConfig(p, table.id, table.site, options, devices, doc)
+    return TableConfig(p, table.id, table.site, options, devices, doc, table.gaming_day)
 
 
 def _one_id_per_rtu_line(p: Path, devices: list[DeviceConfig]) -> None:

@@ -292,7 +292,12 @@ async def _headless(args: argparse.Namespace, journal: Path, url: str, kind: Bro
     telemetry, forwarder = _telemetry(args, journal, url)
     async with (
         virtual_table(
-            table_file(args.game), journal, seed=args.seed, boxes=args.boxes, telemetry=telemetry
+            table_file(args.game),
+            journal,
+            seed=args.seed,
+            boxes=args.boxes,
+            telemetry=telemetry,
+            wall_start=time.time(),
         ) as rig,
         _console(args, rig),
     ):
@@ -369,7 +374,8 @@ async def _with_view(args: argparse.Namespace, journal: Path, url: str) -> int:
     stop = _stop_on_signals()
     telemetry, forwarder = _telemetry(args, journal, url)
     async with virtual_table(table_file(args.game), journal, seed=args.seed, boxes=args.boxes,
-                             pace_s=max(0.0, args.pace), telemetry=telemetry) as rig,\
+                             pace_s=max(0.0, args.pace), telemetry=telemetry,
+                             wall_start=time.time()) as rig,\
             _console(args, rig):  # fmt: skip
         forwarder.supervisor = rig.supervisor
         view = LiveView(rig, url)
@@ -399,7 +405,8 @@ async def _with_lines(args: argparse.Namespace, journal: Path, url: str) -> int:
     stop = _stop_on_signals()
     telemetry, forwarder = _telemetry(args, journal, url)
     async with virtual_table(table_file(args.game), journal, seed=args.seed, boxes=args.boxes,
-                             pace_s=max(0.0, args.pace), telemetry=telemetry) as rig,\
+                             pace_s=max(0.0, args.pace), telemetry=telemetry,
+                             wall_start=time.time()) as rig,\
             _console(args, rig):  # fmt: skip
         forwarder.supervisor = rig.supervisor
         feed = RoundFeed(rig.supervisor)

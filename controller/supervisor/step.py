@@ -18,6 +18,7 @@ from structlog.typing import FilteringBoundLogger
 
 from controller.errors import RuleViolation
 from controller.game_config import GameOptions
+from controller.gaming_day import GamingDay
 from controller.journal import JournalError
 from controller.rules.requests import DEALER
 from controller.supervisor.health import shoe_failed
@@ -60,9 +61,11 @@ class Stepper:
         assert self.jt is not None, "the supervisor is not started"
         return self.jt.table
 
-    def open(self, path: Path, options: GameOptions, table_id: str) -> JournaledTable:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.jt = JournaledTable.open(path, options, table_id)
+    def open(self, path: Path, options: GameOptions, table_id: str, calendar: GamingDay) -> JournaledTable:
+        # The journal's directory is the operator's to make (with its owner and mode): a mistyped
+        # --journal must not leave a new tree behind (Journal.open refuses in one line).
+        self.jt = JournaledTable.open(path, options, table_id, now=self.wall())
+        self.jt.table.calendar = calendar
         return self.jt
 
     def close(self) -> int | None:

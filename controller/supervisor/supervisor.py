@@ -166,7 +166,7 @@ class Supervisor:
         from controller.logs import bind_table
 
         bind_table(self.table_id)
-        jt = self.stepper.open(self.journal_path, self.config.options, self.table_id)
+        jt = self.stepper.open(self.journal_path, self.config.options, self.table_id, self.config.gaming_day)
         t = jt.table
         self.log.info(
             "journal_open", path=str(self.journal_path), seq=jt.journal.last_seq, round=t.round_no,

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -40,8 +41,15 @@ def _demo(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
 @pytest.mark.parametrize("game", ["down-under", "dj-wild"])
 def test_demo_headless_with_its_own_mosquitto(game: str, tmp_path: Path) -> None:
     mosquitto_fixtures.mosquitto_binary()  # skips when mosquitto is not installed
+    started = time.time()
     done = _demo("--game", game, "--rounds", "3", "--seed", "5", "--journal", str(tmp_path / "j.db"))
     assert done.returncode == 0, done.stderr
+    # The virtual clock starts at the real now: every record, table_opened first, is dated today
+    # (give or take the virtual hours the demo plays), not in 1970 or 2027.
+    with Journal.open(tmp_path / "j.db", create=False, readonly=True) as j:
+        times = [r.at for r in j.records()]
+    assert started - 1 <= times[0] <= time.time() and times == sorted(times)
+    assert times[-1] - times[0] < 86_400
     summary = json.loads(done.stdout)
     assert summary["broker_kind"] == "mosquitto" and summary["broker"].startswith("mqtt://127.0.0.1:")
     assert summary["rounds"] == 3 and summary["journal_verified"] is True

@@ -299,7 +299,7 @@ def _reader_inputs(result: str) -> list[I.Input]:
 def _opened_journal(game: str, path: Path) -> None:
     """The floor verified both batches and the dealer came in (as a previous run journalled)."""
     cfg = load_table_config(table_file(game))
-    jt = JournaledTable.open(path, cfg.options, cfg.table_id)
+    jt = JournaledTable.open(path, cfg.options, cfg.table_id, now=1_800_000_000.0)
     for back in jt.table.batches:
         jt.handle(I.DecksOpened(back=back, dealer="dealer-1", floorperson="floor-1"), time.time())
     jt.handle(I.NewDealer(name="dealer-1"), time.time())
