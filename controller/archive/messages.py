@@ -143,7 +143,12 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
 
 
 def _instant(at: object, where: str, seq: int) -> float:
-    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at) or not 0 <= at < 2**35:
+    if (
+        isinstance(at, bool)
+        or not isinstance(at, int | float)
+        or not math.isfinite(at)
+        or not 0 <= at < 2**35
+    ):
         raise Unreadable(f"{where} seq {seq}: at is not seconds since the epoch")
     return float(at)
 

@@ -23,6 +23,7 @@ from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
 from controller.supervisor.wiring import build_telemetry
+from controller.telemetry.metrics_http import MetricsServer, parse_address
 from devices.config import TransportKind
 
 if TYPE_CHECKING:
@@ -47,6 +48,12 @@ def _parser() -> argparse.ArgumentParser:
         help="serve the table console here (default [console] listen, else 127.0.0.1:8470)",
     )
     p.add_argument("--users", type=Path, default=None, help="the console's users file (tablectl users add)")
+    p.add_argument(
+        "--metrics",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve /metrics (Prometheus text format) and /healthz here (docs/metrics.md)",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 
@@ -78,7 +85,8 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
             console = Console(
                 supervisor, settings.users, allow_hosts=settings.allow_hosts
             )  # a bad users file stops here, exit 2
-        return asyncio.run(_run(supervisor, console, settings))
+        metrics = None if args.metrics is None else parse_address(args.metrics, "--metrics")
+        return asyncio.run(_run(supervisor, console, settings, metrics))
     except TablectlError as e:
         print(f"tablectl run: {e}", file=sys.stderr)
         return 2
@@ -108,21 +116,39 @@ def _console_settings(config: TableConfig, listen: str | None, users: Path | Non
     return console_settings(dict(config.doc), config.path.parent, str(config.path), listen, users)
 
 
-async def _run(supervisor: Supervisor, console: Console | None, settings: ConsoleSettings | None) -> int:
+async def _run(
+    supervisor: Supervisor,
+    console: Console | None,
+    settings: ConsoleSettings | None,
+    metrics_at: tuple[str, int] | None,
+) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await supervisor.start()
+    metrics = MetricsServer(supervisor.metrics.registry, lambda: _health(supervisor))
     try:
+        if metrics_at is not None:
+            host, port = await metrics.start(*metrics_at)
+            supervisor.log.info("metrics_listening", url=f"http://{host}:{port}/metrics")
         if console is not None and settings is not None:
             await console.start(settings.host, settings.port)
         await stop.wait()
     finally:
+        await metrics.stop()
         if console is not None:
             await console.stop()
         await supervisor.stop()
     return 0
+
+
+def _health(supervisor: Supervisor) -> tuple[bool, str]:
+    """/healthz: ok once the journal is replayed and every device has answered (``ready``)."""
+    if not supervisor.ready.is_set():
+        waiting = sorted(n for n, h in supervisor.health.items() if h.value == "connecting")
+        return False, f"starting: waiting for {', '.join(waiting) or 'the journal'}"
+    return True, "ok"
 
 
 def dispatch(argv: list[str]) -> int:

@@ -9,6 +9,7 @@ leaves to the shell (the reader's up card, sensors locked and unlocked), then te
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,6 +24,7 @@ from controller.journal import JournalError
 from controller.rules.requests import DEALER
 from controller.supervisor.health import shoe_failed
 from controller.supervisor.mapping import Translator, Untranslatable
+from controller.supervisor.metrics import TableMetrics
 from controller.supervisor.outbox import Outbox
 from controller.supervisor.telemetry import NullTelemetry, Telemetry
 from controller.table import inputs as I
@@ -50,6 +52,7 @@ class Stepper:
         self.translator, self.outbox, self.telemetry = translator, outbox, telemetry
         self.snapshot, self.changed, self.log = snapshot, changed, log
         self.jt: JournaledTable | None = None
+        self.metrics = TableMetrics("table")  # the supervisor hands its own in
         self.steps = 0  # steps with events; an inferred input refused is tried again after the next
         self.eject_sent: set[dev.Slot] = set()  # ejects queued: reconcile does not send them again
         # The journal's commits (and their fsync) run here, one at a time, off the event loop: a
@@ -117,7 +120,10 @@ class Stepper:
         before = self.table.in_round
         last = self.jt.journal.last_seq
         # Journalled (committed, in the journal's thread) before any effect.
+        began = time.perf_counter()
         step = await self.jt.handle_async(inp, self.wall(), self._writer, seen, taken_by)
+        if step.events:
+            self.metrics.committed(time.perf_counter() - began, ((e.kind, e.payload) for e in step.events))
         # Effects first, then the bookkeeping: the lock after Start Game is the past-posting window
         # (687a.9(b)), so nothing that is not an effect (log lines, telemetry) goes before it.
         for cmd in step.commands:
