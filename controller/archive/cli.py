@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import signal
 import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from controller import logs
 from controller.errors import TablectlError
 from controller.telemetry.topics import check_level
+
+if TYPE_CHECKING:
+    from controller.archive.worker import ArchiveWorker
 
 _DB_HELP = "PostgreSQL URL, postgresql://user@host:port/db (a password from PGPASSWORD or ~/.pgpass)"
 
@@ -28,6 +34,12 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--client-id", help="fixed per worker: the broker keeps its queue under this id")
     p.add_argument("--ca-file", help="CA certificate for an mqtts:// broker")
     p.add_argument("--gap-grace", type=float, default=10.0, help="seconds a gap may stay open (default 10)")
+    p.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="serve /metrics (Prometheus text format: ingest rate, lag) and /healthz here",
+    )
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 
 
@@ -57,24 +69,49 @@ def _report_parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import structlog
+
+    from controller.archive.metrics import registry_for
     from controller.archive.worker import ArchiveSettings, ArchiveWorker
     from controller.telemetry.broker import broker_settings
+    from controller.telemetry.metrics_http import MetricsServer, parse_address
 
     check_level("archive group", args.group)
     section = {"ca_file": str(Path(args.ca_file).resolve())} if args.ca_file else {}
     broker = broker_settings(args.broker, section, Path.cwd(), os.environ)
     client_id = args.client_id or f"tablectl-archive-{socket.gethostname()}"
     settings = ArchiveSettings(broker, args.db, args.group, client_id, gap_grace_s=args.gap_grace)
+    metrics_at = None if args.metrics is None else parse_address(args.metrics, "--metrics")
+    # JSON lines on stdout, as `tablectl run` logs: one log pipeline for the whole floor.
+    logs.configure(getattr(logging, args.log_level.upper()))
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await ArchiveWorker(settings).run(stop)
+        worker = ArchiveWorker(settings)
+        server = MetricsServer(registry_for(worker), lambda: _health(worker))
+        if metrics_at is not None:
+            host, port = await server.start(*metrics_at)
+            structlog.get_logger("tablectl.archive").info(
+                "archive.metrics_listening", url=f"http://{host}:{port}/metrics"
+            )
+        try:
+            await worker.run(stop)
+        finally:
+            await server.stop()
 
     asyncio.run(main())
     return 0
+
+
+def _health(worker: ArchiveWorker) -> tuple[bool, str]:
+    if not worker.db_connected:
+        return False, "no PostgreSQL connection"
+    if not worker.subscribed.is_set():
+        return False, "not subscribed to the broker"
+    return True, "ok"
 
 
 def main(argv: Sequence[str]) -> int:
