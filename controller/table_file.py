@@ -20,6 +20,7 @@ from controller.errors import ConfigError
 from controller.gaming_day import PENNSYLVANIA, GamingDay, start_time, zone
 from controller.ids import is_host_name, is_identifier
 from controller.schema import Document, NonEmpty, Rule, first_error, one_line
+from controller.shipped import shipped_file, shipped_names
 
 ID_RULE: Final = "letters, digits, '.', '_' and '-' only, at most 64 characters"
 
@@ -103,10 +104,23 @@ class TableFile(Document):
 SECTIONS_RULE: Final = "unknown section (expected [table], [devices.<name>], [telemetry], [console])"
 
 
+def locate_table_file(path: Path | str) -> Path:
+    """``path`` itself, or, when there is no such file and it is a bare name (``down-under``), the
+    shipped example table of that name: how `tablectl run --config down-under` works from an
+    installed wheel as from a checkout. Anything else is left for the reader to refuse."""
+    p = Path(path)
+    if p.exists() or p.parent != Path("."):
+        return p
+    return shipped_file("tables", p.name) or p
+
+
 def read_table_file(path: Path) -> tuple[dict[str, Any], TableFile]:
     """The table file at ``path`` as read and with its shape checked (the document is kept for
     the sections whose own modules read it); ConfigError with one line naming the file, the key
     and the rule."""
+    if not path.exists():
+        shipped = ", ".join(shipped_names("tables"))
+        raise ConfigError(f"{path}: no such table file (or name a shipped table: {shipped})")
     try:
         doc = read_toml(path)
     except InputRefused as e:

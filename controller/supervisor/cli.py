@@ -68,6 +68,16 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
         print(f"tablectl run: {e}", file=sys.stderr)
         return 2
     journal = args.journal or JOURNAL_DIR / f"{config.table_id}.db"
+    # The journal's directory is the operator's to make, with its owner and mode: a mistyped path
+    # must not leave a new tree behind, nor the default appear unannounced.
+    if not journal.parent.is_dir():
+        where = f"--journal {journal}" if args.journal else f"no --journal given, and the default {journal}"
+        print(
+            f"tablectl run: {where}: directory {journal.parent} does not exist"
+            " (create it for the appliance's user, or give --journal PATH)",
+            file=sys.stderr,
+        )
+        return 2
     if args.journal is None:  # said once, so nobody wonders where the table's record went
         print(f"tablectl run: journal {journal} (--journal PATH to choose)", file=sys.stderr)
     try:

@@ -18,7 +18,7 @@ from controller.game_config import GameOptions, load_game_options
 from controller.games import GameId
 from controller.gaming_day import PENNSYLVANIA, GamingDay
 from controller.shipped import resolve_ref, shipped_names
-from controller.table_file import read_table_file
+from controller.table_file import locate_table_file, read_table_file
 from devices.config import DeviceConfig, Side, TransportKind, load_devices
 from devices.profiles import DeviceKind
 
@@ -54,7 +54,7 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
 
     ``side``: which end of an MQTT device's link this process is (see ``load_devices``):
     `tablectl run` reads only the appliance's password, `tablectl sim` only the device's."""
-    p = Path(path)
+    p = locate_table_file(path)
     doc, file = read_table_file(p)
     table = file.table
     game_path = resolve_ref(p.parent, table.game, "games")

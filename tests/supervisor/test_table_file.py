@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.cli import main
 from controller.errors import ConfigError
 from controller.shipped import shipped_file
 from controller.supervisor.config import load_table_config
@@ -59,7 +60,11 @@ def test_a_bad_section_is_one_line_naming_file_and_key(tmp_path: Path, extra: st
     [
         ('id = "dbj-01"', 'id = "dbj-01\\n"', "table.id: letters, digits, '.', '_' and '-' only"),
         ('id = "dbj-01"', "id = 7", "table.id: must be a non-empty string"),
-        ('id = "dbj-01"', 'id = "dbj-01"\nseats = 6', "table.seats: unknown key (expected id, site, game)"),
+        (
+            'id = "dbj-01"',
+            'id = "dbj-01"\nseats = 6',
+            "table.seats: unknown key (expected id, site, game, time_zone, gaming_day_starts)",
+        ),
     ],
 )
 def test_the_table_section_is_checked(tmp_path: Path, old: str, new: str, line: str) -> None:
@@ -70,3 +75,38 @@ def test_the_table_section_is_checked(tmp_path: Path, old: str, new: str, line: 
     with pytest.raises(ConfigError) as info:
         load_table_config(path)
     assert str(info.value).startswith(f"{path}: {line}"), info.value
+
+
+def test_a_shipped_table_is_found_by_name_from_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no config/ here: the name alone finds the shipped file
+    assert main(["config", "check", "down-under"]) == 0
+    assert "shipped/tables/down-under.toml: ok: table dub-01" in capsys.readouterr().out
+    assert main(["config", "check", "down-unda"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "down-unda: no such table file (or name a shipped table: dj-wild, double-attack,"
+        " double-back-jack, down-under)\n"
+    )
+
+
+def test_run_makes_no_directory_for_its_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nonexistent" / "dir"
+    assert main(["run", "--config", "down-under", "--journal", str(missing / "j.db")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"tablectl run: --journal {missing / 'j.db'}: directory {missing} does not exist"
+        " (create it for the appliance's user, or give --journal PATH)\n"
+    )
+    assert not (tmp_path / "nonexistent").exists()
+    # No --journal: the default directory is not made either; the line says which and how.
+    monkeypatch.setattr("controller.supervisor.cli.JOURNAL_DIR", tmp_path / "var-lib-tablectl")
+    assert main(["run", "--config", "down-under"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"tablectl run: no --journal given, and the default {tmp_path}/var-lib-tablectl/dub-01.db"
+    )
+    assert not (tmp_path / "var-lib-tablectl").exists()
