@@ -65,6 +65,13 @@ def _report_parser() -> argparse.ArgumentParser:
         " local time ([table] time_zone, gaming_day_starts); default the latest archived",
     )
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        type=Path,
+        help="also write the day as pictures (game pace per table and dealer, house result per"
+        " wager, alarms): one self-contained HTML file",
+    )
     return p
 
 
@@ -126,7 +133,7 @@ def main(argv: Sequence[str]) -> int:
             from controller.archive.report import report_main
 
             a = _report_parser().parse_args(argv[1:])
-            return report_main(a.db, a.day, a.json)
+            return report_main(a.db, a.day, a.json, a.html)
         return _run(_run_parser().parse_args(argv))
     except TablectlError as e:
         print(e, file=sys.stderr)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -101,12 +102,20 @@ def parse_day(text: str) -> date:
         raise TablectlError(f"archive report: --day {text!r} is not a date (YYYY-MM-DD)") from None
 
 
-def report_main(dsn: str, day_text: str | None, as_json: bool) -> int:
+def report_main(dsn: str, day_text: str | None, as_json: bool, html_path: Path | None = None) -> int:
     chosen = None if day_text is None else parse_day(day_text)
+    if html_path is not None:
+        from controller.archive.report_html import require_matplotlib
+
+        require_matplotlib()
     try:
         with psycopg.connect(dsn, connect_timeout=10) as conn:
             day = chosen or latest_day(conn)
             rows = day_report(conn, day)
+            if html_path is not None:
+                from controller.archive.report_html import write_html
+
+                write_html(conn, day, html_path)
     except psycopg.Error as e:
         raise TablectlError(f"archive report: database: {str(e).splitlines()[0][:200]}") from None
     print(json.dumps({"day": day.isoformat(), "tables": rows}, indent=2) if as_json else _text(day, rows))
