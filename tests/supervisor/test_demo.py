@@ -102,3 +102,28 @@ def test_demo_with_a_broker_survives_a_hostile_command(tmp_path: Path, broker_po
     assert status["online"] is False and status["clean"] is True  # a clean farewell, so it lived on
     with Journal.open(journal, create=False, readonly=True) as j:
         assert j.published_seq() == j.last_seq  # every record reached the broker
+
+
+def test_demo_with_a_broker_it_cannot_reach_exits_non_zero_in_one_line(tmp_path: Path) -> None:
+    """Issue 26: it used to play on with a warning and exit 0, telemetry going nowhere."""
+    port = mosquitto_fixtures.free_port()
+    done = _demo("--rounds", "1", "--broker", f"mqtt://127.0.0.1:{port}", "--journal", str(tmp_path / "j.db"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        f"tablectl demo: --broker mqtt://127.0.0.1:{port}: cannot connect to 127.0.0.1:{port}"
+        " (Connection refused)\n"
+    )
+    assert not (tmp_path / "j.db").exists()
+
+
+def test_demo_with_the_console_says_where_it_is(tmp_path: Path) -> None:
+    from tests.console.conftest import write_users
+
+    users = write_users(tmp_path / "users.toml")
+    port = mosquitto_fixtures.free_port()
+    done = _demo("--rounds", "1", "--seed", "2", "--console", f"127.0.0.1:{port}", "--users", str(users))
+    assert done.returncode == 0, done.stderr
+    assert (
+        f"tablectl demo: table console at http://127.0.0.1:{port}/ (dealer display),"
+        f" http://127.0.0.1:{port}/floor (floor console; sign in as a user of {users})\n"
+    ) in done.stderr
