@@ -89,8 +89,10 @@ def _run(args: argparse.Namespace) -> int:
     client_id = args.client_id or f"tablectl-archive-{socket.gethostname()}"
     settings = ArchiveSettings(broker, args.db, args.group, client_id, gap_grace_s=args.gap_grace)
     metrics_at = None if args.metrics is None else parse_address(args.metrics, "--metrics")
-    # JSON lines on stdout, as `tablectl run` logs: one log pipeline for the whole floor.
-    logs.configure(getattr(logging, args.log_level.upper()))
+    # JSON lines on stdout, as `tablectl run` logs: one log pipeline for the whole floor. Not
+    # cached: the worker logs a few lines an hour, and a logger cached on its first use would keep
+    # the stream of that moment for good (a test's capture, in-process).
+    logs.configure(getattr(logging, args.log_level.upper()), cache=False)
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -60,7 +60,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
     args = _parser().parse_args(argv)
-    logs.configure(getattr(logging, args.log_level.upper()))
     try:
         config = load_table_config(args.config)
         _require_endpoints(config)
@@ -80,6 +79,8 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
         return 2
     if args.journal is None:  # said once, so nobody wonders where the table's record went
         print(f"tablectl run: journal {journal} (--journal PATH to choose)", file=sys.stderr)
+    # From here on the table logs (JSON lines on stdout); a refusal above is one line on stderr.
+    logs.configure(getattr(logging, args.log_level.upper()))
     try:
         forwarder = None
         if telemetry is None:

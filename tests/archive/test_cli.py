@@ -41,6 +41,7 @@ def test_an_unreachable_database_is_one_line(
     assert err.startswith("archive verify: database:") and err.count("\n") == 1
 
 
+@pytest.mark.usefixtures("restore_logging")
 def test_archive_with_an_unreachable_database_gives_up_in_one_line(
     tmp_path: pathlib.Path, db: str, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -205,6 +205,7 @@ def test_the_piped_demo_stops_cleanly_when_its_reader_goes(tmp_path: Path) -> No
     try:
         assert proc.stdout is not None and proc.stderr is not None
         assert proc.stdout.readline().startswith("tablectl demo: dub-01 ")
+        assert proc.stdout.readline().startswith("tablectl demo: a line per settled round; box 3.1 ")
         assert proc.stdout.readline().startswith("round 1: dealer ")
         proc.stdout.close()  # the reader goes; the demo plays on until it next writes
         assert proc.wait(timeout=GUARD_S) == 0

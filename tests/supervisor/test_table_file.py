@@ -91,6 +91,7 @@ def test_a_shipped_table_is_found_by_name_from_anywhere(
     )
 
 
+@pytest.mark.usefixtures("restore_logging")
 def test_run_makes_no_directory_for_its_journal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
