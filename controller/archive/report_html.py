@@ -99,12 +99,27 @@ def fold(day: date, rows: Iterable[tuple[Any, ...]], dealers_before: dict[str, s
             found = open_alarms.pop((table, int(payload.get("id", 0))), None)
             if found is not None:
                 found.acknowledged = when
-    # The floor's result per wager in time order, all tables together (the rows come by table).
+    # The floor's result per wager in time order, all tables together (the rows come by table),
+    # one point per wager every HOUSE_STEP: a floor's day is hundreds of thousands of settlements,
+    # and the page stays the same size whatever the floor's.
     net: dict[str, Fraction] = defaultdict(Fraction)
     for when, wager, house in sorted(results, key=lambda r: r[0]):
         net[wager] += house
-        out.house[wager].append((when, net[wager]))
+        step = _step_end(when)
+        points = out.house[wager]
+        if points and points[-1][0] == step:
+            points[-1] = (step, net[wager])
+        else:
+            points.append((step, net[wager]))
     return out
+
+
+HOUSE_STEP = timedelta(minutes=5)
+
+
+def _step_end(when: datetime) -> datetime:
+    start = when.replace(minute=when.minute - when.minute % 5, second=0, microsecond=0)
+    return start + HOUSE_STEP
 
 
 # -- the pictures ------------------------------------------------------------------------------
