@@ -111,3 +111,35 @@ def test_run_makes_no_directory_for_its_journal(
         f"tablectl run: no --journal given, and the default {tmp_path}/var-lib-tablectl/dub-01.db"
     )
     assert not (tmp_path / "var-lib-tablectl").exists()
+
+
+async def test_the_table_keeps_its_files_gaming_day_and_opens_its_journal_at_the_real_time(
+    tmp_path: Path,
+) -> None:
+    """Issue 26: table_opened was dated 1970; the gaming day is the table file's."""
+    import time
+    from datetime import time as clock_time
+
+    from controller.gaming_day import GamingDay
+    from controller.journal import Journal
+    from controller.supervisor.supervisor import Supervisor
+    from tests.relocated import relocated_table
+
+    path = relocated_table("down-under", tmp_path)
+    text = path.read_text(encoding="utf-8")
+    text = text.replace('time_zone = "America/New_York"', 'time_zone = "America/Chicago"')
+    path.write_text(
+        text.replace('gaming_day_starts = "06:00"', 'gaming_day_starts = "05:30"'), encoding="utf-8"
+    )
+    config = load_table_config(path)
+    assert config.gaming_day == GamingDay("America/Chicago", clock_time(5, 30))
+    began = time.time()
+    supervisor = Supervisor(config, tmp_path / "j.db")
+    await supervisor.start()  # its devices are not there: it waits for them, which is enough here
+    try:
+        assert supervisor.table.calendar == config.gaming_day
+    finally:
+        await supervisor.stop()
+    with Journal.open(tmp_path / "j.db", create=False, readonly=True) as journal:
+        first = next(journal.records())
+    assert first.kind == "table_opened" and began <= first.at <= time.time()
