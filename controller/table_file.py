@@ -92,6 +92,12 @@ class ConsoleSection(Document):
     ] = Field(default_factory=list)
 
 
+class MetricsSection(Document):
+    """``[metrics]``: where `tablectl run` serves /metrics and /healthz (``--metrics`` wins)."""
+
+    listen: Annotated[str, Rule("must be a string HOST:PORT")]
+
+
 class TableFile(Document):
     """A whole table file. ``devices`` are checked by devices.config.load_devices."""
 
@@ -99,9 +105,12 @@ class TableFile(Document):
     devices: dict[str, Any] = Field(default_factory=dict)
     telemetry: TelemetrySection = TelemetrySection()
     console: ConsoleSection | None = None
+    metrics: MetricsSection | None = None
 
 
-SECTIONS_RULE: Final = "unknown section (expected [table], [devices.<name>], [telemetry], [console])"
+SECTIONS_RULE: Final = (
+    "unknown section (expected [table], [devices.<name>], [telemetry], [console], [metrics])"
+)
 
 
 def locate_table_file(path: Path | str) -> Path:

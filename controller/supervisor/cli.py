@@ -52,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
         "--metrics",
         default=None,
         metavar="HOST:PORT",
-        help="serve /metrics (Prometheus text format) and /healthz here (docs/metrics.md)",
+        help="serve /metrics (Prometheus text format) and /healthz here (default [metrics] listen, else"
+        " none; docs/metrics.md)",
     )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
@@ -96,7 +97,9 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
             console = Console(
                 supervisor, settings.users, allow_hosts=settings.allow_hosts
             )  # a bad users file stops here, exit 2
-        metrics = None if args.metrics is None else parse_address(args.metrics, "--metrics")
+        listen = args.metrics or config.metrics_listen
+        where = "--metrics" if args.metrics else f"{config.path}: metrics.listen"
+        metrics = None if listen is None else parse_address(listen, where)
         return asyncio.run(_run(supervisor, console, settings, metrics))
     except TablectlError as e:
         print(f"tablectl run: {e}", file=sys.stderr)

@@ -43,6 +43,7 @@ class TableConfig:
     doc: Mapping[str, Any] = field(default_factory=dict, repr=False)
     # [table] time_zone and gaming_day_starts: which gaming day a journalled instant belongs to.
     gaming_day: GamingDay = PENNSYLVANIA
+    metrics_listen: str | None = None  # [metrics] listen: HOST:PORT for /metrics and /healthz
 
     def device_of(self, kind: DeviceKind) -> DeviceConfig | None:
         return next((d for d in self.devices if d.kind is kind), None)
@@ -87,7 +88,12 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
     from controller.console.settings import console_settings
 
     console_settings(doc, p.parent, str(p), need_users=False)  # [console]'s listen address too
-    return TableConfig(p, table.id, table.site, options, devices, doc, table.gaming_day)
+    metrics_listen = file.metrics.listen if file.metrics is not None else None
+    if metrics_listen is not None:
+        from controller.telemetry.metrics_http import parse_address
+
+        parse_address(metrics_listen, f"{p}: metrics.listen")
+    return TableConfig(p, table.id, table.site, options, devices, doc, table.gaming_day, metrics_listen)
 
 
 def _one_id_per_rtu_line(p: Path, devices: list[DeviceConfig]) -> None:

@@ -7,6 +7,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
@@ -77,7 +78,9 @@ def test_a_running_table_serves_its_metrics_and_health(tmp_path: Path) -> None:
 
 def test_a_table_waiting_for_its_devices_is_not_healthy(tmp_path: Path) -> None:
     config = relocated_table("down-under", tmp_path)
-    run = tablectl("run", "--config", config, "--journal", tmp_path / "j.db", "--metrics", "127.0.0.1:0")
+    # The table file's [metrics] listen, as a systemd unit would run it (no --metrics).
+    config.write_text(config.read_text(encoding="utf-8") + '\n[metrics]\nlisten = "127.0.0.1:0"\n')
+    run = tablectl("run", "--config", config, "--journal", tmp_path / "j.db")
     try:
         lines = _log_until(run, lambda seen: seen[-1]["event"] == "metrics_listening")
         (listening,) = [x for x in lines if x["event"] == "metrics_listening"]
@@ -88,3 +91,16 @@ def test_a_table_waiting_for_its_devices_is_not_healthy(tmp_path: Path) -> None:
     assert health[0] == 503 and health[2].startswith("starting: waiting for ")
     assert _value(m, "tablectl_ready") == 0
     assert _value(m, "tablectl_device_health", device="shoe", health="connecting") == 1
+
+
+def test_a_bad_metrics_address_in_the_table_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from controller.cli import main
+
+    config = relocated_table("down-under", tmp_path)
+    config.write_text(config.read_text(encoding="utf-8") + '\n[metrics]\nlisten = "everywhere:9470"\n')
+    assert main(["config", "check", str(config)]) == 2
+    assert capsys.readouterr().err == (
+        f"{config}: metrics.listen: must be HOST:PORT with an IP address, e.g. 127.0.0.1:9470\n"
+    )
