@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections import defaultdict
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -116,6 +117,7 @@ def report_main(dsn: str, day_text: str | None, as_json: bool, html_path: Path |
                 from controller.archive.report_html import write_html
 
                 write_html(conn, day, html_path)
+                print(f"archive report: gaming day {day} as pictures in {html_path}", file=sys.stderr)
     except psycopg.Error as e:
         raise TablectlError(f"archive report: database: {str(e).splitlines()[0][:200]}") from None
     print(json.dumps({"day": day.isoformat(), "tables": rows}, indent=2) if as_json else _text(day, rows))

@@ -52,7 +52,9 @@ def test_the_day_as_pictures_in_one_self_contained_page(
     make_day(tmp_path, db, rounds=24)
     out = tmp_path / "day.html"
     assert main(["archive", "report", "--db", db, "--day", DAY.isoformat(), "--html", str(out)]) == 0
-    assert "dub-01" in capsys.readouterr().out  # the text report still prints
+    said = capsys.readouterr()
+    assert "dub-01" in said.out  # the text report still prints
+    assert said.err == f"archive report: gaming day {DAY} as pictures in {out}\n"
     text = out.read_text(encoding="utf-8")
     # Nothing to fetch: no script, stylesheet link, image source or external reference.
     assert not any(tag in text for tag in ("<script", "<link", "src=", 'href="http', "<metadata"))
