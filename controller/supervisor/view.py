@@ -77,7 +77,8 @@ def _side_wagers(settled: Mapping[str, Any]) -> str:
     """The side wagers' results (any wager but the main bet), e.g. ``box 1 match the dealer won
     15``: what the players won or lost on each, in table units."""
     parts = []
-    for s in settled.get("settlements", []):
+    # By box, as the layout reads (settlements come in the dealer's order of settling).
+    for s in sorted(settled.get("settlements", []), key=lambda s: (s.get("seat") or 0, s.get("hand") or 0)):
         if s.get("wager") == "bet":
             continue
         amount = Fraction(str(s["stake"])) * s["halves"] / 2
