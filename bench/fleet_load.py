@@ -19,6 +19,7 @@ import struct
 import time
 from dataclasses import dataclass, field
 
+from controller.gaming_day import PENNSYLVANIA
 from controller.journal import GENESIS_HASH, Classification, Record, canonical_json, record_hash
 from controller.telemetry.payloads import birth, death, encode, event_message, state
 from controller.telemetry.topics import TableTopics
@@ -135,7 +136,7 @@ class SimTable:
             self.prev_hash = digest
         else:
             record = Record(self.seq, now, "card_dealt", Classification.PUBLIC, dealt, "0" * 64, "f" * 64)
-        body = encode(event_message(record, prev_public=self.chained))
+        body = encode(event_message(record, PENNSYLVANIA, prev_public=self.chained))
         return publish_frame(self.events_topic, self._next_id(), body)
 
     def state(self) -> bytes:

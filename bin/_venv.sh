@@ -4,8 +4,12 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 PY="${PYTHON:-python3}"
-# A change to the dependencies or their pins installs again.
-STAMP="$VENV/.installed-$(cat "$ROOT/pyproject.toml" "$ROOT/constraints.txt" | sha256sum | cut -c1-16)-$1"
+# A change to the dependencies or their pins installs again. One stamp for both callers: it says
+# which set is installed, and dev (bin/test) is a superset of run (bin/tablectl), so switching
+# between the two installs nothing once dev is in.
+STAMP="$VENV/.installed-$(cat "$ROOT/pyproject.toml" "$ROOT/constraints.txt" | sha256sum | cut -c1-16)"
+HAVE=""
+[ -f "$STAMP" ] && HAVE="$(cat "$STAMP")"
 
 if [ ! -x "$VENV/bin/python" ]; then
     if ! "$PY" -m venv "$VENV" 2>/dev/null; then
@@ -15,15 +19,20 @@ if [ ! -x "$VENV/bin/python" ]; then
         "$PY" -m venv "$VENV"
     fi
 fi
-if [ ! -f "$STAMP" ]; then
+if [ -z "$HAVE" ] || { [ "$1" = dev ] && [ "$HAVE" != dev ]; }; then
+    # PYTHONWARNINGS: setuptools' editable build prints a boxed warning about the flat layout on
+    # every install; it says nothing a user can act on here.
+    export PYTHONWARNINGS=ignore
     "$VENV/bin/python" -m pip install -q --upgrade pip >&2
     # Exact versions from constraints.txt (bin/pin refreshes it): every machine and CI run tests and
-    # runs the same releases, not whatever is newest that day.
+    # runs the same releases, not whatever is newest that day. run takes the report extra too, so
+    # `bin/tablectl archive report --html` works from a checkout.
     if [ "$1" = dev ]; then
         "$VENV/bin/python" -m pip install -q -c "$ROOT/constraints.txt" -e "$ROOT[dev]" >&2
     else
-        "$VENV/bin/python" -m pip install -q -c "$ROOT/constraints.txt" -e "$ROOT" >&2
+        "$VENV/bin/python" -m pip install -q -c "$ROOT/constraints.txt" -e "$ROOT[report]" >&2
     fi
+    unset PYTHONWARNINGS
     rm -f "$VENV"/.installed-*
-    touch "$STAMP"
+    echo "$1" > "$STAMP"
 fi

@@ -15,7 +15,7 @@ import importlib.resources
 from pathlib import Path
 from typing import Literal
 
-Kind = Literal["games", "devices", "tables"]
+Kind = Literal["games", "devices", "tables", "prometheus"]
 
 
 def shipped_dir(kind: Kind) -> Path:

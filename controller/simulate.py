@@ -13,6 +13,7 @@ import argparse
 import json
 import math
 import random
+import secrets
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -317,11 +318,14 @@ def simulate_through_core(
                 played and p["dealer"]["total"] > limit,
             )
 
-    recorder = JournaledTable.open(journal_path, options, table_id=f"sim-{options.game.value}")
+    opened = time.time()  # the simulated day starts now, so its records carry real dates
+    recorder = JournaledTable.open(journal_path, options, table_id=f"sim-{options.game.value}", now=opened)
     if recorder.journal.last_seq > 1:
         recorder.close()
         raise TablectlError(f"{journal_path}: already holds a table's journal; give a new file")
-    table = VirtualTable(options, random.Random(seed), seats=seats, on_step=tally, recorder=recorder)
+    table = VirtualTable(
+        options, random.Random(seed), seats=seats, on_step=tally, recorder=recorder, now=opened
+    )
     step = max(1, rounds // 200)
     start = time.perf_counter()
     try:
@@ -343,7 +347,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--decks", type=int, help="decks per batch (default: the game's usual)")
     p.add_argument("--seats", type=int, default=1, help="boxes in play, 1-6 (default 1)")
     p.add_argument("--rounds", type=int, required=True)
-    p.add_argument("--seed", type=int, required=True)
+    p.add_argument(
+        "--seed", type=int, default=None, help="repeat a run exactly (default: one is picked and printed)"
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     p.add_argument(
         "--journal",
@@ -408,6 +414,10 @@ def main(args: argparse.Namespace) -> int:
         raise TablectlError(f"--seats: 1 to {options.boxes} boxes, not {args.seats}")
     if args.rounds < 1:
         raise TablectlError("--rounds: at least one round")
+    if args.seed is None:
+        # Picked, and said, so any run can be repeated exactly (the report shows it too).
+        args.seed = secrets.randbelow(2**31)
+        print(f"tablectl simulate: seed {args.seed} (--seed {args.seed} repeats this run)", file=sys.stderr)
     long_run = args.rounds >= 50_000 and sys.stderr.isatty()
     with _progress_bar(args.rounds, long_run or bool(args.journal and sys.stderr.isatty())) as progress:
         if args.journal:

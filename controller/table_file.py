@@ -17,8 +17,10 @@ from pydantic import AfterValidator, Field, ValidationError
 
 from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError
+from controller.gaming_day import PENNSYLVANIA, GamingDay, start_time, zone
 from controller.ids import is_host_name, is_identifier
 from controller.schema import Document, NonEmpty, Rule, first_error, one_line
+from controller.shipped import shipped_file, shipped_names
 
 ID_RULE: Final = "letters, digits, '.', '_' and '-' only, at most 64 characters"
 
@@ -41,13 +43,30 @@ def _host_names(values: list[str]) -> list[str]:
     return values
 
 
+def _time_zone(value: str) -> str:
+    zone(value)  # ValueError with the rule
+    return value
+
+
+def _starts(value: str) -> str:
+    start_time(value)
+    return value
+
+
 class TableSection(Document):
     """``[table]``: which table, where it stands, its game file (relative to the table file, or a
-    shipped game's name)."""
+    shipped game's name), and the casino's gaming day: its IANA time zone and the local time
+    each gaming day starts (Pennsylvania time from 06:00 unless the file says otherwise)."""
 
     id: Identifier
     site: Identifier
     game: NonEmpty
+    time_zone: Annotated[str, AfterValidator(_time_zone)] = PENNSYLVANIA.time_zone
+    gaming_day_starts: Annotated[str, AfterValidator(_starts)] = f"{PENNSYLVANIA.starts:%H:%M}"
+
+    @property
+    def gaming_day(self) -> GamingDay:
+        return GamingDay(self.time_zone, start_time(self.gaming_day_starts))
 
 
 class TelemetrySection(Document):
@@ -76,6 +95,12 @@ class ConsoleSection(Document):
     ] = Field(default_factory=list)
 
 
+class MetricsSection(Document):
+    """``[metrics]``: where `tablectl run` serves /metrics and /healthz (``--metrics`` wins)."""
+
+    listen: Annotated[str, Rule("must be a string HOST:PORT")]
+
+
 class TableFile(Document):
     """A whole table file. ``devices`` are checked by devices.config.load_devices."""
 
@@ -83,15 +108,31 @@ class TableFile(Document):
     devices: dict[str, Any] = Field(default_factory=dict)
     telemetry: TelemetrySection = TelemetrySection()
     console: ConsoleSection | None = None
+    metrics: MetricsSection | None = None
 
 
-SECTIONS_RULE: Final = "unknown section (expected [table], [devices.<name>], [telemetry], [console])"
+SECTIONS_RULE: Final = (
+    "unknown section (expected [table], [devices.<name>], [telemetry], [console], [metrics])"
+)
+
+
+def locate_table_file(path: Path | str) -> Path:
+    """``path`` itself, or, when there is no such file and it is a bare name (``down-under``), the
+    shipped example table of that name: how `tablectl run --config down-under` works from an
+    installed wheel as from a checkout. Anything else is left for the reader to refuse."""
+    p = Path(path)
+    if p.exists() or p.parent != Path("."):
+        return p
+    return shipped_file("tables", p.name) or p
 
 
 def read_table_file(path: Path) -> tuple[dict[str, Any], TableFile]:
     """The table file at ``path`` as read and with its shape checked (the document is kept for
     the sections whose own modules read it); ConfigError with one line naming the file, the key
     and the rule."""
+    if not path.exists():
+        shipped = ", ".join(shipped_names("tables"))
+        raise ConfigError(f"{path}: no such table file (or name a shipped table: {shipped})")
     try:
         doc = read_toml(path)
     except InputRefused as e:

@@ -44,7 +44,7 @@ def _read(path: pathlib.Path) -> dict[str, Any]:
 
 
 def read_table_file(path: pathlib.Path | str, *, side: Side = "sim") -> SimTableFile:
-    p = pathlib.Path(path)
+    p = table_file.locate_table_file(path)
     # The shape of the whole file through the controller's schema (a vocabulary module): the same
     # one-line errors, and the table's id and site checked as the MQTT topic levels they are.
     _, file = table_file.read_table_file(p)

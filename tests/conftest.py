@@ -15,3 +15,21 @@ def _no_broker_outlives_the_session() -> Iterator[None]:
     yield
     mosquitto_fixtures.kill_all()
     postgres_fixtures.kill_all()
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """For a test that runs a command's ``main`` in-process: the command points structlog and the
+    root logger at the stdout of that moment (the test's capture, closed after it); put back what
+    was there, so later tests do not write to a closed file."""
+    import logging
+
+    import structlog
+
+    config = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    structlog.configure(**config)
+    root.handlers[:] = handlers
+    root.setLevel(level)

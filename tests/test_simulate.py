@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -89,3 +90,32 @@ def test_without_switches_off_one_rule_of_double_back_jack_each() -> None:
     assert proc.returncode == 2 and proc.stderr.startswith(
         "--without: switches off rules of Double Back Jack"
     )
+
+
+def test_without_a_seed_one_is_picked_said_and_repeatable() -> None:
+    first = run("--game", "down-under", "--rounds", "300", "--json")
+    assert first.returncode == 0, first.stderr
+    seed = json.loads(first.stdout)["seed"]
+    assert first.stderr == f"tablectl simulate: seed {seed} (--seed {seed} repeats this run)\n"
+    again = run("--game", "down-under", "--rounds", "300", "--json", "--seed", str(seed))
+    assert again.stderr == ""
+
+    def figures(out: str) -> object:
+        data = json.loads(out)
+        return data["wagers"], data["dealer_bust_by_up_card"]
+
+    assert figures(again.stdout) == figures(first.stdout)
+
+
+def test_a_journalled_simulation_is_dated_now(tmp_path: Path) -> None:
+    """Issue 26: its records carried 2027 dates and table_opened 1970."""
+    import time
+
+    from controller.journal import Journal
+
+    began = time.time()
+    done = run("--game", "down-under", "--rounds", "5", "--seed", "1", "--journal", str(tmp_path / "j.db"))
+    assert done.returncode == 0, done.stderr
+    with Journal.open(tmp_path / "j.db", create=False, readonly=True) as j:
+        times = [r.at for r in j.records()]
+    assert began <= times[0] <= time.time() and times == sorted(times)

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import signal
 import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from controller import logs
 from controller.bounded import InputRefused, read_text
 from controller.errors import TablectlError
 from controller.telemetry.topics import TableTopics, check_level
+
+if TYPE_CHECKING:
+    from controller.archive.worker import ArchiveWorker
 
 _DB_HELP = "PostgreSQL URL, postgresql://user@host:port/db (a password from PGPASSWORD or ~/.pgpass)"
 
@@ -41,6 +47,12 @@ def _run_parser() -> argparse.ArgumentParser:
         metavar="PASSWORD_FILE",
         help="the broker's mosquitto password file: every account named SITE/TABLE is a known table",
     )
+    p.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="serve /metrics (Prometheus text format: ingest rate, lag) and /healthz here",
+    )
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 
 
@@ -84,14 +96,29 @@ def _verify_parser() -> argparse.ArgumentParser:
 def _report_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tablectl archive report", description="Per table, one day.")
     p.add_argument("--db", required=True, help=_DB_HELP)
-    p.add_argument("--day", help="YYYY-MM-DD, UTC (default today)")
+    p.add_argument(
+        "--day",
+        help="YYYY-MM-DD, a gaming day: the casino's 24 hours from its start time, in each table's"
+        " local time ([table] time_zone, gaming_day_starts); default the latest archived",
+    )
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        type=Path,
+        help="also write the day as pictures (game pace per table and dealer, house result per"
+        " wager, alarms): one self-contained HTML file",
+    )
     return p
 
 
 def _run(args: argparse.Namespace) -> int:
+    import structlog
+
+    from controller.archive.metrics import registry_for
     from controller.archive.worker import ArchiveSettings, ArchiveWorker
     from controller.telemetry.broker import broker_settings
+    from controller.telemetry.metrics_http import MetricsServer, parse_address
 
     check_level("archive group", args.group)
     section = {"ca_file": str(Path(args.ca_file).resolve())} if args.ca_file else {}
@@ -108,16 +135,39 @@ def _run(args: argparse.Namespace) -> int:
         tables=tuple(tables),
         tables_source=source,
     )
+    metrics_at = None if args.metrics is None else parse_address(args.metrics, "--metrics")
+    # JSON lines on stdout, as `tablectl run` logs: one log pipeline for the whole floor. Not
+    # cached: the worker logs a few lines an hour, and a logger cached on its first use would keep
+    # the stream of that moment for good (a test's capture, in-process).
+    logs.configure(getattr(logging, args.log_level.upper()), cache=False)
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await ArchiveWorker(settings).run(stop)
+        worker = ArchiveWorker(settings)
+        server = MetricsServer(registry_for(worker), lambda: _health(worker))
+        if metrics_at is not None:
+            host, port = await server.start(*metrics_at)
+            structlog.get_logger("tablectl.archive").info(
+                "archive.metrics_listening", url=f"http://{host}:{port}/metrics"
+            )
+        try:
+            await worker.run(stop)
+        finally:
+            await server.stop()
 
     asyncio.run(main())
     return 0
+
+
+def _health(worker: ArchiveWorker) -> tuple[bool, str]:
+    if not worker.db_connected:
+        return False, "no PostgreSQL connection"
+    if not worker.subscribed.is_set():
+        return False, "not subscribed to the broker"
+    return True, "ok"
 
 
 def main(argv: Sequence[str]) -> int:
@@ -132,7 +182,7 @@ def main(argv: Sequence[str]) -> int:
             from controller.archive.report import report_main
 
             a = _report_parser().parse_args(argv[1:])
-            return report_main(a.db, a.day, a.json)
+            return report_main(a.db, a.day, a.json, a.html)
         return _run(_run_parser().parse_args(argv))
     except TablectlError as e:
         print(e, file=sys.stderr)

@@ -12,9 +12,10 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 from controller.archive.kinds import refusal
+from controller.gaming_day import zone
 from controller.ids import EVENT_KIND, matches
 from controller.journal import Classification, canonical_json, record_hash
 from controller.telemetry.topics import parse_topic
@@ -22,7 +23,12 @@ from controller.telemetry.topics import parse_topic
 MAX_BODY = 64 * 1024  # a journal record is a few hundred bytes; a bigger body is not one of ours
 _HASH = re.compile(r"[0-9a-f]{64}\Z")
 _CLASSES = frozenset(c.value for c in Classification)
-_PLACEHOLDER_KEYS = frozenset({"version", "schema_version", "seq", "kind", "classification", "withheld"})
+_PLACEHOLDER_KEYS = frozenset(
+    {"version", "schema_version", "seq", "kind", "classification", "withheld", "at", "day", "tz"}
+)
+# How far a table's gaming day may lie from the UTC date of the instant it dates: a zone's offset
+# (-12 to +14 hours) and a day that starts late in the evening move it at most two days.
+_DAY_SLACK = timedelta(days=2)
 
 
 class Unreadable(ValueError):
@@ -44,8 +50,9 @@ class ArchivedEvent:
     site: str
     table_id: str
     seq: int
-    day: date
+    day: date  # the table's gaming day (its casino's time), else the UTC date of at
     at: float | None
+    tz: str | None  # the IANA zone the table counted its gaming day in
     kind: str
     classification: str
     withheld: bool
@@ -107,12 +114,16 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
         why = refusal(kind, classification, None)
         if why is not None:
             raise Refused(parsed.site, parsed.table, seq, "refused", why)
+        # A table from before the gaming day dated its placeholders by nothing: the day it arrived.
+        at_w = _instant(doc["at"], where, seq) if "at" in doc else None
+        day, tz = _gaming_day(doc, at_w if at_w is not None else received.timestamp(), where, seq)
         return ArchivedEvent(
             parsed.site,
             parsed.table,
             seq,
-            received.astimezone(UTC).date(),
-            None,
+            day,
+            at_w,
+            tz,
             kind,
             classification,
             True,
@@ -121,14 +132,8 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
             None,
             received,
         )
-    at, payload = doc.get("at"), doc.get("payload")
-    if (
-        isinstance(at, bool)
-        or not isinstance(at, int | float)
-        or not math.isfinite(at)
-        or not 0 <= at < 2**35
-    ):
-        raise Unreadable(f"{where} seq {seq}: at is not seconds since the epoch")
+    at_f, payload = _instant(doc.get("at"), where, seq), doc.get("payload")
+    day, tz = _gaming_day(doc, at_f, where, seq)
     if not isinstance(payload, dict):
         raise Unreadable(f"{where} seq {seq}: payload is not a JSON object")
     hash_, prev = doc.get("hash"), doc.get("prev_hash")
@@ -136,7 +141,6 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
         raise Unreadable(f"{where} seq {seq}: hash is not 64 lowercase hex digits")
     if prev is not None and (not isinstance(prev, str) or not _HASH.match(prev)):
         raise Unreadable(f"{where} seq {seq}: prev_hash is not 64 lowercase hex digits")
-    at_f = float(at)
     payload_json = canonical_json(payload)
     if "\\u0000" in payload_json:
         raise Unreadable(f"{where} seq {seq}: payload holds a NUL character (PostgreSQL's jsonb has none)")
@@ -147,8 +151,9 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
         parsed.site,
         parsed.table,
         seq,
-        datetime.fromtimestamp(at_f, UTC).date(),
+        day,
         at_f,
+        tz,
         kind,
         classification,
         False,
@@ -166,6 +171,41 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
     return event
 
 
+def _instant(at: object, where: str, seq: int) -> float:
+    if (
+        isinstance(at, bool)
+        or not isinstance(at, int | float)
+        or not math.isfinite(at)
+        or not 0 <= at < 2**35
+    ):
+        raise Unreadable(f"{where} seq {seq}: at is not seconds since the epoch")
+    return float(at)
+
+
+def _gaming_day(doc: dict[str, object], at: float, where: str, seq: int) -> tuple[date, str | None]:
+    """The gaming day and zone the table said (payloads.event_message), checked against ``at``; a
+    table from before the gaming day sent neither, and its record counts in at's UTC date."""
+    utc_day = datetime.fromtimestamp(at, UTC).date()
+    if "day" not in doc and "tz" not in doc:
+        return utc_day, None
+    day, tz = doc.get("day"), doc.get("tz")
+    try:
+        if not isinstance(day, str) or len(day) != 10:
+            raise ValueError
+        gaming_day = date.fromisoformat(day)
+    except ValueError:
+        raise Unreadable(f"{where} seq {seq}: day is not a date YYYY-MM-DD") from None
+    if abs(gaming_day - utc_day) > _DAY_SLACK:
+        raise Unreadable(f"{where} seq {seq}: day {day} is not the gaming day of its at ({utc_day} UTC)")
+    if not isinstance(tz, str):
+        raise Unreadable(f"{where} seq {seq}: tz is not an IANA time zone name")
+    try:
+        zone(tz)
+    except ValueError:
+        raise Unreadable(f"{where} seq {seq}: tz is not an IANA time zone name") from None
+    return gaming_day, tz
+
+
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
@@ -180,5 +220,5 @@ def copy_line(e: ArchivedEvent, received_by: str = "") -> str:
     return (
         f"{_text(e.site)}\t{_text(e.table_id)}\t{e.seq}\t{e.day.isoformat()}\t{at}\t{_text(e.kind)}\t"
         f"{e.classification}\t{'t' if e.withheld else 'f'}\t{_text(e.payload_json)}\t{_text(e.hash)}\t"
-        f"{_text(e.prev_hash)}\t{_text(received_by)}\n"
+        f"{_text(e.prev_hash)}\t{_text(e.tz)}\t{_text(received_by)}\n"
     )

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections import defaultdict
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -74,7 +76,7 @@ def _text(day: date, rows: list[dict[str, Any]]) -> str:
     if not rows:
         return f"{day}: nothing archived"
     head = f"{'table':<28} {'rounds':>7} {'shoes':>6} {'events':>8} {'gaps':>5}  alarms / devices out / chain"
-    lines = [f"archive report for {day} (UTC)", head]
+    lines = [f"archive report for gaming day {day} (each table's local time)", head]
     for r in rows:
         alarms = ",".join(f"{k}:{v}" for k, v in sorted(r["alarms_by_section"].items())) or "-"
         devices = ",".join(f"{k}:{v}" for k, v in sorted(r["devices_out_of_order"].items())) or "-"
@@ -87,20 +89,35 @@ def _text(day: date, rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def parse_day(text: str | None) -> date:
-    if text is None:
-        return datetime.now(UTC).date()
+def latest_day(conn: psycopg.Connection[Any]) -> date:
+    """The latest gaming day anything was archived for (events_day_kind's first column: one index
+    probe), or the UTC date when the archive is empty: the tables' days, not the archive host's."""
+    row = conn.execute("SELECT max(day) FROM events").fetchone()
+    return row[0] if row is not None and row[0] is not None else datetime.now(UTC).date()
+
+
+def parse_day(text: str) -> date:
     try:
         return date.fromisoformat(text)
     except ValueError:
         raise TablectlError(f"archive report: --day {text!r} is not a date (YYYY-MM-DD)") from None
 
 
-def report_main(dsn: str, day_text: str | None, as_json: bool) -> int:
-    day = parse_day(day_text)
+def report_main(dsn: str, day_text: str | None, as_json: bool, html_path: Path | None = None) -> int:
+    chosen = None if day_text is None else parse_day(day_text)
+    if html_path is not None:
+        from controller.archive.report_html import require_matplotlib
+
+        require_matplotlib()
     try:
         with psycopg.connect(dsn, connect_timeout=10) as conn:
+            day = chosen or latest_day(conn)
             rows = day_report(conn, day)
+            if html_path is not None:
+                from controller.archive.report_html import write_html
+
+                write_html(conn, day, html_path)
+                print(f"archive report: gaming day {day} as pictures in {html_path}", file=sys.stderr)
     except psycopg.Error as e:
         raise TablectlError(f"archive report: database: {str(e).splitlines()[0][:200]}") from None
     print(json.dumps({"day": day.isoformat(), "tables": rows}, indent=2) if as_json else _text(day, rows))

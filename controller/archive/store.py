@@ -30,7 +30,7 @@ from controller.archive.alarms import ChainAlarm, copy_of
 from controller.archive.messages import ArchivedEvent, copy_line
 
 COLUMNS = (
-    "site, table_id, seq, day, at, kind, classification, withheld, payload, hash, prev_hash, received_by"
+    "site, table_id, seq, day, at, kind, classification, withheld, payload, hash, prev_hash, tz, received_by"
 )
 _RECORD = "at, kind, classification, withheld, payload, hash, prev_hash"
 

@@ -41,6 +41,7 @@ from controller.archive.mqtt_client import BufferedClient
 from controller.archive.schema import migrate
 from controller.archive.store import EventStore
 from controller.backoff import Backoff, BackoffPolicy
+from controller.errors import TablectlError
 from controller.telemetry.broker import BrokerSettings
 from controller.telemetry.topics import ROOT
 
@@ -63,6 +64,10 @@ class ArchiveSettings:
     # of a table not there are an unknown_table alarm, not rows.
     tables: tuple[tuple[str, str], ...] = ()
     tables_source: str = "tablectl archive --table"
+    # At start, how often PostgreSQL may refuse before the worker gives up with one line (a wrong
+    # URL or database never comes right by waiting); once running, it waits for PostgreSQL for
+    # as long as it takes, holding the messages unacknowledged.
+    start_attempts: int = 5
 
     @property
     def subscription(self) -> str:
@@ -97,6 +102,9 @@ class ArchiveWorker:
         self.dropped = 0  # events of unknown tables, and records quarantined at arrival
         self.timings = {"parse_s": 0.0, "commit_s": 0.0, "ack_s": 0.0}  # where a batch's time goes
         self.db_failures = 0  # attempts PostgreSQL refused (it was away); the batch was kept
+        self.batches = 0  # batches committed (with timings["commit_s"]: /metrics' commit summary)
+        self.lag_s: float | None = None  # the newest record of the last batch: its age at commit
+        self.last_commit: float | None = None  # when (epoch seconds)
         self.alarms: list[ChainAlarm] = []
         self.subscribed = asyncio.Event()
         self._connection = 0
@@ -112,6 +120,21 @@ class ArchiveWorker:
         self._store: EventStore | None = None
         self._log = log.bind(client_id=settings.client_id)
         self._progress = asyncio.Event()
+
+    @property
+    def inbox_depth(self) -> int:
+        return len(self._inbox)
+
+    @property
+    def db_connected(self) -> bool:
+        return self._store is not None
+
+    @property
+    def chain_alarms(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for alarm in self.alarms:
+            counts[alarm.kind] = counts.get(alarm.kind, 0) + 1
+        return counts
 
     async def progressed(self) -> None:
         """Returns after the next commit, sweep or failed attempt: for whoever waits on this worker."""
@@ -238,6 +261,11 @@ class ArchiveWorker:
             self.stored += result.inserted
             self.duplicates += result.duplicates
             self.dropped += result.dropped
+            self.batches += 1
+            self.last_commit = time.time()
+            dated = [e.at for e in events if e.at is not None]
+            if dated:
+                self.lag_s = max(0.0, self.last_commit - max(dated))
             self._publish_alarms(result.alarms)
             return True
 
@@ -293,15 +321,24 @@ class ArchiveWorker:
 
     async def _db_ready(self, stop: asyncio.Event) -> None:
         # The schema is brought up to date before anything is received: a worker that cannot reach
-        # PostgreSQL does not take messages off the broker for nothing.
-        while not stop.is_set():
+        # PostgreSQL does not take messages off the broker for nothing. A few attempts with the
+        # one backoff (a database restarting with the worker), then one line and out.
+        backoff = Backoff(BackoffPolicy(initial_s=0.25, max_s=self.settings.retry_max_s))
+        for attempt in range(1, self.settings.start_attempts + 1):
+            if stop.is_set():
+                return
             try:
                 await self._db()
                 return
             except psycopg.OperationalError as e:
-                self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
+                reason = str(e).splitlines()[0][:200]
+                self._log.warning("archive.db_unavailable", error=reason, attempt=attempt)
+                if attempt == self.settings.start_attempts:
+                    raise TablectlError(
+                        f"archive: PostgreSQL unreachable after {attempt} attempts: {reason}"
+                    ) from None
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(1.0):
+                    async with asyncio.timeout(backoff.failed()):
                         await stop.wait()
 
     async def _parse_loop(self, parsed: asyncio.Queue[Parsed], stop: asyncio.Event) -> None:

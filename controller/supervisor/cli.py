@@ -23,6 +23,7 @@ from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
 from controller.supervisor.wiring import build_telemetry
+from controller.telemetry.metrics_http import MetricsServer, parse_address
 from devices.config import NETWORK_MODBUS, TransportKind
 
 if TYPE_CHECKING:
@@ -47,13 +48,19 @@ def _parser() -> argparse.ArgumentParser:
         help="serve the table console here (default [console] listen, else 127.0.0.1:8470)",
     )
     p.add_argument("--users", type=Path, default=None, help="the console's users file (tablectl users add)")
+    p.add_argument(
+        "--metrics",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve /metrics (Prometheus text format) and /healthz here (default [metrics] listen, else"
+        " none; docs/metrics.md)",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 
 
 def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
     args = _parser().parse_args(argv)
-    logs.configure(getattr(logging, args.log_level.upper()))
     try:
         config = load_table_config(args.config)
         _require_endpoints(config)
@@ -61,8 +68,20 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
         print(f"tablectl run: {e}", file=sys.stderr)
         return 2
     journal = args.journal or JOURNAL_DIR / f"{config.table_id}.db"
+    # The journal's directory is the operator's to make, with its owner and mode: a mistyped path
+    # must not leave a new tree behind, nor the default appear unannounced.
+    if not journal.parent.is_dir():
+        where = f"--journal {journal}" if args.journal else f"no --journal given, and the default {journal}"
+        print(
+            f"tablectl run: {where}: directory {journal.parent} does not exist"
+            " (create it for the appliance's user, or give --journal PATH)",
+            file=sys.stderr,
+        )
+        return 2
     if args.journal is None:  # said once, so nobody wonders where the table's record went
         print(f"tablectl run: journal {journal} (--journal PATH to choose)", file=sys.stderr)
+    # From here on the table logs (JSON lines on stdout); a refusal above is one line on stderr.
+    logs.configure(getattr(logging, args.log_level.upper()))
     try:
         forwarder = None
         if telemetry is None:
@@ -80,8 +99,11 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
             load_users(settings.users)
             if settings.tls_cert is not None and settings.tls_key is not None:
                 server_context(settings.tls_cert, settings.tls_key)
+        listen = args.metrics or config.metrics_listen
+        where = "--metrics" if args.metrics else f"{config.path}: metrics.listen"
+        metrics = None if listen is None else parse_address(listen, where)
         level = getattr(logging, args.log_level.upper())
-        return asyncio.run(_run(supervisor, settings, level))
+        return asyncio.run(_run(supervisor, settings, level, metrics))
     except TablectlError as e:
         print(f"tablectl run: {e}", file=sys.stderr)
         return 2
@@ -111,14 +133,23 @@ def _console_settings(config: TableConfig, listen: str | None, users: Path | Non
     return console_settings(dict(config.doc), config.path.parent, str(config.path), listen, users)
 
 
-async def _run(supervisor: Supervisor, settings: ConsoleSettings | None, log_level: int) -> int:
+async def _run(
+    supervisor: Supervisor,
+    settings: ConsoleSettings | None,
+    log_level: int,
+    metrics_at: tuple[str, int] | None,
+) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     console: ConsoleProcess | None = None
     await supervisor.start()
+    metrics = MetricsServer(supervisor.metrics.registry, lambda: _health(supervisor))
     try:
+        if metrics_at is not None:
+            host, port = await metrics.start(*metrics_at)
+            supervisor.log.info("metrics_listening", url=f"http://{host}:{port}/metrics")
         if settings is not None:
             from controller.console.process import ConsoleProcess
 
@@ -126,10 +157,19 @@ async def _run(supervisor: Supervisor, settings: ConsoleSettings | None, log_lev
             await console.start()  # in a process of its own: it cannot take the table's pace
         await stop.wait()
     finally:
+        await metrics.stop()
         if console is not None:
             await console.stop()
         await supervisor.stop()
     return 0
+
+
+def _health(supervisor: Supervisor) -> tuple[bool, str]:
+    """/healthz: ok once the journal is replayed and every device has answered (``ready``)."""
+    if not supervisor.ready.is_set():
+        waiting = sorted(n for n, h in supervisor.health.items() if h.value == "connecting")
+        return False, f"starting: waiting for {', '.join(waiting) or 'the journal'}"
+    return True, "ok"
 
 
 def dispatch(argv: list[str]) -> int:

@@ -16,8 +16,9 @@ from typing import Any
 from controller.errors import ConfigError, RuleViolation
 from controller.game_config import GameOptions, load_game_options
 from controller.games import GameId
+from controller.gaming_day import PENNSYLVANIA, GamingDay
 from controller.shipped import resolve_ref, shipped_names
-from controller.table_file import read_table_file
+from controller.table_file import locate_table_file, read_table_file
 from devices.config import DeviceConfig, Side, TransportKind, load_devices
 from devices.profiles import DeviceKind
 
@@ -40,6 +41,9 @@ class TableConfig:
     # The file as read, once: the telemetry hashes it and takes [telemetry], the console its
     # [console] (neither reads the file again).
     doc: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    # [table] time_zone and gaming_day_starts: which gaming day a journalled instant belongs to.
+    gaming_day: GamingDay = PENNSYLVANIA
+    metrics_listen: str | None = None  # [metrics] listen: HOST:PORT for /metrics and /healthz
 
     def device_of(self, kind: DeviceKind) -> DeviceConfig | None:
         return next((d for d in self.devices if d.kind is kind), None)
@@ -51,7 +55,7 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
 
     ``side``: which end of an MQTT device's link this process is (see ``load_devices``):
     `tablectl run` reads only the appliance's password, `tablectl sim` only the device's."""
-    p = Path(path)
+    p = locate_table_file(path)
     doc, file = read_table_file(p)
     table = file.table
     game_path = resolve_ref(p.parent, table.game, "games")
@@ -84,7 +88,12 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
     from controller.console.settings import console_settings
 
     console_settings(doc, p.parent, str(p), need_users=False)  # [console]'s listen address too
-    return TableConfig(p, table.id, table.site, options, devices, doc)
+    metrics_listen = file.metrics.listen if file.metrics is not None else None
+    if metrics_listen is not None:
+        from controller.telemetry.metrics_http import parse_address
+
+        parse_address(metrics_listen, f"{p}: metrics.listen")
+    return TableConfig(p, table.id, table.site, options, devices, doc, table.gaming_day, metrics_listen)
 
 
 def _one_id_per_rtu_line(p: Path, devices: list[DeviceConfig]) -> None:

@@ -116,10 +116,26 @@ def _parser() -> argparse.ArgumentParser:
 def demo_broker(args: argparse.Namespace, workdir: Path) -> Iterator[tuple[str, BrokerKind]]:
     """The broker telemetry publishes to and its kind: --broker, else our own (see ``broker``)."""
     if args.broker:
+        _reachable(args.broker)
         yield args.broker, "external"
         return
     with broker(workdir) as port:
         yield f"mqtt://127.0.0.1:{port}", "mosquitto"
+
+
+BROKER_CHECK_S = 5.0
+
+
+def _reachable(url: str) -> None:
+    """A broker the demo cannot reach is an error before the table starts (exit 2, one line): the
+    demo exists to show the table's telemetry, and a warning in the middle of the view is missed."""
+    from controller.telemetry.broker import parse_broker_url
+
+    _, host, port = parse_broker_url(url)
+    try:
+        socket.create_connection((host, port), timeout=BROKER_CHECK_S).close()
+    except OSError as e:
+        raise TablectlError(f"--broker {url}: cannot connect to {host}:{port} ({e.strerror or e})") from None
 
 
 def _telemetry(args: argparse.Namespace, journal: Path, url: str) -> tuple[Any, Any]:
@@ -281,7 +297,15 @@ async def _console(args: argparse.Namespace, rig: Rig) -> AsyncIterator[None]:
     host, port = parse_listen(args.console or f"{DEFAULT_HOST}:{DEFAULT_PORT}", "--console")
     load_users(args.users)  # a missing or broken file: one line, before anything starts
     console = ConsoleProcess(rig.supervisor, ConsoleSettings(host, port, args.users), logging.INFO)
-    await console.start()
+    bound_host, bound_port = await console.start()
+    # Said where a user looks (stderr: stdout may be the JSON summary): the demo's logs are quiet.
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    print(
+        f"tablectl demo: table console at http://{shown}:{bound_port}/ (dealer display),"
+        f" http://{shown}:{bound_port}/floor (floor console; sign in as a user of {args.users})",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         yield
     finally:
@@ -295,7 +319,12 @@ async def _headless(args: argparse.Namespace, journal: Path, url: str, kind: Bro
     telemetry, forwarder = _telemetry(args, journal, url)
     async with (
         virtual_table(
-            table_file(args.game), journal, seed=args.seed, boxes=args.boxes, telemetry=telemetry
+            table_file(args.game),
+            journal,
+            seed=args.seed,
+            boxes=args.boxes,
+            telemetry=telemetry,
+            wall_start=time.time(),
         ) as rig,
         _console(args, rig),
     ):
@@ -376,7 +405,8 @@ async def _with_view(args: argparse.Namespace, journal: Path, url: str) -> int:
     stop = _stop_on_signals()
     telemetry, forwarder = _telemetry(args, journal, url)
     async with virtual_table(table_file(args.game), journal, seed=args.seed, boxes=args.boxes,
-                             pace_s=max(0.0, args.pace), telemetry=telemetry) as rig,\
+                             pace_s=max(0.0, args.pace), telemetry=telemetry,
+                             wall_start=time.time()) as rig,\
             _console(args, rig):  # fmt: skip
         forwarder.supervisor = rig.supervisor
         view = LiveView(rig, url)
@@ -389,13 +419,21 @@ async def _with_view(args: argparse.Namespace, journal: Path, url: str) -> int:
 
             refresher = asyncio.create_task(refresh())
             try:
-                await _play(rig, args.rounds, stop)
+                interrupted = await _play(rig, args.rounds, stop)
             finally:
                 refresher.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await refresher
             live.update(view.render())
+        rounds = rig.dealer.stats.rounds
+    # Below the last frame, once the table has said it is offline and closed its journal.
+    print(closing_line(interrupted, rounds, args.journal), flush=True)
     return 0
+
+
+def closing_line(interrupted: bool, rounds: int, journal: Path | None) -> str:
+    kept = f"; journal kept at {journal}" if journal is not None else ""
+    return f"tablectl demo: {'stopped' if interrupted else 'done'} after {rounds} rounds{kept}"
 
 
 async def _with_lines(args: argparse.Namespace, journal: Path, url: str) -> int:
@@ -406,7 +444,8 @@ async def _with_lines(args: argparse.Namespace, journal: Path, url: str) -> int:
     stop = _stop_on_signals()
     telemetry, forwarder = _telemetry(args, journal, url)
     async with virtual_table(table_file(args.game), journal, seed=args.seed, boxes=args.boxes,
-                             pace_s=max(0.0, args.pace), telemetry=telemetry) as rig,\
+                             pace_s=max(0.0, args.pace), telemetry=telemetry,
+                             wall_start=time.time()) as rig,\
             _console(args, rig):  # fmt: skip
         forwarder.supervisor = rig.supervisor
         feed = RoundFeed(rig.supervisor)
@@ -426,7 +465,13 @@ async def _with_lines(args: argparse.Namespace, journal: Path, url: str) -> int:
 
         title = f"{rig.config.table_id} {rig.config.options.spec.title}"
         say(f"tablectl demo: {title}, telemetry to {url}; Ctrl-C stops")
+        if rig.config.options.game.value != "dj-wild":
+            say(
+                "tablectl demo: a line per settled round; box 3.1 is box 3's first hand after a split;"
+                " side wagers as the players won or lost them; amounts in table units (a sensed spot is 10)"
+            )
         interrupted = await _play(rig, args.rounds, stop, said)
         said()
-        say(f"tablectl demo: {'stopped' if interrupted else 'done'} after {rig.dealer.stats.rounds} rounds")
+        rounds = rig.dealer.stats.rounds
+    say(closing_line(interrupted, rounds, args.journal))
     return 0

@@ -107,6 +107,7 @@ class DevicePolicy:
             return
         self.health[name] = health
         self.log.info("device_health", device=name, health=health.value, was=old.value if old else None)
+        self.stepper.metrics.health_changed(name, old.value if old else None, health.value)
         self.telemetry.device_health(name, health.value)
         self.telemetry.state_changed(self.snapshot())
         self.changed()

@@ -35,7 +35,10 @@ from sim.wire_dealer import TableStopped, WireDealer
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests and benchmarks run from it)
 TABLES = shipped_dir("tables")
-EPOCH = 1_800_000_000.0  # the virtual table's wall clock starts here (2027-01-15)
+# A test's virtual table dates its records from here (2027-01-15), the same in every run; the
+# demo starts its wall clock at the real now instead (wall_start), so its journal and the archive
+# see today's gaming day.
+EPOCH = 1_800_000_000.0
 
 
 def quiet_wire(devices: list[DeviceConfig]) -> list[DeviceConfig]:
@@ -183,6 +186,7 @@ async def virtual_table(
     telemetry: Telemetry | None = None,
     pace_s: float = 0.0,
     start_at: float = 0.0,
+    wall_start: float = EPOCH,
     wire: Callable[[list[DeviceConfig]], list[DeviceConfig]] | None = None,
 ) -> AsyncIterator[Rig]:
     """Simulators, supervisor (polling on demand, virtual clock) and dealer, started and stopped.
@@ -200,7 +204,7 @@ async def virtual_table(
     supervisor: Supervisor | None = None
     try:
         supervisor = Supervisor(
-            config, journal_path, clock=clock, wall=lambda: EPOCH + clock.now(), telemetry=telemetry,
+            config, journal_path, clock=clock, wall=lambda: wall_start + clock.now(), telemetry=telemetry,
             devices=fast_backoff(quiet_wire((wire or list)(sim.driver_configs()))),
             rng=random.Random(seed), poll_on_demand=True,
         )  # fmt: skip

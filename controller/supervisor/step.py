@@ -9,6 +9,7 @@ leaves to the shell (the reader's up card, sensors locked and unlocked), then te
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,10 +19,12 @@ from structlog.typing import FilteringBoundLogger
 
 from controller.errors import RuleViolation
 from controller.game_config import GameOptions
+from controller.gaming_day import GamingDay
 from controller.journal import JournalError
 from controller.rules.requests import DEALER
 from controller.supervisor.health import shoe_failed
 from controller.supervisor.mapping import Translator, Untranslatable
+from controller.supervisor.metrics import TableMetrics
 from controller.supervisor.outbox import Outbox
 from controller.supervisor.telemetry import NullTelemetry, Telemetry
 from controller.table import inputs as I
@@ -49,6 +52,7 @@ class Stepper:
         self.translator, self.outbox, self.telemetry = translator, outbox, telemetry
         self.snapshot, self.changed, self.log = snapshot, changed, log
         self.jt: JournaledTable | None = None
+        self.metrics = TableMetrics("table")  # the supervisor hands its own in
         self.steps = 0  # steps with events; an inferred input refused is tried again after the next
         self.eject_sent: set[dev.Slot] = set()  # ejects queued: reconcile does not send them again
         # The journal's commits (and their fsync) run here, one at a time, off the event loop: a
@@ -60,9 +64,11 @@ class Stepper:
         assert self.jt is not None, "the supervisor is not started"
         return self.jt.table
 
-    def open(self, path: Path, options: GameOptions, table_id: str) -> JournaledTable:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.jt = JournaledTable.open(path, options, table_id)
+    def open(self, path: Path, options: GameOptions, table_id: str, calendar: GamingDay) -> JournaledTable:
+        # The journal's directory is the operator's to make (with its owner and mode): a mistyped
+        # --journal must not leave a new tree behind (Journal.open refuses in one line).
+        self.jt = JournaledTable.open(path, options, table_id, now=self.wall())
+        self.jt.table.calendar = calendar
         return self.jt
 
     def close(self) -> int | None:
@@ -114,7 +120,10 @@ class Stepper:
         before = self.table.in_round
         last = self.jt.journal.last_seq
         # Journalled (committed, in the journal's thread) before any effect.
+        began = time.perf_counter()
         step = await self.jt.handle_async(inp, self.wall(), self._writer, seen, taken_by)
+        if step.events:
+            self.metrics.committed(time.perf_counter() - began, ((e.kind, e.payload) for e in step.events))
         # Effects first, then the bookkeeping: the lock after Start Game is the past-posting window
         # (687a.9(b)), so nothing that is not an effect (log lines, telemetry) goes before it.
         for cmd in step.commands:

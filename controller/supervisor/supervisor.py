@@ -37,6 +37,7 @@ from controller.supervisor.device_events import DeviceEvents
 from controller.supervisor.device_policy import DevicePolicy
 from controller.supervisor.health import shoe_failed
 from controller.supervisor.mapping import Translator
+from controller.supervisor.metrics import Readings, TableMetrics
 from controller.supervisor.outbox import Outbox
 from controller.supervisor.progress import Progress
 from controller.supervisor.reconcile import DEFAULT_MAX_CYCLE_S, Reconciler
@@ -54,6 +55,12 @@ from devices.drivers.factory import build_drivers
 from devices.errors import CommandRejected
 from devices.profiles import DeviceKind
 from devices.transport.modbus import BusRegistry
+
+
+def _published(telemetry: Telemetry) -> int | None:
+    """The last seq the ops broker acknowledged, from a telemetry that counts it (None without one)."""
+    acked = getattr(telemetry, "acked_seq", None)
+    return acked if isinstance(acked, int) and not isinstance(acked, bool) else None
 
 
 class Supervisor:
@@ -106,6 +113,7 @@ class Supervisor:
             changed=self.progress.changed,
             log=self.log,
         )
+        self.metrics = self.stepper.metrics = TableMetrics(self.table_id)
         self.policy = DevicePolicy(
             kinds=self.kinds,
             drivers=self.drivers,
@@ -123,6 +131,17 @@ class Supervisor:
         self.max_cycle_s: float | None = None
         if shuffler is not None:
             self.max_cycle_s = float(shuffler.options.get("max_cycle_s", DEFAULT_MAX_CYCLE_S))
+        self.metrics.watch(
+            Readings(
+                table=lambda: self.stepper.table if self.jt is not None else None,
+                health=self.policy.health,
+                event_queue=self.events.qsize,
+                outbox_queues=lambda: {n: q.qsize() for n, q in self.outbox.queues.items()},
+                journal_seq=lambda: self.jt.journal.last_seq if self.jt is not None else None,
+                published_seq=lambda: _published(self.telemetry),
+                ready=lambda: self.ready.is_set(),
+            )
+        )
         self.reconciler = Reconciler(
             self.translator, self.stepper, self.outbox, clock=self.clock,
             max_cycle_s=self.max_cycle_s or DEFAULT_MAX_CYCLE_S,
@@ -173,7 +192,7 @@ class Supervisor:
         from controller.logs import bind_table
 
         bind_table(self.table_id)
-        jt = self.stepper.open(self.journal_path, self.config.options, self.table_id)
+        jt = self.stepper.open(self.journal_path, self.config.options, self.table_id, self.config.gaming_day)
         t = jt.table
         self.log.info(
             "journal_open", path=str(self.journal_path), seq=jt.journal.last_seq, round=t.round_no,

@@ -114,9 +114,11 @@ class _Followed(PollHooks):
 
     def polling(self) -> None:
         self.tasks.progress.polls_started[self.name] += 1
+        self.tasks.stepper.metrics.polling(self.name)
 
     async def polled(self, ok: bool) -> None:
         tasks = self.tasks
+        tasks.stepper.metrics.polled(self.name, ok)
         tasks.progress.polls_done[self.name] += 1
         await tasks.progress.notify()
         if ok and self.name in tasks.crashed:  # restarted and answering again

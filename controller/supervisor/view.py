@@ -14,7 +14,6 @@ from fractions import Fraction
 from typing import Any
 
 from rich.console import Group
-from rich.panel import Panel
 from rich.table import Table as RichTable
 from rich.text import Text
 
@@ -34,7 +33,7 @@ _HEALTH_STYLE = {
     "out_of_order": "bold magenta",
 }
 _RESULT_STYLE = {"win": "green", "blackjack": "bold green", "lose": "red", "push": "", "surrender": "dim"}
-RECENT_ROUNDS = 5
+RECENT_ROUNDS = 3
 
 
 class RoundFeed:
@@ -74,9 +73,30 @@ def house_net(settled: Mapping[str, Any]) -> Fraction:
     )
 
 
-def round_line(settled: Mapping[str, Any]) -> str:
+def _side_wagers(settled: Mapping[str, Any]) -> str:
+    """The side wagers' results (any wager but the main bet), e.g. ``box 1 match the dealer won
+    15``: what the players won or lost on each, in table units."""
+    parts = []
+    # By box, as the layout reads (settlements come in the dealer's order of settling).
+    for s in sorted(settled.get("settlements", []), key=lambda s: (s.get("seat") or 0, s.get("hand") or 0)):
+        if s.get("wager") == "bet":
+            continue
+        amount = Fraction(str(s["stake"])) * s["halves"] / 2
+        verdict = (
+            f"won {_amount(amount)[1:]}"
+            if amount > 0
+            else f"lost {_amount(-amount)[1:]}"
+            if amount
+            else "push"
+        )
+        parts.append(f"box {s.get('seat')} {str(s.get('wager')).replace('_', ' ')} {verdict}")
+    return ", ".join(parts)
+
+
+def round_line(settled: Mapping[str, Any], *, house_first: bool = False) -> str:
     """One settled round in one line, e.g. ``round 7: dealer 10H 7C (17); box 1 9S 9D (18) win;
-    house +10``; for DJ Wild, the stub count (the dealer settles the hands, 687a)."""
+    side: box 1 match the dealer won 15; house +10 units``; ``box 2.1`` is box 2's first hand after
+    a split. For DJ Wild, the stub count (the dealer settles the hands, 687a)."""
     head = f"round {settled.get('round')}"
     if settled.get("wild"):
         stub = settled.get("stub")
@@ -92,7 +112,13 @@ def round_line(settled: Mapping[str, Any]) -> str:
             parts.append(
                 f"{which} {' '.join(hand.get('cards', []))} ({hand.get('total')}) {hand.get('result')}"
             )
-    return f"{head}: {'; '.join(parts)}; house {_amount(house_net(settled))}"
+    side = _side_wagers(settled)
+    if side:
+        parts.append(f"side: {side}")
+    house = f"house {_amount(house_net(settled))} units"
+    if house_first:  # the live view cuts long lines at the terminal's edge: the result first
+        return f"{head}, {house}: {'; '.join(parts)}"
+    return f"{head}: {'; '.join(parts)}; {house}"
 
 
 def batch_state(table: Table, back: str) -> str:
@@ -157,61 +183,87 @@ class LiveView:
         self.recent: list[str] = []
 
     def render(self) -> Group:
+        """The view, in 80 columns and 24 lines for six boxes without splits (a standard terminal):
+        a line per item, long ones cut with an ellipsis rather than wrapped."""
         rig = self.rig
         snap: dict[str, Any] = rig.supervisor.snapshot()
         table = rig.supervisor.table
         stats = rig.dealer.stats
-        self.recent = (self.recent + [round_line(s) for s in self.feed.new()])[-RECENT_ROUNDS:]
+        self.recent = (self.recent + [round_line(s, house_first=True) for s in self.feed.new()])[
+            -RECENT_ROUNDS:
+        ]
         ask = turn(snap.get("asking", {}))
         head = Text.assemble(
             (f"{snap['table']} ", "bold"),
             (f"{rig.config.options.spec.title}", "cyan"),
             f"  round {snap.get('round', 0)}  ",
             ("in round" if snap.get("in_round") else "between rounds", "dim"),
-            f"  table time {rig.clock.now() / 3600:.2f} h",
-            f"  telemetry to {self.broker}\n",
+            f"  table time {rig.clock.now() / 3600:.2f} h\n",
             (f"{ask.get('who')}: {ask.get('what')}", "bold"),
+            no_wrap=True,
+            overflow="ellipsis",
         )
         title = "Shoe and batches" if table.blackjack else "Decks (dealt by hand) and stub"
-        batches = RichTable(title=title, expand=True)
-        batches.add_column("batch")
-        batches.add_column("state")
+        batches = _compact(title)
+        batches.add_column("batch", no_wrap=True, min_width=4)
+        batches.add_column("state", no_wrap=True, overflow="ellipsis")
         for back in snap.get("batches", {}):
             batches.add_row(
                 Text(back, style=back if back in ("red", "blue") else ""), batch_state(table, back)
             )
         if snap.get("cover_card_reached"):
-            batches.caption = "cover card out: reshuffle after this round"
-        devices = RichTable(title="Devices", expand=True)
+            batches.add_row("", Text("cover card out: reshuffle after this round", style="bold"))
+        devices = _compact("Devices")
         devices.add_column("device")
         devices.add_column("health")
         for name, health in snap.get("devices", {}).items():
             devices.add_row(name, Text(health, style=_HEALTH_STYLE.get(health, "")))
-        layout = RichTable(title="Layout (what the players see)", expand=True)
+        layout = _compact("Layout (what the players see; ● a wager sensed)", header=True)
         for column in ("", "wagers", "cards", "total", "result"):
-            layout.add_column(column)
+            layout.add_column(column, no_wrap=True, overflow="ellipsis")
         for row in layout_rows(table, rig.supervisor.translator.bets, rig.config.options.boxes):
             layout.add_row(*row)
-        rounds = RichTable(title="Last rounds", expand=True, show_header=False)
-        rounds.add_column("round")
+        rounds = _compact("Last rounds (house result in table units; box 2.1: box 2's first split hand)")
+        rounds.add_column("round", no_wrap=True, overflow="ellipsis")
         for line in self.recent or ["none settled yet"]:
             rounds.add_row(line)
-        alarms = RichTable(title="Alarms", expand=True)
-        for column in ("id", "section", "message", "floor action"):
-            alarms.add_column(column)
-        for a in snap.get("alarms", []):
-            alarms.add_row(str(a["id"]), a["section"], a["message"], a["floor_action"])
+        alarms: Text | RichTable
+        if snap.get("alarms"):
+            alarms = _compact("Alarms", header=True)
+            for column in ("id", "section", "message", "floor action"):
+                alarms.add_column(column, no_wrap=True, overflow="ellipsis")
+            for a in snap.get("alarms", [])[-3:]:
+                alarms.add_row(str(a["id"]), a["section"], a["message"], a["floor_action"])
+        else:
+            alarms = Text("Alarms: none", style="dim")
+        # What the devices counted, for this game only: a DJ Wild table deals from the hand (no
+        # shoe) and a blackjack table has no stub to count.
+        counted = [f"rounds {stats.rounds}"]
+        if table.blackjack:
+            counted.append(f"cards from the shoe {stats.cards_drawn}")
+        counted += [f"keypad presses {stats.keys_pressed}", f"shoes {stats.shoes}"]
+        if not table.blackjack:
+            counted.append(f"stubs counted {stats.stub_counts}")
         counters = Text(
-            f"rounds {stats.rounds}   cards drawn {stats.cards_drawn}   keys {stats.keys_pressed}"
-            f"   shoes {stats.shoes}   stub counts {stats.stub_counts}   Ctrl-C stops",
+            "   ".join(counted) + f"\nCtrl-C stops; telemetry to {self.broker}",
             style="dim",
+            no_wrap=True,
+            overflow="ellipsis",
         )
-        return Group(Panel(head), _row(batches, devices), layout, rounds, alarms, counters)
+        return Group(head, _row((batches, 3), (devices, 2)), layout, rounds, alarms, counters)
 
 
-def _row(*tables: RichTable) -> RichTable:
-    grid = RichTable.grid(expand=True)
-    for _ in tables:
-        grid.add_column(ratio=1)
-    grid.add_row(*tables)
+def _compact(title: str, *, header: bool = False) -> RichTable:
+    """A table drawn without borders, its title on the left: a line of title, the rows."""
+    return RichTable(
+        title=title, title_justify="left", title_style="bold", box=None, show_header=header,
+        expand=True, padding=(0, 1), pad_edge=False,
+    )  # fmt: skip
+
+
+def _row(*tables: tuple[RichTable, int]) -> RichTable:
+    grid = RichTable.grid(expand=True, padding=(0, 2))
+    for _, ratio in tables:
+        grid.add_column(ratio=ratio)
+    grid.add_row(*(t for t, _ in tables))
     return grid

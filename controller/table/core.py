@@ -29,6 +29,7 @@ from typing import Any
 from controller.errors import RuleViolation
 from controller.game_config import GameOptions
 from controller.games import GameId
+from controller.gaming_day import PENNSYLVANIA
 from controller.rules.round import Round
 from controller.table import (
     alarms,
@@ -150,6 +151,8 @@ class Table:
             devices=devices.DevicesState(),
         )
         self.now = 0.0  # the time of the input being handled or the event being applied
+        # The table file's gaming day (not journalled: a setting of the casino, like the clock).
+        self.calendar = PENNSYLVANIA
 
     # ================================================================== routing
     def handle(self, inp: I.Input, now: float) -> Step:
@@ -202,7 +205,7 @@ class Table:
         return found
 
     def gaming_day(self) -> str:
-        return reader.gaming_day(self.now)
+        return reader.gaming_day(self.now, self.calendar)
 
     @property
     def manual(self) -> bool:

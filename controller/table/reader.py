@@ -6,11 +6,10 @@ used out of turn (673a.13(i),(j) and the same provisions of 665a and 685a).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo
 
 from controller.games import GameId
+from controller.gaming_day import GamingDay
 from controller.rules.requests import InsuranceOffer, MasqueRange, ReaderUse, SurrenderOffer
 from controller.table import inputs as I
 from controller.table.alarms import AlarmAcknowledged, raise_alarm
@@ -23,15 +22,11 @@ from controller.table.round_end import void
 if TYPE_CHECKING:
     from controller.table.core import Table
 
-# 673a.2(d): the reader is inspected "at the beginning of each gaming day". The chapters are
-# Pennsylvania's, so the gaming day is counted in Pennsylvania time, from 6 a.m.
-GAMING_DAY_ZONE = ZoneInfo("America/New_York")
-GAMING_DAY_STARTS = timedelta(hours=6)
 
-
-def gaming_day(now: float) -> str:
-    local = datetime.fromtimestamp(now, GAMING_DAY_ZONE) - GAMING_DAY_STARTS
-    return local.date().isoformat()
+# 673a.2(d): the reader is inspected "at the beginning of each gaming day": the table's gaming
+# day (its table file's time zone and start; Pennsylvania time from 6 a.m. unless it says otherwise).
+def gaming_day(now: float, calendar: GamingDay) -> str:
+    return calendar.day_of(now).isoformat()
 
 
 @dataclass(slots=True)
@@ -209,7 +204,7 @@ def _inspected(t: Table, inp: I.ReaderInspected, step: Step) -> None:
         raise t.refuse("687a.9", "DJ Wild dealt from the hand has no card reader")
     if not inp.floorperson.strip():
         raise t.refuse(t.sec("2(d)"), "the floorperson assigned to the table inspects the reader")
-    t.emit(step, ReaderInspected(floorperson=inp.floorperson, gaming_day=gaming_day(t.now)))
+    t.emit(step, ReaderInspected(floorperson=inp.floorperson, gaming_day=t.gaming_day()))
 
 
 # -- transitions ------------------------------------------------------------------------------

@@ -162,13 +162,15 @@ class JournaledTable:
         table_id: str = "table",
         *,
         snapshot_every: int = SNAPSHOT_EVERY,
+        now: float,
     ) -> JournaledTable:
-        """Open (or create) the journal at ``path`` and rebuild the table from it."""
+        """Open (or create) the journal at ``path`` and rebuild the table from it; a new journal's
+        ``table_opened`` record is dated ``now`` (the table's clock, like every other record)."""
         journal = Journal.open(path)
         records = journal.records()
         first = next(records, None)
         if first is None:
-            journal.append("table_opened", options_record(options, table_id), "public", 0.0)
+            journal.append("table_opened", options_record(options, table_id), "public", now)
             return cls(Table(options, table_id), journal, snapshot_every=snapshot_every)
         stored, stored_id = options_of(first)
         if stored != options or stored_id != table_id:

@@ -23,6 +23,7 @@ from typing import Any
 
 from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError
+from controller.gaming_day import PENNSYLVANIA, GamingDay, start_time
 from controller.journal import canonical_json
 from controller.journal.store import FORMAT_VERSION
 from controller.telemetry.broker import broker_settings, telemetry_section
@@ -103,5 +104,17 @@ def telemetry_from_config(
         game=game or game_name(table, base),
         config_hash=config_hash(table_doc),
         versions=versions(),
+        gaming_day=_gaming_day(table),
     )
     return Telemetry(settings, identity, journal_path, command=command)
+
+
+def _gaming_day(table: dict[str, Any]) -> GamingDay:
+    """[table] time_zone and gaming_day_starts (the table file's schema checked them already)."""
+    try:
+        return GamingDay(
+            str(table.get("time_zone", PENNSYLVANIA.time_zone)),
+            start_time(str(table.get("gaming_day_starts", f"{PENNSYLVANIA.starts:%H:%M}"))),
+        )
+    except ValueError as e:
+        raise ConfigError(f"table.time_zone / table.gaming_day_starts: {e}") from None

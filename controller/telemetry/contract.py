@@ -274,6 +274,9 @@ class Withheld(Versioned):
     kind: str
     classification: Literal["until_revealed", "secret"]
     withheld: Literal[True]
+    at: float | None = Field(default=None, description="the record's UTC instant (seconds since the epoch)")
+    day: str | None = Field(default=None, description="the gaming day it belongs to, YYYY-MM-DD, local time")
+    tz: str | None = Field(default=None, description="the IANA zone the gaming day is counted in")
 
 
 def _event_models() -> list[type[BaseModel]]:
@@ -292,6 +295,8 @@ def _event_models() -> list[type[BaseModel]]:
             "payload": (EVENT_TYPES[kind], ...),
             "hash": (str, ...),
             "prev_hash": (str | None, None),
+            "day": (str | None, None),  # the gaming day, YYYY-MM-DD, in the casino's time
+            "tz": (str | None, None),  # the IANA zone it is counted in
         }
         out.append(create_model(f"event_{kind}", __base__=Versioned, **fields))
     return out

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+from controller.gaming_day import PENNSYLVANIA, GamingDay
 from controller.journal import Classification, Journal
 from controller.telemetry.payloads import encode, event_message
 
@@ -23,8 +24,9 @@ T = TypeVar("T")
 
 
 class JournalOutbox:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, gaming_day: GamingDay = PENNSYLVANIA) -> None:
         self.path = Path(path)
+        self.gaming_day = gaming_day
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="telemetry-journal")
         self._journal: Journal | None = None  # touched only in the worker thread
         self._closed = False
@@ -56,7 +58,9 @@ class JournalOutbox:
             prev_public = False
             for record in journal.records(after_seq=max(0, seq - 1)):
                 if record.seq > seq:
-                    out.append((record.seq, encode(event_message(record, prev_public=prev_public))))
+                    out.append(
+                        (record.seq, encode(event_message(record, self.gaming_day, prev_public=prev_public)))
+                    )
                     if len(out) >= limit:
                         break
                 prev_public = record.classification is Classification.PUBLIC

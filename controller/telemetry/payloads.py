@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from controller.gaming_day import GamingDay
 from controller.journal import Classification, Record
 from controller.table.events import SECRET_FIELDS
 
@@ -91,7 +92,7 @@ def device(name: str, health: str) -> dict[str, Any]:
     return {"version": PAYLOAD_VERSION, "schema_version": SCHEMA_VERSION, "device": name, "health": health}
 
 
-def event_message(record: Record, *, prev_public: bool = False) -> dict[str, Any]:
+def event_message(record: Record, gaming_day: GamingDay, *, prev_public: bool = False) -> dict[str, Any]:
     """One journal record on ``events``: public ones whole, any other as a numbered placeholder.
 
     The hash goes out only with a public record: a withheld record's hash covers its payload,
@@ -100,7 +101,13 @@ def event_message(record: Record, *, prev_public: bool = False) -> dict[str, Any
     (``prev_public``, or the first record, chained to the genesis hash): otherwise the link would
     give away the withheld record's hash. With it, an archive recomputes the record's hash and
     checks the link to the record before (docs/journal.md, "The archive").
+
+    Every message, a placeholder too, says when the record was written (``at``, the table's UTC
+    instant: when something happened at the table is public there) and which gaming day that is
+    in the casino's time (``day``, with the ``tz`` it was counted in), so an archive counts each
+    record in the day it belongs to, not the day it arrived.
     """
+    when = {"day": gaming_day.day_of(record.at).isoformat(), "tz": gaming_day.time_zone}
     if record.classification is Classification.PUBLIC:
         message: dict[str, Any] = {
             "version": PAYLOAD_VERSION,
@@ -111,6 +118,7 @@ def event_message(record: Record, *, prev_public: bool = False) -> dict[str, Any
             "classification": record.classification.value,
             "payload": record.payload,
             "hash": record.hash,
+            **when,
         }
         if prev_public or record.seq == 1:
             message["prev_hash"] = record.prev_hash
@@ -122,6 +130,8 @@ def event_message(record: Record, *, prev_public: bool = False) -> dict[str, Any
         "kind": record.kind,
         "classification": record.classification.value,
         "withheld": True,
+        "at": record.at,
+        **when,
     }
 
 

@@ -23,6 +23,7 @@ import structlog
 from controller.backoff import Backoff, BackoffPolicy
 from controller.bounded import MAX_MESSAGE_BYTES, InputRefused, load_json
 from controller.errors import TablectlError, short_reason
+from controller.gaming_day import PENNSYLVANIA, GamingDay
 from controller.journal import JournalError
 from controller.telemetry import payloads
 from controller.telemetry.broker import BrokerSettings
@@ -52,6 +53,8 @@ class TableIdentity:
     game: str
     config_hash: str
     versions: Mapping[str, str | int]
+    # Which gaming day each published record belongs to (every events message says, for the archive).
+    gaming_day: GamingDay = PENNSYLVANIA
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -88,7 +91,7 @@ class Telemetry:
         self._batch = batch
         self._poll_s = poll_s  # journal_appended is the signal; this is the safety net for a missed one
         self._drain_on_stop_s = drain_on_stop_s
-        self._outbox = JournalOutbox(journal_path)
+        self._outbox = JournalOutbox(journal_path, identity.gaming_day)
         self._session = secrets.token_hex(4)  # tells this process's births from an earlier one's
         self._births = 0
         self._snapshot: dict[str, Any] | None = None

@@ -139,12 +139,15 @@ async def test_a_journal_rewritten_after_archiving_is_caught_by_archive_verify(
     out = capsys.readouterr().out
     assert "record 20: hash differs from the archived one (journal rewritten after archiving?)" in out
 
-    code = await asyncio.to_thread(main, ["archive", "report", "--db", db, "--day", "2027-01-15", "--json"])
+    code = await asyncio.to_thread(
+        main, ["archive", "report", "--db", db, "--day", "2027-01-14", "--json"]
+    )  # 03:00 EST: the 14th
     assert code == 0
     (table,) = json.loads(capsys.readouterr().out)["tables"]
-    # The 9 withheld placeholders carry no time: they count on the day they arrived (today), not
-    # on the table's day in 2027 (docs/journal.md, "The archive").
-    assert (table["table"], table["events"], table["rounds"], table["shoes"]) == ("dab-06", 31, 4, 4)
+    # The 9 withheld placeholders carry their table's time and gaming day: they count on the
+    # table's day in 2027, not on the day they arrived (docs/journal.md, "The archive").
+    assert (table["table"], table["events"], table["rounds"], table["shoes"]) == ("dab-06", 40, 4, 4)
+    assert table["withheld"] == 9
     assert table["alarms_by_section"] == {"665a.5(c)": 4} and table["gaps"] == 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
 
 import pytest
@@ -46,3 +47,20 @@ def test_an_unreachable_database_is_one_line(
     assert main(["archive", "verify", "--db", dsn, "--journal", str(journal)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("archive verify: database:") and err.count("\n") == 1
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_archive_with_an_unreachable_database_gives_up_in_one_line(
+    tmp_path: pathlib.Path, db: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Not for ever in silence (issue 26): a few attempts, each a JSON log line like `run`'s, then
+    one line on stderr and exit 2. The database is missing from a running server: no waiting
+    makes it appear."""
+    missing = db.replace("/t_", "/nosuch_")
+    code = main(["archive", "--broker", f"mqtt://127.0.0.1:{free_port()}", "--db", missing])
+    out, err = capfd.readouterr()
+    assert code == 2
+    assert err.startswith("archive: PostgreSQL unreachable after 5 attempts:") and err.count("\n") == 1
+    assert "does not exist" in err
+    attempts = [json.loads(line) for line in out.splitlines()]
+    assert [a["attempt"] for a in attempts if a["event"] == "archive.db_unavailable"] == [1, 2, 3, 4, 5]

@@ -66,10 +66,31 @@ def test_a_public_record_and_a_placeholder_as_published() -> None:
     assert public.hash_holds() is None  # no prev_hash published: nothing to recompute with
     # COPY's text format: tab, newline and backslash escaped, so the payload is one field.
     line = copy_line(public)
-    assert line.count("\t") == 11 and line.endswith("\t\\N\t\n") and "tab\\\\there\\\\\\\\" in line
+    assert line.count("\t") == 12 and line.endswith("\t\\N\t\\N\t\n") and "tab\\\\there\\\\\\\\" in line
+    # A table from before the gaming day: its placeholder has no time, so it counts on arrival.
     body = {"version": 1, "seq": 4, "kind": "card_burned", "classification": "secret", "withheld": True}
     withheld = parse_event(TOPIC, json.dumps(body).encode(), NOW)
     assert (withheld.withheld, withheld.hash, withheld.payload_json, withheld.at) == (True, None, None, None)
+    assert withheld.day == NOW.date()
+    # Today's placeholder: its own instant and its table's gaming day, whenever it arrives.
+    dated = {**body, "at": 1_800_000_000.0, "day": "2027-01-14", "tz": "America/New_York"}
+    later = parse_event(TOPIC, json.dumps(dated).encode(), NOW)
+    assert (later.at, str(later.day), later.tz) == (1_800_000_000.0, "2027-01-14", "America/New_York")
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ({"day": "2027-01-20", "tz": "America/New_York"}, "is not the gaming day of its at"),
+        ({"day": "14/01/2027", "tz": "America/New_York"}, "day is not a date"),
+        ({"day": "2027-01-14", "tz": "Nowhere/Land"}, "tz is not an IANA time zone"),
+        ({"day": "2027-01-14"}, "tz is not an IANA time zone"),
+    ],
+)
+def test_a_gaming_day_that_cannot_be_is_refused(extra: dict[str, str], words: str) -> None:
+    body = {"version": 1, "seq": 4, "kind": "card_burned", "classification": "secret", "withheld": True}
+    with pytest.raises(Unreadable, match=words):
+        parse_event(TOPIC, json.dumps({**body, "at": 1_800_000_000.0, **extra}).encode(), NOW)
 
 
 @pytest.mark.parametrize(

@@ -92,13 +92,13 @@ def test_the_table_rebuilt_from_the_journal_is_the_live_table(tmp_path: Path) ->
     """Journal is the source of truth: after a restart, state = replay."""
     options = default_options("double-back-jack")
     path = tmp_path / "t.db"
-    recorder = JournaledTable.open(path, options, "dbj-01")
+    recorder = JournaledTable.open(path, options, "dbj-01", now=1_800_000_000.0)
     live = VirtualTable(options, random.Random(9), seats=3, recorder=recorder)
     live.open_table()
     for _ in range(150):
         live.play_round()
     recorder.close()
-    rebuilt = JournaledTable.open(path, options, "dbj-01")
+    rebuilt = JournaledTable.open(path, options, "dbj-01", now=1_800_000_000.0)
     assert rebuilt.table.fingerprint() == live.table.fingerprint()
     # ... and play goes on from there, into the same journal.
     again = VirtualTable(options, random.Random(10), seats=3, recorder=rebuilt)
@@ -112,9 +112,9 @@ def test_the_table_rebuilt_from_the_journal_is_the_live_table(tmp_path: Path) ->
 
 def test_a_journal_of_another_table_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "t.db"
-    JournaledTable.open(path, default_options("down-under"), "du-01").close()
+    JournaledTable.open(path, default_options("down-under"), "du-01", now=0.0).close()
     with pytest.raises(Exception, match="belongs to table du-01"):
-        JournaledTable.open(path, default_options("double-attack"), "da-01")
+        JournaledTable.open(path, default_options("double-attack"), "da-01", now=0.0)
 
 
 def test_journal_show_reconstructs_a_round_for_a_dispute(day: Path) -> None:

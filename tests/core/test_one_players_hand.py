@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from datetime import time
 from typing import Any
 
 import pytest
 
 from controller.errors import RuleViolation
 from controller.game_config import default_options
+from controller.gaming_day import GamingDay
 from controller.rules.requests import CardFor, Decision, MasqueRange
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
@@ -329,3 +331,12 @@ def test_the_reader_is_inspected_each_gaming_day(game: str, section: str) -> Non
     desk.feed(I.ReaderInspected(floorperson="floor-2"))
     desk.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
     replays(desk)
+
+
+def test_the_readers_gaming_day_is_the_table_files() -> None:
+    """A casino whose gaming day starts at 02:00 (its table file's gaming_day_starts): at 03:00 EST
+    on 15 January it is already the 15th's (issue 26)."""
+    desk = Desk(replace(default_options(DBJ), reader_inspection_required=True))
+    desk.table.calendar = GamingDay("America/New_York", time(2, 0))
+    desk.feed(I.ReaderInspected(floorperson="floor-1"))
+    assert desk.events[-1].payload == {"floorperson": "floor-1", "gaming_day": "2027-01-15"}

@@ -44,6 +44,15 @@ def test_the_wheel_installed_alone_plays_a_demo_from_an_empty_folder(tmp_path: P
     )
     assert where.returncode == 0, where.stderr
     assert str(env) in where.stdout and str(ROOT) not in where.stdout
+    # A shipped table by name, as README says (issue 26), and the alert rules as package data.
+    check = _run(env / "bin" / "tablectl", "config", "check", "down-under", cwd=empty)
+    assert check.returncode == 0 and str(env) in check.stdout, check.stderr
+    rules = _run(
+        env / "bin" / "python", "-c",
+        "from controller.shipped import shipped_dir as d; print(len(list(d('prometheus').glob('*.yml'))))",
+        cwd=empty,
+    )  # fmt: skip
+    assert rules.stdout.strip() == "2", rules.stderr
     demo = _run(env / "bin" / "tablectl", "demo", "--no-ui", "--rounds", "20", "--seed", "3", cwd=empty)
     assert demo.returncode == 0, demo.stderr
     summary = json.loads(demo.stdout)

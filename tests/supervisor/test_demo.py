@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -40,8 +41,15 @@ def _demo(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
 @pytest.mark.parametrize("game", ["down-under", "dj-wild"])
 def test_demo_headless_with_its_own_mosquitto(game: str, tmp_path: Path) -> None:
     mosquitto_fixtures.mosquitto_binary()  # skips when mosquitto is not installed
+    started = time.time()
     done = _demo("--game", game, "--rounds", "3", "--seed", "5", "--journal", str(tmp_path / "j.db"))
     assert done.returncode == 0, done.stderr
+    # The virtual clock starts at the real now: every record, table_opened first, is dated today
+    # (give or take the virtual hours the demo plays), not in 1970 or 2027.
+    with Journal.open(tmp_path / "j.db", create=False, readonly=True) as j:
+        times = [r.at for r in j.records()]
+    assert started - 1 <= times[0] <= time.time() and times == sorted(times)
+    assert times[-1] - times[0] < 86_400
     summary = json.loads(done.stdout)
     assert summary["broker_kind"] == "mosquitto" and summary["broker"].startswith("mqtt://127.0.0.1:")
     assert summary["rounds"] == 3 and summary["journal_verified"] is True
@@ -96,3 +104,28 @@ def test_demo_with_a_broker_survives_a_hostile_command(tmp_path: Path, broker_po
     assert status["online"] is False and status["clean"] is True  # a clean farewell, so it lived on
     with Journal.open(journal, create=False, readonly=True) as j:
         assert j.published_seq() == j.last_seq  # every record reached the broker
+
+
+def test_demo_with_a_broker_it_cannot_reach_exits_non_zero_in_one_line(tmp_path: Path) -> None:
+    """Issue 26: it used to play on with a warning and exit 0, telemetry going nowhere."""
+    port = mosquitto_fixtures.free_port()
+    done = _demo("--rounds", "1", "--broker", f"mqtt://127.0.0.1:{port}", "--journal", str(tmp_path / "j.db"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        f"tablectl demo: --broker mqtt://127.0.0.1:{port}: cannot connect to 127.0.0.1:{port}"
+        " (Connection refused)\n"
+    )
+    assert not (tmp_path / "j.db").exists()
+
+
+def test_demo_with_the_console_says_where_it_is(tmp_path: Path) -> None:
+    from tests.console.conftest import write_users
+
+    users = write_users(tmp_path / "users.toml")
+    port = mosquitto_fixtures.free_port()
+    done = _demo("--rounds", "1", "--seed", "2", "--console", f"127.0.0.1:{port}", "--users", str(users))
+    assert done.returncode == 0, done.stderr
+    assert (
+        f"tablectl demo: table console at http://127.0.0.1:{port}/ (dealer display),"
+        f" http://127.0.0.1:{port}/floor (floor console; sign in as a user of {users})\n"
+    ) in done.stderr

@@ -120,7 +120,7 @@ def _opened_journal(game: str, path: Path) -> None:
     from tests.support.kill9 import direct_insert
 
     cfg = load_table_config(table_file(game))
-    jt = JournaledTable.open(path, direct_insert(cfg.options), cfg.table_id)
+    jt = JournaledTable.open(path, direct_insert(cfg.options), cfg.table_id, now=1_800_000_000.0)
     import time
 
     for back in jt.table.batches:

@@ -9,7 +9,10 @@ table's birth on the broker and for the process to end, never for time to pass."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import re
 import signal
 import subprocess
 import sys
@@ -167,10 +170,15 @@ def test_piping_the_demo_prints_a_line_per_round_as_it_settles(tmp_path: Path) -
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert len(lines) == 5 and lines[-1] == "tablectl demo: done after 3 rounds"
-    for n, line in enumerate(lines[1:4], start=1):
+    journal = tmp_path / "j.db"
+    assert len(lines) == 6 and lines[-1] == f"tablectl demo: done after 3 rounds; journal kept at {journal}"
+    assert "box 3.1 is box 3's first hand after a split" in lines[1] and "table units" in lines[1]
+    for n, line in enumerate(lines[2:5], start=1):
         assert line.startswith(f"round {n}: dealer ") and "; box 1 " in line and "; house " in line, line
+        assert line.endswith(" units")
         assert "hole" not in line  # settled: the hole card has been turned
+    # Down Under's side wagers are settled with the main bet, each one said (issue 26).
+    assert any("side: box " in line for line in lines[2:5])
 
 
 def test_the_piped_demo_stops_cleanly_when_its_reader_goes(tmp_path: Path) -> None:
@@ -197,6 +205,7 @@ def test_the_piped_demo_stops_cleanly_when_its_reader_goes(tmp_path: Path) -> No
     try:
         assert proc.stdout is not None and proc.stderr is not None
         assert proc.stdout.readline().startswith("tablectl demo: dub-01 ")
+        assert proc.stdout.readline().startswith("tablectl demo: a line per settled round; box 3.1 ")
         assert proc.stdout.readline().startswith("round 1: dealer ")
         proc.stdout.close()  # the reader goes; the demo plays on until it next writes
         assert proc.wait(timeout=GUARD_S) == 0
@@ -207,3 +216,34 @@ def test_the_piped_demo_stops_cleanly_when_its_reader_goes(tmp_path: Path) -> No
             proc.kill()
             proc.wait()
     assert verify_journal(tmp_path / "j.db").ok
+
+
+async def test_the_terminal_view_says_how_it_ended_after_ctrl_c(broker_port: int, tmp_path: Path) -> None:
+    """On a terminal (a pty here) the live view, then after Ctrl-C a closing line below it (issue 26)."""
+    master, slave = os.openpty()
+    argv = ["demo", "--seed", "4", "--pace", "0", "--broker", f"mqtt://127.0.0.1:{broker_port}"]
+    async for watch in _watch(broker_port):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "controller.cli", *argv, cwd=ROOT, stdout=slave, stderr=slave,
+            env={**os.environ, "COLUMNS": "80", "LINES": "24", "TERM": "xterm"},
+        )  # fmt: skip
+        os.close(slave)
+        try:
+            await watch.until(online=True)
+            proc.send_signal(signal.SIGINT)
+            async with asyncio.timeout(GUARD_S):
+                rc = await proc.wait()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        break
+    out = b""
+    with contextlib.suppress(OSError):  # EIO once the pty's last writer has gone
+        while chunk := os.read(master, 65536):
+            out += chunk
+    os.close(master)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode(errors="replace"))  # the terminal's codes
+    assert rc == 0, text[-2000:]
+    last = text.rstrip().splitlines()[-1]
+    assert last.startswith("tablectl demo: stopped after ") and last.endswith(" rounds"), last

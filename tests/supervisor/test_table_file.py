@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.cli import main
 from controller.errors import ConfigError
 from controller.shipped import shipped_file
 from controller.supervisor.config import load_table_config
@@ -59,7 +60,11 @@ def test_a_bad_section_is_one_line_naming_file_and_key(tmp_path: Path, extra: st
     [
         ('id = "dbj-01"', 'id = "dbj-01\\n"', "table.id: letters, digits, '.', '_' and '-' only"),
         ('id = "dbj-01"', "id = 7", "table.id: must be a non-empty string"),
-        ('id = "dbj-01"', 'id = "dbj-01"\nseats = 6', "table.seats: unknown key (expected id, site, game)"),
+        (
+            'id = "dbj-01"',
+            'id = "dbj-01"\nseats = 6',
+            "table.seats: unknown key (expected id, site, game, time_zone, gaming_day_starts)",
+        ),
     ],
 )
 def test_the_table_section_is_checked(tmp_path: Path, old: str, new: str, line: str) -> None:
@@ -70,3 +75,71 @@ def test_the_table_section_is_checked(tmp_path: Path, old: str, new: str, line: 
     with pytest.raises(ConfigError) as info:
         load_table_config(path)
     assert str(info.value).startswith(f"{path}: {line}"), info.value
+
+
+def test_a_shipped_table_is_found_by_name_from_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no config/ here: the name alone finds the shipped file
+    assert main(["config", "check", "down-under"]) == 0
+    assert "shipped/tables/down-under.toml: ok: table dub-01" in capsys.readouterr().out
+    assert main(["config", "check", "down-unda"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "down-unda: no such table file (or name a shipped table: dj-wild, double-attack,"
+        " double-back-jack, down-under)\n"
+    )
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_run_makes_no_directory_for_its_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nonexistent" / "dir"
+    assert main(["run", "--config", "down-under", "--journal", str(missing / "j.db")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"tablectl run: --journal {missing / 'j.db'}: directory {missing} does not exist"
+        " (create it for the appliance's user, or give --journal PATH)\n"
+    )
+    assert not (tmp_path / "nonexistent").exists()
+    # No --journal: the default directory is not made either; the line says which and how.
+    monkeypatch.setattr("controller.supervisor.cli.JOURNAL_DIR", tmp_path / "var-lib-tablectl")
+    assert main(["run", "--config", "down-under"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"tablectl run: no --journal given, and the default {tmp_path}/var-lib-tablectl/dub-01.db"
+    )
+    assert not (tmp_path / "var-lib-tablectl").exists()
+
+
+async def test_the_table_keeps_its_files_gaming_day_and_opens_its_journal_at_the_real_time(
+    tmp_path: Path,
+) -> None:
+    """Issue 26: table_opened was dated 1970; the gaming day is the table file's."""
+    import time
+    from datetime import time as clock_time
+
+    from controller.gaming_day import GamingDay
+    from controller.journal import Journal
+    from controller.supervisor.supervisor import Supervisor
+    from tests.relocated import relocated_table
+
+    path = relocated_table("down-under", tmp_path)
+    text = path.read_text(encoding="utf-8")
+    text = text.replace('time_zone = "America/New_York"', 'time_zone = "America/Chicago"')
+    path.write_text(
+        text.replace('gaming_day_starts = "06:00"', 'gaming_day_starts = "05:30"'), encoding="utf-8"
+    )
+    config = load_table_config(path)
+    assert config.gaming_day == GamingDay("America/Chicago", clock_time(5, 30))
+    began = time.time()
+    supervisor = Supervisor(config, tmp_path / "j.db")
+    await supervisor.start()  # its devices are not there: it waits for them, which is enough here
+    try:
+        assert supervisor.table.calendar == config.gaming_day
+    finally:
+        await supervisor.stop()
+    with Journal.open(tmp_path / "j.db", create=False, readonly=True) as journal:
+        first = next(journal.records())
+    assert first.kind == "table_opened" and began <= first.at <= time.time()

@@ -15,10 +15,32 @@ from controller.supervisor.view import LiveView, layout_rows, round_line
 MakeRig = Callable[..., Awaitable[Rig]]
 
 
-def _text(view: LiveView) -> str:
+def _text(view: LiveView, width: int = 240) -> str:
     out = io.StringIO()
-    Console(file=out, width=240, force_terminal=False).print(view.render())
+    Console(file=out, width=width, height=24, force_terminal=False).print(view.render())
     return out.getvalue()
+
+
+async def test_the_view_fits_a_standard_terminal(table_rig: MakeRig) -> None:
+    """80 columns by 24 lines, all six boxes, at every action of three rounds (issue 26)."""
+    rig = await table_rig("down-under", boxes=6)
+    view = LiveView(rig, "mqtt://127.0.0.1:1883")
+    frames: list[str] = []
+
+    async def look() -> None:
+        frames.append(_text(view, width=80))
+
+    rig.link.pace = look
+    await rig.dealer.open_table()
+    await rig.dealer.play(3)
+    frames.append(_text(view, width=80))
+    for frame in frames:
+        lines = frame.rstrip("\n").split("\n")
+        assert len(lines) <= 23 and max(len(line) for line in lines) <= 80, frame  # a line for the cursor
+    last = frames[-1]
+    assert "round 3, house " in last and " units: dealer " in last and "box 6" in last
+    # A blackjack table has no stub to count; the keypad's presses say what they are.
+    assert "stub" not in last and "keypad presses " in last and "cards from the shoe " in last
 
 
 async def test_the_view_shows_the_layout_as_the_players_see_it(table_rig: MakeRig) -> None:
@@ -56,8 +78,8 @@ async def test_the_view_shows_the_layout_as_the_players_see_it(table_rig: MakeRi
     assert hidden and shown
     last = _text(view)
     # Each settled round in the view, as the journal's public record has it.
-    assert [line for line in last.splitlines() if "round 1: dealer " in line]
-    assert "round 3: dealer " in last and "; house " in last
+    assert [line for line in last.splitlines() if "round 1, house " in line]
+    assert "round 3, house " in last
     # The batch being dealt is not 'unshuffled' (its shuffler state is reset as it leaves).
     assert any("in the shoe, being dealt (" in f for f in frames)
     assert not any("unshuffled" in f for f in frames)
@@ -79,6 +101,7 @@ async def test_the_view_shows_dj_wild_as_dealt_by_hand(table_rig: MakeRig) -> No
     assert not any("Shoe and batches" in f or "in the shoe" in f for f in frames)
     assert any("the deck in play, dealt by hand" in f for f in frames)
     assert "round 2: hands dealt by hand; stub" in frames[-1]
+    assert "stubs counted 2" in frames[-1] and "cards from the shoe" not in frames[-1]
 
 
 def test_a_settled_round_in_one_line() -> None:
@@ -104,8 +127,9 @@ def test_a_settled_round_in_one_line() -> None:
     }
     assert round_line(settled) == (
         "round 7: dealer 10H 7C (17); box 1 9S 9D (18) win; box 2.1 8S KD (18) lose;"
-        " box 2.2 8H 2D 5C (15) lose; house -5"
+        " box 2.2 8H 2D 5C (15) lose; side: box 1 match the dealer won 15; house -5 units"
     )
+    assert round_line(settled, house_first=True).startswith("round 7, house -5 units: dealer 10H 7C (17);")
     wild = {"round": 3, "wild": True}
     assert round_line({**wild, "stub": None}) == "round 3: hands dealt by hand; stub put away uncounted"
     assert round_line({**wild, "stub": {"count": 32, "ok": False}}) == (

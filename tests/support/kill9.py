@@ -306,7 +306,7 @@ def _opened_journal(game: str, path: Path) -> None:
     wire by tests/supervisor/test_games.py and test_wire_dealer.py."""
     cfg = load_table_config(table_file(game))
     options = direct_insert(cfg.options)
-    jt = JournaledTable.open(path, options, cfg.table_id)
+    jt = JournaledTable.open(path, options, cfg.table_id, now=1_800_000_000.0)
     for back in jt.table.batches:
         jt.handle(I.DecksOpened(back=back, dealer="dealer-1", floorperson="floor-1"), time.time())
     jt.handle(I.NewDealer(name="dealer-1"), time.time())

@@ -23,7 +23,7 @@ def kinds(path: Path) -> list[str]:
 
 def test_counters_ride_in_the_record_of_the_event_they_caused(tmp_path: Path) -> None:
     path = tmp_path / "j.db"
-    jt = JournaledTable.open(path, OPTIONS)
+    jt = JournaledTable.open(path, OPTIONS, now=1_800_000_000.0)
     seen = Seen("keypad", (("key_seq", 7),))
     jt.handle(I.DeviceOutOfOrder(device="keypad", by="floor-1"), 1.0, seen)
     assert kinds(path) == ["table_opened", "device_out_of_order"]
@@ -33,7 +33,7 @@ def test_counters_ride_in_the_record_of_the_event_they_caused(tmp_path: Path) ->
     assert jt.table.device_seen == {"keypad": {"key_seq": 7}}
     live = jt.table.fingerprint()
     jt.close()
-    again = JournaledTable.open(path, OPTIONS)
+    again = JournaledTable.open(path, OPTIONS, now=1_800_000_000.0)
     try:
         assert again.table.device_seen == {"keypad": {"key_seq": 7}}
         assert again.table.fingerprint() == live
@@ -43,7 +43,7 @@ def test_counters_ride_in_the_record_of_the_event_they_caused(tmp_path: Path) ->
 
 def test_counters_of_an_event_that_changed_nothing_are_a_record_of_their_own(tmp_path: Path) -> None:
     path = tmp_path / "j.db"
-    jt = JournaledTable.open(path, OPTIONS)
+    jt = JournaledTable.open(path, OPTIONS, now=1_800_000_000.0)
     jt.mark(Seen("shoe", (("draw_seq", 3),)), 1.0)
     jt.mark(Seen("shoe", (("draw_seq", 3),)), 2.0)  # known already: nothing to add
     jt.close()
@@ -52,12 +52,12 @@ def test_counters_of_an_event_that_changed_nothing_are_a_record_of_their_own(tmp
 
 def test_a_journal_with_device_seen_records_of_their_own_still_replays(tmp_path: Path) -> None:
     path = tmp_path / "j.db"
-    jt = JournaledTable.open(path, OPTIONS)
+    jt = JournaledTable.open(path, OPTIONS, now=1_800_000_000.0)
     jt.handle(I.DeviceOutOfOrder(device="keypad", by="floor-1"), 1.0)
     # As journals were written before the fold: the counters as a record after the step's.
     jt.journal.append("device_seen", {"device": "keypad", "counters": {"key_seq": 9}}, "public", 1.0)
     jt.close()
-    again = JournaledTable.open(path, OPTIONS)
+    again = JournaledTable.open(path, OPTIONS, now=1_800_000_000.0)
     try:
         assert again.table.device_seen == {"keypad": {"key_seq": 9}}
         assert "keypad" in again.table.out_of_order

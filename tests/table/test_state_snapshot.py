@@ -24,7 +24,7 @@ GAMES = ["double-back-jack", "double-attack", "down-under"]  # VirtualTable deal
 
 
 def play(path: Path, options: GameOptions, rounds: int, every: int, seed: int = 5) -> VirtualTable:
-    recorder = JournaledTable.open(path, options, "t-01", snapshot_every=every)
+    recorder = JournaledTable.open(path, options, "t-01", snapshot_every=every, now=1_800_000_000.0)
     live = VirtualTable(options, random.Random(seed), seats=3, recorder=recorder)
     live.open_table()
     for _ in range(rounds):
@@ -65,13 +65,13 @@ def test_a_restart_from_the_latest_snapshot_is_the_full_fold_and_the_live_table(
     options = default_options(game)
     path = tmp_path / "j.db"
     live = play(path, options, rounds=40, every=150)
-    first = JournaledTable.open(path, options, "t-01", snapshot_every=150)
+    first = JournaledTable.open(path, options, "t-01", snapshot_every=150, now=1_800_000_000.0)
     assert first.table.fingerprint() == live.table.fingerprint()
     first.mark(Seen("keypad", (("key_seq", 3),)), live.now)  # a record after the last snapshot, at least
     first.close()
     recs = records(path)
     last_snapshot = max(r.seq for r in recs if r.kind == state_snapshot.KIND)
-    again = JournaledTable.open(path, options, "t-01", snapshot_every=150)
+    again = JournaledTable.open(path, options, "t-01", snapshot_every=150, now=1_800_000_000.0)
     try:
         assert again.since_snapshot == len(recs) - last_snapshot > 0
         assert again.table.fingerprint() == full_fold(options, recs) == first.table.fingerprint()
@@ -108,7 +108,7 @@ def test_a_journal_without_snapshots_replays_and_gets_one_at_the_next_step_betwe
     live = play(path, options, rounds=20, every=10**9)
     before = records(path)
     assert not [r for r in before if r.kind == state_snapshot.KIND]
-    again = JournaledTable.open(path, options, "t-01", snapshot_every=100)
+    again = JournaledTable.open(path, options, "t-01", snapshot_every=100, now=1_800_000_000.0)
     assert again.table.fingerprint() == live.table.fingerprint()
     more = VirtualTable(options, random.Random(6), seats=3, recorder=again)
     more.now, more.stack, more.behind_cover = live.now, live.stack, live.behind_cover
@@ -124,7 +124,7 @@ def test_a_snapshot_that_cannot_be_read_is_passed_over_for_the_full_fold(tmp_pat
     live = play(path, options, rounds=10, every=10**9)
     with Journal.open(path) as j:
         j.append(state_snapshot.KIND, {"format": 99, "state": {}}, "secret", live.now)
-    again = JournaledTable.open(path, options, "t-01")
+    again = JournaledTable.open(path, options, "t-01", now=1_800_000_000.0)
     try:
         assert again.table.fingerprint() == live.table.fingerprint()
     finally:
@@ -144,7 +144,7 @@ def test_a_steps_device_counters_are_in_the_snapshot_taken_with_it(tmp_path: Pat
     the same transaction holds them, merged with those the table had."""
     options = default_options("double-back-jack")
     path = tmp_path / "j.db"
-    jt = JournaledTable.open(path, options, "t-01", snapshot_every=1)
+    jt = JournaledTable.open(path, options, "t-01", snapshot_every=1, now=1_800_000_000.0)
     jt.mark(Seen("shoe", (("draw_seq", 4),)), 1.0)
     jt.handle(I.DeviceOutOfOrder(device="keypad", by="floor-1"), 2.0, Seen("keypad", (("key_seq", 7),)))
     jt.close()
@@ -165,7 +165,7 @@ async def test_the_journals_own_thread_writes_the_snapshot_in_the_steps_transact
 ) -> None:
     options = default_options("double-back-jack")
     path = tmp_path / "j.db"
-    jt = JournaledTable.open(path, options, "t-01", snapshot_every=1)
+    jt = JournaledTable.open(path, options, "t-01", snapshot_every=1, now=1_800_000_000.0)
     with ThreadPoolExecutor(1) as writer:
         await jt.mark_async(Seen("shoe", (("draw_seq", 4),)), 1.0, writer)
         inp = I.DeviceOutOfOrder(device="keypad", by="floor-1")

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from controller.game_config import default_options
+from controller.gaming_day import PENNSYLVANIA
 from controller.journal import Classification, Journal, Record, canonical_json
 from controller.table.events import REVEALING_KINDS, SECRET_FIELDS
 from controller.table.recorder import JournaledTable
@@ -55,6 +56,9 @@ def check_message(message: Received, records: dict[int, Record], secret_texts: l
                 "kind": record.kind,
                 "classification": record.classification.value,
                 "withheld": True,
+                "at": record.at,  # when, and which gaming day: public at the table
+                "day": PENNSYLVANIA.day_of(record.at).isoformat(),
+                "tz": PENNSYLVANIA.time_zone,
             }
             return
         assert doc["payload"] == record.payload and doc["hash"] == record.hash
@@ -77,7 +81,7 @@ async def test_no_secret_in_any_message_of_a_full_shoe(
     broker: Broker, tmp_path: pathlib.Path, game: str
 ) -> None:
     path = tmp_path / "shoe.db"
-    recorder = JournaledTable.open(path, default_options(game), table_id="t1")
+    recorder = JournaledTable.open(path, default_options(game), table_id="t1", now=1_800_000_000.0)
     virtual = VirtualTable(default_options(game), random.Random(7), seats=3, recorder=recorder)
     telemetry = telemetry_for(broker, path)
     try:
