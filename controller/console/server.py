@@ -342,7 +342,11 @@ class Console:
                 "user": session.user,
                 "role": session.role,
                 "csrf": session.csrf,
-                "actions": [a.public() for a in actions.ACTIONS.values() if session.role in a.roles],
+                "actions": [
+                    a.public()
+                    for a in actions.ACTIONS.values()
+                    if session.role in a.roles and not a.telemetry
+                ],
             }
         )
 
