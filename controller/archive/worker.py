@@ -35,11 +35,11 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from controller.archive import gaps
 from controller.archive.alarms import ChainAlarm
-from controller.archive.chain import sweep
 from controller.archive.messages import ArchivedEvent, Unreadable, parse_event
 from controller.archive.mqtt_client import BufferedClient
 from controller.archive.schema import migrate
 from controller.archive.store import EventStore
+from controller.archive.upkeep import upkeep
 from controller.backoff import Backoff, BackoffPolicy
 from controller.telemetry.broker import BrokerSettings
 from controller.telemetry.topics import ROOT
@@ -199,14 +199,6 @@ class ArchiveWorker:
     def _ask(self, asks: list[gaps.Ask]) -> None:
         client = self._client
         for ask in asks:
-            self._log.info(
-                "archive.gap_republish_asked",
-                site=ask.site,
-                table=ask.table_id,
-                first=ask.first,
-                last=ask.last,
-                asks=ask.asks,
-            )
             if client is not None:
                 client.publish(ask.topic, ask.message(self.settings.client_id), qos=1)
                 self.gap_requests += 1
@@ -254,21 +246,17 @@ class ArchiveWorker:
         try:
             await self._db()
             assert self._conn is not None
-            while self._answers:
-                answer = gaps.parse_answer(*self._answers.popleft())
-                if answer is not None:
-                    self._log.warning(
-                        "archive.gap_not_in_journal",
-                        site=answer.site,
-                        table=answer.table_id,
-                        first=answer.missing_from,
-                        last=answer.missing_to,
-                    )
-                    await gaps.not_in_journal(self._conn, answer)
-            self._publish_alarms(
-                await sweep(self._conn, gap_grace_s=s.gap_grace_s, gap_alarm_s=s.gap_alarm_s)
+            answers = [self._answers.popleft() for _ in range(len(self._answers))]
+            found, asks = await upkeep(
+                self._conn,
+                answers,
+                gap_grace_s=s.gap_grace_s,
+                gap_alarm_s=s.gap_alarm_s,
+                ask_initial_s=s.gap_ask_initial_s,
+                ask_max_s=s.gap_ask_max_s,
             )
-            self._ask(await gaps.due(self._conn, initial_s=s.gap_ask_initial_s, max_s=s.gap_ask_max_s))
+            self._publish_alarms(found)
+            self._ask(asks)
         except psycopg.OperationalError as e:
             self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
             await self._drop_db()
