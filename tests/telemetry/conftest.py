@@ -34,6 +34,7 @@ PASSWORD = {
     "site-a/t2": "pw-t2",
     "floor-console": "pw-floor",
     "monitor-ops": "pw-monitor",
+    "archive-1": "pw-archive",
 }
 
 structlog.configure(cache_logger_on_first_use=False)
@@ -64,7 +65,9 @@ class Broker:
         passwd = self.dir / "passwd"
         for name, password in PASSWORD.items():
             role = "table" if "/" in name else name.split("-")[0]
-            if role in ("floor", "monitor") and f"user {name}\n" in acl.read_text(encoding="utf-8"):
+            if role in ("floor", "monitor", "archive") and f"user {name}\n" in acl.read_text(
+                encoding="utf-8"
+            ):
                 role = "table-existing"  # the shipped ACL already has its block: only the password
             env = {**os.environ, "TABLECTL_NEW_PASSWORD": password}
             if role == "table-existing":
