@@ -209,7 +209,13 @@ async def fleet(tables: list[FleetTable], rate: float, seconds: float, events: d
 
 async def republisher(servers: list[str], tables: dict[str, FleetTable], stop: asyncio.Event) -> int:
     """Answers cmd/republish for the simulated tables (a real table answers from its journal)."""
-    nc = await nats.connect(servers=servers, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+
+    async def quiet(_e: Exception) -> None:
+        pass  # a node killed on purpose: the client moves to another by itself
+
+    nc = await nats.connect(
+        servers=servers, max_reconnect_attempts=-1, reconnect_time_wait=0.2, error_cb=quiet
+    )
     answered = 0
 
     async def on_request(msg: Any) -> None:
@@ -338,6 +344,17 @@ async def run(
         distinct = query(pg.dsn, "SELECT count(DISTINCT (table_id, seq)) FROM events")[0][0]
         max_lag = query(pg.dsn, "SELECT max(extract(epoch FROM received_at) - at) FROM events")[0][0]
 
+        def lag(a: float, b: float) -> dict[str, float]:
+            """p50, p99 and max of the lag of events the tables made between a and b."""
+            row = query(
+                pg.dsn,
+                "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY l), "
+                "percentile_cont(0.99) WITHIN GROUP (ORDER BY l), max(l) FROM ("
+                "SELECT extract(epoch FROM received_at) - at AS l FROM events "
+                f"WHERE at >= {a} AND at < {b}) x",
+            )[0]
+            return {k: round(float(v or 0.0), 2) for k, v in zip(("p50", "p99", "max"), row, strict=True)}
+
         def rate_between(a: float, b: float) -> float:
             n = query(
                 pg.dsn,
@@ -361,6 +378,9 @@ async def run(
             "rate_before": rate_between(marks["start"], marks["node_killed"]),
             "rate_after_node_loss": rate_between(marks["node_killed"], marks["worker_killed"]),
             "rate_after_worker_loss": rate_between(marks["worker_killed"], marks["published_until"]),
+            "lag_s_before": lag(marks["start"], marks["node_killed"]),
+            "lag_s_after_node_loss": lag(marks["node_killed"], marks["worker_killed"]),
+            "lag_s_after_worker_loss": lag(marks["worker_killed"], marks["published_until"]),
             "drain_s": round(marks["drained"] - marks["published_until"], 1),
             "table_reconnects": sum(t.reconnects for t in tables),
             "gap_requests": query(pg.dsn, "SELECT count(*) FROM gap_requests")[0][0],

@@ -62,13 +62,17 @@ class _Walk:
         self.opened: list[tuple[int, int]] = []  # new gaps to ask for: (first, last)
         self.alarmed: list[int] = []  # gaps whose "still asking" alarm is raised now
         self.passed: list[int] = []  # gaps not in the table's journal, raised and moved past
+        self.narrowed: list[tuple[int, int]] = []  # (old first, new first): its first records came
 
     def feed(self, seq: int, hash_: str | None, prev_hash: str | None, overdue: bool) -> None:
         if self.blocked:
             return
         if seq != self.seq + 1:
             first, last = self.seq + 1, seq - 1
-            state = self.gaps.get(first)
+            # The gap asked for, even when its first records have come since (then it narrows).
+            state = next((g for g in self.gaps.values() if g.first <= first <= g.last), None)
+            if state is not None and state.first != first:
+                self.narrowed.append((state.first, first))
             if state is not None and state.status == "not_in_journal":
                 self.found.append(alarms.gap(self.site, self.table_id, first, last, in_journal=False))
                 self.passed.append(first)
@@ -119,6 +123,7 @@ async def sweep(
             opened=[(w.site, w.table_id, f, last) for w in walks.values() for f, last in w.opened],
             alarmed=[(w.site, w.table_id, f) for w in walks.values() for f in w.alarmed],
             passed=[(w.site, w.table_id, f) for w in walks.values() for f in w.passed],
+            narrowed=[(w.site, w.table_id, old, new) for w in walks.values() for old, new in w.narrowed],
         )
         await close_filled(cur, [(w.site, w.table_id, w.seq) for w in moved])
         found = [a for w in walks.values() for a in w.found]

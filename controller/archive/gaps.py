@@ -32,6 +32,8 @@ RESULTS = f"{ROOT}/+/+/cmd/{COMMAND}/result"  # every table's answers, for every
 
 @dataclass(frozen=True, slots=True)
 class GapState:
+    first: int
+    last: int
     status: str  # asking | not_in_journal
     alarmed: bool
     overdue: bool  # open longer than gap_alarm_s
@@ -65,13 +67,14 @@ async def load_gaps(
     cur: psycopg.AsyncCursor[Any], *, gap_alarm_s: float
 ) -> dict[tuple[str, str], dict[int, GapState]]:
     await cur.execute(
-        "SELECT site, table_id, first_seq, status, alarmed, now() - opened_at > make_interval(secs => %s) "
+        "SELECT site, table_id, first_seq, last_seq, status, alarmed, "
+        "now() - opened_at > make_interval(secs => %s) "
         "FROM gap_requests WHERE status IN ('asking', 'not_in_journal')",
         (gap_alarm_s,),
     )
     out: dict[tuple[str, str], dict[int, GapState]] = {}
-    for site, table_id, first, status, alarmed, overdue in await cur.fetchall():
-        out.setdefault((site, table_id), {})[first] = GapState(status, alarmed, overdue)
+    for site, table_id, first, last, status, alarmed, overdue in await cur.fetchall():
+        out.setdefault((site, table_id), {})[first] = GapState(first, last, status, alarmed, overdue)
     return out
 
 
@@ -81,8 +84,16 @@ async def open_gaps(
     opened: Sequence[tuple[str, str, int, int]],
     alarmed: Sequence[tuple[str, str, int]],
     passed: Sequence[tuple[str, str, int]],
+    narrowed: Sequence[tuple[str, str, int, int]] = (),
 ) -> None:
-    """Keep what one sweep found: new gaps to ask for, alarms raised, gaps moved past."""
+    """Keep what one sweep found: new gaps to ask for, alarms raised, gaps moved past, and gaps
+    whose first records came (``narrowed``: site, table, old first, new first), which stay the
+    same request with the same backoff."""
+    if narrowed:
+        await cur.executemany(
+            "UPDATE gap_requests SET first_seq = %s WHERE site = %s AND table_id = %s AND first_seq = %s",
+            [(new, site, table, old) for site, table, old, new in narrowed],
+        )
     if opened:
         await cur.executemany(
             "INSERT INTO gap_requests (site, table_id, first_seq, last_seq) VALUES (%s, %s, %s, %s) "

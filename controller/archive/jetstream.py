@@ -105,6 +105,7 @@ class JetStreamWorker:
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._store: EventStore | None = None
         self._log = log.bind(client_id=settings.client_id)
+        self._progress = asyncio.Event()
 
     async def _db(self) -> EventStore:
         if self._store is None:
@@ -119,12 +120,48 @@ class JetStreamWorker:
             with contextlib.suppress(psycopg.Error):
                 await conn.close()
 
+    # nats-py prints its connection errors with tracebacks unless given these: one line each.
+    async def _on_error(self, e: Exception) -> None:
+        self._log.warning("archive.cluster_error", error=type(e).__name__)
+
+    async def _on_disconnected(self) -> None:
+        self._log.warning("archive.cluster_disconnected")
+
+    async def _on_reconnected(self) -> None:
+        nc = self._nc
+        self._log.info(
+            "archive.cluster_reconnected",
+            server=str(nc.connected_url.netloc) if nc and nc.connected_url else None,
+        )
+
     async def _on_answer(self, msg: Msg) -> None:
         if len(self._answers) < 10_000:
             self._answers.append((topic_of(msg.subject), msg.data))
 
+    async def progressed(self) -> None:
+        """Returns after the next commit or sweep: for whoever waits on this worker."""
+        await self._progress.wait()
+
+    def _notify(self) -> None:
+        self._progress.set()
+        self._progress = asyncio.Event()
+
+    async def _db_ready(self, stop: asyncio.Event) -> None:
+        # The schema is brought up to date before anything is taken from the stream.
+        backoff = Backoff(BackoffPolicy(initial_s=0.2, max_s=self.settings.retry_max_s))
+        while not stop.is_set():
+            try:
+                await self._db()
+                return
+            except psycopg.OperationalError as e:
+                self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(backoff.failed()):
+                        await stop.wait()
+
     async def run(self, stop: asyncio.Event) -> None:
         s = self.settings
+        await self._db_ready(stop)
         nc = await nats.connect(
             servers=s.servers,
             name=s.client_id,
@@ -132,6 +169,9 @@ class JetStreamWorker:
             max_reconnect_attempts=-1,
             reconnect_time_wait=0.5,
             connect_timeout=2,
+            error_cb=self._on_error,
+            disconnected_cb=self._on_disconnected,
+            reconnected_cb=self._on_reconnected,
         )
         self._nc = nc
         try:
@@ -145,7 +185,7 @@ class JetStreamWorker:
                 num_replicas=s.replicas,
             )
             sub = await js.pull_subscribe(EVENTS_SUBJECT, durable=s.durable, stream=s.stream, config=config)
-            await nc.subscribe(topic_of(RESULTS).replace("/", "."), cb=self._on_answer)
+            await nc.subscribe(subject_of(RESULTS).replace("+", "*"), cb=self._on_answer)
             self.ready.set()
             self._log.info("archive.started", stream=s.stream, durable=s.durable)
             await self._loop(sub, stop)
@@ -197,8 +237,10 @@ class JetStreamWorker:
                     # After the commit: a lost ack only means the message comes again.
                     with contextlib.suppress(Exception):
                         await msg.ack()
+                self._notify()
             if time.monotonic() >= next_sweep:
                 await self._sweep()
+                self._notify()
                 next_sweep = time.monotonic() + s.sweep_s
 
     async def _until_committed(self, events: list[ArchivedEvent], stop: asyncio.Event) -> bool:
