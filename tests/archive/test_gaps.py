@@ -123,3 +123,32 @@ async def test_records_not_in_the_journal_are_raised_as_a_gap(
     ]
     assert rows(db, "SELECT count(*), max(seq) FROM events WHERE seq <= 20") == [(20, 20)]
     assert rows(db, "SELECT checked_seq FROM chain_state") == [(30,)]
+
+
+async def test_a_broker_restart_with_the_worker_running_leaves_no_gap(
+    broker: Broker, db: str, tmp_path: pathlib.Path
+) -> None:
+    """The same restart with the worker running throughout and the table publishing right after
+    the broker is back: whatever the worker's new subscription missed is asked for and comes."""
+    path = tmp_path / "j.db"
+    fill_journal(path, "dab-06", 50)
+    worker = ArchiveWorker(settings(broker, db, "archive-1", gap_grace_s=0.2, gap_ask_initial_s=0.2))
+    async with running(worker), table(broker, path, "dab-06") as tele:
+        await until(lambda: worker.stored == 50, worker)
+        broker.stop()
+        await until(lambda: not worker.subscribed.is_set(), worker)
+        broker.start()
+        append(path, "dab-06", 50)  # mid-ingest: out as soon as the table is back
+        tele.journal_appended()
+        await until(lambda: tele.acked_seq == 100, worker)
+        async with asyncio.timeout(GUARD_S):
+            await worker.subscribed.wait()
+        # Later records after the worker is back, so a hole shows as a gap (a table that goes quiet
+        # leaves none: docs/journal.md).
+        append(path, "dab-06", 10)
+        tele.journal_appended()
+        done = "SELECT count(DISTINCT seq), max(seq) FROM events"
+        await until(lambda: rows(db, done) == [(110, 110)] and rows(db, OPEN) == [(0,)], worker)
+        await until(lambda: rows(db, "SELECT checked_seq FROM chain_state") == [(110,)], worker)
+    assert rows(db, "SELECT count(*) FROM chain_alarms") == [(0,)]
+    assert rows(db, "SELECT count(*) FROM gap_requests WHERE status <> 'filled'") == [(0,)]
