@@ -78,6 +78,12 @@ def fork(site: str, table_id: str, seq: int) -> ChainAlarm:
     return ChainAlarm(site, table_id, seq, "fork", detail)
 
 
-def gap(site: str, table_id: str, first: int, last: int) -> ChainAlarm:
+def gap(site: str, table_id: str, first: int, last: int, *, in_journal: bool) -> ChainAlarm:
+    """A gap the table could not fill: ``in_journal`` False when it said it does not hold the
+    records, True while it is still asked for them and has not sent them (nor answered)."""
     span = f"record {first}" if first == last else f"records {first}-{last}"
-    return ChainAlarm(site, table_id, first, "gap", f"{span} never arrived")
+    if in_journal:
+        return ChainAlarm(
+            site, table_id, first, "gap", f"{span} never arrived; still asking the table to republish"
+        )
+    return ChainAlarm(site, table_id, first, "gap", f"{span} never arrived and not in the table's journal")

@@ -10,7 +10,12 @@ walks each table's committed records past its watermark:
   ``prev_hash`` are known, they must be equal, else ``fork``; the watermark moves on;
 - the next record is missing: that is a gap, and most gaps fill within a moment (the other
   worker has the record in a batch not yet committed). Once the first record after it has been
-  archived for ``gap_grace_s``, the gap is raised (``gap``) and the watermark moves past it.
+  archived for ``gap_grace_s``, the gap is kept in ``gap_requests`` and the table is asked to
+  publish the records again from its journal (``cmd/republish``, controller/archive/gaps.py),
+  with backoff, until they come. The watermark waits at the gap meanwhile: the links across it
+  are checked once it is filled. Only when the table answers that its journal does not hold them
+  is the gap raised (``gap``) and the watermark moved past it; a gap still open after
+  ``gap_alarm_s`` (a table that does not answer) is raised once while the asking goes on.
 
 A withheld record has no published hash, so the link from it to the next record is not checked
 here; ``tablectl archive verify`` checks it against the journal.
@@ -24,6 +29,7 @@ import psycopg
 
 from controller.archive import alarms
 from controller.archive.alarms import ChainAlarm
+from controller.archive.gaps import GapState, close_filled, load_gaps, open_gaps
 from controller.archive.store import record_alarms
 
 _LOCK = 0x61726368  # any fixed key: the one advisory lock the sweep takes
@@ -46,12 +52,19 @@ ORDER BY c.site, c.table_id, e.seq
 class _Walk:
     """One table's records past its watermark, in seq order."""
 
-    def __init__(self, site: str, table_id: str, checked_seq: int, checked_hash: str | None) -> None:
+    def __init__(
+        self, site: str, table_id: str, checked_seq: int, checked_hash: str | None, gaps: dict[int, GapState]
+    ) -> None:
         self.site, self.table_id = site, table_id
         self.seq, self.hash = checked_seq, checked_hash
         self.start = checked_seq
-        self.blocked = False  # an open gap still inside its grace: nothing after it is checked yet
+        self.gaps = gaps  # this table's gaps being asked for, by first seq
+        self.blocked = False  # an open gap: nothing after it is checked yet
         self.found: list[ChainAlarm] = []
+        self.opened: list[tuple[int, int]] = []  # new gaps to ask for: (first, last)
+        self.alarmed: list[int] = []  # gaps whose "still asking" alarm is raised now
+        self.passed: list[int] = []  # gaps not in the table's journal, raised and moved past
+        self.narrowed: list[tuple[int, int]] = []  # (old first, new first): its first records came
 
     def feed(
         self, seq: int, hash_: str | None, prev_hash: str | None, overdue: bool, links_quarantined: bool
@@ -59,11 +72,23 @@ class _Walk:
         if self.blocked:
             return
         if seq != self.seq + 1:
-            if not overdue:
+            first, last = self.seq + 1, seq - 1
+            # The gap asked for, even when its first records have come since (then it narrows).
+            state = next((g for g in self.gaps.values() if g.first <= first <= g.last), None)
+            if state is not None and state.first != first:
+                self.narrowed.append((state.first, first))
+            if state is not None and state.status == "not_in_journal":
+                self.found.append(alarms.gap(self.site, self.table_id, first, last, in_journal=False))
+                self.passed.append(first)
+                self.hash = None  # the record before this one is unknown: its link cannot be checked
+            else:
                 self.blocked = True
+                if state is None and overdue:
+                    self.opened.append((first, last))
+                elif state is not None and state.overdue and not state.alarmed:
+                    self.found.append(alarms.gap(self.site, self.table_id, first, last, in_journal=True))
+                    self.alarmed.append(first)
                 return
-            self.found.append(alarms.gap(self.site, self.table_id, self.seq + 1, seq - 1))
-            self.hash = None  # the record before this one is unknown: its link cannot be checked
         elif (
             prev_hash is not None
             and self.hash is not None
@@ -77,7 +102,7 @@ class _Walk:
 
 
 async def sweep(
-    conn: psycopg.AsyncConnection[Any], *, gap_grace_s: float, limit: int = 20_000
+    conn: psycopg.AsyncConnection[Any], *, gap_grace_s: float, gap_alarm_s: float = 120.0, limit: int = 20_000
 ) -> list[ChainAlarm]:
     """Check every table's new records once; the alarms raised (already kept in chain_alarms).
 
@@ -88,12 +113,14 @@ async def sweep(
         row = await cur.fetchone()
         if row is None or not row[0]:
             return []
+        gaps = await load_gaps(cur, gap_alarm_s=gap_alarm_s)
         await cur.execute(_PENDING, {"grace": gap_grace_s, "limit": limit})
         walks: dict[tuple[str, str], _Walk] = {}
         for site, table_id, checked_seq, checked_hash, *record in await cur.fetchall():
             walk = walks.get((site, table_id))
             if walk is None:
-                walk = walks[(site, table_id)] = _Walk(site, table_id, checked_seq, checked_hash)
+                table_gaps = gaps.get((site, table_id), {})
+                walk = walks[(site, table_id)] = _Walk(site, table_id, checked_seq, checked_hash, table_gaps)
             walk.feed(*record)
         moved = [w for w in walks.values() if w.seq != w.start]
         if moved:
@@ -102,6 +129,14 @@ async def sweep(
                 "WHERE site = %s AND table_id = %s",
                 [(w.seq, w.hash, w.site, w.table_id) for w in moved],
             )
+        await open_gaps(
+            cur,
+            opened=[(w.site, w.table_id, f, last) for w in walks.values() for f, last in w.opened],
+            alarmed=[(w.site, w.table_id, f) for w in walks.values() for f in w.alarmed],
+            passed=[(w.site, w.table_id, f) for w in walks.values() for f in w.passed],
+            narrowed=[(w.site, w.table_id, old, new) for w in walks.values() for old, new in w.narrowed],
+        )
+        await close_filled(cur, [(w.site, w.table_id, w.seq) for w in moved])
         found = [a for w in walks.values() for a in w.found]
         await record_alarms(cur, found)
         return found

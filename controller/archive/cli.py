@@ -29,12 +29,25 @@ def _run_parser() -> argparse.ArgumentParser:
         prog="tablectl archive",
         description="Archive every table's events in PostgreSQL (also: archive verify, archive report).",
     )
-    p.add_argument("--broker", required=True, help="mqtt://host:port or mqtts://host:port")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--broker", help="mqtt://host:port or mqtts://host:port (mosquitto: one site)")
+    where.add_argument(
+        "--nats",
+        help="nats://host:port,nats://host:port,... every node of a JetStream cluster (docs/scale-out.md)",
+    )
     p.add_argument("--db", required=True, help=_DB_HELP)
     p.add_argument("--group", default="archive", help="the shared subscription's group (default archive)")
     p.add_argument("--client-id", help="fixed per worker: the broker keeps its queue under this id")
     p.add_argument("--ca-file", help="CA certificate for an mqtts:// broker")
-    p.add_argument("--gap-grace", type=float, default=10.0, help="seconds a gap may stay open (default 10)")
+    p.add_argument(
+        "--gap-grace", type=float, default=10.0, help="seconds before a gap is asked for (default 10)"
+    )
+    p.add_argument(
+        "--ack-wait",
+        type=float,
+        default=30.0,
+        help="--nats: seconds before a message a dead worker took goes to another (default 30)",
+    )
     p.add_argument(
         "--table",
         action="append",
@@ -112,7 +125,40 @@ def _report_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _run_nats(args: argparse.Namespace) -> int:
+    from controller.archive.jetstream import JetStreamSettings, JetStreamWorker
+
+    servers = [s.strip() for s in args.nats.split(",") if s.strip()]
+    client_id = args.client_id or f"tablectl-archive-{socket.gethostname()}"
+    check_level("archive group", args.group)
+    tables = known_tables(args.table, args.tables_from)
+    settings = JetStreamSettings(
+        servers,
+        args.db,
+        client_id,
+        durable=args.group,
+        gap_grace_s=args.gap_grace,
+        ack_wait_s=args.ack_wait,
+        tables=tuple(tables),
+        tables_source=f"--tables-from {args.tables_from}" if args.tables_from else "--table",
+    )
+    # JSON lines on stdout, as on the MQTT path (not cached: see _run).
+    logs.configure(getattr(logging, args.log_level.upper()), cache=False)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await JetStreamWorker(settings).run(stop)
+
+    asyncio.run(main())
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.nats:
+        return _run_nats(args)
     import structlog
 
     from controller.archive.metrics import registry_for

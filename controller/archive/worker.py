@@ -33,13 +33,13 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
-from controller.archive import alarms
+from controller.archive import alarms, gaps
 from controller.archive.alarms import ChainAlarm
-from controller.archive.chain import sweep
 from controller.archive.messages import ArchivedEvent, Refused, Unreadable, parse_event
 from controller.archive.mqtt_client import BufferedClient
 from controller.archive.schema import migrate
 from controller.archive.store import EventStore
+from controller.archive.upkeep import upkeep
 from controller.backoff import Backoff, BackoffPolicy
 from controller.errors import TablectlError
 from controller.telemetry.broker import BrokerSettings
@@ -58,7 +58,10 @@ class ArchiveSettings:
     receive_maximum: int = 10_000  # unacknowledged messages the broker may have out to us
     session_expiry_s: int = 7 * 86400  # how long the broker keeps our queue while we are away
     sweep_s: float = 1.0
-    gap_grace_s: float = 10.0
+    gap_grace_s: float = 10.0  # a missing record this long after the next one is a gap: ask for it
+    gap_alarm_s: float = 120.0  # a gap still open this long (the table does not answer) is raised
+    gap_ask_initial_s: float = 1.0  # the first wait before asking for a gap again; doubles
+    gap_ask_max_s: float = 60.0
     retry_max_s: float = 10.0
     # Tables whose events are archived, (site, table_id), added to known_tables on start; events
     # of a table not there are an unknown_table alarm, not rows.
@@ -106,6 +109,9 @@ class ArchiveWorker:
         self.lag_s: float | None = None  # the newest record of the last batch: its age at commit
         self.last_commit: float | None = None  # when (epoch seconds)
         self.alarms: list[ChainAlarm] = []
+        self.gap_requests = 0  # cmd/republish sent by this worker
+        # Tables' answers to republish (paho's thread appends, the loop pops): see controller/archive/gaps.py.
+        self._answers: collections.deque[tuple[str, bytes]] = collections.deque(maxlen=10_000)
         self.subscribed = asyncio.Event()
         self._connection = 0
         # paho's thread appends, the event loop pops: deque's append and popleft are atomic. The
@@ -151,7 +157,10 @@ class ArchiveWorker:
             self._log.warning("archive.broker_refused", reason=str(reason))
             return
         self._connection += 1
-        client.subscribe(self.settings.subscription, options=SubscribeOptions(qos=1))
+        # The answers to our republish requests: QoS 0, as a lost answer is asked for again.
+        client.subscribe(
+            [(self.settings.subscription, SubscribeOptions(qos=1)), (gaps.RESULTS, SubscribeOptions(qos=0))]
+        )
 
     def _on_subscribe(self, _c: mqtt.Client, _u: object, _mid: int, reasons: Any, _p: object) -> None:
         refused = [str(r) for r in reasons if r.is_failure]
@@ -169,6 +178,9 @@ class ArchiveWorker:
         self._log.warning("archive.broker_disconnected", reason=str(reason))
 
     def _on_message(self, _c: mqtt.Client, _u: object, msg: mqtt.MQTTMessage) -> None:
+        if not msg.topic.endswith("/events"):
+            self._answers.append((msg.topic, bytes(msg.payload)))  # a republish result (QoS 0)
+            return
         self._inbox.append(
             Incoming(self._connection, msg.mid, msg.qos, msg.topic, bytes(msg.payload), datetime.now(UTC))
         )
@@ -221,6 +233,13 @@ class ArchiveWorker:
             if client is not None:
                 client.publish(alarm.topic, json.dumps(alarm.message()), qos=1)
 
+    def _ask(self, asks: list[gaps.Ask]) -> None:
+        client = self._client
+        for ask in asks:
+            if client is not None:
+                client.publish(ask.topic, ask.message(self.settings.client_id), qos=1)
+                self.gap_requests += 1
+
     # -- PostgreSQL -------------------------------------------------------------------------------
 
     async def _db(self) -> EventStore:
@@ -270,10 +289,21 @@ class ArchiveWorker:
             return True
 
     async def _sweep(self) -> None:
+        s = self.settings
         try:
             await self._db()
             assert self._conn is not None
-            self._publish_alarms(await sweep(self._conn, gap_grace_s=self.settings.gap_grace_s))
+            answers = [self._answers.popleft() for _ in range(len(self._answers))]
+            found, asks = await upkeep(
+                self._conn,
+                answers,
+                gap_grace_s=s.gap_grace_s,
+                gap_alarm_s=s.gap_alarm_s,
+                ask_initial_s=s.gap_ask_initial_s,
+                ask_max_s=s.gap_ask_max_s,
+            )
+            self._publish_alarms(found)
+            self._ask(asks)
         except psycopg.OperationalError as e:
             self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
             await self._drop_db()

@@ -472,7 +472,11 @@ class Console:
                 "user": session.user,
                 "role": session.role,
                 "csrf": self.sessions.csrf(request.cookies.get(COOKIE, "")),
-                "actions": [a.public() for a in actions.ACTIONS.values() if session.role in a.roles],
+                "actions": [
+                    a.public()
+                    for a in actions.ACTIONS.values()
+                    if session.role in a.roles and not a.telemetry
+                ],
             }
         )
 

@@ -25,7 +25,10 @@ from controller.table import inputs as I
 from devices.events import Key
 
 FLOOR, DEALER = "floor", "dealer"
-ROLES = frozenset({FLOOR, DEALER})
+ROLES = frozenset({FLOOR, DEALER})  # a person's roles (the console's accounts)
+# The archive's account: a machine, not a person; it may only ask for records again over MQTT.
+ARCHIVE = "archive"
+MAX_REPUBLISH = 10_000  # records one republish may ask for: a bounded read of the journal
 DEVICES = ("shuffler", "shoe", "reader", "keypad", "stub_counter")
 
 SECTION = re.compile(r"6[0-9]{2}a\.[0-9]+(\([0-9a-z]+\))*")  # a citation such as 665a.13(h)(1)
@@ -68,6 +71,9 @@ class Action:
     # Builds the core inputs from checked arguments and who did it; None for the actions the
     # supervisor carries out itself (devices out of order or back, keys of a failed keypad).
     build: Callable[[dict[str, Any], str], list[I.Input]] | None
+    # True for what the table's telemetry answers from its journal, never the game (republish):
+    # it changes nothing at the table, so it is neither journalled nor offered on the console.
+    telemetry: bool = False
 
     def public(self) -> dict[str, Any]:
         """The action as the console shows it (no callables)."""
@@ -97,9 +103,10 @@ def _a(
     doc: str,
     build: Callable[[dict[str, Any], str], list[I.Input]] | None,
     /,
+    telemetry: bool = False,
     **args: Arg,
 ) -> Action:
-    return Action(name, frozenset(roles), section, doc, args, build)
+    return Action(name, frozenset(roles), section, doc, args, build, telemetry)
 
 
 _SEAT = Arg(int, "seat number", minimum=1, maximum=6)
@@ -334,6 +341,18 @@ _ALL: list[Action] = [
         "Start Game for the boxes listed (a failed keypad: no Progressive wagers)",
         None,
         boxes=Arg(list, "box numbers with a wager", minimum=1, maximum=6),
+    ),
+    # Records published again from the journal, exactly as before, for the archive's gaps
+    # (docs/journal.md, "The archive"); at most MAX_REPUBLISH of them (checked by the telemetry).
+    _a(
+        "republish",
+        {FLOOR, ARCHIVE},
+        "-",  # no rule of play: it only publishes what the journal already holds
+        f"publish journal records `from_seq`..`to_seq` again (at most {MAX_REPUBLISH})",
+        None,
+        telemetry=True,
+        from_seq=Arg(int, "the first record", minimum=1),
+        to_seq=Arg(int, "the last record", minimum=1),
     ),
 ]
 ACTIONS: dict[str, Action] = {a.name: a for a in _ALL}

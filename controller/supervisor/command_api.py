@@ -53,6 +53,8 @@ class CommandApi:
             known = isinstance(name, str) and name in actions.ACTIONS
             self.log.warning("command_refused", command=name if known else None, error=str(e))
             return {"ok": False, "error": str(e)}
+        if action.telemetry:
+            return {"ok": False, "error": f"{name}: the table's telemetry answers it, over MQTT only"}
         if not self.running():
             return {"ok": False, "error": f"{name}: the table is not running"}
         if not self.policy.ready.is_set():

@@ -17,12 +17,13 @@ from pydantic import AfterValidator, Field, ValidationError
 from controller.bounded import InputRefused, load_json
 from controller.ids import TEXT, matches
 from controller.schema import Document, Rule, one_line
-from controller.supervisor.actions import ACTIONS, FLOOR, Action, BadAction, check_args, lookup
+from controller.supervisor.actions import ACTIONS, ARCHIVE, FLOOR, Action, BadAction, check_args, lookup
 from controller.telemetry.payloads import PAYLOAD_VERSION, SCHEMA_VERSION
 
 # Who may command a table over MQTT; the broker's ACL enforces it first. Dealer actions are the
-# console's: a dealer signs in at the table, not through a floor account.
-ROLES = frozenset({FLOOR})
+# console's: a dealer signs in at the table, not through a floor account. The archive's account
+# may only ask for records again (``republish``; the ACL lets it publish nothing else).
+ROLES = frozenset({FLOOR, ARCHIVE})
 COMMANDS: dict[str, Action] = {n: a for n, a in ACTIONS.items() if a.roles & ROLES}
 MAX_COMMAND_BYTES = 4096
 
@@ -93,7 +94,8 @@ def parse_command(name: str, payload: bytes) -> Command:
             raise Refused(one_line(e, "", model=Envelope)) from None
         request_id, who, role = envelope.id, envelope.who, envelope.role
         if role not in ROLES or role not in action.roles:
-            raise Refused(f"role may not command {name} over MQTT (floor actions only)")
+            allowed = ", ".join(sorted(ROLES & action.roles)) or "none"
+            raise Refused(f"role may not command {name} over MQTT (allowed: {allowed})")
         try:
             args = check_args(action, envelope.args)
         except BadAction as e:

@@ -256,6 +256,10 @@ class CommandResult(Versioned):
     section: str | None = None
     message: str | None = None
     seq: int | None = None
+    # republish: how many records went out again, and the span the journal does not hold
+    republished: int | None = None
+    missing_from: int | None = None
+    missing_to: int | None = None
 
 
 class ArchiveAlarm(Versioned):

@@ -68,6 +68,13 @@ class JournalOutbox:
 
         return await self._run(read)
 
+    async def encoded_range(self, first: int, last: int) -> list[tuple[int, bytes]]:
+        """Records ``first``..``last`` that the journal holds, encoded exactly as ``encoded_after``
+        encodes them (a withheld record stays a placeholder): what ``republish`` sends again."""
+        if last < first:
+            return []
+        return [m for m in await self.encoded_after(first - 1, last - first + 1) if m[0] <= last]
+
     async def mark_published(self, seq: int) -> None:
         await self._run(lambda j: j.mark_published(seq))
 

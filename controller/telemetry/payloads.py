@@ -137,7 +137,7 @@ def event_message(record: Record, gaming_day: GamingDay, *, prev_public: bool = 
 
 # What a command result may carry back from the supervisor, as plain scalars; anything else it
 # returns (a list of events, a snapshot) stays in: the result topic is no side door for payloads.
-_RESULT_KEYS = ("ok", "error", "section", "message", "seq")
+_RESULT_KEYS = ("ok", "error", "section", "message", "seq", "republished", "missing_from", "missing_to")
 
 
 def command_result(

@@ -25,6 +25,7 @@ from controller.bounded import MAX_MESSAGE_BYTES, InputRefused, load_json
 from controller.errors import TablectlError, short_reason
 from controller.gaming_day import PENNSYLVANIA, GamingDay
 from controller.journal import JournalError
+from controller.supervisor.actions import MAX_REPUBLISH
 from controller.telemetry import payloads
 from controller.telemetry.broker import BrokerSettings
 from controller.telemetry.commands import Refused, parse_command
@@ -359,10 +360,44 @@ class Telemetry:
             result: Mapping[str, Any] = {"ok": False, "error": str(refused)}
             request_id, who = refused.request_id, refused.who
         else:
-            result = await self._call_supervisor(command.name, command.args, command.who, command.role)
+            if command.name == "republish":  # from the journal, by the telemetry: the game is not involved
+                result = await self._republish(client, command.args["from_seq"], command.args["to_seq"])
+            else:
+                result = await self._call_supervisor(command.name, command.args, command.who, command.role)
         self._log.info("telemetry.command", command=name, id=request_id, who=who, ok=bool(result.get("ok")))
         out = payloads.command_result(name, request_id, who, result)
         await client.publish(self.topics.command_result(name), payloads.encode(out), qos=1)
+
+    async def _republish(self, client: aiomqtt.Client, first: int, last: int) -> dict[str, Any]:
+        """Publish records ``first``..``last`` again from the journal, exactly as the first time.
+
+        For the archive's gaps (a broker that acknowledged a record and lost it). The result names
+        what the journal does not hold, so the archive can stop asking and raise its alarm.
+        """
+        if last < first:
+            return {"ok": False, "error": "republish: to_seq is before from_seq"}
+        if last - first + 1 > MAX_REPUBLISH:
+            return {"ok": False, "error": f"republish: at most {MAX_REPUBLISH} records at a time"}
+        messages = await self._outbox.encoded_range(first, last)
+        for start in range(0, len(messages), self._batch):
+            chunk = messages[start : start + self._batch]
+            # Handed to paho at once, in seq order, like the outbox's own batches.
+            await asyncio.gather(
+                *(client.publish(self.topics.events, body, qos=1, timeout=60) for _, body in chunk)
+            )
+        held = {seq for seq, _ in messages}
+        missing = [seq for seq in range(first, last + 1) if seq not in held]
+        self._log.info("telemetry.republished", from_seq=first, to_seq=last, count=len(messages))
+        if missing:
+            span = f"{missing[0]}" if len(missing) == 1 else f"{missing[0]}-{missing[-1]}"
+            return {
+                "ok": False,
+                "error": f"republish: records {span} are not in this table's journal",
+                "republished": len(messages),
+                "missing_from": missing[0],
+                "missing_to": missing[-1],
+            }
+        return {"ok": True, "republished": len(messages)}
 
     async def _call_supervisor(
         self, name: str, args: dict[str, Any], who: str, role: str

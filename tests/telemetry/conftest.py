@@ -38,6 +38,7 @@ PASSWORD = {
     # An appliance account named as the archive, made by hand (add-user.sh refuses the name): the
     # shipped ACL must still keep it out of tablectl/<site>/archive/.
     "site-a/archive": "pw-not-the-archive",
+    "archive-1": "pw-archive",
 }
 
 structlog.configure(cache_logger_on_first_use=False)
@@ -68,7 +69,9 @@ class Broker:
         passwd = self.dir / "passwd"
         for name, password in PASSWORD.items():
             role = "table" if "/" in name else name.split("-")[0]
-            if role in ("floor", "monitor") and f"user {name}\n" in acl.read_text(encoding="utf-8"):
+            if role in ("floor", "monitor", "archive") and f"user {name}\n" in acl.read_text(
+                encoding="utf-8"
+            ):
                 role = "table-existing"  # the shipped ACL already has its block: only the password
             if name.endswith("/archive"):
                 role = "table-existing"  # by hand: add-user.sh refuses it

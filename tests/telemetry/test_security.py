@@ -134,6 +134,66 @@ async def test_only_the_floor_may_command_a_table(broker: Broker, tmp_path: path
     ]
 
 
+async def test_the_archive_may_only_ask_for_records_again(broker: Broker, tmp_path: pathlib.Path) -> None:
+    """The archive's account publishes cmd/republish and nothing else (the ACL drops the rest);
+    the table sends the records again byte for byte (placeholders stay placeholders) and names
+    what its journal does not hold. Refused: a range too long, backwards, or from a dealer."""
+    path = tmp_path / "j.db"
+    with Journal.open(path) as journal:
+        last = append_records(journal, 12)
+    calls: list[str] = []
+
+    async def command(name: str, args: dict[str, Any], who: str, role: str) -> dict[str, Any]:
+        calls.append(name)
+        return {"ok": True}
+
+    def ask(i: str, first: int, to: int, role: str = "archive") -> bytes:
+        doc = {
+            "version": 1,
+            "id": i,
+            "who": "archive-1",
+            "role": role,
+            "args": {"from_seq": first, "to_seq": to},
+        }
+        return json.dumps(doc).encode()
+
+    telemetry = telemetry_for(broker, path, command=command)
+    await telemetry.start()
+    try:
+        async with observer(broker, "floor-console", f"{T1}/#") as obs:
+            await obs.wait_for(lambda ms: len(ms_on(ms, "/events")) >= last)
+            first_time = [m.payload for m in obs.on("/events")]
+            void = json.dumps({"version": 1, "id": "v", "who": "archive-1", "role": "floor"}).encode()
+            await _publish(
+                broker,
+                "archive-1",
+                [
+                    (f"{T1}/cmd/no_gaming_activity", void),  # dropped by the ACL
+                    (f"{T1}/cmd/republish", ask("r1", 3, 7)),
+                    (f"{T1}/cmd/republish", ask("r2", 11, 15)),
+                    (f"{T1}/cmd/republish", ask("r3", 1, 10_001)),
+                    (f"{T1}/cmd/republish", ask("r4", 5, 4)),
+                    (f"{T1}/cmd/republish", ask("r5", 1, 2, role="dealer")),
+                ],
+            )
+            await obs.wait_for(lambda ms: len(ms_on(ms, "/result")) >= 5)
+            results = {m.json()["id"]: m.json() for m in obs.on("/result")}
+            again = [m.payload for m in obs.on("/events")][last:]
+    finally:
+        await telemetry.stop()
+    assert calls == [] and set(results) == {"r1", "r2", "r3", "r4", "r5"}
+    assert results["r1"]["ok"] and results["r1"]["republished"] == 5
+    assert results["r2"]["missing_from"] == 13 and results["r2"]["missing_to"] == 15
+    assert "not in this table's journal" in results["r2"]["error"] and results["r2"]["republished"] == 2
+    assert "at most 10000" in results["r3"]["error"] and "before" in results["r4"]["error"]
+    assert "role may not command republish" in results["r5"]["error"]
+    assert again == first_time[2:7] + first_time[10:12]  # exactly as the first time
+
+
+def ms_on(messages: list[Any], suffix: str) -> list[Any]:
+    return [m for m in messages if m.topic.endswith(suffix)]
+
+
 BAD_COMMANDS = [
     # Issue 11: 3 KB of nested '[' raised RecursionError and ended the telemetry task; the results
     # of every command after it prove the listener lives on.
