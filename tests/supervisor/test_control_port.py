@@ -138,7 +138,7 @@ async def _hand_dealt_round(control: str, link: MqttLink) -> None:
     # 673a.5(b)-(d): the stack out of the shuffler, cut by the dealer (no player yet), the cover
     # card placed, into the shoe; the table asks for each step.
     snap = await _until(link, "the cut", lambda s: s["asking"].get("what") == "cut")
-    assert snap["asking"]["seat"] == "dealer"
+    assert snap["asking"]["seat"] == 0  # the dealer is seat 0 everywhere
     for _ in range(10_000):  # the table asks once it has journalled the eject; the stack follows
         async with aiohttp.ClientSession() as s, s.get(f"{control}/devices") as r:
             if (await r.json())["devices"].get("hand", {}).get("tray") == snap["asking"]["back"]:

@@ -404,7 +404,10 @@ async def run_first_minute(
         cfg = load_table_config(table_file(game))
         # A cycle long enough for the kill to land in it, short enough for the test.
         fast = [replace(d, sim={**d.sim, "cycle_s": 1.0}) for d in cfg.devices]
-        sim = SimTable(fast, cfg.options.spec, seed=seed, decks=cfg.options.decks)
+        # As the journal opened by _opened_journal declares: a direct-insert shuffler (what is
+        # killed here is the first shuffle and the first burn, not the cut).
+        blackjack = cfg.options.game is not GameId.DJ_WILD
+        sim = SimTable(fast, cfg.options.spec, seed=seed, decks=cfg.options.decks, direct_insert=blackjack)
         await sim.start()
         journal = tmp / "table.db"
         _opened_journal(game, journal)
