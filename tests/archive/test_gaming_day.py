@@ -19,7 +19,7 @@ from controller.cli import main
 from controller.gaming_day import PENNSYLVANIA
 from controller.journal import Classification, Journal
 from controller.telemetry.outbox import JournalOutbox
-from tests.archive.conftest import SITE, events_topic, rows
+from tests.archive.conftest import SITE, events_topic, payload_of, rows
 
 P, S = Classification.PUBLIC, Classification.SECRET
 
@@ -42,9 +42,9 @@ RECORDS = [
 
 async def archive_journal(path: pathlib.Path, dsn: str, received: datetime) -> None:
     entries: list[tuple[str, dict[str, Any], Classification, float]] = [
-        ("table_opened", {"table": "dst-01"}, P, utc("2026-10-30T20:00:00"))
-    ]
-    entries += [(kind, {"n": i}, cls, utc(at)) for i, (at, kind, cls) in enumerate(RECORDS)]
+        ("table_opened", payload_of("table_opened", 0), P, utc("2026-10-30T20:00:00"))
+    ]  # payloads of each kind's own shape: the archive refuses any other
+    entries += [(kind, payload_of(kind, i), cls, utc(at)) for i, (at, kind, cls) in enumerate(RECORDS)]
     with Journal.open(path) as journal:
         journal.append_many(entries)
     outbox = JournalOutbox(path, PENNSYLVANIA)
@@ -55,7 +55,9 @@ async def archive_journal(path: pathlib.Path, dsn: str, received: datetime) -> N
     events = [parse_event(events_topic("dst-01"), body, received) for body in bodies]
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         await migrate(conn)
-        await EventStore(conn).store(events)
+        store = EventStore(conn)
+        await store.register([(SITE, "dst-01")], "the test")  # a registered table, as a floor's
+        await store.store(events)
 
 
 async def test_days_are_the_tables_gaming_days_across_the_dst_change(

@@ -12,6 +12,8 @@ from controller.archive.metrics import registry_for
 from controller.archive.worker import ArchiveWorker
 from controller.telemetry.metrics_http import MetricsServer
 from tests.archive.conftest import (
+    SITE,
+    TABLES,
     Broker,
     events_topic,
     fill_journal,
@@ -33,7 +35,7 @@ async def _scrape(server: MetricsServer, path: str) -> tuple[int, str]:
 async def test_the_archive_serves_its_ingest_metrics(broker: Broker, db: str, tmp_path: pathlib.Path) -> None:
     fill_journal(tmp_path / "j.db", "met-01", 45)
     bodies = await journal_messages(tmp_path / "j.db")
-    worker = ArchiveWorker(settings(broker, db, "archive-m"))
+    worker = ArchiveWorker(settings(broker, db, "archive-m", tables=(*TABLES, (SITE, "met-01"))))
     server = MetricsServer(registry_for(worker), lambda: (worker.db_connected, "ok"))
     await server.start("127.0.0.1", 0)
     try:

@@ -65,6 +65,8 @@ async def archive(paths: dict[str, Path], dsn: str) -> None:
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         await migrate(conn)
         store = EventStore(conn)
+        # Registered tables, as a floor's are (the archive keeps no rows of an unknown one).
+        await store.register([(SITE, table_id) for table_id in paths], "the floor's day")
         for table_id, path in paths.items():
             outbox = JournalOutbox(path, PENNSYLVANIA)
             try:
