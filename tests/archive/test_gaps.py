@@ -25,6 +25,7 @@ from tests.archive.conftest import (
     events_topic,
     fill_journal,
     journal_messages,
+    payload_of,
     publish,
     rows,
     running,
@@ -42,9 +43,8 @@ def append(path: pathlib.Path, table_id: str, n: int) -> None:
         entries: list[tuple[str, dict[str, Any], Any, float]] = []
         for seq in range(start, start + n):
             kind, cls = _CYCLE[seq % len(_CYCLE)]
-            entries.append(
-                (kind, {"round": seq // len(_CYCLE), "table": table_id}, cls, 1_800_000_000.0 + seq)
-            )
+            # A payload of the kind's own shape: the archive keeps nothing else.
+            entries.append((kind, payload_of(kind, seq, table_id), cls, 1_800_000_000.0 + seq))
         journal.append_many(entries)
 
 
