@@ -40,7 +40,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import nats
 import psycopg
 
-from bench.fleet_load import connect_frame, publish_frame, utf8_field
+from bench.fleet_load import card_dealt, connect_frame, publish_frame, utf8_field
 from controller.gaming_day import PENNSYLVANIA
 from controller.journal import GENESIS_HASH, Classification, Record, canonical_json, record_hash
 from controller.telemetry.payloads import death, encode, event_message
@@ -114,15 +114,7 @@ class FleetTable:
 
     def make_event(self, now: float) -> None:
         self.seq += 1
-        # A card_dealt of the table core's own shape: the archive refuses any other.
-        dealt = {
-            "round": self.seq // 12,
-            "seat": self.seq % 6 + 1,
-            "hand": 0,
-            "card": "QH",
-            "back": "red",
-            "purpose": "",
-        }
+        dealt = card_dealt(self.seq)
         public = Classification.PUBLIC
         digest = record_hash(self.seq, now, "card_dealt", public.value, canonical_json(dealt), self.prev_hash)
         record = Record(self.seq, now, "card_dealt", public, dealt, self.prev_hash, digest)

@@ -18,6 +18,7 @@ import asyncio
 import struct
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from controller.gaming_day import PENNSYLVANIA
 from controller.journal import GENESIS_HASH, Classification, Record, canonical_json, record_hash
@@ -56,6 +57,12 @@ def connect_frame(client_id: str, will_topic: str, will: bytes) -> bytes:
     variable = utf8_field("MQTT") + bytes([4, 0x02 | 0x04 | 0x08 | 0x20]) + struct.pack("!H", KEEPALIVE_S)
     body = variable + utf8_field(client_id) + utf8_field(will_topic) + struct.pack("!H", len(will)) + will
     return packet(CONNECT, 0, body)
+
+
+def card_dealt(seq: int) -> dict[str, Any]:
+    """A card_dealt payload of the table core's own shape, the ``seq``-th of a table's stream:
+    the archive refuses a record of any other shape."""
+    return {"round": seq // 12, "seat": seq % 6 + 1, "hand": 0, "card": "QH", "back": "red", "purpose": ""}
 
 
 def publish_frame(topic: bytes, packet_id: int, payload: bytes, *, retain: bool = False) -> bytes:
@@ -120,15 +127,7 @@ class SimTable:
     def event(self, now: float) -> bytes:
         self.seq += 1
         self.sent += 1
-        # A card_dealt of the table core's own shape: the archive refuses any other (issue 23).
-        dealt = {
-            "round": self.seq // 12,
-            "seat": self.seq % 6 + 1,
-            "hand": 0,
-            "card": "QH",
-            "back": "red",
-            "purpose": "",
-        }
+        dealt = card_dealt(self.seq)
         if self.chained:
             public = Classification.PUBLIC.value
             digest = record_hash(self.seq, now, "card_dealt", public, canonical_json(dealt), self.prev_hash)
