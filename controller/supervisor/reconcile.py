@@ -101,8 +101,9 @@ class Reconciler:
                 if shown.state is not dev.ShufflerState.READY:
                     eject_sent.discard(in_slot)
                 elif in_slot not in eject_sent:
-                    eject_sent.add(in_slot)
-                    self.outbox.send(DeviceKind.SHUFFLER, dc.EjectToShoe(in_slot))
+                    self.stepper.eject_pending(
+                        in_slot, self.outbox.send(DeviceKind.SHUFFLER, dc.EjectToShoe(in_slot))
+                    )
         if t.two_batches and t.shoe_back is None and not t.in_round and t.cut is None:
             for batch in t.batches.values():
                 held = batch.back in self._backs()

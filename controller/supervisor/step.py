@@ -157,9 +157,22 @@ class Stepper:
         except Untranslatable as e:
             self.log.error("command_not_sent", device=cmd.device, error=str(e))
             return
+        done = self.outbox.send(DeviceKind(cmd.device), command)
         if isinstance(command, dc.EjectToShoe):
-            self.eject_sent.add(command.slot)  # not to be sent again by reconcile
-        self.outbox.send(DeviceKind(cmd.device), command)
+            self.eject_pending(command.slot, done)
+
+    def eject_pending(self, slot: dev.Slot, done: asyncio.Future[bool]) -> None:
+        """An eject queued: reconcile does not send it again while it may still be carried out.
+        One the shuffler refused or never got (a busy or lost reply on a loaded line) is forgotten,
+        so reconcile sends it again while the shuffler still shows the batch ready: otherwise the
+        table would wait for ever for a stack that never came out."""
+        self.eject_sent.add(slot)
+
+        def settled(f: asyncio.Future[bool]) -> None:
+            if f.cancelled() or not f.result():
+                self.eject_sent.discard(slot)
+
+        done.add_done_callback(settled)
 
     async def _follow_ups(self, step: Step, was_in_round: bool) -> None:
         """Device work the core leaves to the shell, done after the step is journalled."""
