@@ -11,6 +11,7 @@ or when the device reports (the stub counter's frame).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,25 @@ class Stack:
     slot: Slot
     back: str
     cards: list[DealtCard]
+
+
+async def _sees(condition: Callable[[], bool], told: list[Callable[[], None]], within_s: float) -> bool:
+    """Whether ``condition`` holds, waiting up to ``within_s``; re-checked whenever a device
+    calls the hooks in ``told`` (what a person at the table would see happen)."""
+    if condition():
+        return True
+    changed = asyncio.Event()
+    told.append(changed.set)
+    try:
+        async with asyncio.timeout(within_s):
+            while not condition():
+                changed.clear()
+                await changed.wait()
+    except TimeoutError:
+        return False
+    finally:
+        told.remove(changed.set)
+    return True
 
 
 class TableHands:
@@ -115,20 +135,15 @@ class TableHands:
         eject, a moment before the shuffler carries it out; a dealer looks at the shoe before
         taking bets."""
         shoe = self.model(DeviceKind.SHOE)
-        if shoe.batch_back == back and shoe.remaining:
-            return True
-        loaded = asyncio.Event()
-        shoe.on_load.append(loaded.set)
-        try:
-            async with asyncio.timeout(within_s):
-                while not (shoe.batch_back == back and shoe.remaining):
-                    loaded.clear()
-                    await loaded.wait()
-        except TimeoutError:
-            return False
-        finally:
-            shoe.on_load.remove(loaded.set)
-        return True
+        return await _sees(lambda: shoe.batch_back == back and shoe.remaining > 0, shoe.on_load, within_s)
+
+    async def stack_out(self, within_s: float) -> bool:
+        """Whether the shuffler has put shuffled cards out (a stack to cut, DJ Wild's deck for the
+        hand), waiting up to ``within_s`` for its eject. The table asks for the cut (or shows the
+        deck in play) as soon as it has journalled the eject, a moment before the shuffler carries
+        it out, and nothing the table publishes changes when it does: the dealer watches the
+        shuffler, not the table, for the cards to come out."""
+        return await _sees(lambda: self.sim.tray is not None, self.sim.on_tray, within_s)
 
     def hole_into_reader(self, hole: Card) -> None:
         self.model(DeviceKind.READER).insert(hole)

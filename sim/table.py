@@ -94,6 +94,7 @@ class SimTable:
         # it goes in the shoe, the shuffler puts its shuffled cards out here for the dealer to take
         # up: (slot, back, cards).
         self.tray: tuple[Slot, str, list[DealtCard]] | None = None
+        self.on_tray: list[Callable[[], None]] = []  # told when the shuffler puts cards out
         for cfg in devices:
             self.devices[cfg.name] = SimDeviceInfo(cfg, self._model(cfg))
         self._wire()
@@ -175,6 +176,8 @@ class SimTable:
                 slot = shuffler.last_ejected
                 assert slot is not None
                 self.tray = (slot, shuffler.slots[slot].back, list(result))
+                for told in self.on_tray:
+                    told()
 
         return on_command
 

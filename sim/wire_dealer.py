@@ -145,14 +145,6 @@ class WireDealer:
         self.stats.stub_counts += 1
         await self.link.touched(DeviceKind.STUB_COUNTER)
 
-    async def until(self, predicate: Callable[[], bool], what: str) -> None:
-        """Let time pass until ``predicate`` holds (tests: a condition of their own)."""
-        for _ in range(MAX_WAITS):
-            if predicate():
-                return
-            self._snap = await self.link.wait()
-        raise TableStopped(f"waited too long for {what}; table: {self._where()}")
-
     def _where(self) -> str:
         keys = ("round", "in_round", "batch_in_shoe", "batches", "halted", "asking", "devices")
         return str({k: self._snap.get(k) for k in keys})
@@ -204,7 +196,7 @@ class WireDealer:
             if isinstance(ask, dict) and ask.get("what") == "floor":
                 self._last = ask
                 raise TableStopped(f"dealing is stopped: {ask.get('section')}: {ask.get('message')}")
-            if isinstance(ask, dict) and ask != self._last and self._ready(snap, ask):
+            if isinstance(ask, dict) and ask != self._last and await self._ready(snap, ask):
                 self._last = ask
                 self.stats.actions += 1
                 if await self._act(ask, snap):
@@ -231,7 +223,7 @@ class WireDealer:
                 self._opened[back] = self.sim.clock.now()
                 await self.link.touched(DeviceKind.SHUFFLER)
 
-    def _ready(self, snap: dict[str, Any], ask: dict[str, Any]) -> bool:
+    async def _ready(self, snap: dict[str, Any], ask: dict[str, Any]) -> bool:
         """Before the chips go down, a batch is in play (for DJ Wild, the deck in the hand)."""
         if ask.get("what") != "bets":
             return True
@@ -240,8 +232,13 @@ class WireDealer:
             return False
         if self.hands.has(DeviceKind.SHOE):
             return True
-        if self.sim.tray is not None:
-            self.hands.take_deck()  # DJ Wild: the shuffled deck from the shuffler into the hand
+        deck = self.hands.wild_deck
+        if deck is None or deck.back != back:
+            # DJ Wild: the table shows the next deck in play once it has journalled the eject; the
+            # dealer takes it up when the shuffler puts it out.
+            if not await self.hands.stack_out(SHOE_WAIT_S):
+                raise TableStopped(f"the table has deck {back} in play but the shuffler put out none")
+            self.hands.take_deck()
         return self.hands.wild_deck is not None and self.hands.wild_deck.back == back
 
     async def _new_batch(self, snap: dict[str, Any]) -> None:
@@ -316,7 +313,9 @@ class WireDealer:
         (cut_refused, cut_made, cover_card_placed). The choices are a function of the shoe count,
         so a seeded run repeats."""
         if self.hands.stack is None:
-            await self.until(lambda: self.sim.tray is not None, "the shuffled stack out of the shuffler")
+            if not await self.hands.stack_out(SHOE_WAIT_S):
+                where = self._where()
+                raise TableStopped(f"the cut is asked for but the shuffler put out no stack; table: {where}")
             self.hands.take_stack()
             self._cuts, self._recut = 0, False
         stack = self.hands.stack
