@@ -7,12 +7,17 @@ table only what crosses the socket pair: one display per turn of the table's loo
 something, and the commands people send. The parent starts it (``ConsoleProcess``), the child
 (``python -m controller.console.process SPEC``) serves; when either goes away the other sees the
 socket close. The child inherits stdout, so its log lines go where the table's go.
+
+A console's process that dies while the table runs (a crash, the kernel's OOM killer, a stray
+kill) is said in one line with its exit status and started again on the same address after the
+one backoff; the table deals on meanwhile, and sign-ins survive (they are kept beside the journal).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -21,7 +26,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from controller import logs
+from controller.backoff import Backoff, BackoffPolicy
 from controller.console.settings import ConsoleSettings
 from controller.console.table_link import MAX_LINE, RemoteTable, TableBridge
 from controller.errors import ConfigError, TablectlError
@@ -30,6 +38,8 @@ from controller.supervisor.supervisor import Supervisor
 START_S = 30.0  # the child is listening within this, or `run` stops with its reason
 STOP_S = 10.0  # the child has saved its state and exited within this, or it is killed
 NICE = 10  # the console's process runs this much nicer than the table's
+RESTART = BackoffPolicy(initial_s=0.5, max_s=30.0)  # a console that dies at once is not a busy loop
+HEALTHY_S = 60.0  # a process that served this long before dying starts the backoff afresh
 
 
 class ConsoleProcess:
@@ -37,8 +47,43 @@ class ConsoleProcess:
         self.supervisor, self.settings, self.log_level = supervisor, settings, log_level
         self.proc: asyncio.subprocess.Process | None = None
         self.bridge: TableBridge | None = None
+        self.restarts = 0
+        self._keeper: asyncio.Task[None] | None = None
+        self.log = structlog.get_logger("tablectl.console")
 
     async def start(self) -> tuple[str, int]:
+        """The console's process started and listening (ConfigError with its reason if it cannot),
+        then kept: started again whenever it dies, until ``stop``."""
+        host, port = await self._spawn()
+        # A restart listens where this one does, also where the system picked the port.
+        self.settings = dataclasses.replace(self.settings, port=port)
+        self._keeper = asyncio.get_running_loop().create_task(self._keep(), name="console-keeper")
+        return host, port
+
+    async def _keep(self) -> None:
+        backoff = Backoff(RESTART)
+        loop = asyncio.get_running_loop()
+        while True:
+            began = loop.time()
+            status = None if self.proc is None else await self.proc.wait()
+            if self.bridge is not None:
+                await self.bridge.stop()
+                self.bridge = None
+            self.proc = None
+            if loop.time() - began > HEALTHY_S:
+                backoff.succeeded()
+            delay = backoff.failed()
+            if status is not None:
+                self.log.error("console_process_died", returncode=status, restart_in_s=round(delay, 2))
+            await asyncio.sleep(delay)
+            try:
+                await self._spawn()
+            except (TablectlError, OSError) as e:  # said; tried again after the next delay
+                self.log.error("console_restart_failed", error=str(e))
+            else:
+                self.restarts += 1
+
+    async def _spawn(self) -> tuple[str, int]:
         s = self.settings
         ours, theirs = socket.socketpair()
         spec = {
@@ -80,6 +125,11 @@ class ConsoleProcess:
         return str(host), int(port)
 
     async def stop(self) -> None:
+        if self._keeper is not None:
+            self._keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._keeper
+            self._keeper = None
         if self.bridge is not None:
             await self.bridge.stop()  # the child sees the socket close: it saves and exits
             self.bridge = None

@@ -197,11 +197,7 @@ class TableBridge:
         self.writer.write(json.dumps(doc, separators=(",", ":")).encode() + b"\n")
 
     async def _commands(self) -> None:
-        await self._serve_commands()
-        if self._unlisten is not None:  # not our stop(): the console's process went away
-            self.log.error("console_process_ended")
-
-    async def _serve_commands(self) -> None:
+        """Until the console's process goes away (its keeper says so and starts another)."""
         while line := await self.reader.readline():
             try:
                 msg = json.loads(line)

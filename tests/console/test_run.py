@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -238,4 +239,61 @@ async def test_a_restart_of_run_keeps_sessions_and_lockouts(tmp_path: Path) -> N
             if p.returncode is None:
                 p.kill()
                 await p.wait()
+        await sim.stop()
+
+
+def _console_child(parent: int) -> int:
+    """The pid of the console's process that ``tablectl run`` (``parent``) started."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and b"controller.console.process" in cmdline:
+            return int(entry.name)
+    raise AssertionError("tablectl run has no console process")
+
+
+async def test_a_console_process_that_dies_is_started_again(tmp_path: Path) -> None:
+    """Every task is supervised: a console's process killed under the table is said in one line
+    and served again on the same address, with the table still dealing."""
+    cfg = load_table_config(table_file("double-back-jack"))
+    sim = SimTable(cfg.devices, cfg.options.spec, seed=3, decks=cfg.options.decks)
+    await sim.start()
+    config = concrete_config("double-back-jack", sim, tmp_path / "table.toml")
+    with config.open("a") as f:
+        f.write('[console]\nlisten = "127.0.0.1:0"\nusers = "users.toml"\n')
+    write_users(tmp_path / "users.toml")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "controller.cli", "run", "--config", str(config), "--journal",
+        str(tmp_path / "j.db"), cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        async with asyncio.timeout(GUARD_S):
+            listening = await _line(proc, "console_listening", "ready")
+            child = _console_child(proc.pid)
+            os.kill(child, signal.SIGKILL)
+            died = await _line(proc, "console_process_died")
+            assert died["returncode"] == -signal.SIGKILL and died["level"] == "error"
+            again = await _line(proc, "console_listening")
+            assert again["port"] == listening["port"]  # the same address, though the system picked it
+            assert _console_child(proc.pid) != child
+            url = f"http://127.0.0.1:{again['port']}"
+            async with aiohttp.ClientSession(url, cookie_jar=aiohttp.CookieJar(unsafe=True)) as c:
+                async with c.post("/api/login", json={"user": "flo", "password": PASSWORDS["flo"]}) as r:
+                    csrf = (await r.json())["csrf"]
+                async with c.post(
+                    "/api/actions/new_dealer", json={"name": "dana"}, headers={"X-CSRF-Token": csrf}
+                ) as r:
+                    assert (await r.json())["ok"] is True  # the new process reaches the table
+            proc.send_signal(signal.SIGTERM)
+            assert await proc.wait() == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
         await sim.stop()
