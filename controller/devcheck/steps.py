@@ -1,0 +1,262 @@
+"""Per kind of Modbus device: naming the state it reads, bringing it to a state a row of its
+command table starts from (without harm), and the physical steps a person does while the check
+watches. A card or a reader answer is checked for its shape, never named."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from controller.devcheck.report import Unreachable
+from devices.errors import FrameDecodeError
+from devices.profiles import DeviceKind, Profile
+
+if TYPE_CHECKING:
+    from controller.devcheck.modbus_check import ModbusCheck
+
+
+def _shuffler_state(p: Profile, s: dict[str, list[int]]) -> str:
+    whole = p.enum_name("shuffler_state", s["state"][0])
+    if whole in ("out_of_order", "fault"):
+        return whole
+    return f"A {p.enum_name('shuffler_state', s['slot_a_state'][0])}"
+
+
+def _reader_state(p: Profile, s: dict[str, list[int]]) -> str:
+    if s["health"][0]:
+        return "failed"
+    rank = s["up_rank"][0]
+    return "no up card" if rank == 0 else f"up card {p.enum_name('rank', rank)}"
+
+
+def _keypad_state(p: Profile, s: dict[str, list[int]]) -> str:
+    out = "locked" if s["locked"][0] else "unlocked"
+    if not s["locked"][0]:
+        out += "".join(
+            f", light {box}/{spot} on"
+            for box, word in enumerate(s["lights"], start=1)
+            for spot in range(1, 17)
+            if word & (1 << (spot - 1))
+        )
+    return out + (f", meter {s['meter'][0]}" if s["meter"][0] else "")
+
+
+def _shoe_state(p: Profile, s: dict[str, list[int]]) -> str:
+    return "empty" if s["remaining"][0] == 0 else "loaded"
+
+
+STATE_OF: dict[DeviceKind, Callable[[Profile, dict[str, list[int]]], str]] = {
+    DeviceKind.SHUFFLER: _shuffler_state,
+    DeviceKind.READER: _reader_state,
+    DeviceKind.KEYPAD: _keypad_state,
+    DeviceKind.SHOE: _shoe_state,
+}
+
+
+async def _reach_shuffler(c: ModbusCheck, state: str) -> None:
+    now = await c.state()
+    if now in ("out_of_order", "fault") or now == "A jammed":
+        raise Unreachable(f"the shuffler reads {now}; a power cycle or repair comes first")
+    if state in ("A jammed", "fault"):
+        raise Unreachable(
+            f"{state} cannot be caused safely from outside; cause it at the device and run again"
+        )
+    if state == "out_of_order":
+        await _reach_shuffler(c, "A idle")
+        await c.command("mark_out_of_order")
+        return
+    if now == "A empty" or (state != now and now == "A empty"):
+        ok = await c.person("load_slot_a", "load a batch into shuffler slot A", lambda: c._is("A idle"))
+        if not ok:
+            raise Unreachable("slot A was not loaded in time")
+        now = "A idle"
+    if state == "A idle":
+        if now == "A ready":
+            await c.command("start_shuffle", 1)
+            now = "A shuffling"
+        if now == "A shuffling":
+            await c.command("abort_shuffle", 1)
+        return
+    if state == "A shuffling":
+        if now != "A shuffling":
+            await _reach_shuffler(c, "A idle")
+            await c.command("start_shuffle", 1)
+        return
+    if state in ("A ready", "A empty"):
+        if now == "A idle":
+            await c.command("start_shuffle", 1)
+        max_cycle = float(c.cfg.options.get("max_cycle_s", 120.0))
+        if not await c.wait_for("ready", lambda: c._is("A ready"), max_cycle):
+            raise Unreachable(f"slot A was not ready within max_cycle_s ({max_cycle:g} s)")
+        if state == "A empty":
+            await c.command("eject_to_shoe", 1)
+        return
+    raise Unreachable(f"no way to {state!r}")
+
+
+async def _reach_reader(c: ModbusCheck, state: str) -> None:
+    if state == "failed":
+        raise Unreachable("a failed reader cannot be caused safely from outside")
+    await c.command("reset")
+    if state.startswith("up card "):
+        await c.command("set_up_card", c.profile.enum_value("rank", state.removeprefix("up card ")))
+
+
+async def _reach_keypad(c: ModbusCheck, state: str) -> None:
+    await c.command("unlock")
+    await c.command("show_meter", 0, 0)
+    if state == "locked":
+        await c.command("lock")
+    elif state.startswith("unlocked, light "):
+        box, spot = state.removeprefix("unlocked, light ").removesuffix(" on").split("/")
+        await c.command("set_light", int(box), int(spot), 1)
+
+
+async def _no_reach(c: ModbusCheck, state: str) -> None:
+    raise Unreachable("the device takes no commands")
+
+
+REACH: dict[DeviceKind, Callable[[ModbusCheck, str], Awaitable[None]]] = {
+    DeviceKind.SHUFFLER: _reach_shuffler,
+    DeviceKind.READER: _reach_reader,
+    DeviceKind.KEYPAD: _reach_keypad,
+    DeviceKind.SHOE: _no_reach,
+}
+
+
+async def _physical_shoe(c: ModbusCheck) -> None:
+    before = await c.snapshot()
+    assert before is not None
+    if before["remaining"][0] == 0:
+        seq = before["batch_seq"][0]
+
+        async def loaded() -> bool:
+            s = await c.snapshot()
+            return s is not None and s["batch_seq"][0] != seq and s["remaining"][0] > 0
+
+        if not await c.person("load_shoe", "load a shuffled batch into the shoe", loaded):
+            c.report.skip(
+                "step.draw",
+                "a drawn card is counted and its card word is in the ring",
+                "the shoe was not loaded in time",
+            )
+            return
+        before = await c.snapshot()
+        assert before is not None
+        after_load = before
+        c.report.add(
+            "step.load",
+            "a loaded batch shows batch_seq + 1 and remaining = batch_size",
+            after_load["remaining"][0] == after_load["batch_size"][0],
+            "remaining = batch_size",
+            f"{after_load['remaining'][0]} of {after_load['batch_size'][0]}",
+        )
+    seq, left = before["draw_seq"][0], before["remaining"][0]
+
+    async def drawn() -> bool:
+        s = await c.snapshot()
+        return s is not None and s["draw_seq"][0] != seq
+
+    if not await c.person("draw_card", "draw one card from the shoe", drawn):
+        c.report.skip(
+            "step.draw",
+            "a drawn card is counted and its card word is in the ring",
+            "no card was drawn in time",
+        )
+        return
+    after = await c.snapshot()
+    assert after is not None
+    n = after["draw_seq"][0]
+    ring = after["draw_ring"]
+    word = ring[(n - 1) % len(ring)]
+    try:
+        c.profile.card_fields(word) if word else None
+        shape = "a card word" if word else "0 (no card)"
+    except FrameDecodeError:
+        shape = "a word that names no card"
+    ok = n == (seq + 1) & 0xFFFF and after["remaining"][0] == left - 1 and shape == "a card word"
+    c.report.add(
+        "step.draw",
+        "one draw: draw_seq + 1, remaining - 1, and the card word in draw_ring[(n - 1) mod 8]",
+        ok,
+        "draw_seq + 1, remaining - 1, a card word",
+        f"draw_seq + {(n - seq) & 0xFFFF}, remaining {after['remaining'][0] - left:+d}, {shape}",
+    )
+
+
+async def _physical_reader(c: ModbusCheck) -> None:
+    await c.command("reset")
+    await c.command("set_up_card", c.profile.enum_value("rank", "A"))
+    before = await c.snapshot()
+    assert before is not None
+    seq = before["insert_seq"][0]
+
+    async def inserted() -> bool:
+        s = await c.snapshot()
+        return s is not None and s["insert_seq"][0] != seq
+
+    if not await c.person("reader_card", "put the test card in the reader", inserted):
+        c.report.skip("step.insert", "an insertion counts and gives a result", "no card was inserted in time")
+        return
+    after = await c.snapshot()
+    assert after is not None
+    ok = after["insert_seq"][0] == (seq + 1) & 0xFFFF and after["result"][0] != 0
+    c.report.add(
+        "step.insert",
+        "an insertion: insert_seq + 1 and a result code other than none, in one update",
+        ok,
+        "insert_seq + 1 and a result",
+        f"insert_seq + {(after['insert_seq'][0] - seq) & 0xFFFF}, "
+        f"{'a result' if after['result'][0] else 'no result'}",
+    )
+    await c.command("reset")
+
+
+async def _physical_keypad(c: ModbusCheck) -> None:
+    before = await c.snapshot()
+    assert before is not None
+    seq = before["key_seq"][0]
+
+    async def pressed() -> bool:
+        s = await c.snapshot()
+        return s is not None and s["key_seq"][0] != seq
+
+    if await c.person("start_game", "press Start Game on the keypad", pressed):
+        after = await c.snapshot()
+        assert after is not None
+        n = after["key_seq"][0]
+        key = after["key_ring"][(n - 1) % len(after["key_ring"])]
+        want = c.profile.enum_value("key", "start_game")
+        c.report.add(
+            "step.key",
+            "a key press: key_seq + 1 and the key in key_ring[(n - 1) mod 8]",
+            n == (seq + 1) & 0xFFFF and key == want,
+            f"key_seq + 1, key code {want}",
+            f"key_seq + {(n - seq) & 0xFFFF}, key code {key}",
+        )
+    else:
+        c.report.skip(
+            "step.key", "a key press: key_seq + 1 and the key in key_ring", "no key was pressed in time"
+        )
+
+    async def chip() -> bool:
+        s = await c.snapshot()
+        return s is not None and bool(s["sensors"][0] & 1)
+
+    await c.command("unlock")
+    if await c.person("chip_1_1", "put a chip on box 1, spot 1", chip):
+        c.report.add("step.sensor", "a chip on box 1 spot 1 sets bit 0 of the first sensors word", True)
+    else:
+        c.report.skip("step.sensor", "a chip on box 1 spot 1 is sensed", "no chip was sensed in time")
+
+
+async def _physical_shuffler(c: ModbusCheck) -> None:
+    c.report.skip("step.jam", "a jam reads jammed with fault_code 11", "a jam is not caused on purpose")
+
+
+PHYSICAL: dict[DeviceKind, Callable[[ModbusCheck], Awaitable[None]]] = {
+    DeviceKind.SHOE: _physical_shoe,
+    DeviceKind.READER: _physical_reader,
+    DeviceKind.KEYPAD: _physical_keypad,
+    DeviceKind.SHUFFLER: _physical_shuffler,
+}
