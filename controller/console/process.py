@@ -66,22 +66,21 @@ class ConsoleProcess:
         while True:
             began = loop.time()
             status = None if self.proc is None else await self.proc.wait()
-            if self.bridge is not None:
-                await self.bridge.stop()
-                self.bridge = None
-            self.proc = None
             if loop.time() - began > HEALTHY_S:
                 backoff.succeeded()
             delay = backoff.failed()
             if status is not None:
                 self.log.error("console_process_died", returncode=status, restart_in_s=round(delay, 2))
-            await asyncio.sleep(delay)
+            self.proc = None
             try:
-                await self._spawn()
-            except (TablectlError, OSError) as e:  # said; tried again after the next delay
-                self.log.error("console_restart_failed", error=str(e))
-            else:
+                if self.bridge is not None:
+                    await self.bridge.stop()
+                    self.bridge = None
+                await asyncio.sleep(delay)
                 self.restarts += 1
+                await self._spawn()
+            except Exception as e:  # the keeper outlives any failure: said, tried again after the next delay
+                self.log.error("console_restart_failed", error=f"{type(e).__name__}: {e}")
 
     async def _spawn(self) -> tuple[str, int]:
         s = self.settings
@@ -122,6 +121,7 @@ class ConsoleProcess:
         self.bridge = TableBridge(self.supervisor, reader, writer)
         self.bridge.start()
         host, port = msg["listening"]
+        self.log.info("console_started", pid=self.proc.pid, restarts=self.restarts)
         return str(host), int(port)
 
     async def stop(self) -> None:

@@ -197,7 +197,12 @@ class TableBridge:
         self.writer.write(json.dumps(doc, separators=(",", ":")).encode() + b"\n")
 
     async def _commands(self) -> None:
-        """Until the console's process goes away (its keeper says so and starts another)."""
+        """Until the console's process goes away (its keeper says so and starts another): at its
+        end of the socket a process that died with data unread resets the connection."""
+        with contextlib.suppress(ConnectionError):
+            await self._serve_commands()
+
+    async def _serve_commands(self) -> None:
         while line := await self.reader.readline():
             try:
                 msg = json.loads(line)

@@ -6,6 +6,7 @@ when it is back. A bad ``[console]`` section is one line naming file and key."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -44,14 +45,36 @@ async def _line(proc: asyncio.subprocess.Process, event: str, *more: str) -> dic
     return first
 
 
-async def test_tablectl_run_serves_the_console(tmp_path: Path) -> None:
+async def console_table(tmp_path: Path, listen: str = "127.0.0.1:0", more: str = "") -> tuple[SimTable, Path]:
+    """Double Back Jack's simulated devices started, and a table file for them in ``tmp_path`` with a
+    ``[console]`` listening at ``listen`` (plus ``more`` lines) and its users file beside it."""
     cfg = load_table_config(table_file("double-back-jack"))
     sim = SimTable(cfg.devices, cfg.options.spec, seed=3, decks=cfg.options.decks)
     await sim.start()
     config = concrete_config("double-back-jack", sim, tmp_path / "table.toml")
     with config.open("a") as f:
-        f.write('[console]\nlisten = "127.0.0.1:0"\nusers = "users.toml"\n')
+        f.write(f'[console]\nlisten = "{listen}"\nusers = "users.toml"\n{more}')
     write_users(tmp_path / "users.toml")
+    return sim, config
+
+
+async def _floor_brings_a_new_dealer(url: str, session: aiohttp.ClientSession | None = None) -> None:
+    """The floor signs in at the console and records a new dealer; the table takes it."""
+    async with contextlib.AsyncExitStack() as stack:
+        c = session or await stack.enter_async_context(
+            aiohttp.ClientSession(url, cookie_jar=aiohttp.CookieJar(unsafe=True))
+        )
+        async with c.post("/api/login", json={"user": "flo", "password": PASSWORDS["flo"]}) as r:
+            csrf = (await r.json())["csrf"]
+        async with c.post(
+            "/api/actions/new_dealer", json={"name": "dana"}, headers={"X-CSRF-Token": csrf}
+        ) as r:
+            result = await r.json()
+            assert result["ok"] is True, result
+
+
+async def test_tablectl_run_serves_the_console(tmp_path: Path) -> None:
+    sim, config = await console_table(tmp_path)
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -67,15 +90,10 @@ async def test_tablectl_run_serves_the_console(tmp_path: Path) -> None:
     )
     try:
         async with asyncio.timeout(GUARD_S):
-            listening = await _line(proc, "console_listening")
+            listening = await _line(proc, "console_listening", "ready")  # commands wait for ready
             url = f"http://127.0.0.1:{listening['port']}"
             async with aiohttp.ClientSession(url, cookie_jar=aiohttp.CookieJar(unsafe=True)) as c:
-                async with c.post("/api/login", json={"user": "flo", "password": PASSWORDS["flo"]}) as r:
-                    csrf = (await r.json())["csrf"]
-                async with c.post(
-                    "/api/actions/new_dealer", json={"name": "dana"}, headers={"X-CSRF-Token": csrf}
-                ) as r:
-                    assert (await r.json())["ok"] is True
+                await _floor_brings_a_new_dealer(url, c)
                 async with c.get("/api/events") as stream:
                     assert (await stream.content.readline()).startswith(b"event: display")
                     proc.send_signal(signal.SIGTERM)
@@ -131,14 +149,8 @@ async def test_a_page_open_through_a_restart_of_tablectl_run(tmp_path: Path, bro
     """Issue 25 as seen: `run` restarts under an open dealer display. The page says the table is
     gone while it is, then (the restarted process does not know the old session) says plainly
     to sign in again, and after that shows the table as it is now, live."""
-    cfg = load_table_config(table_file("double-back-jack"))
-    sim = SimTable(cfg.devices, cfg.options.spec, seed=3, decks=cfg.options.decks)
-    await sim.start()
-    config = concrete_config("double-back-jack", sim, tmp_path / "table.toml")
     port = free_port()
-    with config.open("a") as f:
-        f.write(f'[console]\nlisten = "127.0.0.1:{port}"\nusers = "users.toml"\n')
-    write_users(tmp_path / "users.toml")
+    sim, config = await console_table(tmp_path, f"127.0.0.1:{port}")
     url = f"http://127.0.0.1:{port}"
     procs: list[asyncio.subprocess.Process] = []
     drains: list[asyncio.Task[bytes]] = []
@@ -174,7 +186,8 @@ async def test_a_page_open_through_a_restart_of_tablectl_run(tmp_path: Path, bro
                 async with c.post(
                     "/api/actions/new_dealer", json={"name": "dana"}, headers={"X-CSRF-Token": csrf}
                 ) as r:
-                    assert (await r.json())["ok"] is True
+                    result = await r.json()
+            assert result["ok"] is True, result
             await expect(page.locator("#title")).to_contain_text("dealer dana")
             procs[-1].send_signal(signal.SIGTERM)
             assert await procs[-1].wait() == 0
@@ -197,6 +210,14 @@ async def _start_run(config: Path, journal: Path) -> tuple[asyncio.subprocess.Pr
     return proc, f"http://127.0.0.1:{listening['port']}"
 
 
+async def _ended(proc: asyncio.subprocess.Process | None, sim: SimTable) -> None:
+    """After a test, whatever happened: ``tablectl run`` killed if it still runs, the devices stopped."""
+    if proc is not None and proc.returncode is None:
+        proc.kill()
+        await proc.wait()
+    await sim.stop()
+
+
 async def _stop_run(proc: asyncio.subprocess.Process) -> None:
     proc.send_signal(signal.SIGTERM)
     await proc.communicate()  # its log read to the end, so a full pipe cannot hold it
@@ -206,13 +227,7 @@ async def _stop_run(proc: asyncio.subprocess.Process) -> None:
 async def test_a_restart_of_run_keeps_sessions_and_lockouts(tmp_path: Path) -> None:
     """The console in its own process, as `tablectl run` starts it: a session and a lockout made
     before SIGTERM hold after the next start, from the files beside the journal."""
-    cfg = load_table_config(table_file("double-back-jack"))
-    sim = SimTable(cfg.devices, cfg.options.spec, seed=3, decks=cfg.options.decks)
-    await sim.start()
-    config = concrete_config("double-back-jack", sim, tmp_path / "table.toml")
-    with config.open("a") as f:
-        f.write('[console]\nlisten = "127.0.0.1:0"\nusers = "users.toml"\n')
-    write_users(tmp_path / "users.toml")
+    sim, config = await console_table(tmp_path)
     jar = aiohttp.CookieJar(unsafe=True)
     procs: list[asyncio.subprocess.Process] = []
     try:
@@ -242,58 +257,21 @@ async def test_a_restart_of_run_keeps_sessions_and_lockouts(tmp_path: Path) -> N
         await sim.stop()
 
 
-def _console_child(parent: int) -> int:
-    """The pid of the console's process that ``tablectl run`` (``parent``) started."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == parent and b"controller.console.process" in cmdline:
-            return int(entry.name)
-    raise AssertionError("tablectl run has no console process")
-
-
 async def test_a_console_process_that_dies_is_started_again(tmp_path: Path) -> None:
     """Every task is supervised: a console's process killed under the table is said in one line
     and served again on the same address, with the table still dealing."""
-    cfg = load_table_config(table_file("double-back-jack"))
-    sim = SimTable(cfg.devices, cfg.options.spec, seed=3, decks=cfg.options.decks)
-    await sim.start()
-    config = concrete_config("double-back-jack", sim, tmp_path / "table.toml")
-    with config.open("a") as f:
-        f.write('[console]\nlisten = "127.0.0.1:0"\nusers = "users.toml"\n')
-    write_users(tmp_path / "users.toml")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "controller.cli", "run", "--config", str(config), "--journal",
-        str(tmp_path / "j.db"), cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
+    sim, config = await console_table(tmp_path)
+    proc: asyncio.subprocess.Process | None = None
     try:
         async with asyncio.timeout(GUARD_S):
-            listening = await _line(proc, "console_listening", "ready")
-            child = _console_child(proc.pid)
+            proc, url = await _start_run(config, tmp_path / "j.db")
+            child = (await _line(proc, "console_started"))["pid"]  # the table has taken it up
             os.kill(child, signal.SIGKILL)
             died = await _line(proc, "console_process_died")
             assert died["returncode"] == -signal.SIGKILL and died["level"] == "error"
-            again = await _line(proc, "console_listening")
-            assert again["port"] == listening["port"]  # the same address, though the system picked it
-            assert _console_child(proc.pid) != child
-            url = f"http://127.0.0.1:{again['port']}"
-            async with aiohttp.ClientSession(url, cookie_jar=aiohttp.CookieJar(unsafe=True)) as c:
-                async with c.post("/api/login", json={"user": "flo", "password": PASSWORDS["flo"]}) as r:
-                    csrf = (await r.json())["csrf"]
-                async with c.post(
-                    "/api/actions/new_dealer", json={"name": "dana"}, headers={"X-CSRF-Token": csrf}
-                ) as r:
-                    assert (await r.json())["ok"] is True  # the new process reaches the table
-            proc.send_signal(signal.SIGTERM)
-            assert await proc.wait() == 0
+            again = await _line(proc, "console_started", "console_listening")
+            assert again["pid"] != child and again["restarts"] == 1
+            await _floor_brings_a_new_dealer(url)  # the same address, though the system picked the port
+            await _stop_run(proc)
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        await sim.stop()
+        await _ended(proc, sim)

@@ -126,20 +126,10 @@ def test_run_refuses_a_missing_users_file_or_certificate_in_one_line(
 
 async def test_tablectl_run_serves_https(tmp_path: Path) -> None:
     """The console's own process, as `tablectl run` starts it, with [console] tls_cert/tls_key."""
-    from controller.supervisor.config import load_table_config
-    from controller.supervisor.rig import concrete_config
-    from sim.table import SimTable
-    from tests.console.test_run import _start_run, _stop_run
+    from tests.console.test_run import _ended, _start_run, _stop_run, console_table
 
     cert, _ = make_cert(tmp_path)
-    cfg = load_table_config(table_file("double-back-jack"))
-    sim = SimTable(cfg.devices, cfg.options.spec, seed=3, decks=cfg.options.decks)
-    await sim.start()
-    config = concrete_config("double-back-jack", sim, tmp_path / "table.toml")
-    with config.open("a") as f:
-        f.write('[console]\nlisten = "127.0.0.1:0"\nusers = "users.toml"\n')
-        f.write('tls_cert = "console.crt"\ntls_key = "console.key"\n')
-    write_users(tmp_path / "users.toml")
+    sim, config = await console_table(tmp_path, more='tls_cert = "console.crt"\ntls_key = "console.key"\n')
     proc = None
     try:
         async with asyncio.timeout(30):
@@ -155,7 +145,4 @@ async def test_tablectl_run_serves_https(tmp_path: Path) -> None:
                     assert r.status == 200 and (await r.json())["table"] == "dbj-01"
             await _stop_run(proc)
     finally:
-        if proc is not None and proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        await sim.stop()
+        await _ended(proc, sim)
