@@ -145,6 +145,16 @@ class WireDealer:
         self.stats.stub_counts += 1
         await self.link.touched(DeviceKind.STUB_COUNTER)
 
+    async def until(self, predicate: Callable[[], bool], what: str) -> None:
+        """Let the table's time pass until ``predicate`` holds (tests: a condition on the table's
+        state). Not for what a device does: nothing the table publishes changes when the shuffler
+        carries out an eject, so the dealer watches the device itself (``TableHands``)."""
+        for _ in range(MAX_WAITS):
+            if predicate():
+                return
+            self._snap = await self.link.wait()
+        raise TableStopped(f"waited too long for {what}; table: {self._where()}")
+
     def _where(self) -> str:
         keys = ("round", "in_round", "batch_in_shoe", "batches", "halted", "asking", "devices")
         return str({k: self._snap.get(k) for k in keys})

@@ -210,11 +210,7 @@ async def test_a_stub_counted_while_down_is_read_on_start(tmp_path: Path) -> Non
     async with bench(tmp_path, "dj-wild") as b:
         sup = await b.opened()
         assert b.dealer is not None
-        for _ in range(720):  # time passes on the virtual clock until the deck is in play
-            if sup.table.shoe_back is not None:
-                break
-            await b.dealer.link.wait()
-        assert sup.table.shoe_back is not None
+        await b.dealer.until(lambda: sup.table.shoe_back is not None, "a deck in the dealer's hand")
         keypad = b.model("keypad")
         keypad.place_bet(1, 1)
         keypad.press(Key.START_GAME)
