@@ -18,8 +18,10 @@ its amount); the dealer knows the hole card because it drew it. The cut of a sta
 shuffler (673a.5(b)-(e)) is recorded as the floor's console records it: who refused, where the
 cut was made, where the cover card went.
 
-It acts once on each distinct ask (an ask carries the round and the cards already dealt, so two
-asks in a row are never equal); while the ask stays the same it lets time pass.
+It answers each ask once, by the ask's ``id`` (docs/mqtt.md): the table publishes its state as
+often as anything changes, and an ask can change its look without being another ask (DJ Wild's
+deal is asked before and after Start Game locks the Progressive wagers); while the id stays the
+same it lets time pass.
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ class WireDealer:
         self.dealer, self.floor_name = dealer, floor
         self.stats = DealerStats()
         self.hole: Card | None = None
-        self._last: dict[str, Any] | None = None
+        self._answered: str | None = None  # the id of the last ask answered
         self._shoe_seen: str | None = None
         self._snap: dict[str, Any] = {}
         self._opened: dict[str, float] = {}  # back -> when the floor verified its decks (sim clock)
@@ -178,8 +180,8 @@ class WireDealer:
             if self._snap.get("batch_in_shoe") is not None:
                 return
             ask = self._snap.get("asking")
-            if isinstance(ask, dict) and ask.get("what") in CUT_STEPS and ask != self._last:
-                self._last = ask  # 673a.5(b)-(d): the first stack is cut before it is dealt
+            if isinstance(ask, dict) and ask.get("what") in CUT_STEPS and self._new_ask(ask):
+                self._answered = ask_identity(ask)  # 673a.5(b)-(d): the first stack is cut before it is dealt
                 await self._cut(str(ask["what"]), ask)
                 self._snap = await self.link.state()
             else:
@@ -204,10 +206,10 @@ class WireDealer:
             if started is not None and not snap.get("in_round") and int(snap.get("round", 0)) >= started:
                 break
             if isinstance(ask, dict) and ask.get("what") == "floor":
-                self._last = ask
+                self._answered = ask_identity(ask)
                 raise TableStopped(f"dealing is stopped: {ask.get('section')}: {ask.get('message')}")
-            if isinstance(ask, dict) and ask != self._last and await self._ready(snap, ask):
-                self._last = ask
+            if isinstance(ask, dict) and self._new_ask(ask) and await self._ready(snap, ask):
+                self._answered = ask_identity(ask)
                 self.stats.actions += 1
                 if await self._act(ask, snap):
                     started = int(snap.get("round", 0)) + 1
@@ -221,6 +223,9 @@ class WireDealer:
         if self.hands.wild_deck is not None:
             self.hands.deck_to_shuffler()  # DJ Wild: the used deck back into its slot
             await self.link.touched(DeviceKind.SHUFFLER)
+
+    def _new_ask(self, ask: dict[str, Any]) -> bool:
+        return ask_identity(ask) != self._answered
 
     async def _change_old_decks(self, snap: dict[str, Any]) -> None:
         """673a.3(c): the floor brings new decks for a batch resting in the shuffler that is near
@@ -360,6 +365,13 @@ class WireDealer:
         if offer == "second_chance":
             return Key.SECOND_CHANCE if takes_second_chance(_Cards(ask.get("cards", []))) else Key.NEXT
         return Key.NEXT  # even money and surrender declined
+
+
+def ask_identity(ask: dict[str, Any]) -> str:
+    """The ask's ``id``; for a table too old to send one, the ask itself (one ask in a row equal
+    to the one before was then taken for the same)."""
+    ident = ask.get("id")
+    return ident if isinstance(ident, str) else repr(sorted(ask.items()))
 
 
 class _Cards:

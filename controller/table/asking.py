@@ -9,6 +9,8 @@ stub's contents never appear.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import TYPE_CHECKING, Any
 
 from controller.rules.requests import (
@@ -42,18 +44,43 @@ def hand_cards(state: RoundState, seat: int, hand: int) -> list[str]:
     return [str(c) for c in box.hands[hand].cards]
 
 
+# What an ask shows of its progress rather than what it asks: DJ Wild's Start Game locks the
+# Progressive wagers while the table still asks for the same deal (687a.9(b)-(e)).
+PROGRESS_FIELDS = frozenset({"locked"})
+
+
 def asking(table: Table) -> dict[str, Any]:
-    """``what`` says what the table waits for; the other keys say for whom and with what, and
-    ``round`` (with ``dealt``, the cards already on the hand a card is for) makes each ask of a
-    round distinct from the one before, so a display or a dealer can tell a new ask from the same
-    one shown again."""
-    return {**_asking(table), "round": table.round_no}
+    """``what`` says what the table waits for; the other keys say for whom and with what;
+    ``round`` the round it belongs to; ``id`` which ask it is (``ask_id``), so that a display, a
+    dealer or a console answers each ask once however often the state is published."""
+    ask = {**_asking(table), "round": table.round_no}
+    return {**ask, "id": ask_id(ask, _recut(table))}
+
+
+def ask_id(ask: dict[str, Any], recut: bool = False) -> str:
+    """The ask's identity: the same while the table asks the same thing (a change of progress
+    only, e.g. ``locked``, keeps it), another as soon as it asks anything else: another seat
+    offered the cut after a refusal (673a.5(c)), another card (``dealt``), another round. A
+    function of the table's journalled state, so a restart replaying the journal asks the same
+    ask by the same id and an answer given before it is not given again. ``recut`` tells the cut
+    the floor ordered again (673a.5(e)) from the first one offered to the same seat."""
+    body = {k: v for k, v in ask.items() if k not in PROGRESS_FIELDS and k != "id"}
+    if recut:
+        body["recut"] = True
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=6).hexdigest()
+    return f"{ask['round']}-{ask['what']}-{digest}"
+
+
+def _recut(table: Table) -> bool:
+    cut = table.cut
+    return cut is not None and cut.cut_at is None and cut.cutter is not None
 
 
 def _asking(table: Table) -> dict[str, Any]:
     if table.halted:
         a = table.halted[0]
-        return {"what": "floor", "section": a.section, "message": a.message}
+        return {"what": "floor", "alarm": a.id, "section": a.section, "message": a.message}
     cut = table.cut
     if cut is not None:  # a batch shuffled by hand: the cut of 673a.5(c)-(d) before the shoe
         if cut.cut_at is None:

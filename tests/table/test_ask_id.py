@@ -1,0 +1,59 @@
+"""Each ask the table publishes carries an ``id`` (controller/table/asking.py): the same while
+the table asks the same thing, whatever else of it changes, and another as soon as it asks anything
+new, so a dealer or a console answers each ask once however often the state is published.
+
+Issue 21: DJ Wild's deal is asked before and after Start Game locks the Progressive wagers
+(687a.9(b)); a dealer that took the second for a new ask pressed Next twice, and the second Next
+put the stub away before it could be counted (687a.9(f))."""
+
+from __future__ import annotations
+
+from controller.table import inputs as I
+from controller.table.asking import asking
+from controller.table.core import Table
+from tests.table.helpers import WILD, manual, ready
+
+
+def test_dj_wild_locking_the_wagers_is_the_sameasking() -> None:
+    rig = ready(WILD, counted=False)
+    bets = asking(rig.table)
+    rig.feed(I.WildRoundOpened(boxes=(1, 3)))
+    open_ = asking(rig.table)
+    assert open_["what"] == "wild_deal" and open_["locked"] is False
+    rig.feed(I.StartGame())  # 687a.9(b): the Progressive wagers locked, the deal still to come
+    locked = asking(rig.table)
+    assert locked["locked"] is True and locked["id"] == open_["id"]
+    rig.feed(I.WildHandsDealt())
+    stub = asking(rig.table)
+    assert stub["what"] == "stub"
+    assert len({bets["id"], open_["id"], stub["id"]}) == 3
+
+
+def test_the_cut_offered_to_the_next_seat_is_a_newasking() -> None:
+    """673a.5(c): after a refusal the cut is offered to the next seat; 5(e): a recut offered to
+    the same person as before is asked again."""
+    rig = manual()
+    rig.feed(I.FirstPlayerSeated(seat=4))
+    rig.feed(I.HandShuffled(back="blue", dealer="dealer-1"))
+    first = asking(rig.table)
+    assert first["what"] == "cut" and first["seat"] == 4
+    assert asking(rig.table)["id"] == first["id"]  # the same ask, published again
+    rig.feed(I.CutRefused(seat=4))
+    dealer = asking(rig.table)
+    assert dealer["what"] == "cut" and dealer["seat"] == 0 and dealer["id"] != first["id"]
+    rig.feed(I.CutMade(at=20, by=0))
+    cover = asking(rig.table)
+    rig.feed(I.RecutOrdered(by="floor-1"))  # 673a.5(e): the dealer, the last cutter, cuts again
+    recut = asking(rig.table)
+    assert recut["what"] == "cut" and recut["seat"] == 0
+    assert len({first["id"], dealer["id"], cover["id"], recut["id"]}) == 4
+
+
+def test_a_replayed_table_asks_by_the_same_id() -> None:
+    """The id is the journalled state's: a restart asks the ask it had not had answered by the
+    same id, so a dealer who answered it before the restart does not answer it again."""
+    rig = ready(WILD, counted=False)
+    rig.feed(I.WildRoundOpened(boxes=(2,)))
+    rig.feed(I.StartGame())
+    replayed = Table.replay(rig.options, rig.events)
+    assert asking(replayed) == asking(rig.table)
