@@ -327,6 +327,9 @@ class _Section(Document):
 
 class _ShufflerSection(_Section):
     max_cycle_s: Seconds | None = None
+    # false: the shuffler does not count the cards it shuffles (687a.9(f): the stub is then
+    # counted at least once every 5 rounds); a counting shuffler's count is checked (673a.13).
+    counts_cards: Annotated[bool, Rule("must be true or false")] | None = None
     backs: (
         Annotated[
             list[str],

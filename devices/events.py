@@ -154,7 +154,7 @@ class ShuffleStarted(DeviceEvent):
 @dataclass(frozen=True, slots=True)
 class ShuffleDone(DeviceEvent):
     slot: Slot
-    cards_counted: int
+    cards_counted: int | None  # None: the shuffler does not count (its `counts_cards = false`)
     cycle: int  # the device's shuffle cycle counter after this shuffle
 
 

@@ -74,8 +74,10 @@ class ShufflerModel:
         *,
         cycle_s: float = 30.0,
         rng: random.Random | None = None,
+        counts_cards: bool = True,
     ) -> None:
         self.clock = clock
+        self.counts_cards = counts_cards  # False: cards_counted stays 0 (687a.9(f))
         self.game = game
         self.cycle_s = cycle_s
         self.rng = rng or make_rng(None)
@@ -120,7 +122,8 @@ class ShufflerModel:
         s.cards = cards
         s.state = ShufflerState.READY
         self.cycle += 1
-        self.cards_counted = max(0, len(cards) + self.faults.miscount)
+        if self.counts_cards:
+            self.cards_counted = max(0, len(cards) + self.faults.miscount)
 
     @property
     def state(self) -> ShufflerState:

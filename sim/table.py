@@ -140,6 +140,7 @@ class SimTable:
                 return ShufflerModel(
                     self.clock, self.game, decks, (backs[0], backs[1]),
                     cycle_s=float(sim.get("cycle_s", 30.0)), rng=make_rng(self.seed),
+                    counts_cards=bool(cfg.options.get("counts_cards", True)),
                 )  # fmt: skip
             case DeviceKind.SHOE:
                 ring = prof.reg("draw_ring").count

@@ -39,6 +39,9 @@ class ShufflerDriver(RegisterDriver):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.max_cycle_s = float(self.config.options.get("max_cycle_s", 120.0))
+        # A shuffler that does not count its cards (687a.9(f)): its cards_counted register, if
+        # the map has one, says nothing, and the table has the stub counted every 5 rounds.
+        self.counts_cards = bool(self.config.options.get("counts_cards", True))
         self._shuffle_began: dict[Slot, float] = {}
         self._overran: set[Slot] = set()
 
@@ -48,6 +51,9 @@ class ShufflerDriver(RegisterDriver):
     def _back(self, snap: Snapshot, reg: str) -> str | None:
         code = snap[reg][0]
         return None if code == 0 else self.profile.enum_name("back", code)
+
+    def _counted(self, snap: Snapshot) -> int | None:
+        return snap["cards_counted"][0] if self.counts_cards else None
 
     def counters(self, snap: Snapshot) -> dict[str, int]:
         return {"cycle": snap["cycle"][0]}
@@ -83,7 +89,7 @@ class ShufflerDriver(RegisterDriver):
             cycle = cur["cycle"][0]
             ready = ShufflerState.READY
             done = [s for s in Slot if self._state(cur, f"slot_{s.value.lower()}_state") is ready]
-            out += [ShuffleDone(self.name, slot, cur["cards_counted"][0], cycle) for slot in done]
+            out += [ShuffleDone(self.name, slot, self._counted(cur), cycle) for slot in done]
             if not done:  # reset meanwhile, nothing ready: the new count is the baseline, once
                 out.append(CountersRead(self.name, (("cycle", cycle),)))
         dev, old_dev = self._state(cur, "state"), self._state(prev, "state") if prev else None
@@ -113,7 +119,7 @@ class ShufflerDriver(RegisterDriver):
         elif old is ShufflerState.SHUFFLING:
             self._shuffle_began.pop(slot, None)
             if new is ShufflerState.READY:
-                out.append(ShuffleDone(self.name, slot, cur["cards_counted"][0], cur["cycle"][0]))
+                out.append(ShuffleDone(self.name, slot, self._counted(cur), cur["cycle"][0]))
             elif new is ShufflerState.JAMMED:
                 out.append(ShufflerJammed(self.name, slot, cur["fault_code"][0]))
             else:
@@ -123,7 +129,7 @@ class ShufflerDriver(RegisterDriver):
         elif new is ShufflerState.READY and prev is not None and cur["cycle"][0] != prev["cycle"][0]:
             # Started and done between two polls (the cycle counter moved): as if seen live.
             self._shuffle_began.pop(slot, None)
-            out.append(ShuffleDone(self.name, slot, cur["cards_counted"][0], cur["cycle"][0]))
+            out.append(ShuffleDone(self.name, slot, self._counted(cur), cur["cycle"][0]))
         if new is ShufflerState.EMPTY and old is ShufflerState.READY and prev is not None:
             out.append(EjectedToShoe(self.name, slot))
         return out
