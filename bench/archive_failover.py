@@ -149,7 +149,7 @@ class FleetTable:
                 _, link = await loop.create_connection(lambda: _Link(self), "127.0.0.1", port)
                 assert link.transport is not None
                 identity = {"site": SITE, "table": self.topics.table, "game": "double-attack"}
-                will = encode(death(identity, "bench", clean=False))
+                will = encode(death(identity, "bench", "bench", clean=False))
                 link.transport.write(connect_frame(f"bench-{self.topics.table}", self.topics.status, will))
                 await asyncio.wait_for(link.connected, 5)
             except (OSError, ConnectionError, TimeoutError):

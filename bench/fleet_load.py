@@ -25,6 +25,7 @@ from controller.journal import GENESIS_HASH, Classification, Record, canonical_j
 from controller.telemetry.payloads import birth, death, encode, event_message, state
 from controller.telemetry.topics import TableTopics
 
+BENCH_INCARNATION = "bench"  # the one process each simulated table stands for (docs/mqtt.md)
 KEEPALIVE_S = 60  # the tables publish ten times a second: the broker never needs a PINGREQ
 MAX_PACKET_ID = 0xFFFF
 CONNECT = 1  # the CONNECT control packet's type [MQTT 3.1.1 2.2.1]
@@ -141,7 +142,7 @@ class SimTable:
     def state(self) -> bytes:
         self.sent += 1
         snap = {"round": self.seq // 12, "cards_in_shoe": 300 - self.seq % 300, "batch_in_shoe": "A"}
-        body = encode(state(snap, {"shoe": "online", "keypad": "online"}, "double-attack"))
+        body = encode(state(snap, {"shoe": "online", "keypad": "online"}, "double-attack", BENCH_INCARNATION))
         return publish_frame(self.state_topic, self._next_id(), body, retain=True)
 
 
@@ -153,13 +154,13 @@ async def open_tables(
     for i in range(first, first + count):
         topics = TableTopics(site, f"t{i:04d}")
         identity = {"site": site, "table": topics.table, "game": "double-attack"}
-        will = encode(death(identity, f"bench-{i}", clean=False))
+        will = encode(death(identity, f"bench-{i}", BENCH_INCARNATION, clean=False))
         _, proto = await loop.create_connection(_Acks, "127.0.0.1", port)
         assert proto.transport is not None
         proto.transport.write(connect_frame(f"bench-{topics.table}", topics.status, will))
         await proto.connected
         table = SimTable(topics, proto, chained=chained)
-        status = encode(birth(identity, f"bench-{i}", 0, 0))
+        status = encode(birth(identity, f"bench-{i}", 0, 0, BENCH_INCARNATION))
         proto.transport.write(publish_frame(utf8_field(topics.status), table._next_id(), status, retain=True))
         tables.append(table)
     return tables

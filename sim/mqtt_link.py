@@ -4,6 +4,11 @@ public MQTT state in, the floor's commands out, as docs/mqtt.md documents them.
 The topics are written here from that document rather than imported from the controller's
 telemetry package: the dealer is a client of the published contract, like a floor console, and
 sim/ does not import the controller's packages (only the domain's vocabulary).
+
+Only the state of the table's current process is acted on: every retained message carries the
+``incarnation`` of the `tablectl run` that published it, and the retained ``status`` says which
+one is running. A state left on the broker by an earlier process (a restart on a fresh journal
+starts again at round 0) is held back until its process is the current one, which it never is.
 """
 
 from __future__ import annotations
@@ -49,11 +54,14 @@ class MqttLink:
         self._read = 0  # the count of the state last handed out
         self._new = asyncio.Event()
         self._results: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._incarnation: str | None = None  # the running process's, from the retained status
+        self._held: dict[str, dict[str, Any]] = {}  # incarnation -> its newest state, not yet current
 
     async def __aenter__(self) -> MqttLink:
         client = aiomqtt.Client(self.host, self.port, identifier=f"sim-dealer-{uuid.uuid4().hex[:8]}")
         await client.__aenter__()
         self._client = client
+        await client.subscribe(f"{self.base}/status", qos=1)
         await client.subscribe(f"{self.base}/state", qos=1)
         await client.subscribe(f"{self.base}/cmd/+/result", qos=1)
         self._reader = asyncio.create_task(self._read_messages(client), name="sim-dealer-mqtt")
@@ -85,10 +93,38 @@ class MqttLink:
                 if waiter is not None and not waiter.done():
                     waiter.set_result(body)
                 continue
+            if topic.endswith("/status"):
+                self._status(body)
+                continue
             snap = body.get("snapshot")
-            if isinstance(snap, dict):
-                self._latest, self._seen = snap, self._seen + 1
-                self._new.set()
+            incarnation = body.get("incarnation")
+            if isinstance(snap, dict) and isinstance(incarnation, str):
+                if incarnation == self._incarnation:
+                    self._take(snap)
+                else:  # an earlier process's, or this one's before its status came in
+                    self._held = {incarnation: snap}
+
+    def _status(self, body: dict[str, Any]) -> None:
+        """The retained status: which process runs the table now (none while it is offline)."""
+        incarnation = body.get("incarnation")
+        if body.get("online") is not True or not isinstance(incarnation, str):
+            incarnation = None
+        if incarnation != self._incarnation:
+            if self._latest is not None and self._incarnation is not None:
+                # Kept for a stale Last Will of this same process, which its next birth follows.
+                self._held = {self._incarnation: self._latest}
+            self._latest = None  # what the table said before is not what it says now: wait for it
+        self._incarnation = incarnation
+        if incarnation is None:
+            return
+        held = self._held.pop(incarnation, None)
+        self._held.clear()
+        if held is not None:
+            self._take(held)
+
+    def _take(self, snap: dict[str, Any]) -> None:
+        self._latest, self._seen = snap, self._seen + 1
+        self._new.set()
 
     async def _next(self, after: int) -> dict[str, Any]:
         async with asyncio.timeout(self.idle_timeout_s):

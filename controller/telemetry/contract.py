@@ -41,13 +41,27 @@ class Versioned(Open):
     schema_version: Literal[1] = Field(description="the schema version this message follows")
 
 
+Incarnation = Annotated[
+    str,
+    Field(
+        description="the appliance process that published this (new at each start of `tablectl run`): "
+        "a retained message whose incarnation is not the one of the current status is left over from "
+        "an earlier process and is not acted on"
+    ),
+]
+
+
+class Retained(Versioned):
+    incarnation: Incarnation
+
+
 # -- status ----------------------------------------------------------------------------------------
 class JournalMark(Open):
     last_seq: int
     published_seq: int
 
 
-class Birth(Versioned):
+class Birth(Retained):
     online: Literal[True]
     birth: str
     site: str
@@ -58,7 +72,7 @@ class Birth(Versioned):
     journal: JournalMark
 
 
-class Death(Versioned):
+class Death(Retained):
     online: Literal[False]
     clean: bool = Field(description="false: the broker's Last Will for a table it lost")
     birth: str
@@ -72,10 +86,15 @@ Seat = Annotated[int, Field(ge=0, description="a box number; 0 is the dealer (ev
 
 class AskBase(Open):
     round: int = Field(description="the round the ask belongs to")
+    id: str = Field(
+        description="which ask this is: the same while the table asks the same thing (a change such as "
+        "`locked` keeps it), another when it asks anything else; answer each id once"
+    )
 
 
 class AskFloor(AskBase):
     what: Literal["floor"]
+    alarm: int | None = Field(default=None, description="the id of the halting alarm the floor clears")
     section: str
     message: str
 
@@ -221,7 +240,7 @@ class Snapshot(Open):
     asking: Asking | None = None
 
 
-class State(Versioned):
+class State(Retained):
     game: str
     snapshot: Snapshot
     devices: dict[str, Health]
@@ -236,12 +255,12 @@ class AlarmEntry(Open):
     halts_dealing: bool
 
 
-class Alarms(Versioned):
+class Alarms(Retained):
     count: int
     alarms: list[AlarmEntry]
 
 
-class Device(Versioned):
+class Device(Retained):
     device: str
     health: Health
 

@@ -7,6 +7,11 @@ and flags: the terminal view and the web page only style them, so the two cannot
 Gap detection follows the events' contract: sequence numbers are contiguous per table; a repeat
 (QoS 1 after a reconnect) is dropped by seq; a jump is a gap, counted and shown. The first event
 seen from a table sets the baseline (a monitor that starts late has not lost anything).
+
+Retained state, alarms and device health are shown only for the table's current process: each
+carries the ``incarnation`` of the `tablectl run` that published it, the status says which one is
+current, and what an earlier process left retained (a restart on a fresh journal starts again at
+round 0) is held back, never shown as the table's (docs/mqtt.md, "Incarnation").
 """
 
 from __future__ import annotations
@@ -34,6 +39,10 @@ class TableView:
     repeats: int = 0
     gaps: int = 0
     missing: int = 0  # sequence numbers never received, summed over the gaps
+    incarnation: str | None = None  # the process the retained status names
+    # Retained messages of another incarnation than the status's, by topic leaf (a device's by its
+    # name): an earlier process's, never shown, or a new one's that came before its status.
+    held: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def halted(self) -> bool:
@@ -101,17 +110,42 @@ class FleetView:
         if leaf == "events":
             self._event(view, doc)
         elif leaf == "status":
-            view.online = doc.get("online") is True
-            if view.online:
-                view.game = str(doc.get("game", view.game))
-                view.clean_exit = None
-                journal = doc.get("journal")
-                seq = journal.get("last_seq") if isinstance(journal, dict) else None
-                if isinstance(seq, int) and not isinstance(seq, bool):
-                    view.birth_seq = seq
-            else:
-                view.clean_exit = doc.get("clean") is True
-        elif leaf == "state":
+            self._status(view, doc)
+        else:
+            key = leaf if parsed.name is None else f"{leaf}/{parsed.name}"
+            incarnation = doc.get("incarnation")
+            if isinstance(incarnation, str) and incarnation != view.incarnation:
+                view.held[key] = (incarnation, doc)  # shown once (if ever) the status names it
+                return
+            self._retained(view, leaf, parsed.name, doc)
+
+    def _status(self, view: TableView, doc: dict[str, Any]) -> None:
+        """The retained status: online or not, and which process (incarnation) is current."""
+        incarnation = doc.get("incarnation")
+        if isinstance(incarnation, str) and incarnation != view.incarnation:
+            # Another process: what the one before left retained is not this one's.
+            if view.incarnation is not None:
+                view.state, view.alarms, view.devices = {}, [], {}
+            view.incarnation = incarnation
+            held, view.held = view.held, {}
+            for key, (inc, message) in held.items():
+                if inc == incarnation:
+                    leaf, _, name = key.partition("/")
+                    self._retained(view, leaf, name or None, message)
+        view.online = doc.get("online") is True
+        if view.online:
+            view.game = str(doc.get("game", view.game))
+            view.clean_exit = None
+            journal = doc.get("journal")
+            seq = journal.get("last_seq") if isinstance(journal, dict) else None
+            if isinstance(seq, int) and not isinstance(seq, bool):
+                view.birth_seq = seq
+        else:
+            view.clean_exit = doc.get("clean") is True
+
+    @staticmethod
+    def _retained(view: TableView, leaf: str, name: str | None, doc: dict[str, Any]) -> None:
+        if leaf == "state":
             snapshot = doc.get("snapshot")
             view.state = snapshot if isinstance(snapshot, dict) else {}
             view.game = str(doc.get("game", view.game))
@@ -121,8 +155,8 @@ class FleetView:
         elif leaf == "alarms":
             alarms = doc.get("alarms")
             view.alarms = [a for a in alarms if isinstance(a, dict)] if isinstance(alarms, list) else []
-        elif leaf == "devices" and parsed.name is not None:
-            view.devices[parsed.name] = str(doc.get("health", "?"))
+        elif leaf == "devices" and name is not None:
+            view.devices[name] = str(doc.get("health", "?"))
 
     @staticmethod
     def _event(view: TableView, doc: dict[str, Any]) -> None:

@@ -25,11 +25,19 @@ def encode(payload: Mapping[str, Any]) -> bytes:
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
-def birth(identity: Mapping[str, Any], birth_id: str, last_seq: int, published_seq: int) -> dict[str, Any]:
-    """The retained ``status`` of a connection that just came up (Sparkplug's birth, in our JSON)."""
+def birth(
+    identity: Mapping[str, Any], birth_id: str, last_seq: int, published_seq: int, incarnation: str
+) -> dict[str, Any]:
+    """The retained ``status`` of a connection that just came up (Sparkplug's birth, in our JSON).
+
+    ``incarnation``, on every retained message: the process that published it (new at each start
+    of ``tablectl run``; ``birth`` is new at each connection of it). A client acts on a retained
+    state, alarms or device message only when its incarnation is the current status's: else it is
+    what an earlier process left on the broker."""
     return {
         "version": PAYLOAD_VERSION,
         "schema_version": SCHEMA_VERSION,
+        "incarnation": incarnation,
         "online": True,
         "birth": birth_id,
         **identity,
@@ -37,11 +45,12 @@ def birth(identity: Mapping[str, Any], birth_id: str, last_seq: int, published_s
     }
 
 
-def death(identity: Mapping[str, Any], birth_id: str, *, clean: bool) -> dict[str, Any]:
+def death(identity: Mapping[str, Any], birth_id: str, incarnation: str, *, clean: bool) -> dict[str, Any]:
     """The retained ``status`` when a connection ends: the Last Will (clean=False) or a shutdown."""
     return {
         "version": PAYLOAD_VERSION,
         "schema_version": SCHEMA_VERSION,
+        "incarnation": incarnation,
         "online": False,
         "clean": clean,
         "birth": birth_id,
@@ -50,7 +59,9 @@ def death(identity: Mapping[str, Any], birth_id: str, *, clean: bool) -> dict[st
     }
 
 
-def state(snapshot: Mapping[str, Any], devices: Mapping[str, str], game: str) -> dict[str, Any]:
+def state(
+    snapshot: Mapping[str, Any], devices: Mapping[str, str], game: str, incarnation: str
+) -> dict[str, Any]:
     """The retained ``state``: Table.snapshot() as given (it is the core's public view), plus device health.
 
     ``snapshot["cards_in_shoe"]`` is a count, not the cards: the one SECRET_FIELDS name that the
@@ -59,13 +70,14 @@ def state(snapshot: Mapping[str, Any], devices: Mapping[str, str], game: str) ->
     return {
         "version": PAYLOAD_VERSION,
         "schema_version": SCHEMA_VERSION,
+        "incarnation": incarnation,
         "game": game,
         "snapshot": dict(snapshot),
         "devices": dict(devices),
     }
 
 
-def alarms(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+def alarms(snapshot: Mapping[str, Any], incarnation: str) -> dict[str, Any]:
     """The retained ``alarms``: unacknowledged alarms, halting ones first, each with the floor's action."""
     halting = {a.get("id") for a in snapshot.get("halted", ()) if isinstance(a, Mapping)}
     active = [
@@ -83,13 +95,20 @@ def alarms(snapshot: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "version": PAYLOAD_VERSION,
         "schema_version": SCHEMA_VERSION,
+        "incarnation": incarnation,
         "count": len(active),
         "alarms": active,
     }
 
 
-def device(name: str, health: str) -> dict[str, Any]:
-    return {"version": PAYLOAD_VERSION, "schema_version": SCHEMA_VERSION, "device": name, "health": health}
+def device(name: str, health: str, incarnation: str) -> dict[str, Any]:
+    return {
+        "version": PAYLOAD_VERSION,
+        "schema_version": SCHEMA_VERSION,
+        "incarnation": incarnation,
+        "device": name,
+        "health": health,
+    }
 
 
 def event_message(record: Record, gaming_day: GamingDay, *, prev_public: bool = False) -> dict[str, Any]:

@@ -79,6 +79,7 @@ class Telemetry:
         command: CommandHandler | None = None,
         backoff: BackoffPolicy = BROKER_BACKOFF,
         client_id: str | None = None,
+        incarnation: str | None = None,
         batch: int = 256,
         poll_s: float = 1.0,
         drain_on_stop_s: float = 2.0,
@@ -93,7 +94,9 @@ class Telemetry:
         self._poll_s = poll_s  # journal_appended is the signal; this is the safety net for a missed one
         self._drain_on_stop_s = drain_on_stop_s
         self._outbox = JournalOutbox(journal_path, identity.gaming_day)
-        self._session = secrets.token_hex(4)  # tells this process's births from an earlier one's
+        # This process, on every retained message (docs/mqtt.md, "Incarnation"): a client tells
+        # the state this process publishes from what an earlier one left retained on the broker.
+        self.incarnation = incarnation or secrets.token_hex(8)
         self._births = 0
         self._snapshot: dict[str, Any] | None = None
         self._devices: dict[str, str] = {}
@@ -175,10 +178,13 @@ class Telemetry:
 
     async def _connection(self) -> None:
         self._births += 1
-        birth_id = f"{self._session}-{self._births}"
+        birth_id = f"{self.incarnation}-{self._births}"
         identity = self.identity.as_dict()
         will = aiomqtt.Will(
-            self.topics.status, payloads.encode(payloads.death(identity, birth_id, clean=False)), 1, True
+            self.topics.status,
+            payloads.encode(payloads.death(identity, birth_id, self.incarnation, clean=False)),
+            1,
+            True,
         )
         client = self.broker.client(self.client_id, will=will, max_queued_incoming=1000)
         # aiomqtt warns past 10 outstanding calls; a batch in flight is that by design.
@@ -189,7 +195,9 @@ class Telemetry:
             self.acked_seq = self._marked_seq = max(self.acked_seq, published)
             await client.subscribe(self.topics.status, qos=1)
             await client.subscribe(self.topics.commands, qos=1)
-            birth = payloads.encode(payloads.birth(identity, birth_id, last, self.acked_seq))
+            birth = payloads.encode(
+                payloads.birth(identity, birth_id, last, self.acked_seq, self.incarnation)
+            )
             await client.publish(self.topics.status, birth, qos=1, retain=True)
             self._log.info("telemetry.online", birth=birth_id, resume_after_seq=self.acked_seq, last_seq=last)
             # A broker that restarted without persistence has lost every retained topic: send all again.
@@ -230,12 +238,12 @@ class Telemetry:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self._drain_on_stop_s):
                 await self._publish_retained(client)
-        death = payloads.encode(payloads.death(identity, birth_id, clean=True))
+        death = payloads.encode(payloads.death(identity, birth_id, self.incarnation, clean=True))
         await client.publish(self.topics.status, death, qos=1, retain=True)
         self._log.info("telemetry.offline", acked_seq=self.acked_seq)
 
     async def _unclean_death(self, client: aiomqtt.Client, identity: dict[str, Any], birth_id: str) -> None:
-        death = payloads.encode(payloads.death(identity, birth_id, clean=False))
+        death = payloads.encode(payloads.death(identity, birth_id, self.incarnation, clean=False))
         with contextlib.suppress(aiomqtt.MqttError, TimeoutError):
             async with asyncio.timeout(self._drain_on_stop_s):
                 await client.publish(self.topics.status, death, qos=1, retain=True)
@@ -306,9 +314,9 @@ class Telemetry:
         if snapshot is not None and self._state_dirty:
             self._state_dirty = False
             try:
-                body = payloads.state(snapshot, self._devices, self.identity.game)
+                body = payloads.state(snapshot, self._devices, self.identity.game, self.incarnation)
                 await client.publish(self.topics.state, payloads.encode(body), qos=1, retain=True)
-                alarms = payloads.alarms(snapshot)
+                alarms = payloads.alarms(snapshot, self.incarnation)
                 if alarms != self._published_alarms:
                     await client.publish(self.topics.alarms, payloads.encode(alarms), qos=1, retain=True)
                     self._published_alarms = alarms
@@ -318,7 +326,7 @@ class Telemetry:
         while self._dirty_devices:
             name = self._dirty_devices.pop()
             try:
-                body = payloads.device(name, self._devices[name])
+                body = payloads.device(name, self._devices[name], self.incarnation)
                 await client.publish(self.topics.device(name), payloads.encode(body), qos=1, retain=True)
             except BaseException:
                 self._dirty_devices.add(name)

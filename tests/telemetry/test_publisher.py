@@ -39,7 +39,8 @@ async def test_birth_then_clean_death(broker: Broker, tmp_path: pathlib.Path) ->
         assert birth["journal"] == {"last_seq": 3, "published_seq": 0}
         await telemetry.stop()
         await obs.wait_for(lambda ms: any(m.topic == STATUS and m.json()["online"] is False for m in ms))
-        death = {"version": 1, "schema_version": 1, "online": False, "clean": True, "birth": birth["birth"]}
+        death = {"version": 1, "schema_version": 1, "online": False, "clean": True, "birth": birth["birth"],
+                 "incarnation": birth["incarnation"]}  # fmt: skip
         assert obs.on("/status")[-1].json() == {**death, "site": "site-a", "table": "t1"}
     # A newcomer gets the clean death as the retained status.
     async with observer(broker, "monitor-ops", STATUS) as late:
@@ -166,3 +167,22 @@ async def test_a_bug_in_a_loop_says_offline_then_comes_back(
     assert (first, False, False) in statuses, statuses  # the dead connection said so itself
     assert any(b != first and online for b, online, _ in statuses), statuses  # and a new one came back
     assert statuses[-1][1:] == (False, True), statuses
+
+
+async def test_every_retained_message_names_its_process(broker: Broker, tmp_path: pathlib.Path) -> None:
+    """Issue 21: a client that starts after a restart reads what the broker kept retained; each of
+    those messages says which `tablectl run` published it, and each start is another one."""
+    path = tmp_path / "j.db"
+    Journal.open(path).close()
+    first, second = telemetry_for(broker, path), telemetry_for(broker, path)
+    assert first.incarnation != second.incarnation  # each start of the process
+    async with observer(broker) as obs:
+        await first.start()
+        first.state_changed(snapshot_with_alarms())
+        first.device_health("shoe", "online")
+        leaves = ("/status", "/state", "/alarms", "/devices/shoe")
+        await obs.wait_for(lambda ms: all(any(m.topic.endswith(x) for m in ms) for x in leaves))
+        await first.stop()
+        await obs.wait_for(lambda ms: any(m.topic == STATUS and m.json()["online"] is False for m in ms))
+    retained = [m.json() for m in obs.messages if m.topic.endswith(leaves)]
+    assert {m["incarnation"] for m in retained} == {first.incarnation}

@@ -43,7 +43,7 @@ async def test_last_will_on_sigkill_is_retained(broker: Broker, tmp_path: pathli
         )
         try:
             await obs.wait_for(lambda ms: any(m.json()["online"] is True for m in ms))
-            birth = obs.messages[-1].json()["birth"]
+            birth, incarnation = (obs.messages[-1].json()[k] for k in ("birth", "incarnation"))
             child.send_signal(signal.SIGKILL)
             await child.wait()
             await obs.wait_for(lambda ms: ms[-1].json()["online"] is False)
@@ -58,6 +58,7 @@ async def test_last_will_on_sigkill_is_retained(broker: Broker, tmp_path: pathli
             "online": False,
             "clean": False,
             "birth": birth,
+            "incarnation": incarnation,  # the will names the process it speaks for
             "site": "site-a",
             "table": "t2",
         }
