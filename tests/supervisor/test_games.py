@@ -184,7 +184,7 @@ async def test_the_used_batch_may_come_back_to_its_slot_late(table_rig: MakeRig)
         assert t.batches[back].location.value == "discard"  # the table still has it in the rack
         model.load(slot, cards)
         await rig.link.touched(DeviceKind.SHUFFLER)
-        rig.dealer._last = None  # Start Game was refused meanwhile (3(b)(5)): the dealer presses it again
+        rig.dealer._answered = None  # Start Game was refused meanwhile (3(b)(5)): the dealer presses it again
 
     load_shoe = rig.sim.load_shoe
 
