@@ -333,6 +333,8 @@ class WireDealer:
                 raise TableStopped(f"the cut is asked for but the shuffler put out no stack; table: {where}")
             self.hands.take_stack()
             self._cuts, self._recut = 0, False
+        # The answer names its ask: the table refuses it if it asks something else by then.
+        answering = {"ask": ask["id"]} if isinstance(ask.get("id"), str) else {}
         stack = self.hands.stack
         assert stack is not None
         n, k = len(stack.cards), self.stats.shoes + self._cuts
@@ -340,11 +342,11 @@ class WireDealer:
             seat = ask.get("seat")
             by = seat if isinstance(seat, int) else 0
             if by and k % 3 == 1:
-                await self.link.floor("cut_refused", {"seat": by})
+                await self.link.floor("cut_refused", {"seat": by, **answering})
                 self._cuts += 1
                 return
             at = n // 3 + (k * 7) % (n // 3)  # well inside the ten cards from either end
-            await self.link.floor("cut_made", {"at": at, "by": by})
+            await self.link.floor("cut_made", {"at": at, "by": by, **answering})
             self.hands.cut_stack(at)
             self._cuts += 1
         elif what == "cover_card":
@@ -353,7 +355,7 @@ class WireDealer:
                 await self.link.floor("recut_ordered", {})  # 673a.5(e): the floor wants it again
                 return
             self._cover = -(-n // 4) + k % 5  # 673a.5(d): at least 1/4 of the way in from the bottom
-            await self.link.floor("cover_card_placed", {"from_bottom": self._cover})
+            await self.link.floor("cover_card_placed", {"from_bottom": self._cover, **answering})
         else:
             self.hands.stack_into_shoe(self._cover)  # the shoe sees the batch come in
             await self.link.touched(DeviceKind.SHOE)

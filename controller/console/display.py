@@ -180,7 +180,19 @@ def _key(key: str, label: str | None = None) -> dict[str, Any]:
 
 def now(ask: Mapping[str, Any], snapshot: Mapping[str, Any], keypad_failed: bool) -> list[dict[str, Any]]:
     """The actions that fit the table's ask now, as the dealer's buttons (the keypad's keys are
-    there too: the display is the dealer's second keypad, and the only one when it has failed)."""
+    there too: the display is the dealer's second keypad, and the only one when it has failed).
+    Each is sent with the ask's id: a button pressed again, or after the keypad answered, is
+    refused instead of answering the next ask."""
+    buttons = _buttons(ask, snapshot, keypad_failed)
+    if isinstance(ask.get("id"), str):
+        for button in buttons:
+            button["args"]["ask"] = ask["id"]
+    return buttons
+
+
+def _buttons(
+    ask: Mapping[str, Any], snapshot: Mapping[str, Any], keypad_failed: bool
+) -> list[dict[str, Any]]:
     what = ask.get("what")
     if what == "decision":
         return [_key(str(a)) for a in ask.get("legal", []) if str(a) in _KEYS]

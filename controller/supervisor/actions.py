@@ -116,6 +116,14 @@ REASON = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
 _REASON = Arg(
     str, "why, one line (journalled with who; the console asks for it)", required=False, pattern=REASON
 )
+# The ask an answer is meant for (the state's ``asking.id``): a button pressed twice, or on the
+# display after the keypad already answered, must not answer the ask that came next.
+ASK = Arg(
+    str,
+    "the id of the ask this answers (the state's asking.id); refused if the table asks another",
+    required=False,
+    pattern=REASON,
+)
 _DEVICE = Arg(
     str, "a device's name or kind (shuffler, shoe, reader, keypad, stub_counter)", pattern=IDENTIFIER
 )
@@ -284,6 +292,7 @@ _ALL: list[Action] = [
         "a batch shuffled by hand once the shuffler is out of order",
         lambda a, who: [I.HandShuffled(back=a["back"], dealer=who)],
         back=_BACK,
+        ask=ASK,
     ),
     _a(
         "cut_refused",
@@ -292,6 +301,7 @@ _ALL: list[Action] = [
         "the seat offered the cut refuses it",
         lambda a, who: [I.CutRefused(seat=a["seat"])],
         seat=_SEAT,
+        ask=ASK,
     ),
     _a(
         "cut_made",
@@ -301,6 +311,7 @@ _ALL: list[Action] = [
         lambda a, who: [I.CutMade(at=a["at"], by=a["by"])],
         at=Arg(int, "cards from the top", minimum=1, maximum=520),
         by=Arg(int, "the seat that cut, 0 for the dealer", minimum=0, maximum=6),
+        ask=ASK,
     ),
     _a(
         "cover_card_placed",
@@ -309,6 +320,7 @@ _ALL: list[Action] = [
         "the cover card placed `from_bottom` cards from the bottom",
         lambda a, who: [I.CoverCardPlaced(from_bottom=a["from_bottom"])],
         from_bottom=Arg(int, "cards from the bottom", minimum=1, maximum=520),
+        ask=ASK,
     ),
     _a(
         "batch_to_shoe",
@@ -317,6 +329,7 @@ _ALL: list[Action] = [
         "a hand-shuffled, cut batch goes into the shoe",
         lambda a, who: [I.BatchToShoe(back=a["back"])],
         back=_BACK,
+        ask=ASK,
     ),
     # The keypad's keys, for when the keypad has failed (the main game goes on).
     _a(
@@ -333,6 +346,7 @@ _ALL: list[Action] = [
             minimum=1,
             maximum=100_000,
         ),
+        ask=ASK,
     ),
     _a(
         "start_round",
@@ -341,6 +355,7 @@ _ALL: list[Action] = [
         "Start Game for the boxes listed (a failed keypad: no Progressive wagers)",
         None,
         boxes=Arg(list, "box numbers with a wager", minimum=1, maximum=6),
+        ask=ASK,
     ),
     # Records published again from the journal, exactly as before, for the archive's gaps
     # (docs/journal.md, "The archive"); at most MAX_REPUBLISH of them (checked by the telemetry).

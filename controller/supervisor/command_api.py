@@ -22,6 +22,7 @@ from controller.supervisor.outbox import Outbox
 from controller.supervisor.reconcile import Reconciler
 from controller.supervisor.step import Stepper
 from controller.table import inputs as I
+from controller.table.asking import asking
 from devices import events as dev
 from devices.profiles import DeviceKind
 
@@ -75,6 +76,13 @@ class CommandApi:
     ) -> dict[str, Any]:
         jt = self.stepper.jt
         assert jt is not None
+        meant_for = args.get("ask")
+        if meant_for is not None and meant_for != asking(self.stepper.table)["id"]:
+            # An answer to an ask the table no longer asks (pressed twice, or on the display after
+            # the keypad): it must not be taken as the answer to the ask that came next.
+            error = f"{name}: the table no longer asks what this answers ({meant_for}); nothing was done"
+            self.log.warning("command_refused", command=name, who=who, error=error)
+            return {"ok": False, "error": error}
         try:
             inputs = self._inputs_of(name, args, who, action)
         except (actions.BadAction, TablectlError) as e:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from controller.console.display import now as display_now
 from controller.rules.requests import DEALER, CardFor, Decision, ReaderUse
 from controller.supervisor.rig import Rig
 from devices.events import Key
@@ -89,3 +90,28 @@ async def test_asking_for_dj_wild_is_the_deal_then_the_stub(table_rig: Callable[
 def _without_id(ask: dict[str, Any]) -> dict[str, Any]:
     assert isinstance(ask.pop("id"), str)  # which ask it is (tests/table/test_ask_id.py)
     return ask
+
+
+async def test_an_answer_to_an_ask_no_longer_asked_is_refused(
+    table_rig: Callable[..., Awaitable[Rig]],
+) -> None:
+    """Issue 21: an answer sent with the id of the ask it answers (the display's buttons do) is
+    refused once the table asks something else: Next pressed on the keypad and then on the
+    display must not answer the stub count that came next (687a.9(f))."""
+    rig = await table_rig("dj-wild", seed=4, boxes=2)
+    await rig.dealer.open_table()
+    sup = rig.supervisor
+    rig.dealer.hands.take_deck()
+    rig.dealer.hands.place_bets(2, side=True)
+    await rig.dealer.press(Key.START_GAME)
+    deal = sup.snapshot()["asking"]
+    assert deal["what"] == "wild_deal"
+    buttons = display_now(deal, sup.snapshot(), False)
+    assert buttons and all(b["args"]["ask"] == deal["id"] for b in buttons)
+    hands_dealt = {"key": "next", "ask": deal["id"]}
+    first = await sup.command("key", hands_dealt, "dealer-1", "dealer")
+    assert first["ok"], first
+    assert sup.snapshot()["asking"]["what"] == "stub"
+    again = await sup.command("key", hands_dealt, "dealer-1", "dealer")
+    assert not again["ok"] and "no longer asks" in again["error"]
+    assert sup.snapshot()["asking"]["what"] == "stub" and sup.table.in_round  # the stub still to count

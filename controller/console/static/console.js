@@ -420,6 +420,7 @@ function drawActions() {
     f.append(el("strong", words(a.name)), el("small", a.section + " — " + a.doc));
     for (const [name, arg] of Object.entries(a.args)) {
       if (name === "reason") continue;  // asked for by the confirmation
+      if (name === "ask") continue;  // the buttons of the moment send it; the menu's answer no ask
       if (name === "seat") {
         const group = el("fieldset", undefined, "seats");
         group.dataset.seats = a.name + "-seat";
