@@ -1,12 +1,14 @@
-"""``tablectl sim --config config/tables/<table>.toml [--seed N] [--control HOST:PORT]
-[--dealer [--rounds N] [--boxes N] [--broker URL]]``
+"""``tablectl sim --config config/tables/<table>.toml [--seed N] [--timing-seed N]
+[--control HOST:PORT] [--dealer [--rounds N] [--boxes N] [--broker URL] [--pace [SECONDS]]]``
 
 Starts the simulated devices of one table, prints one line per device (name, kind, transport,
-where it listens, Modbus device id) and runs until SIGINT or SIGTERM. With ``--dealer`` a virtual
+where it listens, Modbus device id) and runs until SIGINT or SIGTERM. With ``--timing-seed`` the
+devices keep time of their own, varied by the seed (sim/timing.py). With ``--dealer`` a virtual
 dealer plays rounds at the table through those devices, reading the table's public MQTT state
 (sim/wire_dealer.py); it exits 0 once N rounds have settled, 1 with one line if the table stopped
-it. With ``--control`` a test drives the devices itself over a small HTTP/JSON port
-(sim/control.py, docs/simulators.md).
+it; ``--pace`` has it take about that long over each action, as a person would. With
+``--control`` a test drives the devices itself over a small HTTP/JSON port (sim/control.py,
+docs/simulators.md).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from sim.table import SimTable
 from sim.table_file import read_table_file
 from sim.wire_dealer import TableStopped, WireDealer
 
+DEFAULT_PACE_S = 1.5  # about a person's time over a card or a key
+MAX_PACE_S = 60.0
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tablectl sim", description="Run the simulated devices of one table.")
@@ -40,7 +45,24 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="seed the shuffles (tests only; without it the OS CSPRNG shuffles)",
     )
+    p.add_argument(
+        "--timing-seed",
+        type=int,
+        default=None,
+        help="vary the devices' timing by this seed (poll phases, reply latencies, the shuffler's"
+        " cycle and batch return, the reader's and keypad's latencies; docs/simulators.md)",
+    )
     p.add_argument("--dealer", action="store_true", help="a virtual dealer plays the table")
+    p.add_argument(
+        "--pace",
+        type=float,
+        nargs="?",
+        const=DEFAULT_PACE_S,
+        default=0.0,
+        metavar="SECONDS",
+        help=f"with --dealer: take about this long over each action, as a person would"
+        f" (default {DEFAULT_PACE_S:g} s), so that the console can be watched",
+    )
     p.add_argument("--rounds", type=int, default=10, help="with --dealer: rounds to settle, then exit 0")
     p.add_argument("--boxes", type=int, default=2, choices=range(1, 7), metavar="1-6", help="with --dealer")
     p.add_argument(
@@ -68,11 +90,18 @@ def main(argv: list[str]) -> int:
     if args.dealer and args.rounds < 1:
         print("tablectl sim: --rounds: must be 1 or more", file=sys.stderr)
         return 2
+    if not 0 <= args.pace <= MAX_PACE_S:
+        print(f"tablectl sim: --pace: must be 0 to {MAX_PACE_S:g} seconds", file=sys.stderr)
+        return 2
     try:
         config = read_table_file(args.config)
-        table = SimTable.from_config(config, seed=args.seed, at_configured=True)
+        table = SimTable.from_config(config, seed=args.seed, at_configured=True, timing_seed=args.timing_seed)
         control = parse_listen(args.control) if args.control is not None else None
-        link = MqttLink(args.broker, config.site, config.table_id) if args.dealer else None
+        link = (
+            MqttLink(args.broker, config.site, config.table_id, pace_s=args.pace, pace_seed=args.seed)
+            if args.dealer
+            else None
+        )
     except (TablectlError, ValueError) as exc:
         print(f"tablectl sim: {exc}", file=sys.stderr)
         return 2

@@ -35,6 +35,7 @@ from sim.pty import PtyBridge, link_line, unlink_line
 from sim.registers import command, render
 from sim.rtu_gate import RtuGate
 from sim.tcp_gate import TcpGate, refused
+from sim.timing import ReplyLatency
 
 _log = structlog.get_logger("sim.modbus")
 
@@ -51,6 +52,8 @@ class RegisterSim:
     device_id: int = 1
     faults: WireFaults = field(default_factory=WireFaults)
     on_command: Callable[[str, Any], None] | None = None  # (command name, result)
+    latency: ReplyLatency = field(default_factory=ReplyLatency)  # each reply held (sim/timing.py)
+    phase_s: float = 0.0  # the first reply held this long: the device's poll phase (sim/timing.py)
 
     def sim_device(self, unit_id: int | None = None) -> SimDevice:
         """The pymodbus device; ``unit_id`` 0 makes it answer every id pymodbus is handed (the
@@ -71,6 +74,10 @@ class RegisterSim:
         set_values: list[int] | list[bool] | None,
     ) -> ExcCodes | None:
         await self.faults.wait_if_held()
+        if self.phase_s > 0:
+            phase, self.phase_s = self.phase_s, 0.0
+            await asyncio.sleep(phase)
+        await self.latency.wait()
         if function_code in _WRITE_CODES:
             return self._write(address, [int(v) for v in set_values or []])
         for name, values in render(self.kind, self.model, self.profile).items():

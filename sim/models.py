@@ -91,12 +91,19 @@ class ShufflerModel:
         self.fault_code = 0
         self.out_of_order = False
         self.last_ejected: Slot | None = None
+        # The shuffler's batch-return delay (sim/timing.py): cards put back into a slot show there
+        # this long after (its own sensing of the cards it was handed); (due, slot, cards).
+        self.return_delay_s = 0.0
+        self._returning: list[tuple[float, Slot, list[Card]]] = []
 
     def _duration(self) -> float:
         return self.cycle_s * self.faults.slow_factor
 
     def update(self) -> None:
         now = self.clock.now()
+        while self._returning and self._returning[0][0] <= now:
+            _, slot, cards = self._returning.pop(0)
+            self.load(slot, cards)
         for s in self.slots.values():
             if s.state is not ShufflerState.SHUFFLING:
                 continue
@@ -167,6 +174,13 @@ class ShufflerModel:
         s.state = ShufflerState.EMPTY
         self.last_ejected = slot
         return cards
+
+    def put_back(self, slot: Slot, cards: list[Card]) -> None:
+        """A used batch back into its empty slot, shown after the batch-return delay."""
+        if self.return_delay_s <= 0:
+            self.load(slot, cards)
+            return
+        self._returning.append((self.clock.now() + self.return_delay_s, slot, cards))
 
     def load(self, slot: Slot, cards: list[Card]) -> None:
         s = self.slots[slot]
@@ -261,10 +275,13 @@ class ReaderFaults:
 
 
 class ReaderModel:
-    def __init__(self, mode: str = "peek") -> None:
+    def __init__(self, mode: str = "peek", *, clock: Clock | None = None, latency_s: float = 0.0) -> None:
         if mode not in ("peek", "masque"):
             raise ValueError(f"reader mode must be peek or masque, not {mode!r}")
         self.mode = mode
+        # The reader's own latency (sim/timing.py): a hole card put in is read this long after.
+        self.clock, self.latency_s = clock, latency_s
+        self._reading: list[tuple[float, Card]] = []
         self.faults = ReaderFaults()
         self.up_rank: str | None = None
         self.insert_seq = 0
@@ -283,6 +300,18 @@ class ReaderModel:
         self.result = "none"
 
     def insert(self, hole: Card) -> None:
+        if self.clock is not None and self.latency_s > 0:
+            self._reading.append((self.clock.now() + self.latency_s, hole))
+            return
+        self._read(hole)
+
+    def update(self) -> None:
+        """The hole cards whose reading is done, read (before the registers are rendered)."""
+        now = self.clock.now() if self.clock is not None else 0.0
+        while self._reading and self._reading[0][0] <= now:
+            self._read(self._reading.pop(0)[1])
+
+    def _read(self, hole: Card) -> None:
         self.insert_seq = (self.insert_seq + 1) & 0xFFFF
         if self.faults.dead:
             self.result = "none"
@@ -309,8 +338,20 @@ class KeypadFaults:
 
 
 class KeypadModel:
-    def __init__(self, boxes: int, spots: int, *, ring: int = 8, latches: bool = False) -> None:
+    def __init__(
+        self,
+        boxes: int,
+        spots: int,
+        *,
+        ring: int = 8,
+        latches: bool = False,
+        clock: Clock | None = None,
+        latency_s: float = 0.0,
+    ) -> None:
         self.boxes, self.spots = boxes, spots
+        # The keypad's own latency (sim/timing.py): a key pressed shows in its ring this long after.
+        self.clock, self.latency_s = clock, latency_s
+        self._pressing: list[tuple[float, Key, int]] = []
         self.latches = latches  # freezes its own sensors on Start Game (profile latches_on_start_game)
         self.latched_at: list[int] = []  # key_seq of each press that latched the sensors
         self.faults = KeypadFaults()
@@ -347,6 +388,19 @@ class KeypadModel:
         """A key, with the chips the dealer keyed before it (a double for less), 0 for none."""
         if not 0 <= amount <= 0xFFFF:
             raise SimRefused("a keyed amount is 0 to 65535 chips")
+        if self.clock is not None and self.latency_s > 0:
+            self._pressing.append((self.clock.now() + self.latency_s, key, amount))
+            return
+        self._pressed(key, amount)
+
+    def update(self) -> None:
+        """The keys whose press has reached the registers, in the order pressed."""
+        now = self.clock.now() if self.clock is not None else 0.0
+        while self._pressing and self._pressing[0][0] <= now:
+            _, key, amount = self._pressing.pop(0)
+            self._pressed(key, amount)
+
+    def _pressed(self, key: Key, amount: int) -> None:
         self.key_seq = (self.key_seq + 1) & 0xFFFF
         self.key_ring[(self.key_seq - 1) % len(self.key_ring)] = key
         self.key_amount[(self.key_seq - 1) % len(self.key_ring)] = amount

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import uuid
 from types import TracebackType
 from typing import Any
@@ -43,10 +44,23 @@ def parse_mqtt_url(url: str) -> tuple[str, int]:
 
 
 class MqttLink:
-    def __init__(self, url: str, site: str, table_id: str, *, idle_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        site: str,
+        table_id: str,
+        *,
+        idle_timeout_s: float = 120.0,
+        pace_s: float = 0.0,
+        pace_seed: int | None = None,
+    ) -> None:
         self.host, self.port = parse_mqtt_url(url)
         self.base = f"{ROOT}/{site}/{table_id}"
         self.idle_timeout_s = idle_timeout_s
+        # --pace: the dealer takes about this long over each action (half to one and a half
+        # times it, as a person's hands vary), so that someone can follow the table on a console.
+        self.pace_s = pace_s
+        self._pace_rng = random.Random(pace_seed)
         self._client: aiomqtt.Client | None = None
         self._reader: asyncio.Task[None] | None = None
         self._latest: dict[str, Any] | None = None
@@ -146,10 +160,16 @@ class MqttLink:
         return await self._next(self._read)
 
     async def touched(self, kind: DeviceKind) -> None:
-        """Nothing to do: `tablectl run` polls its devices on its own."""
+        """`tablectl run` polls its devices on its own; a paced dealer takes its time."""
+        await self._pace()
+
+    async def _pace(self) -> None:
+        if self.pace_s > 0:
+            await asyncio.sleep(self.pace_s * self._pace_rng.uniform(0.5, 1.5))
 
     async def floor(self, command: str, args: dict[str, Any]) -> None:
         assert self._client is not None
+        await self._pace()
         request_id = uuid.uuid4().hex[:12]
         body = {"version": 1, "id": request_id, "who": "floor-sim", "role": "floor", "args": args}
         waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()

@@ -64,6 +64,7 @@ def _shoe(m: ShoeModel, p: Profile) -> Registers:
 
 
 def _reader(m: ReaderModel, p: Profile) -> Registers:
+    m.update()  # a hole card whose reading is done
     return {
         "health": [m.health],
         "insert_seq": [m.insert_seq],
@@ -79,6 +80,7 @@ def _keypad(m: KeypadModel, p: Profile) -> Registers:
             words[box - 1] |= 1 << (spot - 1)
         return words
 
+    m.update()  # keys whose press has reached the registers
     out = {
         "sensors": mask(m.sensed()),
         "sensor_faults": mask(m.faults.stuck),

@@ -30,6 +30,7 @@ from sim.models import (
     make_rng,
 )
 from sim.table_file import SimTableFile, read_table_file
+from sim.timing import NO_TIMING, TableTiming
 
 
 @dataclass
@@ -74,6 +75,7 @@ class SimTable:
         decks: int | None = None,
         at_configured: bool = False,
         direct_insert: bool = False,
+        timing: TableTiming = NO_TIMING,
     ) -> None:
         """``at_configured``: listen on the configured TCP ports and make each configured serial
         path a link to its pty (``tablectl sim``, for a ``tablectl run`` of the same file);
@@ -85,6 +87,7 @@ class SimTable:
         self.decks = decks or game.default_decks
         self.clock = clock
         self.seed = seed
+        self.timing = timing
         self.devices: dict[str, SimDeviceInfo] = {}
         self._tcp: list[ModbusTcpSim] = []
         self._rtu: dict[str, ModbusRtuSim] = {}
@@ -107,8 +110,11 @@ class SimTable:
         seed: int | None = None,
         clock: Clock = REAL_CLOCK,
         at_configured: bool = False,
+        timing_seed: int | None = None,
     ) -> SimTable:
-        """The simulators of a table file, with its game and its decks per batch."""
+        """The simulators of a table file, with its game and its decks per batch; with
+        ``timing_seed``, device timing varied by it (sim/timing.py)."""
+        names = [d.name for d in cfg.devices]
         return cls(
             list(cfg.devices),
             cfg.game,
@@ -117,6 +123,7 @@ class SimTable:
             decks=cfg.decks,
             at_configured=at_configured,
             direct_insert=cfg.direct_insert,
+            timing=NO_TIMING if timing_seed is None else TableTiming.from_seed(timing_seed, names),
         )
 
     @classmethod
@@ -132,26 +139,32 @@ class SimTable:
         return cls.from_config(cfg, seed=seed, clock=clock, at_configured=at_configured)
 
     def _model(self, cfg: DeviceConfig) -> Any:
-        sim, prof = cfg.sim, cfg.profile
+        sim, prof, timing = cfg.sim, cfg.profile, self.timing
         match cfg.kind:
             case DeviceKind.SHUFFLER:
                 decks = int(sim.get("decks", self.decks))
                 backs = tuple(cfg.options.get("backs", ("red", "blue")))
-                return ShufflerModel(
+                shuffler = ShufflerModel(
                     self.clock, self.game, decks, (backs[0], backs[1]),
-                    cycle_s=float(sim.get("cycle_s", 30.0)), rng=make_rng(self.seed),
+                    cycle_s=float(sim.get("cycle_s", 30.0)) * timing.cycle_factor, rng=make_rng(self.seed),
                     counts_cards=bool(cfg.options.get("counts_cards", True)),
                 )  # fmt: skip
+                shuffler.return_delay_s = timing.return_s
+                return shuffler
             case DeviceKind.SHOE:
                 ring = prof.reg("draw_ring").count
                 return ShoeModel(ring=ring, cover_fraction=float(sim.get("cover_fraction", 0.25)))
             case DeviceKind.READER:
-                return ReaderModel(str(prof.options.get("mode", "peek")))
+                mode = str(prof.options.get("mode", "peek"))
+                return ReaderModel(mode, clock=self.clock, latency_s=timing.reader_s)
             case DeviceKind.KEYPAD:
                 spots = int(cfg.options.get("spots", prof.options.get("spots", 1)))
                 boxes = prof.reg("sensors").count
                 latches = bool(prof.options.get(LATCHES, False))
-                return KeypadModel(boxes, spots, ring=prof.reg("key_ring").count, latches=latches)
+                return KeypadModel(
+                    boxes, spots, ring=prof.reg("key_ring").count, latches=latches,
+                    clock=self.clock, latency_s=timing.keypad_s,
+                )  # fmt: skip
             case DeviceKind.STUB_COUNTER:
                 return StubCounterModel(int(cfg.options.get("expected", 53)))
         raise AssertionError(cfg.kind)
@@ -165,6 +178,8 @@ class SimTable:
             cfg = info.config
             if cfg.profile.registers:
                 info.register_sim = RegisterSim(cfg.kind, info.model, cfg.profile, cfg.device_id)
+                info.register_sim.latency = self.timing.latency(cfg.name)
+                info.register_sim.phase_s = self.timing.phase_s.get(cfg.name, 0.0)
             if cfg.kind is DeviceKind.SHUFFLER:
                 assert info.register_sim is not None
                 to_shoe = shoe is not None and self.direct_insert
@@ -207,7 +222,7 @@ class SimTable:
         )
         if old_batch and home is not None:
             # Cards from the discard rack and the shoe go back to their own slot, face down.
-            shuffler.load(home, [dc.card for dc in old_batch])
+            shuffler.put_back(home, [dc.card for dc in old_batch])
 
     def eject_direct(self, slot: Slot) -> None:
         """Eject without a Modbus master (for a virtual dealer or a test)."""

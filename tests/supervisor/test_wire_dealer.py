@@ -131,3 +131,11 @@ async def test_the_dealer_acts_only_on_the_current_process_state(broker_port: in
         later = asyncio.create_task(link.wait())
         retained("status", {"online": True, "incarnation": "again", "birth": "again-1"})
         assert (await later)["round"] == 1
+
+
+def test_a_pace_no_person_keeps_is_refused_in_one_line(tmp_path: Path) -> None:
+    config = relocated_table("down-under", tmp_path)
+    sim = tablectl("sim", "--config", config, "--dealer", "--pace", "-1")
+    _, err = sim.communicate(timeout=GUARD_S)
+    assert sim.returncode == 2
+    assert err.strip() == "tablectl sim: --pace: must be 0 to 60 seconds"
