@@ -29,6 +29,7 @@ from sim.wire_dealer import TableStopped
 ROOT = "tablectl"
 DEFAULT_PORT = 1883
 MAX_STATE_BYTES = 1 << 20  # a state document is a few KiB; anything larger is not the table's
+RESEND_S = 5.0  # a floor command with no result this long is sent again (the table was down)
 
 
 def parse_mqtt_url(url: str) -> tuple[str, int]:
@@ -51,12 +52,14 @@ class MqttLink:
         table_id: str,
         *,
         idle_timeout_s: float = 120.0,
+        resend_s: float = RESEND_S,
         pace_s: float = 0.0,
         pace_seed: int | None = None,
     ) -> None:
         self.host, self.port = parse_mqtt_url(url)
         self.base = f"{ROOT}/{site}/{table_id}"
         self.idle_timeout_s = idle_timeout_s
+        self.resend_s = resend_s
         # --pace: the dealer takes about this long over each action (half to one and a half
         # times it, as a person's hands vary), so that someone can follow the table on a console.
         self.pace_s = pace_s
@@ -174,8 +177,16 @@ class MqttLink:
         body = {"version": 1, "id": request_id, "who": "floor-sim", "role": "floor", "args": args}
         waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._results[request_id] = waiter
-        await self._client.publish(f"{self.base}/cmd/{command}", json.dumps(body), qos=1)
+        # docs/mqtt.md: a command sent while the table is disconnected (restarting) is not queued
+        # for it; a console that sees no result sends it again, with the same id.
         async with asyncio.timeout(self.idle_timeout_s):
-            result = await waiter
+            while True:
+                await self._client.publish(f"{self.base}/cmd/{command}", json.dumps(body), qos=1)
+                try:
+                    async with asyncio.timeout(self.resend_s):
+                        result = await asyncio.shield(waiter)
+                    break
+                except TimeoutError:
+                    continue
         if not result.get("ok"):
             raise TableStopped(f"{command}: {result.get('error')}")
