@@ -30,6 +30,8 @@ ROOT = "tablectl"
 DEFAULT_PORT = 1883
 MAX_STATE_BYTES = 1 << 20  # a state document is a few KiB; anything larger is not the table's
 RESEND_S = 5.0  # a floor command with no result this long is sent again (the table was down)
+SEND_AGAIN = "send it again"  # the end of a refusal that changed nothing (docs/mqtt.md)
+AGAIN_S = 1.0  # ... sent again this much later
 
 
 def parse_mqtt_url(url: str) -> tuple[str, int]:
@@ -53,13 +55,14 @@ class MqttLink:
         *,
         idle_timeout_s: float = 120.0,
         resend_s: float = RESEND_S,
+        again_s: float = AGAIN_S,
         pace_s: float = 0.0,
         pace_seed: int | None = None,
     ) -> None:
         self.host, self.port = parse_mqtt_url(url)
         self.base = f"{ROOT}/{site}/{table_id}"
         self.idle_timeout_s = idle_timeout_s
-        self.resend_s = resend_s
+        self.resend_s, self.again_s = resend_s, again_s
         # --pace: the dealer takes about this long over each action (half to one and a half
         # times it, as a person's hands vary), so that someone can follow the table on a console.
         self.pace_s = pace_s
@@ -170,23 +173,32 @@ class MqttLink:
         if self.pace_s > 0:
             await asyncio.sleep(self.pace_s * self._pace_rng.uniform(0.5, 1.5))
 
-    async def floor(self, command: str, args: dict[str, Any]) -> None:
+    async def _command(self, command: str, args: dict[str, Any]) -> dict[str, Any]:
+        """One floor command's result. docs/mqtt.md: a command sent while the table is
+        disconnected (restarting) is not queued for it; a console that sees no result sends it
+        again, with the same id."""
         assert self._client is not None
-        await self._pace()
         request_id = uuid.uuid4().hex[:12]
         body = {"version": 1, "id": request_id, "who": "floor-sim", "role": "floor", "args": args}
         waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._results[request_id] = waiter
-        # docs/mqtt.md: a command sent while the table is disconnected (restarting) is not queued
-        # for it; a console that sees no result sends it again, with the same id.
+        while True:
+            await self._client.publish(f"{self.base}/cmd/{command}", json.dumps(body), qos=1)
+            try:
+                async with asyncio.timeout(self.resend_s):
+                    return await asyncio.shield(waiter)
+            except TimeoutError:
+                continue
+
+    async def floor(self, command: str, args: dict[str, Any]) -> None:
+        assert self._client is not None
+        await self._pace()
         async with asyncio.timeout(self.idle_timeout_s):
-            while True:
-                await self._client.publish(f"{self.base}/cmd/{command}", json.dumps(body), qos=1)
-                try:
-                    async with asyncio.timeout(self.resend_s):
-                        result = await asyncio.shield(waiter)
-                    break
-                except TimeoutError:
-                    continue
+            result = await self._command(command, args)
+            # A table still reading its devices after a restart refuses every command with "send
+            # it again" and changes nothing (docs/mqtt.md); a console does, a moment later.
+            while not result.get("ok") and str(result.get("error", "")).endswith(SEND_AGAIN):
+                await asyncio.sleep(self.again_s)
+                result = await self._command(command, args)
         if not result.get("ok"):
             raise TableStopped(f"{command}: {result.get('error')}")

@@ -35,3 +35,26 @@ async def test_a_floor_command_the_table_never_got_is_sent_again(broker: str) ->
                         break
                 await sent
     assert ids[0] == ids[1]  # the same request, so that its result answers either
+
+
+async def test_a_floor_command_refused_while_the_table_reads_its_devices_is_sent_again(broker: str) -> None:
+    """Just after a restart the table refuses every command with "...; send it again" and changes
+    nothing (docs/mqtt.md). The dealer took that for the table stopping it and gave up (seen after
+    a kill -9 of run at a Double Attack cut); like a console, it sends it again."""
+    link = MqttLink(broker, "site-1", "tbl-1", idle_timeout_s=GUARD_S, resend_s=GUARD_S, again_s=0.01)
+    async with aiomqtt.Client("127.0.0.1", int(broker.rsplit(":", 1)[1])) as table:
+        await table.subscribe("tablectl/site-1/tbl-1/cmd/+", qos=1)
+        async with link:
+            sent = asyncio.create_task(link.floor("cut_made", {"at": 100, "by": 0}))
+            answers = [
+                {"ok": False, "error": "cut_made: the table is reading its devices; send it again"},
+                {"ok": True},
+            ]
+            async with asyncio.timeout(GUARD_S):
+                async for message in table.messages:
+                    body = json.loads(message.payload)  # type: ignore[arg-type]
+                    result = {"version": 1, "id": body["id"], **answers.pop(0)}
+                    await table.publish(f"{message.topic}/result", json.dumps(result), qos=1)
+                    if not answers:
+                        break
+                await sent  # no TableStopped: the second one was taken
