@@ -1,0 +1,224 @@
+"""The wire soak: one game played by ``tablectl sim --dealer`` beside ``tablectl run``, separate
+processes with a real mosquitto, on the shipped table file (moved to free ports), the devices'
+timing varied by a seed; then judged from the journal and ``run``'s log.
+
+A plan may add, in this order:
+
+- kill -9 of ``run`` while the dealer plays: the first during the first shuffle of the fresh
+  journal, the second at the first burn (DJ Wild: the first bets), the rest at seeded moments; each
+  restart after a seeded downtime;
+- the simulators restarted (every device resets), a fault through the control port (the keypad
+  switched off and on again), then one more kill -9 and restart of ``run``. Alarms raised from the
+  simulators' stop until the keypad is back are a person's doing; any other alarm was caused by
+  nobody.
+
+``tests/supervisor/test_wire_soak.py`` runs it shortened in CI; ``bench/wire_soak.py`` runs it
+long and prints JSON (figures in docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from controller.errors import ConfigError
+from controller.supervisor.config import load_table_config
+from tests.relocated import relocated_table
+from tests.support.wire_journal import judge
+from tests.support.wire_processes import Run, Sim, StateWatch, Stuck
+
+READY_GUARD_S = 60.0  # failure guards only: a table that does not move within them is stuck
+STOP_GUARD_S = 20.0
+# A DJ Wild table whose shuffler does not count its cards: the stub is due every 5 rounds
+# (687a.9(f)); the table file says so with the shuffler's counts_cards option.
+UNCOUNTED = "dj-wild-uncounted"
+
+
+@dataclass(frozen=True)
+class Plan:
+    game: str  # a shipped table (double-back-jack, double-attack, down-under, dj-wild) or UNCOUNTED
+    shoes: int = 2  # blackjack: shoes played out
+    rounds: int = 20  # DJ Wild: rounds settled
+    seed: int = 1  # the shuffles, the kill moments and the downtimes
+    timing_seed: int = 1  # the devices' timing (sim/timing.py)
+    kills: int = 0  # kill -9 of run while the dealer plays
+    restart_sim: bool = False  # then the simulators restarted, a fault, one more kill
+    cycle_s: float | None = 2.0  # the simulated shuffler's cycle (the timing seed scales it)
+    idle_guard_s: float = 60.0  # no new state for this long while dealing: stuck
+    guard_s: float = READY_GUARD_S  # any other wait of the soak (a process up, a device back)
+
+    @property
+    def table(self) -> str:
+        return "dj-wild" if self.game == UNCOUNTED else self.game
+
+    @property
+    def wild(self) -> bool:
+        return self.table == "dj-wild"
+
+
+@dataclass
+class Timeline:
+    began: float = field(default_factory=time.time)
+    dealt_s: float = 0.0
+    kills: list[dict[str, Any]] = field(default_factory=list)
+    person: list[tuple[float, float, str]] = field(default_factory=list)  # (from, to, what)
+    stuck: str | None = None
+    stopped: float = float("inf")  # when the soak gave up (stuck, or the dealer stopped)
+    dealer_exit: int | None = None
+    dealer_said: str = ""
+
+
+def prepare(plan: Plan, folder: Path) -> Path:
+    """The table file in ``folder``: free ports, the simulated cycle, and for UNCOUNTED the
+    shuffler's ``counts_cards = false`` (ConfigError when this build has no such option)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = relocated_table(plan.table, folder)
+    text = config.read_text(encoding="utf-8")
+    if plan.cycle_s is not None:
+        text = re.sub(r"(?m)^cycle_s = [\d.]+", f"cycle_s = {plan.cycle_s:g}", text)
+    if plan.game == UNCOUNTED:
+        text = text.replace("[devices.shuffler]\n", "[devices.shuffler]\ncounts_cards = false\n", 1)
+    config.write_text(text, encoding="utf-8")
+    load_table_config(config)  # refused here, in one line, rather than by run in its log
+    return config
+
+
+async def soak(plan: Plan, broker_url: str, folder: Path) -> dict[str, Any]:
+    try:
+        config = prepare(plan, folder)
+    except ConfigError as e:
+        return {"game": plan.game, "ran": False, "why_not": str(e)}
+    cfg = load_table_config(config)
+    journal = folder / "journal.db"
+    run = Run(config, journal, broker_url)
+    sim = Sim(config, seed=plan.seed, timing_seed=plan.timing_seed, broker_url=broker_url)
+    watch = StateWatch(broker_url, cfg.site, cfg.table_id)
+    line = Timeline()
+    await watch.start()
+    try:
+        await sim.start(plan.rounds if plan.wild else 1_000_000, plan.guard_s)
+        await run.start()
+        try:
+            await _deal(plan, run, sim, watch, line)
+            if plan.restart_sim:
+                await _people(plan, run, sim, watch, line)
+        except Stuck as e:
+            line.stuck = str(e)
+            line.stopped = min(line.stopped, time.time())
+    finally:
+        await run.stop(STOP_GUARD_S)  # the table first: devices that go away are no alarm of the soak's
+        await sim.stop(STOP_GUARD_S)
+        await watch.stop()
+    return judge(plan, journal, run.lines, line)
+
+
+async def _deal(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timeline) -> None:
+    """The dealer plays until the shoes are out (DJ Wild: the rounds settled), run killed on the way."""
+    began = time.monotonic()
+    killer = asyncio.create_task(_kills(plan, run, watch, line))
+    assert sim.proc is not None
+    exited = asyncio.create_task(sim.proc.wait())
+    try:
+        while not (not plan.wild and len(watch.batches_in_play) > plan.shoes) and not exited.done():
+            seen = watch.count
+            watch.changed.clear()
+            changed = asyncio.create_task(watch.changed.wait())
+            waits = {changed, exited} | (set() if killer.done() else {killer})
+            done, _ = await asyncio.wait(
+                waits, timeout=plan.idle_guard_s, return_when=asyncio.FIRST_COMPLETED
+            )
+            changed.cancel()
+            if killer.done() and not killer.cancelled() and killer.exception() is not None:
+                raise killer.exception()  # type: ignore[misc]
+            if not done and watch.count == seen:
+                raise Stuck(f"no new state for {plan.idle_guard_s:g}s while dealing; state: {_where(watch)}")
+        line.dealt_s = time.monotonic() - began
+    finally:
+        killer.cancel()
+        await asyncio.gather(killer, return_exceptions=True)
+        if run.proc is not None and run.proc.returncode is not None:
+            await run.start()  # killed as the dealing ended: up again for what follows
+    if exited.done():
+        # The devices went with the dealer: what run says from then on is no finding.
+        line.stopped = min(sim.dealer_done_at, time.time())
+        line.dealer_exit = exited.result()
+        await sim.wait(STOP_GUARD_S)
+        line.dealer_said = sim.stderr[-1] if sim.stderr else ""
+        if line.dealer_exit != 0 or not plan.wild:
+            raise Stuck(f"the dealer stopped (exit {line.dealer_exit}): {line.dealer_said}")
+
+
+def _where(watch: StateWatch) -> str:
+    keys = ("round", "in_round", "batch_in_shoe", "halted", "asking")
+    return str({k: watch.snap.get(k) for k in keys})
+
+
+async def _kills(plan: Plan, run: Run, watch: StateWatch, line: Timeline) -> None:
+    """kill -9 of run: the first while the first batch shuffles, the second at the first burn (DJ
+    Wild: the first bets), then at seeded moments; each restarted after a seeded downtime."""
+    rng = random.Random(f"kills/{plan.seed}")
+    first = "bets" if plan.wild else "burn"
+    for n in range(plan.kills):
+        if n == 0:
+            await watch.until(lambda s: _shuffling(s), "the first shuffle", plan.guard_s)
+            await asyncio.sleep(rng.uniform(0.0, 0.5))
+            moment = "first shuffle"
+        elif n == 1:
+            await watch.until(lambda s: _asked(s) == first, f"the first {first}", plan.guard_s)
+            await asyncio.sleep(rng.uniform(0.0, 0.15))
+            moment = f"first {first}"
+        else:
+            await asyncio.sleep(rng.uniform(2.0, 10.0))
+            moment = "random"
+        down_s = rng.uniform(0.1, 1.5)
+        await run.kill9()
+        line.kills.append({"moment": moment, "at_s": round(time.time() - line.began, 2),
+                           "asking": _asked(watch.snap), "down_s": round(down_s, 2)})  # fmt: skip
+        await asyncio.sleep(down_s)  # the table is down this long: the dealer may act meanwhile
+        await run.start()
+
+
+def _asked(snap: dict[str, Any]) -> str | None:
+    ask = snap.get("asking")
+    return str(ask.get("what")) if isinstance(ask, dict) else None
+
+
+def _shuffling(snap: dict[str, Any]) -> bool:
+    batches = snap.get("batches") or {}
+    return any(isinstance(b, dict) and b.get("shuffler") == "shuffling" for b in batches.values())
+
+
+def _all_online(snap: dict[str, Any]) -> bool:
+    devices = snap.get("devices") or {}
+    return bool(devices) and all(h == "online" for h in devices.values())
+
+
+async def _people(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timeline) -> None:
+    """The simulators restarted and the keypad switched off and on: a person's doing; then run
+    killed and restarted once more, which must raise nothing."""
+    began = time.time()
+    await sim.stop(STOP_GUARD_S)
+    await sim.start(None, plan.guard_s)
+    await watch.until(_all_online, "every device back after the simulators restarted", plan.guard_s)
+    await sim.post("fault", {"fault": "power_off", "device": "keypad"})
+    await watch.until(lambda s: (s.get("devices") or {}).get("keypad") not in (None, "online"),
+                      "the keypad seen off", plan.guard_s)  # fmt: skip
+    await sim.post("fault", {"fault": "power_on", "device": "keypad"})
+    await watch.until(_all_online, "the keypad back", plan.guard_s)
+    await run.wait_ready(plan.guard_s)  # whatever run was doing: it has read every device
+    line.person.append((began, time.time(), "simulators restarted; keypad switched off and on"))
+    await run.kill9()
+    line.kills.append({"moment": "after the simulators restarted", "at_s": round(time.time() - line.began, 2),
+                       "asking": _asked(watch.snap), "down_s": 0.0})  # fmt: skip
+    seen = watch.count
+    await run.start()
+    await run.wait_ready(plan.guard_s)
+    # The restarted table publishes its state once it has read every device and reconciled.
+    await watch.until(
+        lambda s: watch.count > seen and _all_online(s), "the state after the restart", plan.guard_s
+    )
