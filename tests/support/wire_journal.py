@@ -55,6 +55,12 @@ def judge(plan: Plan, path: Path, lines: list[dict[str, Any]], line: Timeline) -
         "alarms_by_nobody": [a for a in alarms if a["by"] == "nobody"],
         "keys_refused": [_refusal(x) for x in keys_refused],
         "other_refusals": [_refusal(x) for x in refused if x not in keys_refused],
+        # Device commands a device refused or never got (an eject the shuffler did not carry out).
+        "commands_not_carried_out": [
+            {k: x.get(k) for k in ("timestamp", "incarnation", "device", "command", "error")}
+            for x in lines
+            if x.get("event") in ("command_rejected", "command_failed", "command_not_sent")
+        ],
         "stub_counts": kinds["stub_counted"],
         "stub_counts_wrong": sum(1 for r in records if r.kind == "stub_counted" and not r.payload.get("ok")),
         "cards": shoe,

@@ -19,6 +19,7 @@ long and prints JSON (figures in docs/reliability.md).
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import re
 import time
@@ -34,6 +35,7 @@ from tests.support.wire_processes import Run, Sim, StateWatch, Stuck
 
 READY_GUARD_S = 60.0  # failure guards only: a table that does not move within them is stuck
 STOP_GUARD_S = 20.0
+PORT_ATTEMPTS = 3
 # A DJ Wild table whose shuffler does not count its cards: the stub is due every 5 rounds
 # (687a.9(f)); the table file says so with the shuffler's counts_cards option.
 UNCOUNTED = "dj-wild-uncounted"
@@ -95,25 +97,39 @@ async def soak(plan: Plan, broker_url: str, folder: Path) -> dict[str, Any]:
         return {"game": plan.game, "ran": False, "why_not": str(e)}
     cfg = load_table_config(config)
     journal = folder / "journal.db"
-    run = Run(config, journal, broker_url)
     sim = Sim(config, seed=plan.seed, timing_seed=plan.timing_seed, broker_url=broker_url)
     watch = StateWatch(broker_url, cfg.site, cfg.table_id)
     line = Timeline()
     await watch.start()
+    run = Run(config, journal, broker_url)
     try:
-        await sim.start(plan.rounds if plan.wild else 1_000_000, plan.guard_s)
+        for attempt in range(PORT_ATTEMPTS):
+            try:
+                await sim.start(plan.rounds if plan.wild else 1_000_000, plan.guard_s)
+                break
+            except Stuck as e:
+                # A free port picked for the table file was taken before the simulator bound it
+                # (the machine runs other tests): move the table to other ports and start again.
+                if "address already in use" not in str(e) or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                await sim.stop(STOP_GUARD_S)
+                sim.config = run.config = prepare(plan, folder)
         await run.start()
-        try:
-            await _deal(plan, run, sim, watch, line)
-            if plan.restart_sim:
-                await _people(plan, run, sim, watch, line)
-        except Stuck as e:
-            line.stuck = str(e)
-            line.stopped = min(line.stopped, time.time())
+        await _deal(plan, run, sim, watch, line)
+        if plan.restart_sim:
+            await _people(plan, run, sim, watch, line)
+    except Exception as e:  # Stuck, or anything else: the processes are stopped and it is said
+        line.stuck = str(e) if isinstance(e, Stuck) else f"{type(e).__name__}: {e}"
+        line.stopped = min(line.stopped, time.time())
     finally:
         await run.stop(STOP_GUARD_S)  # the table first: devices that go away are no alarm of the soak's
         await sim.stop(STOP_GUARD_S)
         await watch.stop()
+    # run's log beside its journal, for whoever chases a finding (the soak's folder is kept or not)
+    log = "".join(json.dumps(x) + "\n" for x in run.lines)
+    await asyncio.to_thread((folder / "run.jsonl").write_text, log, "utf-8")
+    sim_log = "".join(x + "\n" for x in sim.stderr)
+    await asyncio.to_thread((folder / "sim.stderr").write_text, sim_log, "utf-8")
     return judge(plan, journal, run.lines, line)
 
 
@@ -124,19 +140,20 @@ async def _deal(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timelin
     assert sim.proc is not None
     exited = asyncio.create_task(sim.proc.wait())
     try:
+        moved = time.monotonic()  # the last time the game moved (a device's health is no move)
+        last = _progress(watch.snap)
         while not (not plan.wild and len(watch.batches_in_play) > plan.shoes) and not exited.done():
-            seen = watch.count
             watch.changed.clear()
             changed = asyncio.create_task(watch.changed.wait())
             waits = {changed, exited} | (set() if killer.done() else {killer})
-            done, _ = await asyncio.wait(
-                waits, timeout=plan.idle_guard_s, return_when=asyncio.FIRST_COMPLETED
-            )
+            await asyncio.wait(waits, timeout=plan.idle_guard_s, return_when=asyncio.FIRST_COMPLETED)
             changed.cancel()
             if killer.done() and not killer.cancelled() and killer.exception() is not None:
                 raise killer.exception()  # type: ignore[misc]
-            if not done and watch.count == seen:
-                raise Stuck(f"no new state for {plan.idle_guard_s:g}s while dealing; state: {_where(watch)}")
+            if _progress(watch.snap) != last:
+                moved, last = time.monotonic(), _progress(watch.snap)
+            elif time.monotonic() - moved > plan.idle_guard_s:
+                raise Stuck(f"the game did not move for {plan.idle_guard_s:g}s; state: {_where(watch)}")
         line.dealt_s = time.monotonic() - began
     finally:
         killer.cancel()
@@ -181,6 +198,11 @@ async def _kills(plan: Plan, run: Run, watch: StateWatch, line: Timeline) -> Non
                            "asking": _asked(watch.snap), "down_s": round(down_s, 2)})  # fmt: skip
         await asyncio.sleep(down_s)  # the table is down this long: the dealer may act meanwhile
         await run.start()
+
+
+def _progress(snap: dict[str, Any]) -> tuple[object, ...]:
+    """What moves when the game does (not a device's health, which may flap while nothing moves)."""
+    return tuple(str(snap.get(k)) for k in ("round", "in_round", "asking", "batch_in_shoe", "cards_in_shoe"))
 
 
 def _asked(snap: dict[str, Any]) -> str | None:
