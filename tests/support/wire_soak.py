@@ -152,6 +152,7 @@ async def _deal(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timelin
                 raise killer.exception()  # type: ignore[misc]
             if _progress(watch.snap) != last:
                 moved, last = time.monotonic(), _progress(watch.snap)
+                line.dealt_s = moved - began  # a game that stops is timed to its last move
             elif time.monotonic() - moved > plan.idle_guard_s:
                 raise Stuck(f"the game did not move for {plan.idle_guard_s:g}s; state: {_where(watch)}")
         line.dealt_s = time.monotonic() - began
