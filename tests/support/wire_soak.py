@@ -150,7 +150,7 @@ async def _deal(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timelin
             changed.cancel()
             if killer.done() and not killer.cancelled() and killer.exception() is not None:
                 raise killer.exception()  # type: ignore[misc]
-            if _progress(watch.snap) != last:
+            if watch.snap.get("round") is not None and _progress(watch.snap) != last:
                 moved, last = time.monotonic(), _progress(watch.snap)
                 line.dealt_s = moved - began  # a game that stops is timed to its last move
             elif time.monotonic() - moved > plan.idle_guard_s:
@@ -202,7 +202,9 @@ async def _kills(plan: Plan, run: Run, watch: StateWatch, line: Timeline) -> Non
 
 
 def _progress(snap: dict[str, Any]) -> tuple[object, ...]:
-    """What moves when the game does (not a device's health, which may flap while nothing moves)."""
+    """What moves when the game does (not a device's health, which may flap while nothing moves;
+    nor a restarting table's first state, which lacks the core's fields until it has read its
+    journal and devices)."""
     return tuple(str(snap.get(k)) for k in ("round", "in_round", "asking", "batch_in_shoe", "cards_in_shoe"))
 
 
