@@ -36,6 +36,7 @@ from tests.support.wire_processes import Run, Sim, StateWatch, Stuck
 READY_GUARD_S = 60.0  # failure guards only: a table that does not move within them is stuck
 STOP_GUARD_S = 20.0
 PORT_ATTEMPTS = 3
+DEALER_DONE = "the dealer finished; its simulators stopped with it"
 # A DJ Wild table whose shuffler does not count its cards: the stub is due every 5 rounds
 # (687a.9(f)); the table file says so with the shuffler's counts_cards option.
 UNCOUNTED = "dj-wild-uncounted"
@@ -162,13 +163,16 @@ async def _deal(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timelin
         if run.proc is not None and run.proc.returncode is not None:
             await run.start()  # killed as the dealing ended: up again for what follows
     if exited.done():
-        # The devices went with the dealer: what run says from then on is no finding.
-        line.stopped = min(sim.dealer_done_at, time.time())
+        done_at = min(sim.dealer_done_at, time.time())
         line.dealer_exit = exited.result()
         await sim.wait(STOP_GUARD_S)
         line.dealer_said = sim.stderr[-1] if sim.stderr else ""
         if line.dealer_exit != 0 or not plan.wild:
+            line.stopped = done_at  # the devices went with the dealer: what run says next is no finding
             raise Stuck(f"the dealer stopped (exit {line.dealer_exit}): {line.dealer_said}")
+        # DJ Wild's dealer is done: the simulators stopped with it, a person's doing (until what
+        # follows, if anything, closes the window).
+        line.person.append((done_at, float("inf"), DEALER_DONE))
 
 
 def _where(watch: StateWatch) -> str:
@@ -227,6 +231,8 @@ async def _people(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timel
     """The simulators restarted and the keypad switched off and on: a person's doing; then run
     killed and restarted once more, which must raise nothing."""
     began = time.time()
+    if line.person and line.person[-1][2] == DEALER_DONE:
+        began = line.person.pop()[0]  # the simulators already stopped with the dealer
     await sim.stop(STOP_GUARD_S)
     await sim.start(None, plan.guard_s)
     await watch.until(_all_online, "every device back after the simulators restarted", plan.guard_s)
