@@ -86,6 +86,9 @@ def prepare(plan: Plan, folder: Path) -> Path:
         text = re.sub(r"(?m)^cycle_s = [\d.]+", f"cycle_s = {plan.cycle_s:g}", text)
     if plan.game == UNCOUNTED:
         text = text.replace("[devices.shuffler]\n", "[devices.shuffler]\ncounts_cards = false\n", 1)
+        # A table of its own on the broker: beside the shipped DJ Wild table, with the same id, each
+        # dealer would read the other table's state.
+        text = re.sub(r'(?m)^id = "([^"]+)"$', r'id = "\1-uncounted"', text, count=1)
     config.write_text(text, encoding="utf-8")
     load_table_config(config)  # refused here, in one line, rather than by run in its log
     return config
