@@ -50,6 +50,7 @@ def _findings(report: dict[str, Any]) -> list[str]:
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,  # a finding; anything else (the harness broke) fails the test
     reason="issue 21, open on main when this was written (docs/reliability.md, the wire soak): false "
     "3(b)(5) batch alarms and a refused Start Game at shoe changes (item 1), DJ Wild's deal answered "
     "twice and its stub counts (item 2), a keypad reset while it was down alarmed only at the next "
