@@ -49,12 +49,14 @@ def _findings(report: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.xfail(
-    strict=True,
+    # Not strict: the findings come with the devices' timing, so a run may miss them; the suite
+    # shows XPASS then, and the mark goes once they are fixed.
+    strict=False,
     raises=AssertionError,  # a finding; anything else (the harness broke) fails the test
     reason="issue 21, open on main when this was written (docs/reliability.md, the wire soak): false "
     "3(b)(5) batch alarms and a refused Start Game at shoe changes (item 1), and now and then a keypad "
     "reset while it was down alarmed only at the next restart of run; when they are fixed this "
-    "passes and the mark goes",
+    "passes (XPASS) and the mark goes",
 )
 async def test_every_table_over_the_wire_with_kills_raises_no_alarm_nobody_caused(
     broker: str, tmp_path: Path
