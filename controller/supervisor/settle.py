@@ -132,6 +132,11 @@ class SettleWindow:
     def _read_since(self, window: int) -> bool:
         return self.window != window or self.progress.read_ok[self.shuffler] > self._after_poll
 
+    async def _until(self, at: float) -> None:
+        """Until ``at`` on the clock, however late this starts."""
+        while (left := at - self.clock.now()) > 0:
+            await self.clock.sleep(left)
+
     async def run(self) -> None:
         """Closes each window: once the shuffler has been read after it opened, or at its
         deadline. The marker goes on the event queue after what that poll reported."""
@@ -140,8 +145,7 @@ class SettleWindow:
             self._opened.clear()
             window = self.window
             read = asyncio.ensure_future(self.progress.wait_for(partial(self._read_since, window)))
-            left = self._since + self.settle_s - self.clock.now()
-            deadline = asyncio.ensure_future(self.clock.sleep(max(0.0, left)))
+            deadline = asyncio.ensure_future(self._until(self._since + self.settle_s))
             try:
                 await asyncio.wait((read, deadline), return_when=asyncio.FIRST_COMPLETED)
             finally:
