@@ -42,9 +42,10 @@ from controller.table.core import Table
 from controller.table.shoe import other_batch_in_rack
 from devices import events as dev
 
-# How long a draw or key may wait for the shuffler to be read: five of its 100 ms polls, and the
-# poll is asked for at once, so one round trip on a loaded line is well inside it. The table still
-# raises a real wrong batch within a second.
+# How long a draw or key may wait for the shuffler to be read (at least one of its poll intervals,
+# where that is longer): five of its 100 ms polls as shipped, and the poll is asked for at once,
+# so one round trip on a loaded line is well inside it. A real wrong batch is still alarmed within
+# a second.
 SETTLE_S = 0.5
 # What opens a window: what the core would alarm on or refuse for the rack (a burn or a card; a
 # key, Start Game among them). Anything else waits behind an open window but opens none.

@@ -42,7 +42,7 @@ from controller.supervisor.metrics import Readings, TableMetrics
 from controller.supervisor.outbox import Outbox
 from controller.supervisor.progress import Progress
 from controller.supervisor.reconcile import DEFAULT_MAX_CYCLE_S, Reconciler
-from controller.supervisor.settle import SettleWindow
+from controller.supervisor.settle import SETTLE_S, SettleWindow
 from controller.supervisor.startup import ConnectGrace
 from controller.supervisor.step import Stepper
 from controller.supervisor.tasks import SAFE_STOP_S, Tasks
@@ -216,11 +216,12 @@ class Supervisor:
         if self.max_cycle_s is not None:  # a shuffle that never ends is noticed with nothing else happening
             every = max(1.0, self.max_cycle_s / 4)
             self.tasks.spawn(self.tasks.every(every, self._overdue), name="supervisor-shuffles")
-        shuffler = next((d.name for d in drivers if d.kind is DeviceKind.SHUFFLER), None)
+        shuffler = next((d for d in drivers if d.kind is DeviceKind.SHUFFLER), None)
         if shuffler is not None:  # a draw or key at a shoe change waits for the shuffler's read
             settle = SettleWindow(
-                shuffler=shuffler, clock=self.clock, events=self.events, progress=self.progress, log=self.log
-            )
+                shuffler=shuffler.name, clock=self.clock, events=self.events, progress=self.progress,
+                log=self.log, settle_s=max(SETTLE_S, shuffler.config.poll_interval_s),
+            )  # fmt: skip
             self.device_events.settle = settle
             self.tasks.spawn(settle.run(), name="supervisor-settle")
         grace = self.device_events.grace = ConnectGrace(self.clock, [d.config for d in drivers])
