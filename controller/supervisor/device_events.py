@@ -17,7 +17,7 @@ from controller.supervisor.health import DeviceHealth, health_after
 from controller.supervisor.mapping import Translator, seen_of, stub_count_asked
 from controller.supervisor.progress import Progress
 from controller.supervisor.reconcile import Reconciler
-from controller.supervisor.settle import SettleWindow, rack_in_doubt
+from controller.supervisor.settle import Settled, SettleWindow, rack_in_doubt
 from controller.supervisor.startup import ConnectGrace
 from controller.supervisor.step import Stepper
 from controller.table import inputs as I
@@ -67,7 +67,11 @@ class DeviceEvents:
         if self.settle is None:
             return [event]
         stepper = self.stepper
-        return self.settle.sort(event, lambda: stepper.jt is not None and rack_in_doubt(stepper.table))
+        try:
+            return self.settle.sort(event, lambda: stepper.jt is not None and rack_in_doubt(stepper.table))
+        except Exception as e:  # a bug here must not stop the table: the event goes on unordered
+            self.log.error("settle_failed", device=event.device, error=f"{type(e).__name__}: {e}")
+            return [] if isinstance(event, Settled) else [event]
 
     async def _handle(self, event: dev.DeviceEvent) -> None:
         try:

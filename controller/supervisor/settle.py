@@ -145,12 +145,21 @@ class SettleWindow:
             await self._opened.wait()
             self._opened.clear()
             window = self.window
-            read = asyncio.ensure_future(self.progress.wait_for(partial(self._read_since, window)))
-            deadline = asyncio.ensure_future(self._until(self._since + self.settle_s))
             try:
-                await asyncio.wait((read, deadline), return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                read.cancel()
-                deadline.cancel()
-            by = "shuffler_read" if read.done() and not read.cancelled() else "deadline"
+                by = await self._closed_by(window)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # what is held is never left stuck: it is handed on now
+                self.log.error("settle_failed", error=f"{type(e).__name__}: {e}")
+                by = "error"
             await self.events.put(Settled(self.shuffler, window, by))
+
+    async def _closed_by(self, window: int) -> str:
+        read = asyncio.ensure_future(self.progress.wait_for(partial(self._read_since, window)))
+        deadline = asyncio.ensure_future(self._until(self._since + self.settle_s))
+        try:
+            await asyncio.wait((read, deadline), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            read.cancel()
+            deadline.cancel()
+        return "shuffler_read" if read.done() and not read.cancelled() else "deadline"
