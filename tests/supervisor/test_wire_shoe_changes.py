@@ -1,17 +1,13 @@
 """Shoe changes over the wire (issue 21): `tablectl run` and `tablectl sim --dealer` as separate
 processes with a real mosquitto, on the shipped table files of Double Attack and Down Under, the
 shoe polled every 50 ms as shipped and the shuffler more slowly, so the shoe is mostly read first.
-The shuffler is a direct-insert one (ruling G13) that takes the used batch back into its slot at
-the moment of the eject, as docs/simulators.md says ours does: the controller must take the burn
-and the Start Game that follow in the order they happened, however the polls fall: no alarm, no
-refused key. The floor orders a reshuffle in every other round (673a.5(f)), so a few rounds make
-a few shoe changes. The test follows the table's public state over MQTT, as a floor console
-does, and stops at the first alarm.
-
-(Why direct insert: with the stack cut by the dealer, the virtual dealer over MQTT may read the
-table's cut ask before the shuffler's eject reaches its simulator, and then waits for a new
-state that nothing publishes; tests/supervisor/test_settle_window.py covers the cut tables on
-the virtual clock.)"""
+At each shoe change the used batch goes back into its shuffler slot at the moment the new batch
+goes into the shoe: put there by the dealer after the cut, or by a direct-insert shuffler (ruling
+G13) that takes the used batch back at the moment of the eject, as docs/simulators.md says ours
+does. The controller must take the burn and the Start Game that follow in the order they
+happened, however the polls fall: no alarm, no refused key. The floor orders a reshuffle in
+every other round (673a.5(f)), so a few rounds make a few shoe changes. The test follows the
+table's public state over MQTT, as a floor console does, and stops at the first alarm."""
 
 from __future__ import annotations
 
@@ -76,28 +72,37 @@ async def order_reshuffles(link: MqttLink) -> tuple[int, list[Any]]:
         snap = await link.wait()
 
 
-@pytest.mark.parametrize("game", ["double-attack", "down-under"])
-async def test_shoe_changes_over_the_wire_raise_nothing(game: str, tmp_path: Path, broker: str) -> None:
+def table_at_the_wire(game: str, direct_insert: bool, tmp_path: Path) -> Path:
+    """The shipped table, relocated, with a one-second shuffle (each used batch is ready again by
+    the next reshuffle) and the shuffler read more slowly than shipped (100 ms), so that the shoe
+    is mostly read first; ``direct_insert``: the shuffler loads the shoe itself (ruling G13)."""
     config = relocated_table(game, tmp_path)
-    # A one-second shuffle, so each used batch is ready again by the next reshuffle.
     text = re.sub(r"(?m)^cycle_s = \d+", "cycle_s = 1", config.read_text(encoding="utf-8"))
     assert "poll_interval_s = 0.05" in text  # the shoe as shipped
-    # The shuffler read more slowly than shipped (100 ms), so that the shoe is mostly read first.
     text = text.replace(
         "[devices.shuffler]\n", f"[devices.shuffler]\npoll_interval_s = {SHUFFLER_POLL_S}\n", 1
     )
-    # A shuffler that loads the shoe itself (ruling G13) and takes the used batch back at the
-    # same moment: nobody cuts, so the dealer waits on nothing but the shoe (see the docstring).
-    game_file = table_file(game).parent / f"../games/{game}.toml"
-    direct = tmp_path / f"{game}-game.toml"
-    direct.write_text(
-        game_file.read_text(encoding="utf-8").replace(
-            "direct_insert_shuffler = false", "direct_insert_shuffler = true"
-        ),
-        encoding="utf-8",
-    )
-    text = text.replace(f'game = "../games/{game}.toml"', f'game = "{direct}"')
+    if direct_insert:
+        game_file = table_file(game).parent / f"../games/{game}.toml"
+        direct = tmp_path / f"{game}-game.toml"
+        direct.write_text(
+            game_file.read_text(encoding="utf-8").replace(
+                "direct_insert_shuffler = false", "direct_insert_shuffler = true"
+            ),
+            encoding="utf-8",
+        )
+        text = text.replace(f'game = "../games/{game}.toml"', f'game = "{direct}"')
     config.write_text(text, encoding="utf-8")
+    return config
+
+
+@pytest.mark.parametrize(
+    ("game", "direct_insert"), [("double-attack", False), ("down-under", False), ("double-attack", True)]
+)
+async def test_shoe_changes_over_the_wire_raise_nothing(
+    game: str, direct_insert: bool, tmp_path: Path, broker: str
+) -> None:
+    config = table_at_the_wire(game, direct_insert, tmp_path)
     # The dealer would play on: `run` is stopped once ROUNDS have settled, while its devices are up.
     sim = tablectl(
         "sim", "--config", config, "--dealer", "--rounds", str(ROUNDS * 10), "--broker", broker, "--seed", "4"
@@ -110,7 +115,7 @@ async def test_shoe_changes_over_the_wire_raise_nothing(game: str, tmp_path: Pat
             assert " at=" in sim.stdout.readline()  # every simulated device listens
         async with (
             asyncio.timeout(GUARD_S),
-            MqttLink(broker, SITE, TABLE_IDS[game], idle_timeout_s=5) as link,
+            MqttLink(broker, SITE, TABLE_IDS[game], idle_timeout_s=IDLE_S) as link,
         ):
             run = run_logged(config, tmp_path / "j.db", broker, log)
             changes, alarms = await order_reshuffles(link)
