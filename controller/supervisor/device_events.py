@@ -17,6 +17,7 @@ from controller.supervisor.health import DeviceHealth, health_after
 from controller.supervisor.mapping import Translator, seen_of, stub_count_asked
 from controller.supervisor.progress import Progress
 from controller.supervisor.reconcile import Reconciler
+from controller.supervisor.settle import Settled, SettleWindow, rack_in_doubt
 from controller.supervisor.startup import ConnectGrace
 from controller.supervisor.step import Stepper
 from controller.table import inputs as I
@@ -43,6 +44,7 @@ class DeviceEvents:
         self.stepper, self.policy, self.reconciler = stepper, policy, reconciler
         self.progress, self.log = progress, log
         self.grace: ConnectGrace | None = None  # set at start, from the devices' connect_grace_s
+        self.settle: SettleWindow | None = None  # set at start on a table with a shuffler
         self._waiting_said: set[str] = set()
         self.unasked = UnaskedCounts()
 
@@ -51,18 +53,36 @@ class DeviceEvents:
             event = await self.events.get()
             self.progress.busy = True
             try:
-                await self.on_event(event)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # never crash on one bad event; say which kind it was
-                self.log.error(
-                    "event_failed", device=event.device, event_kind=type(event).__name__,
-                    error=f"{type(e).__name__}: {e}",
-                )  # fmt: skip
+                for ready in self._in_order(event):
+                    await self._handle(ready)
             finally:
-                self.progress.busy = self.events.qsize() > 0
+                held = self.settle is not None and self.settle.holding
+                self.progress.busy = self.events.qsize() > 0 or held  # held: not handled yet
                 await self.progress.notify()
             stop_if_cancelling()  # an event's device command can lose a cancel like a poll can
+
+    def _in_order(self, event: dev.DeviceEvent) -> list[dev.DeviceEvent]:
+        """The events to handle now: a draw or key read before the shuffler at a shoe change
+        waits for the shuffler's next read (controller/supervisor/settle.py)."""
+        if self.settle is None:
+            return [event]
+        stepper = self.stepper
+        try:
+            return self.settle.sort(event, lambda: stepper.jt is not None and rack_in_doubt(stepper.table))
+        except Exception as e:  # a bug here must not stop the table: the event goes on unordered
+            self.log.error("settle_failed", device=event.device, error=f"{type(e).__name__}: {e}")
+            return [] if isinstance(event, Settled) else [event]
+
+    async def _handle(self, event: dev.DeviceEvent) -> None:
+        try:
+            await self.on_event(event)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # never crash on one bad event; say which kind it was
+            self.log.error(
+                "event_failed", device=event.device, event_kind=type(event).__name__,
+                error=f"{type(e).__name__}: {e}",
+            )  # fmt: skip
 
     async def on_event(self, event: dev.DeviceEvent) -> None:
         name = event.device

@@ -29,11 +29,12 @@ class Progress:
         self.busy = False  # an event is being handled (or more are queued behind it)
         self.polls_started: dict[str, int] = {}
         self.polls_done: dict[str, int] = {}
+        self.read_ok: dict[str, int] = {}  # the number (polls_started) of the last poll that answered
         self.poke: dict[str, Wake] = {}  # each driver's: a poll out of turn (settle)
         self.listeners: list[Callable[[], None]] = []
 
     def add_device(self, driver: Driver) -> None:
-        self.polls_started[driver.name] = self.polls_done[driver.name] = 0
+        self.polls_started[driver.name] = self.polls_done[driver.name] = self.read_ok[driver.name] = 0
         self.poke[driver.name] = driver.wake
 
     async def notify(self) -> None:

@@ -12,9 +12,10 @@ commands only, never another device's events or the keypad's lock.
 
 ``Supervisor`` composes the parts and starts and stops them; each part is a module of its own:
 step.py (core, journal, effects), outbox.py (device commands), device_events.py (events to
-inputs), device_policy.py (what health means for the table), reconcile.py (what the devices
-imply), command_api.py (dealer and floor actions), tasks.py (restart loops, the tick) and
-progress.py (waiting on it all, for tests and the virtual dealer).
+inputs), settle.py (device observations in the order they happened), device_policy.py (what
+health means for the table), reconcile.py (what the devices imply), command_api.py (dealer and
+floor actions), tasks.py (restart loops, the tick) and progress.py (waiting on it all, for tests
+and the virtual dealer).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from controller.supervisor.metrics import Readings, TableMetrics
 from controller.supervisor.outbox import Outbox
 from controller.supervisor.progress import Progress
 from controller.supervisor.reconcile import DEFAULT_MAX_CYCLE_S, Reconciler
+from controller.supervisor.settle import SETTLE_S, SettleWindow
 from controller.supervisor.startup import ConnectGrace
 from controller.supervisor.step import Stepper
 from controller.supervisor.tasks import SAFE_STOP_S, Tasks
@@ -214,6 +216,14 @@ class Supervisor:
         if self.max_cycle_s is not None:  # a shuffle that never ends is noticed with nothing else happening
             every = max(1.0, self.max_cycle_s / 4)
             self.tasks.spawn(self.tasks.every(every, self._overdue), name="supervisor-shuffles")
+        shuffler = next((d for d in drivers if d.kind is DeviceKind.SHUFFLER), None)
+        if shuffler is not None:  # a draw or key at a shoe change waits for the shuffler's read
+            settle = SettleWindow(
+                shuffler=shuffler.name, clock=self.clock, events=self.events, progress=self.progress,
+                log=self.log, settle_s=max(SETTLE_S, shuffler.config.poll_interval_s),
+            )  # fmt: skip
+            self.device_events.settle = settle
+            self.tasks.spawn(settle.run(), name="supervisor-settle")
         grace = self.device_events.grace = ConnectGrace(self.clock, [d.config for d in drivers])
         self.tasks.spawn(grace.run(self.events, self.policy.answered.__contains__), name="connect-grace")
         for d in drivers:

@@ -120,6 +120,8 @@ class _Followed(PollHooks):
         tasks = self.tasks
         tasks.stepper.metrics.polled(self.name, ok)
         tasks.progress.polls_done[self.name] += 1
+        if ok:  # the settle window waits for a read of the shuffler begun after it opened
+            tasks.progress.read_ok[self.name] = tasks.progress.polls_started[self.name]
         await tasks.progress.notify()
         if ok and self.name in tasks.crashed:  # restarted and answering again
             tasks.crashed.discard(self.name)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from controller.errors import RuleViolation
@@ -50,7 +50,7 @@ from controller.table import inputs as I
 from controller.table.alarms import Alarm
 from controller.table.asking import asking
 from controller.table.batches import Batch, Place
-from controller.table.events import DECODERS, EVENT_TYPES, DomainEvent, Event, event, typed
+from controller.table.events import DECODERS, EVENT_TYPES, OMIT, DomainEvent, Event, event, typed
 from controller.table.machine import HANDLERS, TRANSITIONS, Command, Step, applies, plain, public_fields
 from controller.table.sections import section
 from controller.table.shuffler import DECK_LIFETIME, EXPIRY_WARNING
@@ -110,6 +110,7 @@ class ActionTaken(Event):
     action: str
     who: str
     role: str
+    reason: str | None = field(default=None, metadata=OMIT)  # a destructive action's, as given
 
 
 @applies(TableOpened)

@@ -14,6 +14,7 @@ from controller.supervisor.actions import ACTIONS, FLOOR, BadAction, check_args
 from controller.supervisor.health import DeviceHealth
 from controller.supervisor.rig import ROOT, Rig
 from controller.telemetry.commands import COMMANDS
+from tests.supervisor.conftest import assert_journal_sound, journal_kinds
 
 MakeRig = Callable[..., Awaitable[Rig]]
 REGENERATE = "regenerate with: python -m controller.supervisor.action_docs"
@@ -96,6 +97,9 @@ async def test_every_action_reaches_the_table(table_rig: MakeRig) -> None:
         error = str(result.get("error", ""))
         by_rule = re.match(r"(6[0-9]{2}a\.[0-9]|alarm: |input: )", error) is not None
         assert result["ok"] or by_rule or "not marked out of order" in error, (action.name, result)
+    # The reasons went into the journal with who took each action, and a restart replays them.
+    assert any(p.get("reason") for k, p in journal_kinds(rig.supervisor.journal_path) if k == "action_taken")
+    assert_journal_sound(rig)
 
 
 def test_a_reason_is_one_printable_line_of_at_most_200_characters() -> None:

@@ -1,0 +1,165 @@
+"""Device observations taken in the order they happened: the settle window at a shoe change.
+
+Each device is polled at its own rate (on the shipped tables the shoe every 50 ms, the shuffler
+every 100 ms), so what two devices did in one order can reach the table in the other. At a shoe
+change that matters: the used batch goes back into its shuffler slot at the moment the new batch
+goes into the shoe (put there by the dealer, or by a direct-insert shuffler's eject), and a burn
+or a Start Game read before the shuffler's next poll would find two batches in the discard rack
+(673a.3(b)(5), 665a.3(b)(5), 685a.3(b)(5)): a false alarm, and a key refused and used up.
+
+The devices' own sequence numbers cannot order them: each counts its own events and none shares a
+clock with another. So what would look wrong only because the shuffler has not been read since is
+held, for a bounded time. While the table has the new batch in the shoe and the used one still in
+the discard rack, the first draw or key of another device opens a window: the shuffler is polled
+at once (out of turn), and the window closes when a poll of the shuffler that began after it
+opened has answered and been handled, or ``SETTLE_S`` after it opened on the table's clock,
+whichever is first. Then what was held is handled, in the order it was read, against what the
+shuffler said. Meanwhile every other device's events wait behind it (each device's events keep
+their order); the shuffler's go straight on, being what the window waits for.
+
+So a legitimate order raises nothing and refuses nothing, and a real wrong batch (the used batch
+not back in its slot) is still alarmed, one read of the shuffler later and within ``SETTLE_S``.
+One window a shoe: once one has closed with the batch still in the rack, the table's alarm
+stands and nothing more is held until the rack is clear, so cards are never delayed one by one.
+
+Nothing held is journalled or acted on, and its device's counters are not marked as seen: a
+controller killed within the window reads it again from the device (the shoe's and the keypad's
+rings) when it restarts, and decides it then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from structlog.typing import FilteringBoundLogger
+
+from controller.clock import Clock
+from controller.supervisor.progress import Progress
+from controller.table.core import Table
+from controller.table.shoe import other_batch_in_rack
+from devices import events as dev
+
+# How long a draw or key may wait for the shuffler to be read (at least one of its poll intervals,
+# where that is longer): five of its 100 ms polls as shipped, and the poll is asked for at once,
+# so one round trip on a loaded line is well inside it. A real wrong batch is still alarmed within
+# a second.
+SETTLE_S = 0.5
+# What opens a window: what the core would alarm on or refuse for the rack (a burn or a card; a
+# key, Start Game among them). Anything else waits behind an open window but opens none.
+_OPENS = (dev.CardDrawn, dev.ButtonPressed)
+
+
+@dataclass(frozen=True, slots=True)
+class Settled(dev.DeviceEvent):
+    """A window may close (put on the event queue behind the shuffler's events, never sent by a
+    device): ``by`` is ``shuffler_read`` or ``deadline``."""
+
+    window: int
+    by: str
+
+
+def rack_in_doubt(table: Table) -> bool:
+    """A batch is in the shoe and the other one still in the discard rack: the shuffler may
+    already hold it back in its slot without the table having read it yet."""
+    return (
+        not table.manual
+        and not table.shuffler_out_of_order
+        and table.shoe_back is not None
+        and other_batch_in_rack(table) is not None
+    )
+
+
+class SettleWindow:
+    def __init__(
+        self,
+        *,
+        shuffler: str,
+        clock: Clock,
+        events: asyncio.Queue[dev.DeviceEvent],
+        progress: Progress,
+        log: FilteringBoundLogger,
+        settle_s: float = SETTLE_S,
+    ) -> None:
+        self.shuffler, self.clock, self.events, self.progress = shuffler, clock, events, progress
+        self.log, self.settle_s = log, settle_s
+        self.held: list[dev.DeviceEvent] = []
+        self.window = 0  # the number of the window open (or last open)
+        self.spent = False  # a window closed at this shoe with the rack still in doubt
+        self._since = 0.0
+        self._after_poll = 0  # a successful shuffler poll that began after this one closes it
+        self._opened = asyncio.Event()
+
+    @property
+    def holding(self) -> bool:
+        return bool(self.held)
+
+    def sort(self, event: dev.DeviceEvent, in_doubt: Callable[[], bool]) -> list[dev.DeviceEvent]:
+        """The events to handle now, in the order they were read: ``event`` itself, nothing (it
+        is held), or, when ``event`` closes the window, everything held."""
+        if isinstance(event, Settled):
+            return self._close(event.by) if self.held and event.window == self.window else []
+        if self.held:
+            if event.device == self.shuffler:
+                return [event]
+            self.held.append(event)
+            return []
+        if event.device == self.shuffler or not isinstance(event, _OPENS):
+            return [event]
+        if not in_doubt():
+            self.spent = False
+            return [event]
+        if self.spent:
+            return [event]  # decided at this shoe already: the table's alarm stands
+        self._open(event)
+        return []
+
+    def _open(self, event: dev.DeviceEvent) -> None:
+        self.window += 1
+        self.held = [event]
+        self._since = self.clock.now()
+        self._after_poll = self.progress.polls_started[self.shuffler]
+        self.progress.poke[self.shuffler].set()  # read the shuffler now, not at its next turn
+        self._opened.set()
+
+    def _close(self, by: str) -> list[dev.DeviceEvent]:
+        held, self.held = self.held, []
+        self.spent = True  # reset by the first event that finds the rack clear
+        self.log.info("settle_window", by=by, held=len(held), held_s=round(self.clock.now() - self._since, 3))
+        return held
+
+    def _read_since(self, window: int) -> bool:
+        return self.window != window or self.progress.read_ok[self.shuffler] > self._after_poll
+
+    async def _until(self, at: float) -> None:
+        """Until ``at`` on the clock, however late this starts."""
+        while (left := at - self.clock.now()) > 0:
+            await self.clock.sleep(left)
+
+    async def run(self) -> None:
+        """Closes each window: once the shuffler has been read after it opened, or at its
+        deadline. The marker goes on the event queue after what that poll reported."""
+        while True:
+            await self._opened.wait()
+            self._opened.clear()
+            window = self.window
+            try:
+                by = await self._closed_by(window)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # what is held is never left stuck: it is handed on now
+                self.log.error("settle_failed", error=f"{type(e).__name__}: {e}")
+                by = "error"
+            await self.events.put(Settled(self.shuffler, window, by))
+
+    async def _closed_by(self, window: int) -> str:
+        read = asyncio.ensure_future(self.progress.wait_for(partial(self._read_since, window)))
+        deadline = asyncio.ensure_future(self._until(self._since + self.settle_s))
+        try:
+            await asyncio.wait((read, deadline), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            read.cancel()
+            deadline.cancel()
+        return "shuffler_read" if read.done() and not read.cancelled() else "deadline"
