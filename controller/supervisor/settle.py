@@ -11,14 +11,16 @@ The devices' own sequence numbers cannot order them: each counts its own events 
 clock with another. So what would look wrong only because the shuffler has not been read since is
 held, for a bounded time. While the table has the new batch in the shoe and the used one still in
 the discard rack, the first draw or key of another device opens a window: the shuffler is polled
-at once (out of turn), and the window closes when a poll of the shuffler that began after it
-opened has answered and been handled, or ``SETTLE_S`` after it opened on the table's clock,
-whichever is first. Then what was held is handled, in the order it was read, against what the
-shuffler said. Meanwhile every other device's events wait behind it (each device's events keep
-their order); the shuffler's go straight on, being what the window waits for.
+at once (out of turn), and the window closes at the first poll of the shuffler, begun after it
+opened, that has answered, been handled and shows the used batch back in its slot (a shuffler
+may take a moment to sense cards put into it: a read that still shows the slot empty waits for
+the next), or ``SETTLE_S`` after it opened on the table's clock, whichever is first. Then what
+was held is handled, in the order it was read, against what the shuffler said. Meanwhile every
+other device's events wait behind it (each device's events keep their order); the shuffler's go
+straight on, being what the window waits for.
 
 So a legitimate order raises nothing and refuses nothing, and a real wrong batch (the used batch
-not back in its slot) is still alarmed, one read of the shuffler later and within ``SETTLE_S``.
+not back in its slot) is still alarmed, ``SETTLE_S`` after the draw at the latest (under a second).
 One window a shoe: once one has closed with the batch still in the rack, the table's alarm
 stands and nothing more is held until the rack is clear, so cards are never delayed one by one.
 
@@ -82,9 +84,14 @@ class SettleWindow:
         progress: Progress,
         log: FilteringBoundLogger,
         settle_s: float = SETTLE_S,
+        later_reads: bool = True,
     ) -> None:
         self.shuffler, self.clock, self.events, self.progress = shuffler, clock, events, progress
         self.log, self.settle_s = log, settle_s
+        # Whether a read that still shows the slot empty waits for the shuffler's next (at its own
+        # rate). Not where nothing polls by itself (on a virtual clock the dealer says when): there
+        # the next read would never come, and the first decides.
+        self.later_reads = later_reads
         self.held: list[dev.DeviceEvent] = []
         self.window = 0  # the number of the window open (or last open)
         self.spent = False  # a window closed at this shoe with the rack still in doubt
@@ -100,7 +107,16 @@ class SettleWindow:
         """The events to handle now, in the order they were read: ``event`` itself, nothing (it
         is held), or, when ``event`` closes the window, everything held."""
         if isinstance(event, Settled):
-            return self._close(event.by) if self.held and event.window == self.window else []
+            if not self.held or event.window != self.window:
+                return []
+            due = self._since + self.settle_s
+            if event.by == "shuffler_read" and self.later_reads and in_doubt() and self.clock.now() < due:
+                # Read, but the slot does not show the used batch back yet: a shuffler may take a
+                # moment to sense cards put into it. Its next read decides, or the deadline.
+                self._after_poll = self.progress.polls_started[self.shuffler]
+                self._opened.set()
+                return []
+            return self._close(event.by)
         if self.held:
             if event.device == self.shuffler:
                 return [event]

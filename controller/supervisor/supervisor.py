@@ -221,6 +221,7 @@ class Supervisor:
             settle = SettleWindow(
                 shuffler=shuffler.name, clock=self.clock, events=self.events, progress=self.progress,
                 log=self.log, settle_s=max(SETTLE_S, shuffler.config.poll_interval_s),
+                later_reads=not self.poll_on_demand,
             )  # fmt: skip
             self.device_events.settle = settle
             self.tasks.spawn(settle.run(), name="supervisor-settle")

@@ -91,3 +91,54 @@ async def test_the_deadline_closes_it_and_one_window_a_shoe() -> None:
         assert settle.sort(burn(4), lambda: True) == []
     finally:
         task.cancel()
+
+
+async def test_a_read_with_the_slot_still_empty_waits_for_the_next() -> None:
+    """A shuffler may take a moment to sense the cards put into its slot (the wire soak saw 90 ms
+    and 119 ms alarmed when the first read decided): a read that still shows the rack in doubt
+    waits for the shuffler's next read, within the same deadline."""
+    clock = VirtualClock()
+    settle, progress, events = window(clock)
+    task = asyncio.create_task(settle.run())
+    try:
+        assert settle.sort(burn(1), lambda: True) == []
+        await asyncio.sleep(0)
+        await polled(progress)  # read: the slot still empty
+        marker = await asyncio.wait_for(events.get(), GUARD_S)
+        assert marker.by == "shuffler_read"
+        assert settle.sort(marker, lambda: True) == [] and settle.holding  # the next read decides
+        await polled(progress)  # read again: the batch is back
+        again = await asyncio.wait_for(events.get(), GUARD_S)
+        assert isinstance(again, Settled) and again.window == marker.window
+        assert settle.sort(again, lambda: False) == [burn(1)]
+        # At the next shoe change, a used batch that never shows up: the reads go on until the
+        # deadline decides.
+        assert settle.sort(burn(2), lambda: False) == [burn(2)]  # the rack clear meanwhile
+        assert settle.sort(burn(3), lambda: True) == []
+        await asyncio.sleep(0)
+        await polled(progress)
+        read = await asyncio.wait_for(events.get(), GUARD_S)
+        assert settle.sort(read, lambda: True) == []
+        clock.advance(SETTLE_S)
+        late = await asyncio.wait_for(events.get(), GUARD_S)
+        assert isinstance(late, Settled) and late.by == "deadline"
+        assert settle.sort(late, lambda: True) == [burn(3)]
+    finally:
+        task.cancel()
+
+
+async def test_on_demand_polling_the_first_read_decides() -> None:
+    """Where nothing polls by itself (a virtual clock: the dealer says when), no later read would
+    come: the first read decides."""
+    clock = VirtualClock()
+    settle, progress, events = window(clock)
+    settle.later_reads = False
+    task = asyncio.create_task(settle.run())
+    try:
+        assert settle.sort(burn(1), lambda: True) == []
+        await asyncio.sleep(0)
+        await polled(progress)
+        marker = await asyncio.wait_for(events.get(), GUARD_S)
+        assert settle.sort(marker, lambda: True) == [burn(1)]
+    finally:
+        task.cancel()
