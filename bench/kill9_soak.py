@@ -18,8 +18,13 @@ import platform
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import structlog
+
+# The harness lives beside the tests (tests/support/), which are not installed with the package:
+# the checkout's root is put on the path, so the command in docs/benchmarks.md runs as written.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.support.kill9 import Result, run_once
 

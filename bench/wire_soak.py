@@ -26,6 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from controller.supervisor.demo import broker
+
+# The harness lives beside the tests (tests/support/), which are not installed with the package:
+# the checkout's root is put on the path, so the command in docs/benchmarks.md runs as written.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from tests.support.wire_soak import UNCOUNTED, Plan, soak
 
 GAMES = ("double-back-jack", "double-attack", "down-under", "dj-wild", UNCOUNTED)
