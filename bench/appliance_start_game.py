@@ -44,6 +44,7 @@ import asyncio
 import json
 import logging
 import multiprocessing
+import os
 import random
 import statistics
 import tempfile
@@ -59,6 +60,7 @@ from pymodbus.client import AsyncModbusTcpClient
 from controller import logs
 from controller.clock import REAL_CLOCK
 from controller.journal import Classification, Journal
+from controller.realtime import realtime
 from controller.supervisor.config import load_table_config
 from controller.supervisor.rig import TABLES
 from controller.supervisor.supervisor import Supervisor
@@ -382,6 +384,7 @@ async def bench(
         # (the bench's own pipe to the simulators included).
         "cpu_ms_per_press": round((pressing_cpu - rest_share * pressing_wall) / len(latencies) * 1000, 3),
         "keypad_watch_ms": watch_ms or None,
+        "realtime_priority": os.sched_getparam(0).sched_priority or None,
         "slow_device": slow, "keypad_latches_on_start_game": latched,
         # Every round trip on the press's path follows a pause (the poll that sees the key, the
         # lock's write after the fsync), so the target counts the bare read made at the poll's
@@ -410,8 +413,12 @@ def main() -> None:
         action="store_true",
         help="CPU spinners on every core and an fsync writer beside the journal",
     )
+    p.add_argument("--realtime-priority", type=int, default=None, help="as tablectl run's (SCHED_FIFO)")
     args = p.parse_args()
     logs.configure(logging.ERROR)
+    if args.realtime_priority is not None:  # the controller's process, as tablectl run would be
+        refused = realtime(args.realtime_priority)
+        assert refused is None, refused
     run = bench(args.presses, args.journal_dir, args.sim_in_process, args.slow_device, args.latched,
                 args.watch_ms, args.rest_s, args.load)  # fmt: skip
     print(json.dumps(asyncio.run(run), indent=1))
