@@ -4,9 +4,10 @@ The keypad of a Double Back Jack table is put on Modbus TCP and polled at 20 Hz 
 50 ms poll); the rest of the table as in config/tables/double-back-jack.toml. The simulators run
 in a process of their own, as a table's devices are outside the appliance (``--sim-in-process``
 puts them in the controller's event loop, to compare). Each sample: chips on the sensors, Start
-Game pressed on the simulated keypad (t0); the supervisor's poll sees the key, the core opens the
-round, the journal commits, the lock command is written; the simulator carrying out ``lock`` is
-t1. The floor then voids the round so the next press starts afresh.
+Game pressed on the simulated keypad (t0); the keypad's driver sees the key (its watch, or its
+poll) and writes ``lock`` at once, before the core decides and the journal commits; the
+simulator carrying out the first ``lock`` after the press is t1. The floor then voids the round
+so the next press starts afresh.
 
 The bare round trip is a plain pymodbus client reading the keypad's 33 registers in the same run,
 at the poll's own rhythm (20 Hz, fixed rate): every round trip on a press's path follows a pause,
@@ -33,8 +34,17 @@ option ``latches_on_start_game``: the device freezes its sensors itself when Sta
 pressed, so ``start_to_locked_ms`` (press to sensors locked) is zero by construction and
 ``start_to_lock_command_ms`` is the controller's own path (poll, journal, lock written).
 
+``--load`` runs a bounded background load through the measurements (bench/background_load.py: a
+CPU spinner per core and a writer fsyncing 64 KB over and over beside the journal) and every
+figure is printed with the one-minute load average it was taken at (``load_average_1m``).
+``window_over_bare_rtt`` is the window in bare round trips (at the poll's rhythm, same run).
+``--realtime-priority N`` runs the controller's process under SCHED_FIFO as ``tablectl run
+--realtime-priority N`` does; ``--devices-realtime-priority N`` the simulators' process too (the
+devices are hardware of their own at a table: the appliance's load is not theirs).
+
     .venv/bin/python bench/appliance_start_game.py [--presses 1000] [--journal-dir DIR]
-        [--slow-device shuffler] [--latched] [--watch-ms 2] [--rest-s 10]
+        [--slow-device shuffler] [--latched] [--watch-ms 2] [--rest-s 10] [--load]
+        [--realtime-priority N] [--devices-realtime-priority N]
 """
 
 from __future__ import annotations
@@ -176,8 +186,15 @@ class SimProcess:
             await asyncio.to_thread(self._proc.join, 10)
 
 
+DEVICES_PRIORITY_ENV = "BENCH_DEVICES_REALTIME_PRIORITY"
+
+
 def _sim_child(conn: Any, devices: list[Any], spec: Any, decks: int) -> None:
     logs.configure(logging.ERROR)
+    priority = os.environ.get(DEVICES_PRIORITY_ENV)
+    if priority:  # the devices are hardware of their own: the appliance's load is not theirs
+        refused = realtime(int(priority))
+        assert refused is None, refused
     asyncio.run(_serve_sim(conn, devices, spec, decks))
 
 
@@ -385,6 +402,7 @@ async def bench(
         "cpu_ms_per_press": round((pressing_cpu - rest_share * pressing_wall) / len(latencies) * 1000, 3),
         "keypad_watch_ms": watch_ms or None,
         "realtime_priority": os.sched_getparam(0).sched_priority or None,
+        "devices_realtime_priority": int(os.environ.get(DEVICES_PRIORITY_ENV, 0)) or None,
         "slow_device": slow, "keypad_latches_on_start_game": latched,
         # Every round trip on the press's path follows a pause (the poll that sees the key, the
         # lock's write after the fsync), so the target counts the bare read made at the poll's
@@ -414,7 +432,10 @@ def main() -> None:
         help="CPU spinners on every core and an fsync writer beside the journal",
     )
     p.add_argument("--realtime-priority", type=int, default=None, help="as tablectl run's (SCHED_FIFO)")
+    p.add_argument("--devices-realtime-priority", type=int, default=None, help="the simulators' process too")
     args = p.parse_args()
+    if args.devices_realtime_priority is not None:  # read by the simulators' child process
+        os.environ[DEVICES_PRIORITY_ENV] = str(args.devices_realtime_priority)
     logs.configure(logging.ERROR)
     if args.realtime_priority is not None:  # the controller's process, as tablectl run would be
         refused = realtime(args.realtime_priority)
