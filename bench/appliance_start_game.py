@@ -4,9 +4,10 @@ The keypad of a Double Back Jack table is put on Modbus TCP and polled at 20 Hz 
 50 ms poll); the rest of the table as in config/tables/double-back-jack.toml. The simulators run
 in a process of their own, as a table's devices are outside the appliance (``--sim-in-process``
 puts them in the controller's event loop, to compare). Each sample: chips on the sensors, Start
-Game pressed on the simulated keypad (t0); the supervisor's poll sees the key, the core opens the
-round, the journal commits, the lock command is written; the simulator carrying out ``lock`` is
-t1. The floor then voids the round so the next press starts afresh.
+Game pressed on the simulated keypad (t0); the keypad's driver sees the key (its watch, or its
+poll) and writes ``lock`` at once, before the core decides and the journal commits; the
+simulator carrying out the first ``lock`` after the press is t1. The floor then voids the round
+so the next press starts afresh.
 
 The bare round trip is a plain pymodbus client reading the keypad's 33 registers in the same run,
 at the poll's own rhythm (20 Hz, fixed rate): every round trip on a press's path follows a pause,
@@ -33,8 +34,17 @@ option ``latches_on_start_game``: the device freezes its sensors itself when Sta
 pressed, so ``start_to_locked_ms`` (press to sensors locked) is zero by construction and
 ``start_to_lock_command_ms`` is the controller's own path (poll, journal, lock written).
 
+``--load`` runs a bounded background load through the measurements (bench/background_load.py: a
+CPU spinner per core and a writer fsyncing 64 KB over and over beside the journal) and every
+figure is printed with the one-minute load average it was taken at (``load_average_1m``).
+``window_over_bare_rtt`` is the window in bare round trips (at the poll's rhythm, same run).
+``--realtime-priority N`` runs the controller's process under SCHED_FIFO as ``tablectl run
+--realtime-priority N`` does; ``--devices-realtime-priority N`` the simulators' process too (the
+devices are hardware of their own at a table: the appliance's load is not theirs).
+
     .venv/bin/python bench/appliance_start_game.py [--presses 1000] [--journal-dir DIR]
-        [--slow-device shuffler] [--latched] [--watch-ms 2] [--rest-s 10]
+        [--slow-device shuffler] [--latched] [--watch-ms 2] [--rest-s 10] [--load]
+        [--realtime-priority N] [--devices-realtime-priority N]
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ import asyncio
 import json
 import logging
 import multiprocessing
+import os
 import random
 import statistics
 import tempfile
@@ -53,11 +64,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from background_load import BackgroundLoad, load_average  # bench/, beside this script
 from pymodbus.client import AsyncModbusTcpClient
 
 from controller import logs
 from controller.clock import REAL_CLOCK
 from controller.journal import Classification, Journal
+from controller.realtime import realtime
 from controller.supervisor.config import load_table_config
 from controller.supervisor.rig import TABLES
 from controller.supervisor.supervisor import Supervisor
@@ -106,7 +119,10 @@ class SimControl:
                 self.model.press(Key.START_GAME)
                 latched = time.perf_counter() if self.model.locked else None  # the device's own latch
                 await self._until(lambda: len(self._locked_at) > before)
-                return t0, latched or self._locked_at[-1], self._locked_at[-1]
+                # The first lock after the press: the driver's reflex (the table's own lock after
+                # its commit follows it, and is not the window).
+                first = self._locked_at[before]
+                return t0, latched or first, first
             case ("unlocked",):
                 await self._until(lambda: not self.model.locked)
         return None
@@ -170,8 +186,15 @@ class SimProcess:
             await asyncio.to_thread(self._proc.join, 10)
 
 
+DEVICES_PRIORITY_ENV = "BENCH_DEVICES_REALTIME_PRIORITY"
+
+
 def _sim_child(conn: Any, devices: list[Any], spec: Any, decks: int) -> None:
     logs.configure(logging.ERROR)
+    priority = os.environ.get(DEVICES_PRIORITY_ENV)
+    if priority:  # the devices are hardware of their own: the appliance's load is not theirs
+        refused = realtime(int(priority))
+        assert refused is None, refused
     asyncio.run(_serve_sim(conn, devices, spec, decks))
 
 
@@ -265,6 +288,7 @@ def p50_p99(xs: list[float], digits: int = 3) -> dict[str, float]:
 async def bench(
     presses: int, journal_dir: Path | None = None, in_process: bool = False,
     slow: str | None = None, latched: bool = False, watch_ms: float = 0.0, rest_s: float = 10.0,
+    load: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     cfg = load_table_config(TABLES / "double-back-jack.toml")
     cfg = replace(cfg, options=replace(cfg.options, direct_insert_shuffler=True))  # ruling G13
@@ -293,10 +317,12 @@ async def bench(
     paced: list[float] = []
     pressed: list[float] = []
     marks = Marks()
+    loads: dict[str, float] = {}  # the one-minute load average as each figure was taken
     with tempfile.TemporaryDirectory(dir=journal_dir) as tmp:
         sup = Supervisor(cfg, Path(tmp) / "j.db", devices=configs)
         await sup.start()
         marks.install(sup)
+        background = BackgroundLoad(Path(tmp)) if load else None
         try:
             async with asyncio.timeout(30):
                 await sup.ready.wait()
@@ -306,11 +332,15 @@ async def bench(
             if slow is not None:  # from now on (the shoe holds its batch: the table can deal)
                 await sim.ask("slow", slow)
             await sim.ask("bets")
+            if background is not None:  # from now to the last bare figure: every figure under it
+                background.start()
+                await asyncio.sleep(5)  # the spinners up and the load average climbing (pacing only)
             # At rest first: every device polled as configured (the keypad's watch included),
             # nothing pressed; the bench itself only sleeps, so this is the appliance's own share.
             wall0, cpu0 = time.perf_counter(), time.process_time()
             await asyncio.sleep(rest_s)
             rest_share = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
+            loads["appliance_cpu_share"] = load_average()
             wall0, cpu0 = time.perf_counter(), time.process_time()
             for _ in range(presses):
                 # A dealer presses at any moment of the poll cycle, not just after a poll.
@@ -320,11 +350,13 @@ async def bench(
                 pressed.append(t0)
                 latencies.append(t1 - t0)
                 to_command.append(sent - t0)
+                await sup.wait_for(lambda: sup.table.in_round)  # the lock comes before the decision
                 result = await sup.command("void_round", {"section": "673a.13(h)(1)"}, "floor-1", "floor")
                 assert result["ok"], result
                 async with asyncio.timeout(5):
                     await sim.ask("unlocked")
             pressing_wall, pressing_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+            loads["start_to_locked_ms"] = load_average()
             cpu_share = pressing_cpu / pressing_wall
             async with AsyncModbusTcpClient("127.0.0.1", port=keypad_port) as client:
                 for _ in range(presses):
@@ -339,16 +371,28 @@ async def bench(
                     rr = await client.read_holding_registers(0, count=33, device_id=3)
                     paced.append(time.perf_counter() - t0)
                     assert not rr.isError()
+            loads["bare_modbus_rtt_ms"] = load_average()
         finally:
             await sup.stop()
             await sim.stop()
-        commits = bare_commits(Path(tmp) / "bare.db", presses, rng)  # the table stopped: nothing waits
+        try:
+            commits = bare_commits(Path(tmp) / "bare.db", presses, rng)  # the table stopped: nothing waits
+            loads["bare_journal_commit_ms"] = load_average()
+        finally:
+            if background is not None:
+                background.stop()
+    window, rtt = p50_p99(latencies, 2), p50_p99(paced)
     return {
         "presses": len(latencies), "poll_interval_ms": POLL_S * 1000,
         "simulators": "in the controller's process" if in_process else "in their own process",
-        "start_to_locked_ms": {**p50_p99(latencies, 2),
+        "background_load": background.describe() if background is not None else None,
+        "load_average_1m": loads,  # beside each figure: taken as it was finished
+        "start_to_locked_ms": {**window,
                                "max": round(max(latencies) * 1000, 2),
                                "mean": round(statistics.mean(latencies) * 1000, 2)},
+        # The window in bare round trips (at the poll's rhythm): what the path costs beyond the wire.
+        "window_over_bare_rtt": {"p50": round(window["p50"] / rtt["p50"], 2),
+                                 "p99": round(window["p99"] / rtt["p99"], 2)},
         "start_to_lock_command_ms": p50_p99(to_command, 2),
         "appliance_cpu_share": round(rest_share, 4),
         "appliance_cpu_share_while_pressing": round(cpu_share, 4),
@@ -357,11 +401,13 @@ async def bench(
         # (the bench's own pipe to the simulators included).
         "cpu_ms_per_press": round((pressing_cpu - rest_share * pressing_wall) / len(latencies) * 1000, 3),
         "keypad_watch_ms": watch_ms or None,
+        "realtime_priority": os.sched_getparam(0).sched_priority or None,
+        "devices_realtime_priority": int(os.environ.get(DEVICES_PRIORITY_ENV, 0)) or None,
         "slow_device": slow, "keypad_latches_on_start_game": latched,
         # Every round trip on the press's path follows a pause (the poll that sees the key, the
         # lock's write after the fsync), so the target counts the bare read made at the poll's
         # rhythm; the same read back to back, hot, is printed beside it with what it would make.
-        "bare_modbus_rtt_ms": p50_p99(paced),
+        "bare_modbus_rtt_ms": rtt,
         "target_p99_ms": round(POLL_S * 1000 + 3 * pct(paced, 99), 2),
         "back_to_back_modbus_rtt_ms": p50_p99(bare),
         "back_to_back_target_p99_ms": round(POLL_S * 1000 + 3 * pct(bare, 99), 2),
@@ -380,10 +426,22 @@ def main() -> None:
     p.add_argument("--latched", action="store_true", help="the keypad latches its sensors on Start Game")
     p.add_argument("--watch-ms", type=float, default=0.0, help="the keypad's key watch interval (0: none)")
     p.add_argument("--rest-s", type=float, default=10.0, help="seconds at rest for the CPU share")
+    p.add_argument(
+        "--load",
+        action="store_true",
+        help="CPU spinners on every core and an fsync writer beside the journal",
+    )
+    p.add_argument("--realtime-priority", type=int, default=None, help="as tablectl run's (SCHED_FIFO)")
+    p.add_argument("--devices-realtime-priority", type=int, default=None, help="the simulators' process too")
     args = p.parse_args()
+    if args.devices_realtime_priority is not None:  # read by the simulators' child process
+        os.environ[DEVICES_PRIORITY_ENV] = str(args.devices_realtime_priority)
     logs.configure(logging.ERROR)
+    if args.realtime_priority is not None:  # the controller's process, as tablectl run would be
+        refused = realtime(args.realtime_priority)
+        assert refused is None, refused
     run = bench(args.presses, args.journal_dir, args.sim_in_process, args.slow_device, args.latched,
-                args.watch_ms, args.rest_s)  # fmt: skip
+                args.watch_ms, args.rest_s, args.load)  # fmt: skip
     print(json.dumps(asyncio.run(run), indent=1))
 
 

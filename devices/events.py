@@ -295,6 +295,10 @@ class ButtonPressed(DeviceEvent):
     key: Key
     sequence: int = 0
     amount: int | None = None  # chips keyed with it (a double for less); None: none keyed
+    # A Start Game that found the bet sensors open and left them locked before it was handed on
+    # (the keypad driver's reflex, or the device's own latch): the journal records the lock
+    # before the table's decision, and a refusal unlocks them (controller/table/sensors.py).
+    locked: bool = False
 
 
 @dataclass(frozen=True, slots=True)

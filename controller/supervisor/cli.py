@@ -16,9 +16,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import structlog
+
 from controller import logs
 from controller.console.settings import ConsoleSettings, console_settings
 from controller.errors import ConfigError, TablectlError
+from controller.realtime import realtime
 from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
@@ -55,6 +58,14 @@ def _parser() -> argparse.ArgumentParser:
         help="serve /metrics (Prometheus text format) and /healthz here (default [metrics] listen, else"
         " none; docs/metrics.md)",
     )
+    p.add_argument(
+        "--realtime-priority",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run under SCHED_FIFO at priority N (1-99): the Start Game window holds on a busy box"
+        " (docs/design.md); the shipped systemd unit grants it",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 
@@ -82,6 +93,13 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
         print(f"tablectl run: journal {journal} (--journal PATH to choose)", file=sys.stderr)
     # From here on the table logs (JSON lines on stdout); a refusal above is one line on stderr.
     logs.configure(getattr(logging, args.log_level.upper()))
+    if args.realtime_priority is not None:  # before any thread starts: they inherit it
+        refused = realtime(args.realtime_priority)
+        log = structlog.get_logger("tablectl.run")
+        if refused is None:
+            log.info("realtime_priority", policy="fifo", priority=args.realtime_priority)
+        else:
+            log.warning("realtime_priority_refused", error=refused)
     try:
         forwarder = None
         if telemetry is None:

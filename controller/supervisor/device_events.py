@@ -114,9 +114,13 @@ class DeviceEvents:
             else:  # before this event's own counters, which come after the unasked ones
                 await self.unasked.asked(self.stepper, self.log)
             inputs = self.translator.inputs(event, self.stepper.table)
+            # A Start Game the keypad's driver locked the sensors for: journalled with the first
+            # input's decision, and undone if that is refused (controller/table/sensors.py).
+            locked_at = event.sequence if isinstance(event, dev.ButtonPressed) and event.locked else None
             for i, inp in enumerate(inputs):
                 last = i == len(inputs) - 1
-                if await self.stepper.feed(inp, origin=name, seen=seen if last else None) is None:
+                lock, upto = (locked_at if i == 0 else None), (seen if last else None)
+                if await self.stepper.feed(inp, origin=name, seen=upto, locked_at=lock) is None:
                     break  # the rest of this event's inputs depend on the refused one
                 if last:
                     seen = None  # journalled with the step

@@ -22,6 +22,7 @@ from controller.supervisor.outbox import Outbox
 from controller.supervisor.step import Stepper
 from controller.supervisor.telemetry import Telemetry
 from controller.table import inputs as I
+from controller.table.sensors import sensors_held
 from devices import commands as dc
 from devices import events as dev
 from devices.drivers.base import Driver
@@ -65,8 +66,10 @@ class DevicePolicy:
         marked = new is DeviceHealth.OUT_OF_ORDER  # only the floor's device_restored clears it
         if isinstance(event, dev.DeviceOnline) and kind is DeviceKind.KEYPAD and not marked:
             self.translator.progressive_closed = False
-            if not table.in_round:
-                self.outbox.send(DeviceKind.KEYPAD, dc.UnlockSensors())
+            # The sensors as the journal has them (687a.9(b)): a restart after a kill between a
+            # lock and its commit, or a keypad that lost its lock mid-round, is put right.
+            held = sensors_held(table)
+            self.outbox.send(DeviceKind.KEYPAD, dc.LockSensors() if held else dc.UnlockSensors())
         wild = table.wild
         if isinstance(event, dev.DeviceOnline) and kind is DeviceKind.STUB_COUNTER and wild and wild.dealt:
             # Back after a restart or an outage while the stub is due: its count may have gone by

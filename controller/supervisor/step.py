@@ -31,6 +31,7 @@ from controller.table import inputs as I
 from controller.table.core import Command as CoreCommand
 from controller.table.core import Step, Table
 from controller.table.recorder import JournaledTable, Seen
+from controller.table.sensors import locked_at_start
 from devices import commands as dc
 from devices import events as dev
 from devices.profiles import DeviceKind
@@ -91,13 +92,19 @@ class Stepper:
         self.telemetry.journal_appended()
 
     async def feed(
-        self, inp: I.Input, origin: str | None, who: str | None = None, seen: Seen | None = None
-    ) -> Step | None:
-        """Handle one input through the journal; None when it was refused (logged, one line)."""
+        self, inp: I.Input, origin: str | None, who: str | None = None, seen: Seen | None = None,
+        locked_at: int | None = None,
+    ) -> Step | None:  # fmt: skip
+        """Handle one input through the journal; None when it was refused (logged, one line).
+        ``locked_at``: the Start Game (its key_seq) the keypad's driver locked the sensors for
+        before this input was decided: journalled first, with the decision; a refusal unlocks."""
         try:
-            return await self.step(inp, origin, who, seen)
+            return await self.step(inp, origin, who, seen, locked_at=locked_at)
         except RuleViolation as e:
             self.log.warning("refused", device=origin, input=type(inp).__name__, who=who, error=str(e))
+            if locked_at is not None and origin is not None and not isinstance(inp, I.StartRefused):
+                refused = I.StartRefused(origin, locked_at, e.section, e.message)
+                await self.feed(refused, origin, seen=seen, locked_at=locked_at)
         except JournalError as e:
             # Not journalled, so it did not happen (JournaledTable rebuilt the table from the file).
             self.log.error("journal_failed", device=origin, input=type(inp).__name__, error=str(e))
@@ -110,6 +117,7 @@ class Stepper:
         who: str | None,
         seen: Seen | None = None,
         taken_by: dict[str, str] | None = None,
+        locked_at: int | None = None,
     ) -> Step:
         """Core decides, journal commits, then the effects. Raises what the core or journal raise."""
         assert self.jt is not None
@@ -121,7 +129,9 @@ class Stepper:
         last = self.jt.journal.last_seq
         # Journalled (committed, in the journal's thread) before any effect.
         began = time.perf_counter()
-        step = await self.jt.handle_async(inp, self.wall(), self._writer, seen, taken_by)
+        now = self.wall()
+        lead = (locked_at_start(origin, locked_at, now),) if locked_at is not None and origin else ()
+        step = await self.jt.handle_async(inp, now, self._writer, seen, taken_by, lead)
         if step.events:
             self.metrics.committed(time.perf_counter() - began, ((e.kind, e.payload) for e in step.events))
         # Effects first, then the bookkeeping: the lock after Start Game is the past-posting window
@@ -187,4 +197,6 @@ class Stepper:
             self.outbox.send(DeviceKind.READER, dc.SetUpCard(rnd.state.dealer[0].rank))
         if was_in_round and not t.in_round:
             self.outbox.send(DeviceKind.READER, dc.ResetReader())
+            self.outbox.send(DeviceKind.KEYPAD, dc.UnlockSensors())
+        elif "sensors_unlocked" in kinds:  # a refused Start Game: its lock undone (687a.9(b))
             self.outbox.send(DeviceKind.KEYPAD, dc.UnlockSensors())

@@ -42,6 +42,7 @@ from controller.table import (
     reader,
     round,
     round_end,
+    sensors,
     shoe,
     shuffler,
     wild,
@@ -75,6 +76,7 @@ MACHINES = (
     wild,
     progressive,
     devices,
+    sensors,
 )
 
 

@@ -78,6 +78,9 @@ CLASSIFICATION: dict[str, Classification] = {
     "progressive_collected": P,
     "wild_round_dealt": P,
     "stub_counted": P,  # the count only; the stub's contents are never known to the core
+    # the bet sensors at Start Game (controller/table/sensors.py)
+    "sensors_locked": P,
+    "sensors_unlocked": P,
     "deck_removed": P,
     # floor and alarms
     "action_taken": P,  # who (signed in) took a dealer or floor action; the events after it say what

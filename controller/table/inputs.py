@@ -253,6 +253,17 @@ class StartGame(Input):
 
 
 @dataclass(frozen=True, slots=True)
+class StartRefused(Input):
+    """The keypad's driver locked the bet sensors at Start Game ``key_seq`` and the table refused
+    it (``section``, ``reason``): the lock is undone unless a round in play holds it (687a.9(b))."""
+
+    device: str
+    key_seq: int
+    section: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class WildHandsDealt(Input):
     """687a.9(c)-(e): five cards to each box, five to the dealer, one to the layout."""
 

@@ -200,13 +200,24 @@ class JournaledTable:
 
     async def handle_async(
         self, inp: Input, now: float, writer: Executor, seen: Seen | None = None,
-        taken_by: dict[str, str] | None = None,
+        taken_by: dict[str, str] | None = None, lead: tuple[DomainEvent, ...] = (),
     ) -> Step:  # fmt: skip
         """``handle`` with the commit (and its fsync) on ``writer``, the journal's own thread: the
         core decides here, the event loop goes on with the other devices while the disk flushes,
-        and the step is on disk when this returns, so its effects still come after it."""
+        and the step is on disk when this returns, so its effects still come after it.
+
+        ``lead``: what a device did before the table decided (the bet sensors locked at Start
+        Game, controller/table/sensors.py), journalled first in the same transaction, whatever
+        the step decides: a kill before the commit leaves neither, never one without the other."""
         step, rows, marks = self._decide(inp, now, seen, taken_by)
-        await self._write(rows, marks, writer)
+        if lead:
+            led: list[Row] = [(e.kind, e.payload, e.classification, e.at) for e in lead]
+            if marks and not step.events:  # the counters' own record: they ride in the lead's
+                kind, payload, classification, at = led[-1]
+                led[-1] = (kind, {**payload, SEEN_KEY: marks[0].payload}, classification, at)
+                rows = rows[1:]
+            rows = [*led, *rows]
+        await self._write(rows, [*marks, *lead], writer)
         return step
 
     def mark(self, seen: Seen, now: float) -> None:

@@ -3,6 +3,8 @@ dealer's decision keys (687a.9(b))."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from devices.commands import Command, LockSensors, SetLight, ShowMeter, UnlockSensors
 from devices.drivers.registers import RegisterDriver, SeqGuard, Snapshot, new_in_ring, ring_word
 from devices.errors import CommandRejected, FrameDecodeError
@@ -18,18 +20,70 @@ from devices.events import (
     SensorsLocked,
 )
 from devices.profiles import DeviceKind
+from devices.transport.modbus import WordWatch
 
 
 class KeypadDriver(RegisterDriver):
     kind = DeviceKind.KEYPAD
     commands = (LockSensors, UnlockSensors, SetLight, ShowMeter)
     watch_register = "key_seq"  # a Start Game is seen within the watch's interval (687a.9(b))
+    watch_with = ("locked", "key_ring")  # read with it: the press is known, and locked, in the thread
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.boxes = self.profile.reg("sensors").count
         self.spots = int(self.config.options.get("spots", self.profile.options.get("spots", 1)))
         self._keys = SeqGuard(self.profile.reg("key_ring").count)
+        self._start_code = self.profile.enum_value("key", Key.START_GAME.value)
+        self._lock_words = self._command_words("lock")
+        self.reflexed: int | None = None  # the last Start Game (key_seq) the watch locked for
+
+    # -- the reflex: the sensors locked at Start Game, before the table decides (687a.9(b)) -------
+    # Locking can only stop wagers, never take or pay one, so it need not wait for the journal:
+    # the window is then the driver's (the watch's interval and two round trips), not the disk's
+    # flush or the event loop's. The table decides after; a refusal unlocks (controller/table/
+    # sensors.py). A keypad that latches on Start Game by itself is left to do so.
+
+    def watched(self, watch: WordWatch, words: dict[str, list[int]]) -> None:
+        """In the watch's thread: a Start Game among the keys new since the last poll, with the
+        sensors open, locks them on the watch's own socket at once."""
+        seq, trusted = words["key_seq"][0], self._keys.trusted
+        if trusted is None or words["locked"][0] or self.reflexed == seq:
+            return
+        ring = words["key_ring"]
+        news, _ = new_in_ring(trusted, seq, len(ring))
+        if any(ring_word(ring, s) == self._start_code for s in news) and watch.write(*self._lock_words):
+            self.reflexed = seq
+
+    async def _poll(self) -> None:
+        was_locked = bool(self._prev["locked"][0]) if self._prev is not None else False
+        events = self.decode(await self.read_block())
+        for i, ev in enumerate(events):
+            if isinstance(ev, ButtonPressed) and ev.key is Key.START_GAME:
+                events[i] = await self._locked_for(ev, was_locked)
+                break
+        for ev in events:
+            self.emit(ev)
+
+    async def _locked_for(self, press: ButtonPressed, was_locked: bool) -> ButtonPressed:
+        """A Start Game read by the full poll: locked at once if the sensors are still open (no
+        watch, or the watch missed it), and marked ``locked`` when this press left them locked:
+        by the watch's reflex, by this write, or by the device's own latch. Sensors locked
+        already before it (a round in play, the shutdown's lock) are not this press's."""
+        assert self._prev is not None  # decoded just now
+        reflexed, self.reflexed = self.reflexed, None
+        if self._prev["locked"][0]:
+            return replace(press, locked=not was_locked or reflexed is not None)
+        try:
+            await self._command("lock")
+        except CommandRejected as exc:  # the table's own lock after its decision is the fallback
+            self.log.warning("reflex_lock_failed", error=str(exc))
+            return press
+        return replace(press, locked=True)
+
+    def _command_words(self, name: str) -> tuple[int, list[int]]:
+        spec = self.profile.reg("command")
+        return spec.address, [self.profile.commands[name]] + [0] * (spec.count - 1)
 
     def counters(self, snap: Snapshot) -> dict[str, int]:
         return {"key_seq": snap["key_seq"][0]}

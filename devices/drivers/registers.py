@@ -17,8 +17,10 @@ Snapshot = dict[str, list[int]]
 
 
 class RegisterDriver(Driver):
-    # The register a fast watch reads between polls, when the device's ``watch_interval_s`` is set.
+    # The register a fast watch reads between polls, when the device's ``watch_interval_s`` is set,
+    # and the registers read with it in the same request (``watched`` gets them all).
     watch_register: ClassVar[str | None] = None
+    watch_with: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -40,31 +42,40 @@ class RegisterDriver(Driver):
         # baud), so watching one device on it would hold the line from the others.
         tcp = bus.endpoint.transport is TransportKind.MODBUS_TCP
         if self.watch_register is not None and every is not None and every < config.poll_interval_s and tcp:
-            spec = self.profile.reg(self.watch_register)
-            self._watch = WordWatch(bus.endpoint, config.device_id, spec.address, float(every),
-                                    timeout_s=config.timeout_s)  # fmt: skip
+            specs = [self.profile.reg(n) for n in (self.watch_register, *self.watch_with)]
+            first = min(r.address for r in specs)
+            count = max(r.address + r.count for r in specs) - first
+            self._watch = WordWatch(bus.endpoint, config.device_id, first, float(every),
+                                    timeout_s=config.timeout_s, count=count,
+                                    index=specs[0].address - first)  # fmt: skip
 
     async def _poll(self) -> None:
+        self.ingest(await self.read_block())
+
+    async def read_block(self) -> list[int]:
         start, count = self._span
-        words = await self.bus.read_holding(
+        return await self.bus.read_holding(
             self.config.device_id, start, count,
             timeout_s=self.config.timeout_s, attempts=self.config.retry.read_attempts,
         )  # fmt: skip
-        self.ingest(words)
 
     def ingest(self, words: list[int]) -> None:
         """Turn one polled block into events; FrameDecodeError leaves the driver as it was."""
+        for ev in self.decode(words):
+            self.emit(ev)
+
+    def decode(self, words: list[int]) -> list[DeviceEvent]:
+        """The events one polled block makes, worked out before any is emitted: a poll that fails
+        to decode half way is dropped whole (FrameDecodeError), and the next good poll is diffed
+        against the last good one."""
         if words == self._words and self.settled():
-            return  # the same block as the last (most polls): nothing moved, nothing to decode
+            return []  # the same block as the last (most polls): nothing moved, nothing to decode
         snap = self.profile.decode_block(self._span[0], words)
-        # Work out every event before emitting any: a poll that fails to decode half way is
-        # dropped whole, and the next good poll is diffed against the last good one.
         events = self.diff(self._prev, snap)
         if self._prev is None:
             events = self._first_reading(snap) + events
         self._prev, self._words = snap, words
-        for ev in events:
-            self.emit(ev)
+        return events
 
     def counters(self, snap: Snapshot) -> dict[str, int]:
         """The counters a restart reads this device on from (see ``Driver.baseline``)."""
@@ -92,10 +103,29 @@ class RegisterDriver(Driver):
             return await super().watch(seconds)
         last = self._words[self.profile.reg(self.watch_register).address - self._span[0]]
         try:
-            return await asyncio.to_thread(self._watch.until_moved, last, seconds, self.wake.flag)
+            return await asyncio.to_thread(self._watch_moved, self._watch, last, seconds)
         except asyncio.CancelledError:
             self.wake.flag.set()  # the thread stops at its next look, not at the pause's end
             raise
+
+    def _watch_moved(self, watch: WordWatch, last: int, seconds: float) -> bool:
+        """In the watch's thread: whether the watched word moved, after ``watched`` had the words."""
+        words = watch.until_moved(last, seconds, self.wake.flag)
+        if words is None:
+            return False
+        names = (self.watch_register or "", *self.watch_with)
+        self.watched(watch, {n: self._words_of(n, watch, words) for n in names})
+        return True
+
+    def _words_of(self, name: str, watch: WordWatch, words: list[int]) -> list[int]:
+        spec = self.profile.reg(name)
+        at = spec.address - watch.address
+        return words[at : at + spec.count]
+
+    def watched(self, watch: WordWatch, words: dict[str, list[int]]) -> None:
+        """In the watch's thread, the moment the watched word moved: the registers read with it,
+        by name. The loop is waiting for the thread, so the driver's state holds still; only
+        what may be done before the full poll belongs here (a keypad's reflex)."""
 
     async def close(self) -> None:
         if self._watch is not None:

@@ -73,3 +73,35 @@ async def test_a_poll_out_of_turn_ends_the_watch(keypad_on_tcp: tuple[SimTable, 
         running.cancel()
         async with asyncio.timeout(GUARD_S):
             await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_the_watch_locks_the_sensors_at_start_game_itself(
+    keypad_on_tcp: tuple[SimTable, Driver, BusRegistry],
+) -> None:
+    """687a.9(b): the watch's thread locks the sensors on its own socket the moment it reads the
+    press (a reflex), before the event reaches anyone; another key locks nothing."""
+    sim, driver, _ = keypad_on_tcp
+    model = sim.devices["keypad"].model
+    reg = sim.devices["keypad"].register_sim
+    assert reg is not None
+    locks: list[str] = []
+    reg.on_command = lambda name, _: locks.append(name)
+    running = asyncio.create_task(driver.run())
+    try:
+        await next_event(driver, SensorsLocked)
+        model.place_bet(1, 1)
+        model.press(Key.HIT)
+        hit, _ = await next_event(driver, ButtonPressed)
+        assert hit.key is Key.HIT and not hit.locked and not model.locked and locks == []
+        polled = driver.bus.requests  # type: ignore[attr-defined]
+        model.press(Key.START_GAME)
+        start, _ = await next_event(driver, ButtonPressed)
+        assert start.key is Key.START_GAME and start.locked
+        assert model.locked and locks == ["lock"]  # one write: the full poll found them locked
+        assert driver.bus.requests == polled + 1  # type: ignore[attr-defined]  # that poll, no write of its own
+        model.place_bet(2, 1)  # too late: not sensed
+        assert model.sensed() == {(1, 1)}
+    finally:
+        running.cancel()
+        async with asyncio.timeout(GUARD_S):
+            await asyncio.gather(running, return_exceptions=True)

@@ -85,8 +85,10 @@ async def test_a_failed_shoe_stops_dealing_until_it_is_back(table_rig: MakeRig) 
     assert len(refused) == 3  # the keypad's Start Game and the two commands, one line each
     for e in refused:
         assert e["input"] == "RoundOpened" and e["error"].startswith(section) and "\n" not in e["error"]
-    # Nothing journalled for a refused round but that the key was read (device_seen).
-    assert [k for k, _ in journal_kinds(sup.journal_path)][before:] == ["device_seen"]
+    # No round journalled: the sensors the key's press locked (the keypad driver's reflex), the
+    # refusal that unlocked them, and that the key was read (its counter in the last record).
+    assert [k for k, _ in journal_kinds(sup.journal_path)][before:] == ["sensors_locked", "sensors_unlocked"]
+    assert not rig.sim.devices["keypad"].model.locked
     assert sup.table.round_no == rounds and not sup.table.in_round
     assert sup.health["shoe"] is DeviceHealth.FAULT  # still failed: nothing cleared it
 

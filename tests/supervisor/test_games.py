@@ -111,9 +111,13 @@ async def test_a_failed_reader_stops_dealing_until_it_is_replaced(game: str, tab
     refused = [e for e in logs if e["event"] == "refused"]
     assert refused and refused[-1]["error"].startswith(READER_FAILED[game])
     assert sup.jt is not None
-    # Only that the key was read (issue 11): a restart must not replay the refused press later.
-    added = [k for k, _ in journal_kinds(sup.journal_path)][before:]
-    assert added == ["device_seen"]
+    # The press locked the sensors at once (the keypad driver's reflex, 687a.9(b)); the refusal
+    # unlocked them, and the journal says both, in that order, with the key read (its counter in
+    # the last record, issue 11): a restart must not replay the refused press later.
+    added = journal_kinds(sup.journal_path)[before:]
+    assert [k for k, _ in added] == ["sensors_locked", "sensors_unlocked"]
+    assert added[1][1]["section"] == READER_FAILED[game] and added[1][1]["device_seen"]["device"] == "keypad"
+    assert not dealer.keypad.locked
     # Acknowledging the alarm is not enough; the reader must be replaced (673a.13(j)).
     alarm = sup.table.halted[0].id
     result = await sup.command("alarm_acknowledged", {"alarm": alarm}, "floor-2", "floor")
