@@ -74,7 +74,7 @@ from controller.realtime import realtime
 from controller.supervisor.config import load_table_config
 from controller.supervisor.rig import TABLES
 from controller.supervisor.supervisor import Supervisor
-from devices.config import load_devices
+from devices.config_file import load_devices
 from devices.drivers.base import Driver, PollSchedule
 from devices.events import Key
 from devices.profiles import LATCHES

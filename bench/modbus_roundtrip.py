@@ -24,7 +24,7 @@ import structlog  # noqa: E402
 from pymodbus.client import AsyncModbusTcpClient  # noqa: E402
 
 from controller.games import GAMES, GameId  # noqa: E402
-from devices.config import load_devices  # noqa: E402
+from devices.config_file import load_devices  # noqa: E402
 from devices.transport.modbus import ModbusBus  # noqa: E402
 from sim.clock import RealClock  # noqa: E402
 from sim.modbus_server import ModbusTcpSim, RegisterSim  # noqa: E402

@@ -21,7 +21,8 @@ from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError, TablectlError
 from controller.games import GameSpec, game_spec
 from controller.shipped import resolve_ref
-from devices.config import DeviceConfig, Side, load_devices
+from devices.config import DeviceConfig, Side
+from devices.config_file import load_devices
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from controller.games import GameId
 from controller.gaming_day import PENNSYLVANIA, GamingDay
 from controller.shipped import resolve_ref, shipped_names
 from controller.table_file import locate_table_file, read_table_file
-from devices.config import DeviceConfig, Side, TransportKind, load_devices
+from devices.config import DeviceConfig, Side, TransportKind
+from devices.config_file import load_devices
 from devices.profiles import DeviceKind
 
 # Devices the supervisor needs for each game; the rest are optional.

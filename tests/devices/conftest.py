@@ -20,7 +20,8 @@ import pytest
 import structlog
 
 from controller.games import GAMES, GameId
-from devices.config import DeviceConfig, load_devices
+from devices.config import DeviceConfig
+from devices.config_file import load_devices
 from devices.drivers.base import Driver
 from devices.drivers.factory import build_driver
 from devices.events import DeviceEvent

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from controller.errors import ConfigError
-from devices.config import TransportKind, load_devices
+from devices.config import TransportKind
+from devices.config_file import load_devices
 from devices.errors import ProfileError
 from devices.profiles import DeviceKind, load_profile
 from sim.table import read_table

@@ -13,7 +13,7 @@ import pytest
 
 from controller.clock import REAL_CLOCK
 from controller.games import GameId
-from devices.config import load_devices
+from devices.config_file import load_devices
 from devices.drivers.base import Driver
 from devices.drivers.factory import build_driver
 from devices.events import BetSensed, ButtonPressed, Key, SensorsLocked

@@ -23,7 +23,8 @@ import pytest
 
 from controller.errors import ConfigError
 from controller.supervisor.rig import table_file, virtual_table
-from devices.config import ModbusTls, TransportKind, load_devices
+from devices.config import ModbusTls, TransportKind
+from devices.config_file import load_devices
 from devices.errors import TransportError
 from devices.transport.modbus import ModbusBus
 from sim.table import SimTable, read_table

@@ -28,7 +28,8 @@ from structlog.testing import capture_logs
 
 from controller.errors import ConfigError
 from devices.commands import RequestStubCount
-from devices.config import DeviceConfig, load_devices
+from devices.config import DeviceConfig
+from devices.config_file import load_devices
 from devices.drivers.factory import build_driver
 from devices.drivers.stub import StubCounterDriver
 from devices.errors import LinkDown

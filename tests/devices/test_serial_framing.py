@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from controller.errors import ConfigError
-from devices.config import Framing, TransportKind, load_devices
+from devices.config import Framing, TransportKind
+from devices.config_file import load_devices
 from devices.transport.links import SerialLink
 from devices.transport.modbus import ModbusBus
 from sim.pty import Pty, set_framing

@@ -28,7 +28,7 @@ from structlog.testing import capture_logs
 from controller.errors import ConfigError
 from controller.supervisor.config import load_table_config
 from devices.commands import RequestStubCount
-from devices.config import load_devices
+from devices.config_file import load_devices
 from devices.drivers.base import Driver
 from devices.drivers.factory import build_drivers
 from devices.errors import LinkDown
