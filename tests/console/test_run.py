@@ -231,6 +231,9 @@ async def test_a_restart_of_run_keeps_sessions_and_lockouts(tmp_path: Path) -> N
     jar = aiohttp.CookieJar(unsafe=True)
     procs: list[asyncio.subprocess.Process] = []
     try:
+        # One guard for each life of `run`, as for the single life above: two starts of `run`
+        # and of its console's process (niced below the table) and seven scrypt checks took 12 s
+        # of a single 30 s guard on a loaded 2-core machine, and more when it was busier still.
         async with asyncio.timeout(GUARD_S):
             proc, url = await _start_run(config, tmp_path / "j.db")
             procs.append(proc)
@@ -241,6 +244,7 @@ async def test_a_restart_of_run_keeps_sessions_and_lockouts(tmp_path: Path) -> N
                     async with c.post("/api/login", json={"user": "flo", "password": f"wrong-{i}"}) as r:
                         assert r.status == 401
             await _stop_run(proc)
+        async with asyncio.timeout(GUARD_S):
             proc, url = await _start_run(config, tmp_path / "j.db")
             procs.append(proc)
             async with aiohttp.ClientSession(url, cookie_jar=jar) as c:
