@@ -219,7 +219,12 @@ async def _start_run(config: Path, journal: Path) -> tuple[asyncio.subprocess.Pr
         sys.executable, "-m", "controller.cli", "run", "--config", str(config), "--journal", str(journal),
         cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    listening = await _line(proc, "console_listening")
+    try:
+        listening = await _line(proc, "console_listening")
+    except BaseException:  # the guard ran out (or the log said otherwise): it must not outlive the test
+        proc.kill()
+        await proc.wait()
+        raise
     return proc, f"http://127.0.0.1:{listening['port']}"
 
 
