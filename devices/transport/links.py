@@ -35,8 +35,10 @@ _log = structlog.get_logger("devices.link")
 MAX_BUFFERED_BYTES: Final = 64 * 1024
 # MQTT messages received and not yet read by the driver; past it paho drops (and aiomqtt logs).
 MAX_QUEUED_MESSAGES: Final = 256
-# How long a serial write may wait for the line to take its bytes before the link counts as lost
-# (pyserial's write timeout of 1 s before, which blocked the whole event loop meanwhile).
+# How long a serial write may wait for the line to take any more of its bytes before the link
+# counts as lost (pyserial's write timeout of 1 s before, which blocked the whole event loop
+# meanwhile). A stall guard, not a bound on the whole write: a line that keeps taking bytes is
+# working, however long a large write takes on it.
 WRITE_TIMEOUT_S: Final = 1.0
 
 
@@ -81,6 +83,7 @@ class SerialLink:
         if endpoint.transport is not TransportKind.SERIAL_LINE:
             raise ValueError(f"not a serial line: {endpoint.transport}")
         self.endpoint = endpoint
+        self._clock = clock
         self._backoff = _Reconnect(backoff or BackoffPolicy(), clock, endpoint.path)
         self._port: serial.Serial | None = None
         self._chunks: asyncio.Queue[bytes | Exception] = asyncio.Queue()
@@ -148,22 +151,21 @@ class SerialLink:
         write waits in ``select`` (up to its write timeout) when the output buffer is full (a
         stalled line, flow control held), and every other device would wait with it. The port's
         descriptor is non-blocking (pyserial opens it so), so what does not fit waits on the
-        loop's writer callback instead, for at most WRITE_TIMEOUT_S."""
+        loop's writer callback instead. The line is lost when it takes nothing for WRITE_TIMEOUT_S
+        on the link's clock; each wait has the whole of it, as a megabyte through a pty is some
+        hundreds of waits, and a busy machine made their sum pass a bound on the whole write."""
         port = self._open()
         rest = memoryview(data)
         try:
-            async with asyncio.timeout(WRITE_TIMEOUT_S):
-                while rest:
-                    try:
-                        written = os.write(port.fileno(), rest)
-                    except BlockingIOError:
-                        written = 0
-                    rest = rest[written:]
-                    if rest:
-                        await _writable(port.fileno())
-        except TimeoutError:
-            self._drop()
-            raise self._backoff.failed(f"write timed out after {WRITE_TIMEOUT_S}s") from None
+            while rest:
+                try:
+                    written = os.write(port.fileno(), rest)
+                except BlockingIOError:
+                    written = 0
+                rest = rest[written:]
+                if rest and not await _writable(port.fileno(), self._clock, WRITE_TIMEOUT_S):
+                    self._drop()
+                    raise self._backoff.failed(f"the line took nothing for {WRITE_TIMEOUT_S}s")
         except (serial.SerialException, OSError) as exc:
             self._drop()
             raise self._backoff.failed(f"write failed ({type(exc).__name__})") from None
@@ -172,8 +174,9 @@ class SerialLink:
         self._drop()
 
 
-async def _writable(fd: int) -> None:
-    """Until ``fd`` can take more bytes (the loop's writer callback; no thread, no blocking)."""
+async def _writable(fd: int, clock: Clock, within_s: float) -> bool:
+    """Whether ``fd`` can take more bytes within ``within_s`` on ``clock`` (the loop's writer
+    callback; no thread, no blocking). Both at once counts as writable: the line took bytes."""
     loop = asyncio.get_running_loop()
     ready: asyncio.Future[None] = loop.create_future()
 
@@ -182,9 +185,13 @@ async def _writable(fd: int) -> None:
             ready.set_result(None)
 
     loop.add_writer(fd, wake)
+    deadline = asyncio.ensure_future(clock.sleep(within_s))
     try:
-        await ready
+        await asyncio.wait([ready, deadline], return_when=asyncio.FIRST_COMPLETED)
+        return ready.done()
     finally:
+        ready.cancel()
+        deadline.cancel()
         with contextlib.suppress(Exception):  # the port may be closed meanwhile (link lost)
             loop.remove_writer(fd)
 

@@ -26,6 +26,13 @@ from tests.console.conftest import PASSWORDS, write_users
 from tests.mosquitto_fixtures import free_port
 
 GUARD_S = 30.0
+# Each expect on a page is given this: Playwright's expect has its own 5 s default, which the
+# context's default timeout does not change.
+PAGE_WAIT_MS = GUARD_S * 1000 / 2
+# How long an open page may take to find a restarted table (console.js): its next try comes
+# within the longest retry delay (10 s) and is given 3 s; one try more as the margin for a try
+# the new console's process (niced below the table, just started) is too starved to answer.
+PAGE_FINDS_THE_TABLE_S = 2 * (10.0 + 3.0)
 
 
 async def _line(proc: asyncio.subprocess.Process, event: str, *more: str) -> dict[str, Any]:
@@ -155,7 +162,7 @@ async def test_a_page_open_through_a_restart_of_tablectl_run(tmp_path: Path, bro
     procs: list[asyncio.subprocess.Process] = []
     drains: list[asyncio.Task[bytes]] = []
     try:
-        async with asyncio.timeout(GUARD_S * 2):
+        async with asyncio.timeout(GUARD_S * 2 + PAGE_FINDS_THE_TABLE_S):
             await _run(config, tmp_path / "j.db", procs, drains)
             context = await browser.new_context(viewport={"width": 1024, "height": 768})
             context.set_default_timeout(GUARD_S * 1000 / 2)
@@ -164,21 +171,27 @@ async def test_a_page_open_through_a_restart_of_tablectl_run(tmp_path: Path, bro
             await page.fill("#login input[name=user]", "dan")
             await page.fill("#login input[name=password]", PASSWORDS["dan"])
             await page.click("#login button")
-            await expect(page.locator("#link")).to_have_text("live")
+            await expect(page.locator("#link")).to_have_text("live", timeout=PAGE_WAIT_MS)
 
             procs[-1].send_signal(signal.SIGTERM)
             assert await procs[-1].wait() == 0
-            await expect(page.locator("#conn")).to_contain_text("Connection to the table lost")
-            await expect(page.locator("#link")).to_have_text("offline")
+            await expect(page.locator("#conn")).to_contain_text(
+                "Connection to the table lost", timeout=PAGE_WAIT_MS
+            )
+            await expect(page.locator("#link")).to_have_text("offline", timeout=PAGE_WAIT_MS)
 
             await _run(config, tmp_path / "j.db", procs, drains)
-            await expect(page.locator("#conn")).to_be_hidden()
+            # A restart slower than the page's first retries (12 s measured on a loaded 2-core
+            # machine) finds the page on its 8 or 10 s delay: Playwright's 5 s was too short.
+            await expect(page.locator("#conn")).to_be_hidden(timeout=PAGE_FINDS_THE_TABLE_S * 1000)
             if await page.locator("#login").is_visible():  # sessions did not survive the restart
-                await expect(page.locator("#login-why")).to_contain_text("Signed out, sign in again")
+                await expect(page.locator("#login-why")).to_contain_text(
+                    "Signed out, sign in again", timeout=PAGE_WAIT_MS
+                )
                 await page.fill("#login input[name=user]", "dan")
                 await page.fill("#login input[name=password]", PASSWORDS["dan"])
                 await page.click("#login button")
-            await expect(page.locator("#link")).to_have_text("live")
+            await expect(page.locator("#link")).to_have_text("live", timeout=PAGE_WAIT_MS)
             # The table changes after the restart: the page follows it.
             async with aiohttp.ClientSession(url, cookie_jar=aiohttp.CookieJar(unsafe=True)) as c:
                 async with c.post("/api/login", json={"user": "flo", "password": PASSWORDS["flo"]}) as r:
@@ -188,7 +201,7 @@ async def test_a_page_open_through_a_restart_of_tablectl_run(tmp_path: Path, bro
                 ) as r:
                     result = await r.json()
             assert result["ok"] is True, result
-            await expect(page.locator("#title")).to_contain_text("dealer dana")
+            await expect(page.locator("#title")).to_contain_text("dealer dana", timeout=PAGE_WAIT_MS)
             procs[-1].send_signal(signal.SIGTERM)
             assert await procs[-1].wait() == 0
     finally:
@@ -206,7 +219,12 @@ async def _start_run(config: Path, journal: Path) -> tuple[asyncio.subprocess.Pr
         sys.executable, "-m", "controller.cli", "run", "--config", str(config), "--journal", str(journal),
         cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    listening = await _line(proc, "console_listening")
+    try:
+        listening = await _line(proc, "console_listening")
+    except BaseException:  # the guard ran out (or the log said otherwise): it must not outlive the test
+        proc.kill()
+        await proc.wait()
+        raise
     return proc, f"http://127.0.0.1:{listening['port']}"
 
 
@@ -231,6 +249,9 @@ async def test_a_restart_of_run_keeps_sessions_and_lockouts(tmp_path: Path) -> N
     jar = aiohttp.CookieJar(unsafe=True)
     procs: list[asyncio.subprocess.Process] = []
     try:
+        # One guard for each life of `run`, as for the single life above: two starts of `run`
+        # and of its console's process (niced below the table) and seven scrypt checks took 12 s
+        # of a single 30 s guard on a loaded 2-core machine, and more when it was busier still.
         async with asyncio.timeout(GUARD_S):
             proc, url = await _start_run(config, tmp_path / "j.db")
             procs.append(proc)
@@ -241,6 +262,7 @@ async def test_a_restart_of_run_keeps_sessions_and_lockouts(tmp_path: Path) -> N
                     async with c.post("/api/login", json={"user": "flo", "password": f"wrong-{i}"}) as r:
                         assert r.status == 401
             await _stop_run(proc)
+        async with asyncio.timeout(GUARD_S):
             proc, url = await _start_run(config, tmp_path / "j.db")
             procs.append(proc)
             async with aiohttp.ClientSession(url, cookie_jar=jar) as c:

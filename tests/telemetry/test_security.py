@@ -159,9 +159,11 @@ async def test_the_archive_may_only_ask_for_records_again(broker: Broker, tmp_pa
         return json.dumps(doc).encode()
 
     telemetry = telemetry_for(broker, path, command=command)
-    await telemetry.start()
-    try:
-        async with observer(broker, "floor-console", f"{T1}/#") as obs:
+    # Subscribed before the table starts: the events are not retained, so an observer that came in
+    # after the table had published them (a slow TLS handshake) would wait for them in vain.
+    async with observer(broker, "floor-console", f"{T1}/#") as obs:
+        await telemetry.start()
+        try:
             await obs.wait_for(lambda ms: len(ms_on(ms, "/events")) >= last)
             first_time = [m.payload for m in obs.on("/events")]
             void = json.dumps({"version": 1, "id": "v", "who": "archive-1", "role": "floor"}).encode()
@@ -180,8 +182,8 @@ async def test_the_archive_may_only_ask_for_records_again(broker: Broker, tmp_pa
             await obs.wait_for(lambda ms: len(ms_on(ms, "/result")) >= 5)
             results = {m.json()["id"]: m.json() for m in obs.on("/result")}
             again = [m.payload for m in obs.on("/events")][last:]
-    finally:
-        await telemetry.stop()
+        finally:
+            await telemetry.stop()
     assert calls == [] and set(results) == {"r1", "r2", "r3", "r4", "r5"}
     assert results["r1"]["ok"] and results["r1"]["republished"] == 5
     assert results["r2"]["missing_from"] == 13 and results["r2"]["missing_to"] == 15
@@ -247,7 +249,10 @@ async def test_a_malformed_command_is_refused_and_changes_nothing(
     telemetry = telemetry_for(broker, path, command=command)
     await telemetry.start()
     try:
-        async with observer(broker, "floor-console", f"{T1}/cmd/#") as obs:
+        async with observer(broker, "floor-console", f"{T1}/#") as obs:
+            # The table's birth comes after its subscription to commands: a command sent before
+            # it is subscribed is dropped by the broker, and its result never comes.
+            await obs.wait_for(lambda ms: any(m.topic.endswith("/status") and m.json()["online"] for m in ms))
             await _publish(broker, "floor-console", [(f"{T1}/cmd/{n}", b) for n, b, _ in BAD_COMMANDS])
             await obs.wait_for(
                 lambda ms: len([m for m in ms if m.topic.endswith("/result")]) == len(BAD_COMMANDS)
