@@ -5,10 +5,15 @@ against what the journal says the controller last acted on).
 A batch sitting in a shuffler slot is in the shuffler; an unshuffled one is started; a shuffled
 batch goes into an empty shoe (the core ejects it), or, where the stack is cut (673a.5(b)-(e)),
 is taken out for the cut; an eject the journal has but the shuffler has not carried out (the
-controller died between the two) is sent again.
+controller died between the two) is sent again, and so is one the shuffler refused, after a
+short backoff of its own (``eject_settled``).
 """
 
 from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from controller.clock import REAL_CLOCK, Clock
 from controller.supervisor.mapping import Translator
@@ -21,6 +26,15 @@ from devices import events as dev
 from devices.profiles import DeviceKind
 
 DEFAULT_MAX_CYCLE_S = 120.0  # the shuffler driver's default for its max_cycle_s option
+# An eject the shuffler refused (busy, or a reply lost on a loaded line) is sent again this soon,
+# the wait doubling at each refusal in a row up to EJECT_RETRY_MAX_S: the dealer is not kept
+# waiting for the next reconciliation (with nothing else happening, the shuffle-overdue check
+# every max_cycle_s / 4, 30 s at the shipped tables), and a shuffler that keeps refusing is not
+# hammered either.
+EJECT_RETRY_FIRST_S = 0.5
+EJECT_RETRY_MAX_S = 5.0
+
+Spawn = Callable[[Coroutine[Any, Any, None], str], None]
 
 
 class Reconciler:
@@ -39,6 +53,41 @@ class Reconciler:
         self.auto_refused: dict[I.Input, int] = {}  # inferred inputs refused, at which step
         # Batches the journal has shuffling while the shuffler shows no cycle for them, since when.
         self.unseen_cycle: dict[str, float] = {}
+        self.eject_refusals: dict[dev.Slot, int] = {}  # refusals in a row, for the backoff
+        self._retrying: set[dev.Slot] = set()  # a retry is waiting out its backoff
+        self._lock: asyncio.Lock | None = None
+        self._spawn: Spawn | None = None
+
+    def retry_ejects(self, lock: asyncio.Lock, spawn: Spawn) -> None:
+        """Send a refused eject again after a backoff, reconciling under ``lock`` (the table's: one
+        step at a time) in a task ``spawn`` starts (and the supervisor's stop cancels)."""
+        self._lock, self._spawn = lock, spawn
+        self.stepper.eject_settled = self.eject_settled
+
+    def eject_settled(self, slot: dev.Slot, carried_out: bool) -> None:
+        """An eject was carried out (the backoff starts again from the beginning) or refused: then
+        reconcile, which sends it again while the shuffler still shows the batch ready, once the
+        backoff is over."""
+        if carried_out:
+            self.eject_refusals.pop(slot, None)
+            return
+        refused = self.eject_refusals.get(slot, 0)
+        self.eject_refusals[slot] = refused + 1
+        if self._spawn is None or slot in self._retrying:
+            return
+        # Due from now, not from when the task first runs: it starts on a later turn of the loop.
+        due = self.clock.now() + min(EJECT_RETRY_MAX_S, EJECT_RETRY_FIRST_S * 2**refused)
+        self._retrying.add(slot)
+        self._spawn(self._retry(slot, due), f"eject-retry-{slot.value}")
+
+    async def _retry(self, slot: dev.Slot, due: float) -> None:
+        try:
+            await self.clock.sleep(max(0.0, due - self.clock.now()))
+        finally:
+            self._retrying.discard(slot)
+        assert self._lock is not None
+        async with self._lock:
+            await self.reconcile()
 
     async def overdue(self) -> None:
         """A batch the journal has shuffling, with no cycle under way in the shuffler for longer
