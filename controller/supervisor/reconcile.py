@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from controller.backoff import Backoff, BackoffPolicy
 from controller.clock import REAL_CLOCK, Clock
 from controller.supervisor.mapping import Translator
 from controller.supervisor.outbox import Outbox
@@ -26,13 +27,12 @@ from devices import events as dev
 from devices.profiles import DeviceKind
 
 DEFAULT_MAX_CYCLE_S = 120.0  # the shuffler driver's default for its max_cycle_s option
-# An eject the shuffler refused (busy, or a reply lost on a loaded line) is sent again this soon,
-# the wait doubling at each refusal in a row up to EJECT_RETRY_MAX_S: the dealer is not kept
-# waiting for the next reconciliation (with nothing else happening, the shuffle-overdue check
-# every max_cycle_s / 4, 30 s at the shipped tables), and a shuffler that keeps refusing is not
-# hammered either.
-EJECT_RETRY_FIRST_S = 0.5
-EJECT_RETRY_MAX_S = 5.0
+# An eject the shuffler refused (busy, or a reply lost on a loaded line) is sent again after the
+# one backoff, 0.5 s doubling to 5 s: the dealer is not kept waiting for the next reconciliation
+# (with nothing else happening, the shuffle-overdue check every max_cycle_s / 4, 30 s at the
+# shipped tables), and a shuffler that keeps refusing is not hammered. No jitter: it is the
+# table's own shuffler, there is no herd to spread.
+EJECT_RETRY = BackoffPolicy(initial_s=0.5, max_s=5.0, jitter=0.0)
 
 Spawn = Callable[[Coroutine[Any, Any, None], str], None]
 
@@ -53,7 +53,7 @@ class Reconciler:
         self.auto_refused: dict[I.Input, int] = {}  # inferred inputs refused, at which step
         # Batches the journal has shuffling while the shuffler shows no cycle for them, since when.
         self.unseen_cycle: dict[str, float] = {}
-        self.eject_refusals: dict[dev.Slot, int] = {}  # refusals in a row, for the backoff
+        self.eject_backoff: dict[dev.Slot, Backoff] = {}  # refusals in a row, and when to retry
         self._retrying: set[dev.Slot] = set()  # a retry is waiting out its backoff
         self._lock: asyncio.Lock | None = None
         self._spawn: Spawn | None = None
@@ -68,21 +68,19 @@ class Reconciler:
         """An eject was carried out (the backoff starts again from the beginning) or refused: then
         reconcile, which sends it again while the shuffler still shows the batch ready, once the
         backoff is over."""
+        backoff = self.eject_backoff.setdefault(slot, Backoff(EJECT_RETRY, clock=self.clock))
         if carried_out:
-            self.eject_refusals.pop(slot, None)
+            backoff.succeeded()
             return
-        refused = self.eject_refusals.get(slot, 0)
-        self.eject_refusals[slot] = refused + 1
+        backoff.failed()  # due from now, not from when the task first runs (a later turn of the loop)
         if self._spawn is None or slot in self._retrying:
             return
-        # Due from now, not from when the task first runs: it starts on a later turn of the loop.
-        due = self.clock.now() + min(EJECT_RETRY_MAX_S, EJECT_RETRY_FIRST_S * 2**refused)
         self._retrying.add(slot)
-        self._spawn(self._retry(slot, due), f"eject-retry-{slot.value}")
+        self._spawn(self._retry(slot, backoff), f"eject-retry-{slot.value}")
 
-    async def _retry(self, slot: dev.Slot, due: float) -> None:
+    async def _retry(self, slot: dev.Slot, backoff: Backoff) -> None:
         try:
-            await self.clock.sleep(max(0.0, due - self.clock.now()))
+            await self.clock.sleep(backoff.wait_left())
         finally:
             self._retrying.discard(slot)
         assert self._lock is not None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from controller.supervisor.reconcile import EJECT_RETRY_FIRST_S, EJECT_RETRY_MAX_S
+from controller.supervisor.reconcile import EJECT_RETRY
 from controller.supervisor.supervisor import Supervisor
 from tests.supervisor.conftest import journal_kinds
 from tests.supervisor.test_restart_reconcile import Bench, bench
@@ -40,17 +40,17 @@ async def test_an_eject_the_shuffler_refused_is_sent_again_after_a_short_backoff
         await _until_cut_offered(b, sup)
         await sup.settle()
         assert b.sim.tray is None and shuffler.faults.refuse_ejects == 1
-        b.clock.advance(EJECT_RETRY_FIRST_S)
+        b.clock.advance(EJECT_RETRY.initial_s)
         await sup.settle()
         assert b.sim.tray is None and shuffler.faults.refuse_ejects == 0  # sent again, refused again
-        b.clock.advance(EJECT_RETRY_FIRST_S)
+        b.clock.advance(EJECT_RETRY.initial_s)
         await sup.settle()
         assert b.sim.tray is None  # backing off: not yet
-        b.clock.advance(EJECT_RETRY_FIRST_S)
+        b.clock.advance(EJECT_RETRY.initial_s)
         await sup.settle()
         assert b.sim.tray is not None  # the stack is out for the cut, long before max_cycle_s / 4
-        assert sup.max_cycle_s is not None and sup.max_cycle_s / 4 > 3 * EJECT_RETRY_FIRST_S
-        assert sup.max_cycle_s / 4 > EJECT_RETRY_MAX_S
+        assert sup.max_cycle_s is not None and sup.max_cycle_s / 4 > 3 * EJECT_RETRY.initial_s
+        assert sup.max_cycle_s / 4 > EJECT_RETRY.max_s
         assert "alarm_raised" not in [k for k, _ in journal_kinds(b.journal)]
 
 
@@ -62,6 +62,6 @@ async def test_an_eject_carried_out_is_not_sent_again(tmp_path: Path) -> None:
         assert b.sim.tray is not None
         sent = b.model("shuffler").last_ejected
         for _ in range(4):
-            b.clock.advance(EJECT_RETRY_MAX_S)
+            b.clock.advance(EJECT_RETRY.max_s)
             await sup.settle()
         assert b.model("shuffler").last_ejected == sent and b.sim.tray is not None
