@@ -53,6 +53,7 @@ class ShufflerFaults:
     device_fault: int = 0  # a non-jam fault code (device reports state fault)
     # Test-only: a device that breaks its page's "Commands by state" table (device check's tests).
     ejects_unshuffled: bool = False  # eject_to_shoe on an idle slot is carried out instead of 03
+    refuse_ejects: int = 0  # the next n eject_to_shoe are refused (03), as a busy shuffler may
 
 
 @dataclass
@@ -167,6 +168,9 @@ class ShufflerModel:
     def eject(self, slot: Slot) -> list[DealtCard]:
         self._usable()
         s = self.slots[slot]
+        if self.faults.refuse_ejects > 0:
+            self.faults.refuse_ejects -= 1
+            raise SimRefused(f"slot {slot} is busy")
         broken = self.faults.ejects_unshuffled and s.state is ShufflerState.IDLE
         if s.state is not ShufflerState.READY and not broken:
             raise SimRefused(f"slot {slot} holds no shuffled batch")

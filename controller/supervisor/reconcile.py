@@ -5,11 +5,17 @@ against what the journal says the controller last acted on).
 A batch sitting in a shuffler slot is in the shuffler; an unshuffled one is started; a shuffled
 batch goes into an empty shoe (the core ejects it), or, where the stack is cut (673a.5(b)-(e)),
 is taken out for the cut; an eject the journal has but the shuffler has not carried out (the
-controller died between the two) is sent again.
+controller died between the two) is sent again, and so is one the shuffler refused, after a
+short backoff of its own (``eject_settled``).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from controller.backoff import Backoff, BackoffPolicy
 from controller.clock import REAL_CLOCK, Clock
 from controller.supervisor.mapping import Translator
 from controller.supervisor.outbox import Outbox
@@ -21,6 +27,14 @@ from devices import events as dev
 from devices.profiles import DeviceKind
 
 DEFAULT_MAX_CYCLE_S = 120.0  # the shuffler driver's default for its max_cycle_s option
+# An eject the shuffler refused (busy, or a reply lost on a loaded line) is sent again after the
+# one backoff, 0.5 s doubling to 5 s: the dealer is not kept waiting for the next reconciliation
+# (with nothing else happening, the shuffle-overdue check every max_cycle_s / 4, 30 s at the
+# shipped tables), and a shuffler that keeps refusing is not hammered. No jitter: it is the
+# table's own shuffler, there is no herd to spread.
+EJECT_RETRY = BackoffPolicy(initial_s=0.5, max_s=5.0, jitter=0.0)
+
+Spawn = Callable[[Coroutine[Any, Any, None], str], None]
 
 
 class Reconciler:
@@ -39,6 +53,39 @@ class Reconciler:
         self.auto_refused: dict[I.Input, int] = {}  # inferred inputs refused, at which step
         # Batches the journal has shuffling while the shuffler shows no cycle for them, since when.
         self.unseen_cycle: dict[str, float] = {}
+        self.eject_backoff: dict[dev.Slot, Backoff] = {}  # refusals in a row, and when to retry
+        self._retrying: set[dev.Slot] = set()  # a retry is waiting out its backoff
+        self._lock: asyncio.Lock | None = None
+        self._spawn: Spawn | None = None
+
+    def retry_ejects(self, lock: asyncio.Lock, spawn: Spawn) -> None:
+        """Send a refused eject again after a backoff, reconciling under ``lock`` (the table's: one
+        step at a time) in a task ``spawn`` starts (and the supervisor's stop cancels)."""
+        self._lock, self._spawn = lock, spawn
+        self.stepper.eject_settled = self.eject_settled
+
+    def eject_settled(self, slot: dev.Slot, carried_out: bool) -> None:
+        """An eject was carried out (the backoff starts again from the beginning) or refused: then
+        reconcile, which sends it again while the shuffler still shows the batch ready, once the
+        backoff is over."""
+        backoff = self.eject_backoff.setdefault(slot, Backoff(EJECT_RETRY, clock=self.clock))
+        if carried_out:
+            backoff.succeeded()
+            return
+        backoff.failed()  # due from now, not from when the task first runs (a later turn of the loop)
+        if self._spawn is None or slot in self._retrying:
+            return
+        self._retrying.add(slot)
+        self._spawn(self._retry(slot, backoff), f"eject-retry-{slot.value}")
+
+    async def _retry(self, slot: dev.Slot, backoff: Backoff) -> None:
+        try:
+            await self.clock.sleep(backoff.wait_left())
+        finally:
+            self._retrying.discard(slot)
+        assert self._lock is not None
+        async with self._lock:
+            await self.reconcile()
 
     async def overdue(self) -> None:
         """A batch the journal has shuffling, with no cycle under way in the shuffler for longer

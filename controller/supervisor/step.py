@@ -56,6 +56,8 @@ class Stepper:
         self.metrics = TableMetrics("table")  # the supervisor hands its own in
         self.steps = 0  # steps with events; an inferred input refused is tried again after the next
         self.eject_sent: set[dev.Slot] = set()  # ejects queued: reconcile does not send them again
+        # Told how each eject ended (carried out or not): the reconciler sends a refused one again.
+        self.eject_settled: Callable[[dev.Slot, bool], None] | None = None
         # The journal's commits (and their fsync) run here, one at a time, off the event loop: a
         # slow flush holds up the step that waits for it (commit before effect), not the polls.
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
@@ -175,12 +177,16 @@ class Stepper:
         """An eject queued: reconcile does not send it again while it may still be carried out.
         One the shuffler refused or never got (a busy or lost reply on a loaded line) is forgotten,
         so reconcile sends it again while the shuffler still shows the batch ready: otherwise the
-        table would wait for ever for a stack that never came out."""
+        table would wait for ever for a stack that never came out (``eject_settled`` sends it
+        again after a short backoff, Reconciler.eject_settled)."""
         self.eject_sent.add(slot)
 
         def settled(f: asyncio.Future[bool]) -> None:
-            if f.cancelled() or not f.result():
+            carried_out = not f.cancelled() and f.result()
+            if not carried_out:
                 self.eject_sent.discard(slot)
+            if self.eject_settled is not None and not f.cancelled():
+                self.eject_settled(slot, carried_out)
 
         done.add_done_callback(settled)
 

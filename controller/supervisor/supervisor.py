@@ -169,6 +169,7 @@ class Supervisor:
             progress=self.progress,
             log=self.log,
         )
+        self.reconciler.retry_ejects(self.lock, lambda work, name: self.tasks.spawn(work, name=name))
         self.commands = CommandApi(
             running=lambda: self.jt is not None and not self._stopped,
             lock=self.lock,

@@ -398,3 +398,41 @@ async def test_a_restart_in_the_middle_of_the_cut_goes_on_with_it(tmp_path: Path
         await sup.command("batch_to_shoe", {"back": stack.back}, "dealer-1", "dealer")
         assert sup.table.shoe_back == stack.back
         assert "alarm_raised" not in [k for k, _ in journal_kinds(b.journal)]
+
+
+async def test_devices_reset_while_run_runs_are_one_alarm_each_decided_live(tmp_path: Path) -> None:
+    """Issue 21 item 4, the devices switched off and on while the appliance runs (their counters
+    back at zero): each reset is decided live, one alarm per device with its counters journalled,
+    and a restart of the appliance afterwards raises nothing (not "went backwards" again)."""
+    async with bench(tmp_path, "double-attack") as b:
+        sup = await b.opened(rounds=1)
+        names = ("shoe", "keypad", "reader")
+        wires = {n: b.sim.devices[n].register_sim.faults for n in names}  # type: ignore[union-attr]
+        for wire in wires.values():
+            wire.silent = True
+        while not all(sup.health[n] is not DeviceHealth.ONLINE for n in names):
+            b.clock.advance(1.0)
+            await sup.settle()
+        shoe, keypad, reader = (b.model(n) for n in names)
+        reset = ["keypad", "shoe"] + (["reader"] if reader.insert_seq else [])
+        shoe.draw_seq, shoe.ring = 0, [None] * len(shoe.ring)
+        keypad.key_seq = 0  # the reference keypad keeps its ring (docs/devices/keypad.md)
+        reader.insert_seq = 0
+        for wire in wires.values():
+            wire.silent = False
+        for _ in range(4):  # back, then the settle window's polls
+            b.clock.advance(1.0)
+            await sup.settle()
+        assert all(sup.health[n] is DeviceHealth.ONLINE for n in names)
+        resets = [
+            p for k, p in journal_kinds(b.journal) if k == "alarm_raised" and "reset" in str(p["message"])
+        ]
+        assert sorted(str(p["message"]).split(":")[0] for p in resets) == sorted(reset)
+        seen = sup.table.device_seen
+        assert seen["shoe"]["draw_seq"] == seen["keypad"]["key_seq"] == seen["reader"]["insert_seq"] == 0
+        alarms = len([k for k, _ in journal_kinds(b.journal) if k == "alarm_raised"])
+        await b.stop()
+        sup = await b.start()
+        for _ in range(3):
+            await sup.settle()
+        assert len([k for k, _ in journal_kinds(b.journal) if k == "alarm_raised"]) == alarms

@@ -54,8 +54,7 @@ def _findings(report: dict[str, Any]) -> list[str]:
     strict=False,
     raises=AssertionError,  # a finding; anything else (the harness broke) fails the test
     reason="issue 21, open on main when this was written (docs/reliability.md, the wire soak): false "
-    "3(b)(5) batch alarms and a refused Start Game at shoe changes (item 1), and now and then a keypad "
-    "reset while it was down alarmed only at the next restart of run; when they are fixed this "
+    "3(b)(5) batch alarms and a refused Start Game at shoe changes (item 1); when they are fixed this "
     "passes (XPASS) and the mark goes",
 )
 async def test_every_table_over_the_wire_with_kills_raises_no_alarm_nobody_caused(

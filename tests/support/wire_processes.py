@@ -42,11 +42,14 @@ class Run:
         self.lines: list[dict[str, Any]] = []
         self.incarnation = -1
         self.ready = asyncio.Event()
+        self.started_at = 0.0  # when this incarnation was spawned (time.time())
+        self.ready_at: float | None = None  # when it said it was ready: journal read, devices answered
         self._reader: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         self.incarnation += 1
         self.ready.clear()
+        self.started_at, self.ready_at = time.time(), None
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "controller.cli", "run", "--config", str(self.config),
             "--journal", str(self.journal), "--broker", self.broker_url, "--log-level", "info",
@@ -61,6 +64,7 @@ class Run:
                 line["incarnation"] = self.incarnation
                 self.lines.append(line)
                 if line.get("event") == "ready":
+                    self.ready_at = time.time()
                     self.ready.set()
 
     async def wait_ready(self, guard_s: float) -> None:
