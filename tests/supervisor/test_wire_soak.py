@@ -19,8 +19,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.support.wire_soak import UNCOUNTED, Plan, soak
 
 GAMES = ("double-back-jack", "double-attack", "down-under", "dj-wild", UNCOUNTED)
@@ -48,15 +46,6 @@ def _findings(report: dict[str, Any]) -> list[str]:
     return out
 
 
-@pytest.mark.xfail(
-    # Not strict: the findings come with the devices' timing, so a run may miss them; the suite
-    # shows XPASS then, and the mark goes once they are fixed.
-    strict=False,
-    raises=AssertionError,  # a finding; anything else (the harness broke) fails the test
-    reason="issue 21, open on main when this was written (docs/reliability.md, the wire soak): false "
-    "3(b)(5) batch alarms and a refused Start Game at shoe changes (item 1); when they are fixed this "
-    "passes (XPASS) and the mark goes",
-)
 async def test_every_table_over_the_wire_with_kills_raises_no_alarm_nobody_caused(
     broker: str, tmp_path: Path
 ) -> None:
@@ -67,8 +56,6 @@ async def test_every_table_over_the_wire_with_kills_raises_no_alarm_nobody_cause
     ]  # fmt: skip
     reports = await asyncio.gather(*(soak(p, broker, tmp_path / p.game) for p in plans))
     print(json.dumps(reports, indent=1))  # the figures and the journal excerpts, for whoever chases a failure
-    skipped = [r for r in reports if not r["ran"]]
-    # The uncounted variant needs the shuffler's counts_cards option; a build without it says so.
-    assert all(r["game"] == UNCOUNTED and "counts_cards" in r["why_not"] for r in skipped), skipped
+    assert all(r["ran"] for r in reports), [r for r in reports if not r["ran"]]
     findings = [f for r in reports if r["ran"] for f in _findings(r)]
     assert not findings, "\n".join(findings)
