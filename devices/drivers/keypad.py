@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from devices.commands import Command, LockSensors, SetLight, ShowMeter, UnlockSensors
 from devices.drivers.registers import RegisterDriver, SeqGuard, Snapshot, new_in_ring, ring_word
-from devices.errors import CommandRejected, FrameDecodeError
+from devices.errors import CommandRejected, FrameDecodeError, TransportError
 from devices.events import (
     BetSensed,
     ButtonPressed,
@@ -54,6 +54,34 @@ class KeypadDriver(RegisterDriver):
         news, _ = new_in_ring(trusted, seq, len(ring))
         if any(ring_word(ring, s) == self._start_code for s in news) and watch.write(*self._lock_words):
             self.reflexed = seq
+
+    async def line_moved(self, word: int) -> None:
+        """On an RTU line: the key counter moved past the last poll with the sensors open. The
+        keys new since then are read (the ring's one word for one key: the line's floor) and a
+        Start Game among them locks the sensors at once, each request urgent, ahead of the other
+        devices' polls waiting for the line. A failed lock is left to the full poll that follows
+        (``_locked_for``), as the TCP watch's is."""
+        trusted = self._keys.trusted
+        if trusted is None or self._prev is None or self._prev["locked"][0] or self.reflexed == word:
+            return
+        ring = self.profile.reg("key_ring")
+        news, _ = new_in_ring(trusted, word, ring.count)
+        try:
+            if len(news) == 1:
+                keys = await self.read_urgent(ring.address + (news[0] - 1) % ring.count, 1)
+            else:
+                whole = await self.read_urgent(ring.address, ring.count)
+                keys = [ring_word(whole, s) for s in news]
+            if self._start_code not in keys:
+                return
+            address, values = self._lock_words
+            await self.bus.write_registers(
+                self.config.device_id, address, values, timeout_s=self.config.timeout_s, urgent=True
+            )
+        except TransportError as exc:
+            self.log.warning("reflex_lock_failed", error=str(exc))
+            return
+        self.reflexed = word
 
     async def _poll(self) -> None:
         was_locked = bool(self._prev["locked"][0]) if self._prev is not None else False
