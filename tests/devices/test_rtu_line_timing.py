@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tty
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 
 import pytest
@@ -126,7 +126,8 @@ async def test_a_paced_bridge_holds_each_frame_for_its_time_on_the_wire() -> Non
         delay, arrive = await timers.next()
         # Written the moment the request arrived (the test's clock stands still): it follows the
         # request off the wire, then takes its own 7 characters.
-        assert delay == pytest.approx(wire_s(len(request) + GAP_CHARS + len(answer), BAUD, MODBUS_RTU_FRAMING))
+        carried = len(request) + GAP_CHARS + len(answer)
+        assert delay == pytest.approx(wire_s(carried, BAUD, MODBUS_RTU_FRAMING))
         assert _nothing_waiting(host)
         arrive()
         assert await _read(host, len(answer)) == answer
@@ -148,7 +149,8 @@ async def test_an_urgent_turn_goes_before_the_ordinary_ones_waiting() -> None:
     release = asyncio.Event()
     first = asyncio.create_task(take("on the wire", False, release))
     await asyncio.sleep(0)
-    waiting = [asyncio.create_task(take(n, u)) for n, u in (("poll a", False), ("poll b", False), ("look", True))]
+    queued = (("poll a", False), ("poll b", False), ("look", True))
+    waiting = [asyncio.create_task(take(name, urgent)) for name, urgent in queued]
     cancelled = asyncio.create_task(take("cancelled", True))
     await asyncio.sleep(0)
     cancelled.cancel()
@@ -159,12 +161,13 @@ async def test_an_urgent_turn_goes_before_the_ordinary_ones_waiting() -> None:
 
 
 @pytest.fixture
-async def shared_line() -> tuple[SimTable, list[tuple[int, int, int]]]:
+async def shared_line() -> AsyncIterator[tuple[SimTable, list[tuple[int, int, int]]]]:
     """The reader (id 2) and the keypad (id 3) on one simulated RTU line, as the shipped Double
     Back Jack table has them; the frames the line receives are recorded (id, function, address)."""
     line = {"transport": "modbus-rtu", "path": "/tmp/tablectl/test-line", "baudrate": BAUD}
     cfg = [
-        device_config("reader", kind="reader", profile="../devices/ref-reader-peek.toml", device_id=2, **line),
+        device_config("reader", kind="reader", profile="../devices/ref-reader-peek.toml",
+                      device_id=2, **line),
         device_config("keypad", kind="keypad", profile="../devices/ref-keypad.toml", device_id=3,
                       watch_interval_s=0.005, **line),
     ]  # fmt: skip
@@ -190,7 +193,7 @@ async def test_the_keypads_look_goes_on_the_line_before_the_polls_waiting(
 ) -> None:
     sim, seen = shared_line
     buses = BusRegistry()
-    [reader, keypad] = sim.driver_configs()
+    reader = next(c for c in sim.driver_configs() if c.name == "reader")
     bus = buses.bus(reader.endpoint)
     try:
         reads = [
