@@ -176,7 +176,7 @@ class RegisterDriver(Driver):
     @abstractmethod
     def diff(self, prev: Snapshot | None, cur: Snapshot) -> list[DeviceEvent]: ...
 
-    async def _command(self, name: str, *args: int) -> None:
+    async def _command(self, name: str, *args: int, urgent: bool = False) -> None:
         spec = self.profile.reg("command")
         values = [self.profile.commands[name], *args]
         if len(values) > spec.count:
@@ -185,7 +185,7 @@ class RegisterDriver(Driver):
         try:
             await self.bus.write_registers(
                 self.config.device_id, spec.address, values,
-                timeout_s=self.config.timeout_s, attempts=self.config.retry.write_attempts,
+                timeout_s=self.config.timeout_s, attempts=self.config.retry.write_attempts, urgent=urgent,
             )  # fmt: skip
         except TransportError as exc:
             raise CommandRejected(f"{self.name}: {name} not carried out: {exc}") from None

@@ -22,6 +22,7 @@ import pytest
 
 from controller.clock import REAL_CLOCK
 from controller.games import GameId
+from devices.commands import UnlockSensors
 from devices.config import MODBUS_RTU_FRAMING, Framing
 from devices.drivers.factory import build_driver
 from devices.events import ButtonPressed, Key, SensorsLocked
@@ -238,6 +239,14 @@ async def test_the_keypad_on_an_rtu_line_locks_at_start_game_from_its_watch(
         # The look that saw it, the new key's ring word (key 2: the ring's second), the lock, the
         # full poll (which found the sensors locked: no write of its own).
         assert seen[-4:] == [(3, 3, 24), (3, 3, 26), (3, 16, 33), (3, 3, 0)]
+        # The table unlocks (a void): the next Start Game is the watch's to lock again, though
+        # the last full poll read the sensors locked (the next is an hour away).
+        await driver.send(UnlockSensors())
+        assert not model.locked
+        model.press(Key.START_GAME)
+        again, _ = await next_event(driver, ButtonPressed)
+        assert again.key is Key.START_GAME and again.locked and locks == ["lock", "unlock", "lock"]
+        assert seen[-4:] == [(3, 3, 24), (3, 3, 27), (3, 16, 33), (3, 3, 0)]
     finally:
         running.cancel()
         async with asyncio.timeout(GUARD_S):
