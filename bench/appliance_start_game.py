@@ -52,6 +52,7 @@ time on the wire), and ``polls_per_s`` shows each device on the line still polle
 
     .venv/bin/python bench/appliance_start_game.py [--presses 1000] [--journal-dir DIR]
         [--slow-device shuffler] [--latched] [--watch-ms 2] [--rest-s 10] [--load] [--rtu]
+        [--poll-ms MS]
         [--realtime-priority N] [--devices-realtime-priority N]
 """
 
@@ -317,7 +318,7 @@ def p50_p99(xs: list[float], digits: int = 3) -> dict[str, float]:
 async def bench(
     presses: int, journal_dir: Path | None = None, in_process: bool = False,
     slow: str | None = None, latched: bool = False, watch_ms: float = 0.0, rest_s: float = 10.0,
-    load: bool = False, rtu: bool = False,
+    load: bool = False, rtu: bool = False, poll_ms: float | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     cfg = load_table_config(TABLES / "double-back-jack.toml")
     cfg = replace(cfg, options=replace(cfg.options, direct_insert_shuffler=True))  # ruling G13
@@ -339,6 +340,8 @@ async def bench(
                         "host": "127.0.0.1", "port": 0, "device_id": 3, "poll_interval_s": POLL_S, **watch}},
             TABLES, source="bench",
         )[0]  # fmt: skip
+    if poll_ms is not None:  # the keypad's full poll at another interval (a diagnosis)
+        keypad = replace(keypad, poll_interval_s=poll_ms / 1000)
     poll_s = keypad.poll_interval_s
     others = [replace(d, sim={**d.sim, "cycle_s": 0.2}) for d in cfg.devices if d.name != "keypad"]
     devices = [*others, keypad]
@@ -491,6 +494,7 @@ def main() -> None:
         help="CPU spinners on every core and an fsync writer beside the journal",
     )
     p.add_argument("--rtu", action="store_true", help="the keypad on the shipped RS-485 line, paced")
+    p.add_argument("--poll-ms", type=float, default=None, help="the keypad's full poll interval")
     p.add_argument("--realtime-priority", type=int, default=None, help="as tablectl run's (SCHED_FIFO)")
     p.add_argument("--devices-realtime-priority", type=int, default=None, help="the simulators' process too")
     args = p.parse_args()
@@ -501,7 +505,7 @@ def main() -> None:
         refused = realtime(args.realtime_priority)
         assert refused is None, refused
     run = bench(args.presses, args.journal_dir, args.sim_in_process, args.slow_device, args.latched,
-                args.watch_ms, args.rest_s, args.load, args.rtu)  # fmt: skip
+                args.watch_ms, args.rest_s, args.load, args.rtu, args.poll_ms)  # fmt: skip
     print(json.dumps(asyncio.run(run), indent=1))
 
 
