@@ -42,8 +42,17 @@ figure is printed with the one-minute load average it was taken at (``load_avera
 --realtime-priority N`` does; ``--devices-realtime-priority N`` the simulators' process too (the
 devices are hardware of their own at a table: the appliance's load is not theirs).
 
+``--rtu`` leaves the keypad where the shipped table has it: on the RS-485 line it shares with the
+reader (Modbus RTU, 19,200 baud 8E1, polled at its configured interval), the simulated line paced
+at that baud and framing (sim/wire_pace.py: a pty alone carries bytes at once, which no wire
+does). ``--watch-ms`` then sets the keypad's looks at its key counter through the line, each an
+urgent request (devices/transport/line_turns.py). The bare figure is then a one-register read of
+the keypad on the same paced line, printed beside the line's floor (``line_floor_ms``: that read's
+time on the wire), and ``polls_per_s`` shows each device on the line still polled at its rate.
+
     .venv/bin/python bench/appliance_start_game.py [--presses 1000] [--journal-dir DIR]
-        [--slow-device shuffler] [--latched] [--watch-ms 2] [--rest-s 10] [--load]
+        [--slow-device shuffler] [--latched] [--watch-ms 2] [--rest-s 10] [--load] [--rtu]
+        [--poll-ms MS]
         [--realtime-priority N] [--devices-realtime-priority N]
 """
 
@@ -65,7 +74,7 @@ from pathlib import Path
 from typing import Any
 
 from background_load import BackgroundLoad, load_average  # bench/, beside this script
-from pymodbus.client import AsyncModbusTcpClient
+from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient
 
 from controller import logs
 from controller.clock import REAL_CLOCK
@@ -79,6 +88,7 @@ from devices.drivers.base import Driver, PollSchedule
 from devices.events import Key
 from devices.profiles import LATCHES
 from sim.table import SimTable
+from sim.wire_pace import read_floor_s
 
 POLL_S = 0.05
 
@@ -136,9 +146,9 @@ class SimControl:
 class SimInProcess:
     """The simulators in the controller's own event loop (the old topology, kept to compare)."""
 
-    def __init__(self, devices: list[Any], spec: Any, decks: int) -> None:
+    def __init__(self, devices: list[Any], spec: Any, decks: int, paced: bool = False) -> None:
         # A direct-insert shuffler (declared below): Start Game is measured, not the cut.
-        self.sim = SimTable(devices, spec, seed=1, decks=decks, direct_insert=True)
+        self.sim = SimTable(devices, spec, seed=1, decks=decks, direct_insert=True, paced_rtu=paced)
         self.control: SimControl | None = None
 
     async def start(self) -> None:
@@ -159,10 +169,11 @@ class SimProcess:
     as it crosses the wire at a table. The child stamps t0 and t1 itself; perf_counter is
     CLOCK_MONOTONIC on Linux, so its stamps compare with the controller's own marks."""
 
-    def __init__(self, devices: list[Any], spec: Any, decks: int) -> None:
+    def __init__(self, devices: list[Any], spec: Any, decks: int, paced: bool = False) -> None:
         ctx = multiprocessing.get_context("spawn")  # never fork a process that runs an event loop
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_sim_child, args=(child, devices, spec, decks), daemon=True)
+        args = (child, devices, spec, decks, paced)
+        self._proc = ctx.Process(target=_sim_child, args=args, daemon=True)
         self._child = child
 
     async def start(self) -> None:
@@ -189,17 +200,17 @@ class SimProcess:
 DEVICES_PRIORITY_ENV = "BENCH_DEVICES_REALTIME_PRIORITY"
 
 
-def _sim_child(conn: Any, devices: list[Any], spec: Any, decks: int) -> None:
+def _sim_child(conn: Any, devices: list[Any], spec: Any, decks: int, paced: bool) -> None:
     logs.configure(logging.ERROR)
     priority = os.environ.get(DEVICES_PRIORITY_ENV)
     if priority:  # the devices are hardware of their own: the appliance's load is not theirs
         refused = realtime(int(priority))
         assert refused is None, refused
-    asyncio.run(_serve_sim(conn, devices, spec, decks))
+    asyncio.run(_serve_sim(conn, devices, spec, decks, paced))
 
 
-async def _serve_sim(conn: Any, devices: list[Any], spec: Any, decks: int) -> None:
-    sim = SimInProcess(devices, spec, decks)  # in-process to the child, which is all it runs
+async def _serve_sim(conn: Any, devices: list[Any], spec: Any, decks: int, paced: bool) -> None:
+    sim = SimInProcess(devices, spec, decks, paced)  # in-process to the child, which is all it runs
     await sim.start()
     inbox: asyncio.Queue[Any] = asyncio.Queue()
     loop = asyncio.get_running_loop()
@@ -262,6 +273,25 @@ class Marks:
         return {k: p50_p99(v) for k, v in parts.items()}
 
 
+def _count_polls(driver: Any, polls: dict[str, int]) -> None:
+    read_block = driver.read_block
+
+    async def counted() -> list[int]:
+        words: list[int] = await read_block()
+        polls[driver.name] += 1
+        return words
+
+    driver.read_block = counted
+
+
+def _bare_client(ep: Any) -> Any:
+    """A plain pymodbus client of the keypad's endpoint (on a pty: no parity, see Framing.for_port)."""
+    if ep.transport.value == "modbus-rtu":
+        framing = ep.serial_framing.for_port(ep.path).pyserial()
+        return AsyncModbusSerialClient(ep.path, baudrate=ep.baudrate, timeout=1.0, retries=0, **framing)
+    return AsyncModbusTcpClient("127.0.0.1", port=ep.port)
+
+
 def bare_commits(path: Path, n: int, rng: random.Random) -> list[float]:
     """One-record commits to a journal beside the table's, as far apart as the presses: the
     storage's flush after a pause is what the journalled step pays (it is far dearer than back
@@ -288,7 +318,7 @@ def p50_p99(xs: list[float], digits: int = 3) -> dict[str, float]:
 async def bench(
     presses: int, journal_dir: Path | None = None, in_process: bool = False,
     slow: str | None = None, latched: bool = False, watch_ms: float = 0.0, rest_s: float = 10.0,
-    load: bool = False,
+    load: bool = False, rtu: bool = False, poll_ms: float | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     cfg = load_table_config(TABLES / "double-back-jack.toml")
     cfg = replace(cfg, options=replace(cfg.options, direct_insert_shuffler=True))  # ruling G13
@@ -299,17 +329,28 @@ async def bench(
         latching.write_text(text.replace("[options]\n", f"[options]\n{LATCHES} = true\n", 1))
         profile = str(latching)
     watch = {"watch_interval_s": watch_ms / 1000} if watch_ms > 0 else {}
-    keypad = load_devices(
-        {"keypad": {"kind": "keypad", "profile": profile, "transport": "modbus-tcp",
-                    "host": "127.0.0.1", "port": 0, "device_id": 3, "poll_interval_s": POLL_S, **watch}},
-        TABLES, source="bench",
-    )[0]  # fmt: skip
+    if rtu and latched:
+        raise SystemExit("--latched is for the keypad on Modbus TCP")
+    if rtu:  # as the shipped table has it: on the reader's RS-485 line, at its own poll interval
+        shipped = next(d for d in cfg.devices if d.name == "keypad")
+        keypad = replace(shipped, options={**shipped.options, **watch})
+    else:
+        keypad = load_devices(
+            {"keypad": {"kind": "keypad", "profile": profile, "transport": "modbus-tcp",
+                        "host": "127.0.0.1", "port": 0, "device_id": 3, "poll_interval_s": POLL_S, **watch}},
+            TABLES, source="bench",
+        )[0]  # fmt: skip
+    if poll_ms is not None:  # the keypad's full poll at another interval (a diagnosis)
+        keypad = replace(keypad, poll_interval_s=poll_ms / 1000)
+    poll_s = keypad.poll_interval_s
     others = [replace(d, sim={**d.sim, "cycle_s": 0.2}) for d in cfg.devices if d.name != "keypad"]
     devices = [*others, keypad]
-    sim = (SimInProcess if in_process else SimProcess)(devices, cfg.options.spec, cfg.options.decks)
+    sim = (SimInProcess if in_process else SimProcess)(devices, cfg.options.spec, cfg.options.decks, rtu)
     await sim.start()
     configs = await sim.ask("configs")
-    keypad_port = next(c.endpoint.port for c in configs if c.name == "keypad")
+    keypad_ep = next(c.endpoint for c in configs if c.name == "keypad")
+    line = [c for c in configs if rtu and c.endpoint.bus_key == keypad_ep.bus_key]
+    polls: dict[str, int] = {c.name: 0 for c in line}
     rng = random.Random(1)
     latencies: list[float] = []
     to_command: list[float] = []
@@ -320,8 +361,11 @@ async def bench(
     loads: dict[str, float] = {}  # the one-minute load average as each figure was taken
     with tempfile.TemporaryDirectory(dir=journal_dir) as tmp:
         sup = Supervisor(cfg, Path(tmp) / "j.db", devices=configs)
+        stopped = False
         await sup.start()
         marks.install(sup)
+        for c in line:  # each full poll of a device on the keypad's line, counted
+            _count_polls(sup.drivers[c.name], polls)
         background = BackgroundLoad(Path(tmp)) if load else None
         try:
             async with asyncio.timeout(30):
@@ -337,14 +381,16 @@ async def bench(
                 await asyncio.sleep(5)  # the spinners up and the load average climbing (pacing only)
             # At rest first: every device polled as configured (the keypad's watch included),
             # nothing pressed; the bench itself only sleeps, so this is the appliance's own share.
-            wall0, cpu0 = time.perf_counter(), time.process_time()
+            wall0, cpu0, polled = time.perf_counter(), time.process_time(), dict(polls)
             await asyncio.sleep(rest_s)
-            rest_share = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
+            rest_wall = time.perf_counter() - wall0
+            rest_share = (time.process_time() - cpu0) / rest_wall
+            polls_per_s = {n: round((polls[n] - polled[n]) / rest_wall, 2) for n in polls}
             loads["appliance_cpu_share"] = load_average()
             wall0, cpu0 = time.perf_counter(), time.process_time()
             for _ in range(presses):
                 # A dealer presses at any moment of the poll cycle, not just after a poll.
-                await asyncio.sleep(rng.uniform(0, POLL_S))
+                await asyncio.sleep(rng.uniform(0, poll_s))
                 async with asyncio.timeout(5):
                     t0, t1, sent = await sim.ask("press")
                 pressed.append(t0)
@@ -358,22 +404,28 @@ async def bench(
             pressing_wall, pressing_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
             loads["start_to_locked_ms"] = load_average()
             cpu_share = pressing_cpu / pressing_wall
-            async with AsyncModbusTcpClient("127.0.0.1", port=keypad_port) as client:
+            if rtu:  # the controller lets go of the line: the bench is then its only master
+                await sup.stop()
+                stopped = True
+            # The bare read: on RTU one register (the line's floor's read), else the poll's 33.
+            address, words = (24, 1) if rtu else (0, 33)
+            async with _bare_client(keypad_ep) as client:
                 for _ in range(presses):
                     t0 = time.perf_counter()
-                    rr = await client.read_holding_registers(0, count=33, device_id=3)
+                    rr = await client.read_holding_registers(address, count=words, device_id=3)
                     bare.append(time.perf_counter() - t0)
                     assert not rr.isError()
-                schedule = PollSchedule(REAL_CLOCK, POLL_S)
-                for _ in range(presses):  # the same read at the poll's own rhythm: 20 Hz, fixed rate
+                schedule = PollSchedule(REAL_CLOCK, poll_s)
+                for _ in range(presses):  # the same read at the poll's own rhythm, fixed rate
                     await asyncio.sleep(schedule.wait_s())
                     t0 = time.perf_counter()
-                    rr = await client.read_holding_registers(0, count=33, device_id=3)
+                    rr = await client.read_holding_registers(address, count=words, device_id=3)
                     paced.append(time.perf_counter() - t0)
                     assert not rr.isError()
             loads["bare_modbus_rtt_ms"] = load_average()
         finally:
-            await sup.stop()
+            if not stopped:
+                await sup.stop()
             await sim.stop()
         try:
             commits = bare_commits(Path(tmp) / "bare.db", presses, rng)  # the table stopped: nothing waits
@@ -383,7 +435,17 @@ async def bench(
                 background.stop()
     window, rtt = p50_p99(latencies, 2), p50_p99(paced)
     return {
-        "presses": len(latencies), "poll_interval_ms": POLL_S * 1000,
+        "presses": len(latencies), "poll_interval_ms": poll_s * 1000,
+        "keypad_transport": f"modbus-rtu {keypad_ep.baudrate} {keypad_ep.serial_framing.describe()}, paced"
+                            if rtu else "modbus-tcp",
+        # On RTU: the one-register read's time on the wire at the line's baud and framing, and
+        # each device on the line's full polls a second at rest (against its configured rate).
+        "line_floor_ms": round(read_floor_s(keypad_ep.baudrate, keypad_ep.serial_framing) * 1000, 2)
+                         if rtu else None,
+        "window_over_line_floor_p99": round(window["p99"] / (read_floor_s(keypad_ep.baudrate,
+                                            keypad_ep.serial_framing) * 1000), 2) if rtu else None,
+        "polls_per_s": {n: {"measured": polls_per_s[n], "configured": round(1 / c.poll_interval_s, 2)}
+                        for c in line for n in [c.name]},
         "simulators": "in the controller's process" if in_process else "in their own process",
         "background_load": background.describe() if background is not None else None,
         "load_average_1m": loads,  # beside each figure: taken as it was finished
@@ -408,9 +470,9 @@ async def bench(
         # lock's write after the fsync), so the target counts the bare read made at the poll's
         # rhythm; the same read back to back, hot, is printed beside it with what it would make.
         "bare_modbus_rtt_ms": rtt,
-        "target_p99_ms": round(POLL_S * 1000 + 3 * pct(paced, 99), 2),
+        "target_p99_ms": round(poll_s * 1000 + 3 * pct(paced, 99), 2),
         "back_to_back_modbus_rtt_ms": p50_p99(bare),
-        "back_to_back_target_p99_ms": round(POLL_S * 1000 + 3 * pct(bare, 99), 2),
+        "back_to_back_target_p99_ms": round(poll_s * 1000 + 3 * pct(bare, 99), 2),
         "bare_journal_commit_ms": p50_p99(commits),
         "journal_dir": str(journal_dir or Path(tempfile.gettempdir())),
         "split_ms": marks.split(pressed),
@@ -431,6 +493,8 @@ def main() -> None:
         action="store_true",
         help="CPU spinners on every core and an fsync writer beside the journal",
     )
+    p.add_argument("--rtu", action="store_true", help="the keypad on the shipped RS-485 line, paced")
+    p.add_argument("--poll-ms", type=float, default=None, help="the keypad's full poll interval")
     p.add_argument("--realtime-priority", type=int, default=None, help="as tablectl run's (SCHED_FIFO)")
     p.add_argument("--devices-realtime-priority", type=int, default=None, help="the simulators' process too")
     args = p.parse_args()
@@ -441,7 +505,7 @@ def main() -> None:
         refused = realtime(args.realtime_priority)
         assert refused is None, refused
     run = bench(args.presses, args.journal_dir, args.sim_in_process, args.slow_device, args.latched,
-                args.watch_ms, args.rest_s, args.load)  # fmt: skip
+                args.watch_ms, args.rest_s, args.load, args.rtu, args.poll_ms)  # fmt: skip
     print(json.dumps(asyncio.run(run), indent=1))
 
 

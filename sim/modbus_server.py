@@ -326,12 +326,16 @@ class ModbusRtuSim:
         baudrate: int = 19200,
         framing: Framing = MODBUS_RTU_FRAMING,
         link: str = "",
+        paced: bool = False,
     ) -> None:
+        """``paced``: the line carries each frame in its time at ``baudrate`` (sim/wire_pace.py),
+        not at once as a bare pty does."""
         self.devices = devices
         self.baudrate = baudrate
         self.framing = framing  # the line's, as the table file configures it (8E1 by default)
         self.link = link
-        self.bridge = PtyBridge(RtuGate({d.device_id for d in devices}), framing)
+        gate = RtuGate({d.device_id for d in devices})
+        self.bridge = PtyBridge(gate, framing, baudrate=baudrate if paced else None)
         self._server: ModbusSerialServer | None = None
 
     @property

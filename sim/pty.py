@@ -11,6 +11,11 @@ bits without parity, so both ends open a pty without parity (``Framing.for_port`
 pretend. A framing mismatch between the appliance and a
 device cannot show on a pty; the tests check that the configured framing is validated and
 reaches pyserial and pymodbus.
+
+Nor does a pty keep the baud's timing: it hands bytes on at once. A bridge given the line's
+``baudrate`` paces what it carries as the wire would (sim/wire_pace.py): a request reaches the
+device after its bytes' time at that baud and framing and the 3.5-character silence that ends it,
+an answer reaches the master after its bytes' time, one frame on the line at a time.
 """
 
 from __future__ import annotations
@@ -21,9 +26,13 @@ import os
 import termios
 import tty
 from collections import deque
+from collections.abc import Callable
 from typing import Final, Protocol
 
 from devices.config import LINE_FRAMING, Framing
+from sim.wire_pace import LinePacer
+
+Later = Callable[[float, Callable[[], None]], object]  # loop.call_later's shape
 
 _CSIZE = {5: termios.CS5, 6: termios.CS6, 7: termios.CS7, 8: termios.CS8}
 
@@ -76,14 +85,30 @@ class PtyBridge:
     after TURNAROUND_S), because pymodbus's serial server takes one request per read and would
     drop a second frame that arrived with the first."""
 
-    def __init__(self, gate: Gate | None = None, framing: Framing = LINE_FRAMING) -> None:
+    def __init__(
+        self,
+        gate: Gate | None = None,
+        framing: Framing = LINE_FRAMING,
+        *,
+        baudrate: int | None = None,
+        later: Later | None = None,
+        now: Callable[[], float] | None = None,
+    ) -> None:
+        """``baudrate`` paces the line at it (None: bytes pass at once); ``later`` and ``now``
+        are the loop's call_later and time unless a test gives its own."""
         self.framing = framing
+        self._later = later
+        self._now = now
+        self.pacer: LinePacer | None = None
+        if baudrate is not None:
+            self.pacer = LinePacer(baudrate, framing, self._time)
         self._host: Pty | None = None
         self._device: Pty | None = None
         self.cut = False
         self.gate = gate
         self._pending: deque[bytes] = deque()
         self._turn: asyncio.TimerHandle | None = None  # the device end is busy with a request
+        self._in_flight = False  # a paced request is on the wire to the device end
 
     @property
     def is_open(self) -> bool:
@@ -121,18 +146,57 @@ class PtyBridge:
             self._write(dst, data)
             return
         if not from_host:
-            self._write(dst, data)
+            self._carry(dst, data, self.pacer.reply(len(data)) if self.pacer else 0.0)
             self._turn_over()  # the device answered: it takes the next request
             return
         frames, reply = self.gate.feed(data)
-        self._write(src, reply)
+        self._carry(src, reply, self.pacer.reply(len(reply)) if self.pacer and reply else 0.0)
         self._pending.extend(frames)
         self._hand_on()
 
-    def _hand_on(self) -> None:
-        if self._turn is not None or not self._pending or self._device is None:
+    def _time(self) -> float:
+        return self._now() if self._now is not None else asyncio.get_running_loop().time()
+
+    def _call_later(self, delay: float, then: Callable[[], None]) -> None:
+        if self._later is not None:
+            self._later(delay, then)
+        else:
+            asyncio.get_running_loop().call_later(delay, then)
+
+    def _carry(self, fd: int, data: bytes, delay: float) -> None:
+        """``data`` written to ``fd`` after ``delay`` (its time on the wire), unless cut meanwhile."""
+        if not data:
             return
-        self._write(self._device.fd, self._pending.popleft())
+        if delay <= 0:
+            self._write(fd, data)
+            return
+
+        def arrive() -> None:
+            if not self.cut and self._host is not None:
+                self._write(fd, data)
+
+        self._call_later(delay, arrive)
+
+    def _hand_on(self) -> None:
+        if self._turn is not None or self._in_flight or not self._pending or self._device is None:
+            return
+        frame, device = self._pending.popleft(), self._device.fd
+        if self.pacer is None:
+            self._deliver(device, frame)
+            return
+        self._in_flight = True
+
+        def arrive() -> None:
+            self._in_flight = False
+            if self.cut or self._device is None:
+                self._hand_on()
+                return
+            self._deliver(device, frame)
+
+        self._call_later(self.pacer.request(len(frame)), arrive)
+
+    def _deliver(self, device: int, frame: bytes) -> None:
+        self._write(device, frame)
         self._turn = asyncio.get_running_loop().call_later(TURNAROUND_S, self._turn_over)
 
     def _turn_over(self) -> None:

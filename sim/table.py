@@ -76,12 +76,17 @@ class SimTable:
         at_configured: bool = False,
         direct_insert: bool = False,
         timing: TableTiming = NO_TIMING,
+        paced_rtu: bool = False,
     ) -> None:
-        """``at_configured``: listen on the configured TCP ports and make each configured serial
+        """``paced_rtu``: each RTU line carries its frames in their time at the line's baud and
+        framing (sim/wire_pace.py) instead of at once, as a bare pty would.
+
+        ``at_configured``: listen on the configured TCP ports and make each configured serial
         path a link to its pty (``tablectl sim``, for a ``tablectl run`` of the same file);
         otherwise free ports and private ptys, devices that share a port or line still sharing one
         (tests, benchmarks and the demo, many of which run at once on one machine)."""
         self.at_configured = at_configured
+        self.paced_rtu = paced_rtu
         self.direct_insert = direct_insert
         self.game = game
         self.decks = decks or game.default_decks
@@ -274,7 +279,8 @@ class SimTable:
                 # One line, one speed and framing (devices/config.py makes its devices agree).
                 line = next(i.config.endpoint for i in self.devices.values() if i.register_sim in sims)
                 link = path if self.at_configured else ""
-                rtu = ModbusRtuSim(sims, baudrate=line.baudrate, framing=line.serial_framing, link=link)
+                rtu = ModbusRtuSim(sims, baudrate=line.baudrate, framing=line.serial_framing, link=link,
+                                   paced=self.paced_rtu)  # fmt: skip
                 await rtu.start()
                 self._rtu[path] = rtu
                 for info in self.devices.values():

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from devices.commands import Command, LockSensors, SetLight, ShowMeter, UnlockSensors
 from devices.drivers.registers import RegisterDriver, SeqGuard, Snapshot, new_in_ring, ring_word
-from devices.errors import CommandRejected, FrameDecodeError
+from devices.errors import CommandRejected, FrameDecodeError, TransportError
 from devices.events import (
     BetSensed,
     ButtonPressed,
@@ -37,6 +37,9 @@ class KeypadDriver(RegisterDriver):
         self._start_code = self.profile.enum_value("key", Key.START_GAME.value)
         self._lock_words = self._command_words("lock")
         self.reflexed: int | None = None  # the last Start Game (key_seq) the watch locked for
+        # The driver wrote unlock since its last full poll: the locked flag that poll read is
+        # stale (on an RTU line, a poll is a tenth of a second apart and the look reads no flag).
+        self._unlocked = False
 
     # -- the reflex: the sensors locked at Start Game, before the table decides (687a.9(b)) -------
     # Locking can only stop wagers, never take or pay one, so it need not wait for the journal:
@@ -55,9 +58,38 @@ class KeypadDriver(RegisterDriver):
         if any(ring_word(ring, s) == self._start_code for s in news) and watch.write(*self._lock_words):
             self.reflexed = seq
 
+    async def line_moved(self, word: int) -> None:
+        """On an RTU line: the key counter moved past the last poll with the sensors open. The
+        keys new since then are read (the ring's one word for one key: the line's floor) and a
+        Start Game among them locks the sensors at once, each request urgent, ahead of the other
+        devices' polls waiting for the line. A failed lock is left to the full poll that follows
+        (``_locked_for``), as the TCP watch's is."""
+        trusted = self._keys.trusted
+        if trusted is None or self._prev is None or self.reflexed == word:
+            return
+        if self._prev["locked"][0] and not self._unlocked:  # a round in play: not this press's
+            return
+        ring = self.profile.reg("key_ring")
+        news, _ = new_in_ring(trusted, word, ring.count)
+        try:
+            if len(news) == 1:
+                keys = await self.read_urgent(ring.address + (news[0] - 1) % ring.count, 1)
+            else:
+                whole = await self.read_urgent(ring.address, ring.count)
+                keys = [ring_word(whole, s) for s in news]
+            if self._start_code not in keys:
+                return
+            await self._command("lock", urgent=True)
+        except (TransportError, CommandRejected) as exc:
+            self.log.warning("reflex_lock_failed", error=str(exc))
+            return
+        self.reflexed = word
+
     async def _poll(self) -> None:
         was_locked = bool(self._prev["locked"][0]) if self._prev is not None else False
-        events = self.decode(await self.read_block())
+        self._unlocked = False  # before the read: an unlock written meanwhile is kept in mind
+        words = await self.read_block()
+        events = self.decode(words)
         for i, ev in enumerate(events):
             if isinstance(ev, ButtonPressed) and ev.key is Key.START_GAME:
                 events[i] = await self._locked_for(ev, was_locked)
@@ -75,7 +107,7 @@ class KeypadDriver(RegisterDriver):
         if self._prev["locked"][0]:
             return replace(press, locked=not was_locked or reflexed is not None)
         try:
-            await self._command("lock")
+            await self._command("lock", urgent=True)  # ahead of the other devices' polls waiting
         except CommandRejected as exc:  # the table's own lock after its decision is the fallback
             self.log.warning("reflex_lock_failed", error=str(exc))
             return press
@@ -141,6 +173,7 @@ class KeypadDriver(RegisterDriver):
                 await self._command("lock")
             case UnlockSensors():
                 await self._command("unlock")
+                self._unlocked = True
             case SetLight(box=box, spot=spot, on=on):
                 if not (1 <= box <= self.boxes and 1 <= spot <= self.spots):
                     raise CommandRejected(f"{self.name}: set_light: no sensor {box}/{spot}")

@@ -37,11 +37,15 @@ class RegisterDriver(Driver):
         self._prev: Snapshot | None = None
         self._words: list[int] | None = None  # the block _prev was decoded from
         self._watch: WordWatch | None = None
+        self._line_watch_s: float | None = None
         every = config.options.get("watch_interval_s")
-        # Modbus TCP only: an RTU line is shared and slow (a one-word read is ~8 ms at 19,200
-        # baud), so watching one device on it would hold the line from the others.
+        watching = self.watch_register is not None and every is not None and every < config.poll_interval_s
+        # On Modbus TCP a connection of its own (WordWatch); on a shared RTU line the bus itself,
+        # the watched word alone, each look urgent (_watch_line).
         tcp = bus.endpoint.transport is TransportKind.MODBUS_TCP
-        if self.watch_register is not None and every is not None and every < config.poll_interval_s and tcp:
+        if watching and every is not None and bus.endpoint.transport is TransportKind.MODBUS_RTU:
+            self._line_watch_s = float(every)
+        if watching and tcp and every is not None and self.watch_register is not None:
             specs = [self.profile.reg(n) for n in (self.watch_register, *self.watch_with)]
             first = min(r.address for r in specs)
             count = max(r.address + r.count for r in specs) - first
@@ -98,7 +102,10 @@ class RegisterDriver(Driver):
         return True
 
     async def watch(self, seconds: float) -> bool:
-        """The fast watch between polls (see WordWatch), in a worker thread; without one, a pause."""
+        """The fast watch between polls (see WordWatch), in a worker thread; on an RTU line, looks
+        through the bus (``_watch_line``); without one, a pause."""
+        if self._line_watch_s is not None and self._words is not None:
+            return await self._watch_line(self._line_watch_s, seconds)
         if self._watch is None or self._words is None or self.watch_register is None:
             return await super().watch(seconds)
         last = self._words[self.profile.reg(self.watch_register).address - self._span[0]]
@@ -107,6 +114,41 @@ class RegisterDriver(Driver):
         except asyncio.CancelledError:
             self.wake.flag.set()  # the thread stops at its next look, not at the pause's end
             raise
+
+    async def _watch_line(self, every: float, seconds: float) -> bool:
+        """On a shared RTU line: the watched word alone (a one-register read, the line's floor:
+        ~10.6 ms at 19,200 baud 8E1) every ``every`` s for ``seconds``, each look an urgent request
+        (devices/transport/line_turns.py), so it waits only for the request already on the wire,
+        never behind the other devices' polls. A move is handed to ``line_moved`` (a keypad's
+        reflex) and the full poll comes at once. A look that fails waits out the time: the full
+        poll reads the device, and its health, as ever."""
+        assert self.watch_register is not None and self._words is not None
+        address = self.profile.reg(self.watch_register).address
+        last = self._words[address - self._span[0]]
+        end = self.clock.now() + seconds
+        while (left := end - self.clock.now()) > 0:
+            await self.wake.wait(min(every, left), self.clock)
+            if self.wake.is_set() or self.clock.now() >= end:
+                return False
+            try:
+                word = await self.read_urgent(address, 1)
+            except TransportError:
+                await self.wake.wait(max(0.0, end - self.clock.now()), self.clock)
+                return False
+            if word[0] != last:
+                await self.line_moved(word[0])
+                return True
+        return False
+
+    async def read_urgent(self, address: int, count: int) -> list[int]:
+        """A read ahead of the ordinary requests waiting for the line (the watch's, the reflex's)."""
+        return await self.bus.read_holding(
+            self.config.device_id, address, count, timeout_s=self.config.timeout_s, urgent=True
+        )
+
+    async def line_moved(self, word: int) -> None:
+        """On an RTU line, the moment the watched word moved (read by ``_watch_line``): what may be
+        done before the full poll (a keypad's reflex), as ``watched`` does in a TCP watch's thread."""
 
     def _watch_moved(self, watch: WordWatch, last: int, seconds: float) -> bool:
         """In the watch's thread: whether the watched word moved, after ``watched`` had the words."""
@@ -134,7 +176,7 @@ class RegisterDriver(Driver):
     @abstractmethod
     def diff(self, prev: Snapshot | None, cur: Snapshot) -> list[DeviceEvent]: ...
 
-    async def _command(self, name: str, *args: int) -> None:
+    async def _command(self, name: str, *args: int, urgent: bool = False) -> None:
         spec = self.profile.reg("command")
         values = [self.profile.commands[name], *args]
         if len(values) > spec.count:
@@ -143,7 +185,7 @@ class RegisterDriver(Driver):
         try:
             await self.bus.write_registers(
                 self.config.device_id, spec.address, values,
-                timeout_s=self.config.timeout_s, attempts=self.config.retry.write_attempts,
+                timeout_s=self.config.timeout_s, attempts=self.config.retry.write_attempts, urgent=urgent,
             )  # fmt: skip
         except TransportError as exc:
             raise CommandRejected(f"{self.name}: {name} not carried out: {exc}") from None

@@ -1,7 +1,10 @@
 """One Modbus bus (a TCP connection or an RTU serial line) shared by the devices on it.
 
-pymodbus allows one request at a time per client, so every request on a bus goes through one
-lock, and serial lines get a quiet gap between requests. Each request carries its own device's
+pymodbus allows one request at a time per client, so every request on a bus takes its turn on
+the line (LineTurns), and serial lines get a quiet gap between requests. An urgent request (a
+keypad's look at its key counter: the past-posting window, 687a.9(b)) goes ahead of every
+ordinary one waiting, so on a shared RTU line the window waits for at most the request already
+on the wire, not for the other devices' polls queued behind it. Each request carries its own device's
 timeout, so a silent device on a shared RTU line holds the line for at most that long. pymodbus
 is told not to retry or reconnect by itself: a failed request raises, our retry policy decides
 whether to repeat it, and reconnection happens here with exponential backoff and jitter.
@@ -28,6 +31,7 @@ from controller.backoff import Backoff, BackoffPolicy
 from controller.clock import REAL_CLOCK, Clock
 from devices.config import NETWORK_MODBUS, Endpoint, TransportKind
 from devices.errors import BadResponse, DeviceRefused, DeviceTimeout, LinkDown, TransportError
+from devices.transport.line_turns import LineTurns
 
 # Modbus exception 6 (device busy) is worth asking again; the others will not change.
 _RETRYABLE_EXCEPTION_CODES = frozenset({6})
@@ -58,7 +62,7 @@ class ModbusBus:
         self.endpoint = endpoint
         self.clock = clock
         self._reconnect = Backoff(backoff or BackoffPolicy(), clock=clock, rng=rng)
-        self._lock = asyncio.Lock()
+        self._turns = LineTurns()
         self._client: AsyncModbusTcpClient | AsyncModbusSerialClient | None = None
         self._last_done = float("-inf")
         self._failures_in_row = 0
@@ -128,8 +132,9 @@ class ModbusBus:
         device_id: int,
         timeout_s: float,
         call: Callable[[Any], Awaitable[ModbusPDU]],
+        urgent: bool = False,
     ) -> ModbusPDU:
-        async with self._lock:
+        async with self._turns.turn(urgent):
             if self.endpoint.gap_s > 0:
                 # The gap is a property of the wire, so it runs on real time, not the clock.
                 wait = self._last_done + self.endpoint.gap_s - time.monotonic()
@@ -180,10 +185,11 @@ class ModbusBus:
         timeout_s: float,
         attempts: int,
         call: Callable[[Any], Awaitable[ModbusPDU]],
+        urgent: bool = False,
     ) -> ModbusPDU:
         for attempt in range(1, attempts + 1):
             try:
-                return await self._once(what, device_id, timeout_s, call)
+                return await self._once(what, device_id, timeout_s, call, urgent)
             except LinkDown:
                 raise
             except DeviceRefused as exc:
@@ -196,12 +202,13 @@ class ModbusBus:
         raise AssertionError("unreachable")
 
     async def read_holding(
-        self, device_id: int, address: int, count: int, *, timeout_s: float, attempts: int = 1
-    ) -> list[int]:
+        self, device_id: int, address: int, count: int, *, timeout_s: float, attempts: int = 1,
+        urgent: bool = False,
+    ) -> list[int]:  # fmt: skip
         what = f"read {count} at {address}"
         rr = await self._with_retry(
             what, device_id, timeout_s, attempts,
-            lambda c: c.read_holding_registers(address, count=count, device_id=device_id),
+            lambda c: c.read_holding_registers(address, count=count, device_id=device_id), urgent,
         )  # fmt: skip
         regs = list(getattr(rr, "registers", []) or [])
         if len(regs) != count:
@@ -211,11 +218,11 @@ class ModbusBus:
 
     async def write_registers(
         self, device_id: int, address: int, values: list[int], *, timeout_s: float,
-        attempts: int = 1,
+        attempts: int = 1, urgent: bool = False,
     ) -> None:  # fmt: skip
         await self._with_retry(
             f"write {len(values)} at {address}", device_id, timeout_s, attempts,
-            lambda c: c.write_registers(address, values, device_id=device_id),
+            lambda c: c.write_registers(address, values, device_id=device_id), urgent,
         )  # fmt: skip
 
 
