@@ -33,7 +33,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import psycopg
 
 from tests import postgres_fixtures
-from tests.mosquitto_fixtures import free_port
+from tests.ports import free_port
 
 
 def start_broker(directory: pathlib.Path, port: int) -> subprocess.Popen[bytes]:

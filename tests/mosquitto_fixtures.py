@@ -8,7 +8,6 @@ import getpass
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
 from collections.abc import Iterator
 from typing import Protocol, TypeVar
@@ -16,12 +15,6 @@ from typing import Protocol, TypeVar
 import pytest
 
 from controller.supervisor.demo import wait_running
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def mosquitto_binary() -> str:

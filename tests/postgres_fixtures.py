@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.mosquitto_fixtures import free_port
+from tests.ports import free_port
 
 
 def bin_dir() -> pathlib.Path:

@@ -5,16 +5,10 @@ collide with each other or with a copy of the table running on the machine."""
 from __future__ import annotations
 
 import re
-import socket
 from pathlib import Path
 
 from controller.shipped import table_file
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.ports import free_port
 
 
 def relocated_table(game: str, folder: Path) -> Path:

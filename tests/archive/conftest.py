@@ -26,6 +26,7 @@ from controller.telemetry.broker import BrokerSettings
 from controller.telemetry.outbox import JournalOutbox
 from controller.telemetry.topics import TableTopics
 from tests import mosquitto_fixtures, postgres_fixtures
+from tests.ports import free_port
 
 GUARD_S = 60.0
 SITE = "test-floor"
@@ -112,7 +113,7 @@ def events_topic(table_id: str) -> str:
 @dataclass
 class Broker:
     dir: pathlib.Path
-    port: int = field(default_factory=mosquitto_fixtures.free_port)
+    port: int = field(default_factory=free_port)
     proc: Any = None
 
     def prepare(self) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from controller.cli import main
 from tests.archive.conftest import fill_journal
-from tests.mosquitto_fixtures import free_port
+from tests.ports import free_port
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from controller.supervisor.config import load_table_config
 from controller.supervisor.rig import ROOT, concrete_config, table_file
 from sim.table import SimTable
 from tests.console.conftest import PASSWORDS, write_users
-from tests.mosquitto_fixtures import free_port
+from tests.ports import free_port
 
 GUARD_S = 30.0
 # Each expect on a page is given this: Playwright's expect has its own 5 s default, which the

@@ -29,6 +29,7 @@ from devices.transport.modbus import BusRegistry
 from sim.clock import VirtualClock
 from sim.table import SimTable, read_table
 from tests import mosquitto_fixtures
+from tests.ports import free_port
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TABLES = ROOT / "config" / "tables"
@@ -192,7 +193,7 @@ def seeded(seed: int = 1) -> random.Random:
 @pytest.fixture
 def mosquitto(tmp_path: pathlib.Path) -> Iterator[int]:
     """Our own broker on a free port with its own config file; never the system one."""
-    port = mosquitto_fixtures.free_port()
+    port = free_port()
     conf = tmp_path / "mosquitto.conf"
     conf.write_text(
         f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\n",
@@ -246,7 +247,7 @@ class SecureBroker:
 
     dir: pathlib.Path
     pki: pathlib.Path
-    port: int = field(default_factory=mosquitto_fixtures.free_port)
+    port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
 
     def prepare(self) -> None:

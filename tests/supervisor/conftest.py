@@ -24,6 +24,7 @@ from controller.supervisor.rig import ROOT, Rig, virtual_table
 from controller.table.core import Table
 from controller.table.recorder import domain_events, options_of
 from tests import mosquitto_fixtures
+from tests.ports import free_port
 
 GAMES = ["double-back-jack", "double-attack", "down-under", "dj-wild"]
 BLACKJACK = GAMES[:3]
@@ -78,7 +79,7 @@ def assert_journal_sound(rig: Rig) -> None:
 @pytest.fixture
 def broker_port(tmp_path: Path) -> Iterator[int]:
     """A plain mosquitto (anonymous, loopback) on a free port of its own."""
-    port = mosquitto_fixtures.free_port()
+    port = free_port()
     conf = tmp_path / "mosquitto.conf"
     conf.write_text(
         f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"

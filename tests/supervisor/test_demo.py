@@ -23,6 +23,7 @@ from controller.supervisor.demo import SUMMARY_FIELDS
 from controller.supervisor.rig import ROOT
 from controller.telemetry.broker import ENV_PASSWORD, ENV_USERNAME
 from tests import mosquitto_fixtures
+from tests.ports import free_port
 
 GUARD_S = 240.0  # failure guard only
 
@@ -108,7 +109,7 @@ def test_demo_with_a_broker_survives_a_hostile_command(tmp_path: Path, broker_po
 
 def test_demo_with_a_broker_it_cannot_reach_exits_non_zero_in_one_line(tmp_path: Path) -> None:
     """Issue 26: it used to play on with a warning and exit 0, telemetry going nowhere."""
-    port = mosquitto_fixtures.free_port()
+    port = free_port()
     done = _demo("--rounds", "1", "--broker", f"mqtt://127.0.0.1:{port}", "--journal", str(tmp_path / "j.db"))
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == (

@@ -25,6 +25,7 @@ import structlog
 
 from controller.telemetry.broker import BrokerSettings
 from tests import mosquitto_fixtures
+from tests.ports import free_port
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MOSQUITTO_DIR = ROOT / "config" / "mosquitto"
@@ -56,7 +57,7 @@ class Broker:
 
     dir: pathlib.Path
     pki: pathlib.Path
-    port: int = field(default_factory=mosquitto_fixtures.free_port)
+    port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
 
     @property

@@ -17,7 +17,7 @@ from rich.console import Console
 from controller.journal import Journal
 from controller.telemetry.fleet import FleetView
 from controller.telemetry.monitor import consume, render
-from tests.mosquitto_fixtures import free_port
+from tests.ports import free_port
 from tests.telemetry.conftest import GUARD_S, PASSWORD, ROOT, Broker
 from tests.telemetry.helpers import append_records, snapshot_with_alarms, telemetry_for
 
