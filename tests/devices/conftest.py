@@ -106,6 +106,16 @@ async def next_event(driver: Driver, kind: type[E]) -> tuple[E, list[DeviceEvent
                 return ev, seen
 
 
+def keypad_commands(sim: SimTable) -> tuple[Any, list[str]]:
+    """The simulated keypad's model, and the list its command block's writes are named into (a
+    lock the driver wrote shows as ``"lock"``)."""
+    reg = sim.devices["keypad"].register_sim
+    assert reg is not None
+    written: list[str] = []
+    reg.on_command = lambda name, _: written.append(name)
+    return sim.devices["keypad"].model, written
+
+
 @pytest.fixture
 def clock() -> VirtualClock:
     return VirtualClock()

@@ -19,7 +19,7 @@ from devices.drivers.factory import build_driver
 from devices.events import BetSensed, ButtonPressed, Key, SensorsLocked
 from devices.transport.modbus import BusRegistry
 from sim.table import SimTable
-from tests.devices.conftest import GUARD_S, TABLES, game, next_event
+from tests.devices.conftest import GUARD_S, TABLES, game, keypad_commands, next_event
 
 HOUR = 3600.0
 
@@ -81,11 +81,7 @@ async def test_the_watch_locks_the_sensors_at_start_game_itself(
     """687a.9(b): the watch's thread locks the sensors on its own socket the moment it reads the
     press (a reflex), before the event reaches anyone; another key locks nothing."""
     sim, driver, _ = keypad_on_tcp
-    model = sim.devices["keypad"].model
-    reg = sim.devices["keypad"].register_sim
-    assert reg is not None
-    locks: list[str] = []
-    reg.on_command = lambda name, _: locks.append(name)
+    model, locks = keypad_commands(sim)
     running = asyncio.create_task(driver.run())
     try:
         await next_event(driver, SensorsLocked)

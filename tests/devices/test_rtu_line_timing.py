@@ -32,7 +32,7 @@ from sim.pty import PtyBridge
 from sim.rtu_gate import RtuGate, crc16
 from sim.table import SimTable
 from sim.wire_pace import GAP_CHARS, LinePacer, char_bits, read_floor_s, wire_s
-from tests.devices.conftest import GUARD_S, device_config, game, next_event
+from tests.devices.conftest import GUARD_S, device_config, game, keypad_commands, next_event
 
 HOUR = 3600.0
 BAUD = 19200
@@ -220,11 +220,7 @@ async def test_the_keypad_on_an_rtu_line_locks_at_start_game_from_its_watch(
     buses = BusRegistry()
     keypad_cfg = next(c for c in sim.driver_configs() if c.name == "keypad")
     driver = build_driver(replace(keypad_cfg, poll_interval_s=HOUR), buses=buses, clock=REAL_CLOCK)
-    model = sim.devices["keypad"].model
-    reg = sim.devices["keypad"].register_sim
-    assert reg is not None
-    locks: list[str] = []
-    reg.on_command = lambda name, _: locks.append(name)
+    model, locks = keypad_commands(sim)
     running = asyncio.create_task(driver.run())
     try:
         await next_event(driver, SensorsLocked)
