@@ -4,13 +4,13 @@ told otherwise."""
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from controller.addresses import parse_host_port
 from controller.errors import ConfigError
 from controller.schema import one_line
 from controller.table_file import ConsoleSection
@@ -30,19 +30,8 @@ class ConsoleSettings:
 
 
 def parse_listen(text: str, where: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[v6]:PORT`` for IPv6) with a literal address; ConfigError naming ``where``."""
-    host, sep, port = text.rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    try:
-        ipaddress.ip_address(host)
-        number = int(port)
-    except ValueError:
-        raise ConfigError(
-            f"{where}: must be HOST:PORT with an IP address, e.g. 127.0.0.1:{DEFAULT_PORT}"
-        ) from None
-    if not sep or not 0 <= number <= 65535:
-        raise ConfigError(f"{where}: the port must be 0-65535")
-    return host, number
+    """``HOST:PORT`` for the console; ConfigError naming ``where``."""
+    return parse_host_port(text, where, DEFAULT_PORT)
 
 
 def console_settings(

@@ -8,29 +8,20 @@ the text comes from prometheus_client's own encoder (``generate_latest``).
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry, generate_latest
 
+from controller.addresses import parse_host_port
 from controller.errors import ConfigError
 
 Health = Callable[[], tuple[bool, str]]  # (healthy, one line saying why)
 
 
 def parse_address(text: str, where: str) -> tuple[str, int]:
-    """``HOST:PORT`` with a literal IP address (``[v6]:PORT``); ConfigError naming ``where``."""
-    host, sep, port = text.rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    try:
-        ipaddress.ip_address(host)
-        number = int(port)
-    except ValueError:
-        raise ConfigError(f"{where}: must be HOST:PORT with an IP address, e.g. 127.0.0.1:9470") from None
-    if not sep or not 0 <= number <= 65535:
-        raise ConfigError(f"{where}: the port must be 0-65535")
-    return host, number
+    """``HOST:PORT`` for /metrics; ConfigError naming ``where``."""
+    return parse_host_port(text, where, 9470)
 
 
 class MetricsServer:
