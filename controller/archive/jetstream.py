@@ -33,10 +33,9 @@ from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType,
 from nats.js.errors import NotFoundError
 
 from controller.archive.alarms import ChainAlarm
+from controller.archive.connection import ArchiveConnection
 from controller.archive.gaps import RESULTS, Ask
 from controller.archive.messages import ArchivedEvent, Unreadable, parse_event
-from controller.archive.schema import migrate
-from controller.archive.store import EventStore
 from controller.archive.upkeep import upkeep
 from controller.backoff import Backoff, BackoffPolicy
 from controller.telemetry.topics import ROOT
@@ -106,25 +105,9 @@ class JetStreamWorker:
         self.ready = asyncio.Event()  # subscribed to the durable consumer
         self._answers: list[tuple[str, bytes]] = []
         self._nc: NATS | None = None
-        self._conn: psycopg.AsyncConnection[Any] | None = None
-        self._store: EventStore | None = None
+        self._pg = ArchiveConnection(settings.dsn, "", settings.tables, settings.tables_source)
         self._log = log.bind(client_id=settings.client_id)
         self._progress = asyncio.Event()
-
-    async def _db(self) -> EventStore:
-        if self._store is None:
-            self._conn = await psycopg.AsyncConnection.connect(self.settings.dsn, autocommit=True)
-            await migrate(self._conn)
-            store = EventStore(self._conn)
-            await store.register(self.settings.tables, self.settings.tables_source)
-            self._store = store
-        return self._store
-
-    async def _drop_db(self) -> None:
-        conn, self._conn, self._store = self._conn, None, None
-        if conn is not None:
-            with contextlib.suppress(psycopg.Error):
-                await conn.close()
 
     # nats-py prints its connection errors with tracebacks unless given these: one line each.
     async def _on_error(self, e: Exception) -> None:
@@ -157,7 +140,7 @@ class JetStreamWorker:
         backoff = Backoff(BackoffPolicy(initial_s=0.2, max_s=self.settings.retry_max_s))
         while not stop.is_set():
             try:
-                await self._db()
+                await self._pg.open()
                 return
             except psycopg.OperationalError as e:
                 self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
@@ -198,7 +181,7 @@ class JetStreamWorker:
         finally:
             with contextlib.suppress(Exception):
                 await nc.close()
-            await self._drop_db()
+            await self._pg.drop()
             self._log.info("archive.stopped", stored=self.stored, duplicates=self.duplicates)
 
     async def _until(self, attempt: Any, stop: asyncio.Event) -> None:
@@ -253,11 +236,11 @@ class JetStreamWorker:
         backoff = Backoff(BackoffPolicy(initial_s=0.2, max_s=self.settings.retry_max_s))
         while True:
             try:
-                result = await (await self._db()).store(events)
+                result = await (await self._pg.open()).store(events)
             except psycopg.OperationalError as e:
                 self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
                 self.db_failures += 1
-                await self._drop_db()
+                await self._pg.drop()
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(backoff.failed()):
                         await stop.wait()
@@ -272,11 +255,10 @@ class JetStreamWorker:
     async def _sweep(self) -> None:
         s = self.settings
         try:
-            await self._db()
-            assert self._conn is not None
+            conn = (await self._pg.open()).conn
             answers, self._answers = self._answers, []
             found, asks = await upkeep(
-                self._conn,
+                conn,
                 answers,
                 gap_grace_s=s.gap_grace_s,
                 gap_alarm_s=s.gap_alarm_s,
@@ -285,7 +267,7 @@ class JetStreamWorker:
             )
         except psycopg.OperationalError as e:
             self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
-            await self._drop_db()
+            await self._pg.drop()
             return
         await self._publish_alarms(found)
         await self._ask(asks)

@@ -35,10 +35,9 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from controller.archive import alarms, gaps
 from controller.archive.alarms import ChainAlarm
+from controller.archive.connection import ArchiveConnection
 from controller.archive.messages import ArchivedEvent, Refused, Unreadable, parse_event
 from controller.archive.mqtt_client import BufferedClient
-from controller.archive.schema import migrate
-from controller.archive.store import EventStore
 from controller.archive.upkeep import upkeep
 from controller.backoff import Backoff, BackoffPolicy
 from controller.errors import TablectlError
@@ -122,8 +121,9 @@ class ArchiveWorker:
         self._wake_pending = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: mqtt.Client | None = None
-        self._conn: psycopg.AsyncConnection[Any] | None = None
-        self._store: EventStore | None = None
+        self._pg = ArchiveConnection(
+            settings.dsn, settings.client_id, settings.tables, settings.tables_source
+        )
         self._log = log.bind(client_id=settings.client_id)
         self._progress = asyncio.Event()
 
@@ -133,7 +133,7 @@ class ArchiveWorker:
 
     @property
     def db_connected(self) -> bool:
-        return self._store is not None
+        return self._pg.store is not None
 
     @property
     def chain_alarms(self) -> dict[str, int]:
@@ -242,21 +242,6 @@ class ArchiveWorker:
 
     # -- PostgreSQL -------------------------------------------------------------------------------
 
-    async def _db(self) -> EventStore:
-        if self._store is None:
-            self._conn = await psycopg.AsyncConnection.connect(self.settings.dsn, autocommit=True)
-            await migrate(self._conn)
-            store = EventStore(self._conn, self.settings.client_id)
-            await store.register(self.settings.tables, self.settings.tables_source)
-            self._store = store
-        return self._store
-
-    async def _drop_db(self) -> None:
-        conn, self._conn, self._store = self._conn, None, None
-        if conn is not None:
-            with contextlib.suppress(psycopg.Error):
-                await conn.close()
-
     async def _until_committed(
         self, events: list[ArchivedEvent], refused: list[ChainAlarm], stop: asyncio.Event
     ) -> bool:
@@ -264,13 +249,13 @@ class ArchiveWorker:
         backoff = Backoff(BackoffPolicy(initial_s=0.2, max_s=self.settings.retry_max_s))
         while True:
             try:
-                store = await self._db()
+                store = await self._pg.open()
                 result = await store.store(events, refused)
             except psycopg.OperationalError as e:
                 self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
                 self.db_failures += 1
                 self._notify()
-                await self._drop_db()
+                await self._pg.drop()
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(backoff.failed()):
                         await stop.wait()
@@ -291,11 +276,10 @@ class ArchiveWorker:
     async def _sweep(self) -> None:
         s = self.settings
         try:
-            await self._db()
-            assert self._conn is not None
+            conn = (await self._pg.open()).conn
             answers = [self._answers.popleft() for _ in range(len(self._answers))]
             found, asks = await upkeep(
-                self._conn,
+                conn,
                 answers,
                 gap_grace_s=s.gap_grace_s,
                 gap_alarm_s=s.gap_alarm_s,
@@ -306,7 +290,7 @@ class ArchiveWorker:
             self._ask(asks)
         except psycopg.OperationalError as e:
             self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
-            await self._drop_db()
+            await self._pg.drop()
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -345,7 +329,7 @@ class ArchiveWorker:
                 await parser
             self._client.disconnect()
             self._client.loop_stop()
-            await self._drop_db()
+            await self._pg.drop()
             spent = {k: round(v, 2) for k, v in self.timings.items()}
             self._log.info("archive.stopped", stored=self.stored, duplicates=self.duplicates, **spent)
 
@@ -358,7 +342,7 @@ class ArchiveWorker:
             if stop.is_set():
                 return
             try:
-                await self._db()
+                await self._pg.open()
                 return
             except psycopg.OperationalError as e:
                 reason = str(e).splitlines()[0][:200]
