@@ -1,5 +1,6 @@
-"""``tablectl run --realtime-priority N`` (controller/realtime.py): refused in one line out of range,
-and what it sets is what a child process does not inherit (reset on fork)."""
+"""Realtime scheduling (controller/realtime.py, which ``tablectl run --realtime-priority N`` gives
+the key watch's process): refused in one line out of range, and what it sets is what a child
+process does not inherit (reset on fork)."""
 
 from __future__ import annotations
 

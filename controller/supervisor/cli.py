@@ -21,13 +21,14 @@ import structlog
 from controller import logs
 from controller.console.settings import ConsoleSettings, console_settings
 from controller.errors import ConfigError, TablectlError
-from controller.realtime import realtime
+from controller.realtime import priority_refused
 from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
 from controller.supervisor.wiring import build_telemetry
 from controller.telemetry.metrics_http import MetricsServer, parse_address
 from devices.config import NETWORK_MODBUS, TransportKind
+from devices.transport.block_watch import set_watch_priority
 
 if TYPE_CHECKING:
     from controller.console.process import ConsoleProcess
@@ -63,8 +64,8 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="run under SCHED_FIFO at priority N (1-99): the Start Game window holds on a busy box"
-        " (docs/design.md); the shipped systemd unit grants it",
+        help="run the keypad's key watch process under SCHED_FIFO at priority N (1-99): the Start Game"
+        " window holds on a busy box (docs/design.md); the shipped systemd unit grants it",
     )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
@@ -93,11 +94,14 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
         print(f"tablectl run: journal {journal} (--journal PATH to choose)", file=sys.stderr)
     # From here on the table logs (JSON lines on stdout); a refusal above is one line on stderr.
     logs.configure(getattr(logging, args.log_level.upper()))
-    if args.realtime_priority is not None:  # before any thread starts: they inherit it
-        refused = realtime(args.realtime_priority)
+    if args.realtime_priority is not None:
+        # The key watch's process alone (devices/transport/watch_process.py): the table's own
+        # process gains nothing from it (docs/design.md), and a refusal is said by the watch.
+        refused = priority_refused(args.realtime_priority)
         log = structlog.get_logger("tablectl.run")
         if refused is None:
-            log.info("realtime_priority", policy="fifo", priority=args.realtime_priority)
+            set_watch_priority(args.realtime_priority)
+            log.info("realtime_priority", policy="fifo", priority=args.realtime_priority, scope="key watch")
         else:
             log.warning("realtime_priority_refused", error=refused)
     try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -68,10 +68,15 @@ def _toml_value(v: Any) -> str:
     raise TypeError(type(v))
 
 
-def concrete_config(game: str, sim: SimTable, out: Path, poll_interval_s: float = 0.02) -> Path:
+def concrete_config(
+    game: str, sim: SimTable, out: Path, poll_interval_s: float = 0.02,
+    changes: Mapping[str, Mapping[str, object]] | None = None,
+) -> Path:  # fmt: skip
     """The example table file pointed at where ``sim`` listens (for ``tablectl run`` against
     simulators started in another process: tests and benchmarks). A ``sim`` built with a
-    direct-insert shuffler gets a copy of the game file that declares one (ruling G13)."""
+    direct-insert shuffler gets a copy of the game file that declares one (ruling G13).
+    ``changes``: settings of a device's section changed (None: taken out), e.g. a keypad on
+    Modbus TCP where the example has it on RS-485."""
     src = table_file(game)
     doc = read_toml(src)
     lines = ["[table]"]
@@ -88,6 +93,11 @@ def concrete_config(game: str, sim: SimTable, out: Path, poll_interval_s: float 
     where = {c.name: c.endpoint for c in sim.driver_configs()}
     for name, section in doc["devices"].items():
         section.pop("sim", None)
+        for key, value in (changes or {}).get(name, {}).items():
+            if value is None:
+                section.pop(key, None)
+            else:
+                section[key] = value
         section["profile"] = str((src.parent / section["profile"]).resolve())
         ep = where[name]
         if ep.port:

@@ -85,6 +85,12 @@ class Wake:
         if self._waiter is not None:
             _wake_future(self._waiter)
 
+    def interrupt(self) -> None:
+        """End the pause now without a poll out of turn (a watch saw its word move: the poll is
+        early, and the schedule keeps its rate)."""
+        if self._waiter is not None:
+            _wake_future(self._waiter)
+
     def is_set(self) -> bool:
         return self.flag.is_set()
 

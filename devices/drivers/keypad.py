@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from devices.commands import Command, LockSensors, SetLight, ShowMeter, UnlockSensors
-from devices.drivers.registers import RegisterDriver, SeqGuard, Snapshot, new_in_ring, ring_word
+from devices.drivers.registers import RegisterDriver, SeqGuard, Snapshot
 from devices.errors import CommandRejected, FrameDecodeError, TransportError
 from devices.events import (
     BetSensed,
@@ -20,14 +20,14 @@ from devices.events import (
     SensorsLocked,
 )
 from devices.profiles import DeviceKind
-from devices.transport.modbus import WordWatch
+from devices.rings import new_in_ring, ring_word
+from devices.transport.watch_process import Reflex
 
 
 class KeypadDriver(RegisterDriver):
     kind = DeviceKind.KEYPAD
     commands = (LockSensors, UnlockSensors, SetLight, ShowMeter)
     watch_register = "key_seq"  # a Start Game is seen within the watch's interval (687a.9(b))
-    watch_with = ("locked", "key_ring")  # read with it: the press is known, and locked, in the thread
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -47,16 +47,23 @@ class KeypadDriver(RegisterDriver):
     # flush or the event loop's. The table decides after; a refusal unlocks (controller/table/
     # sensors.py). A keypad that latches on Start Game by itself is left to do so.
 
-    def watched(self, watch: WordWatch, words: dict[str, list[int]]) -> None:
-        """In the watch's thread: a Start Game among the keys new since the last poll, with the
-        sensors open, locks them on the watch's own socket at once."""
-        seq, trusted = words["key_seq"][0], self._keys.trusted
-        if trusted is None or words["locked"][0] or self.reflexed == seq:
-            return
-        ring = words["key_ring"]
-        news, _ = new_in_ring(trusted, seq, len(ring))
-        if any(ring_word(ring, s) == self._start_code for s in news) and watch.write(*self._lock_words):
-            self.reflexed = seq
+    def reflex(self) -> Reflex:
+        """For the TCP watch's process: a Start Game among the keys after the last one taken in,
+        with the sensors open, locks them with one write on the watch's own connection, before
+        the table hears of the press."""
+        start, _ = self._span
+        ring = self.profile.reg("key_ring")
+        address, values = self._lock_words
+        return Reflex(ring_at=ring.address - start, ring_count=ring.count, trigger=self._start_code,
+                      guard_at=self.profile.reg("locked").address - start,
+                      address=address, values=tuple(values))  # fmt: skip
+
+    def watch_trusted(self) -> int | None:
+        return self._keys.trusted
+
+    def watch_moved(self, word: int, locked: bool) -> None:
+        if locked:
+            self.reflexed = word
 
     async def line_moved(self, word: int) -> None:
         """On an RTU line: the key counter moved past the last poll with the sensors open. The

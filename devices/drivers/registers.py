@@ -6,21 +6,22 @@ import asyncio
 from abc import abstractmethod
 from typing import ClassVar
 
-from controller.clock import REAL_CLOCK, Clock
+from controller.clock import REAL_CLOCK, Clock, RealClock
 from devices.config import DeviceConfig, TransportKind
 from devices.drivers.base import Driver
 from devices.errors import CommandRejected, TransportError
 from devices.events import CountersRead, DeviceEvent
-from devices.transport.modbus import ModbusBus, WordWatch
+from devices.transport.block_watch import BlockWatch
+from devices.transport.modbus import ModbusBus
+from devices.transport.watch_process import Reflex
 
 Snapshot = dict[str, list[int]]
 
 
 class RegisterDriver(Driver):
-    # The register a fast watch reads between polls, when the device's ``watch_interval_s`` is set,
-    # and the registers read with it in the same request (``watched`` gets them all).
+    # The register a fast watch compares between polls, when the device's ``watch_interval_s`` is
+    # set: a move ends the pause (and may set off the driver's ``reflex``).
     watch_register: ClassVar[str | None] = None
-    watch_with: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -36,27 +37,30 @@ class RegisterDriver(Driver):
         self._span = self.profile.poll_span()
         self._prev: Snapshot | None = None
         self._words: list[int] | None = None  # the block _prev was decoded from
-        self._watch: WordWatch | None = None
+        self._watch: BlockWatch | None = None
+        self._moved = False  # the watch saw the watched word move since the pause began
         self._line_watch_s: float | None = None
         every = config.options.get("watch_interval_s")
         watching = self.watch_register is not None and every is not None and every < config.poll_interval_s
-        # On Modbus TCP a connection of its own (WordWatch); on a shared RTU line the bus itself,
-        # the watched word alone, each look urgent (_watch_line).
+        # On Modbus TCP a thread of its own reading the whole poll block (BlockWatch), which the
+        # polls then take; on a shared RTU line the bus itself, the watched word alone, each look
+        # urgent (_watch_line). Only on real time: a virtual clock's table has no wire to watch.
         tcp = bus.endpoint.transport is TransportKind.MODBUS_TCP
         if watching and every is not None and bus.endpoint.transport is TransportKind.MODBUS_RTU:
             self._line_watch_s = float(every)
-        if watching and tcp and every is not None and self.watch_register is not None:
-            specs = [self.profile.reg(n) for n in (self.watch_register, *self.watch_with)]
-            first = min(r.address for r in specs)
-            count = max(r.address + r.count for r in specs) - first
-            self._watch = WordWatch(bus.endpoint, config.device_id, first, float(every),
-                                    timeout_s=config.timeout_s, count=count,
-                                    index=specs[0].address - first)  # fmt: skip
+        real = isinstance(clock, RealClock)
+        if watching and tcp and real and every is not None and self.watch_register is not None:
+            start, count = self._span
+            self._watch = BlockWatch(bus.endpoint, config.device_id, start, count, period_s=float(every),
+                                     timeout_s=config.timeout_s,
+                                     index=self.profile.reg(self.watch_register).address - start)  # fmt: skip
 
     async def _poll(self) -> None:
         self.ingest(await self.read_block())
 
     async def read_block(self) -> list[int]:
+        if self._watch is not None:
+            return await self._watched_block()
         start, count = self._span
         return await self.bus.read_holding(
             self.config.device_id, start, count,
@@ -73,13 +77,21 @@ class RegisterDriver(Driver):
         to decode half way is dropped whole (FrameDecodeError), and the next good poll is diffed
         against the last good one."""
         if words == self._words and self.settled():
+            self._follow()
             return []  # the same block as the last (most polls): nothing moved, nothing to decode
         snap = self.profile.decode_block(self._span[0], words)
         events = self.diff(self._prev, snap)
         if self._prev is None:
             events = self._first_reading(snap) + events
         self._prev, self._words = snap, words
+        self._follow()
         return events
+
+    def _follow(self) -> None:
+        """What the watch compares its looks with from now on: the block last decoded (sent
+        only when it changed, and again to a watch started anew)."""
+        if self._watch is not None and self._words is not None:
+            self._watch.follow(self._words[self._watch.index], self.watch_trusted())
 
     def counters(self, snap: Snapshot) -> dict[str, int]:
         """The counters a restart reads this device on from (see ``Driver.baseline``)."""
@@ -102,18 +114,52 @@ class RegisterDriver(Driver):
         return True
 
     async def watch(self, seconds: float) -> bool:
-        """The fast watch between polls (see WordWatch), in a worker thread; on an RTU line, looks
-        through the bus (``_watch_line``); without one, a pause."""
+        """The pause between polls: True as soon as the watched word moved (poll now). On Modbus
+        TCP the watch's thread looks all along (BlockWatch); on an RTU line the looks go through
+        the bus (``_watch_line``); without a watch, a pause."""
         if self._line_watch_s is not None and self._words is not None:
             return await self._watch_line(self._line_watch_s, seconds)
-        if self._watch is None or self._words is None or self.watch_register is None:
+        if self._watch is None or not self._watch.running:
             return await super().watch(seconds)
-        last = self._words[self.profile.reg(self.watch_register).address - self._span[0]]
-        try:
-            return await asyncio.to_thread(self._watch_moved, self._watch, last, seconds)
-        except asyncio.CancelledError:
-            self.wake.flag.set()  # the thread stops at its next look, not at the pause's end
-            raise
+        if not self._moved:
+            await self.wake.wait(seconds, self.clock)  # ended early by the watch (_on_moved) too
+        moved, self._moved = self._moved, False
+        return moved
+
+    async def _watched_block(self) -> list[int]:
+        """A poll's block from the watch's next look (its process started at the first poll, and
+        again after it died: said in one line)."""
+        assert self._watch is not None
+        if not self._watch.running:
+            self._watch.start(self._watch_saw_move, self.reflex())
+        failure: TransportError | None = None
+        for _ in range(max(1, self.config.retry.read_attempts)):
+            try:
+                return await self._watch.read()
+            except TransportError as exc:
+                failure = exc
+                if not self._watch.running:  # died meanwhile: the next poll starts another
+                    break
+        assert failure is not None
+        raise failure
+
+    def reflex(self) -> Reflex | None:
+        """The write the watch makes by itself the moment the watched word moves (a keypad's
+        sensors locked at Start Game); None: the watch only watches."""
+        return None
+
+    def watch_trusted(self) -> int | None:
+        """The last sequence number of the watched counter the driver has taken in (the reflex
+        acts on entries after it); None: not yet known, no reflex."""
+        return None
+
+    def watch_moved(self, word: int, locked: bool) -> None:
+        """On the loop, when the watch saw the word move (``locked``: its reflex wrote)."""
+
+    def _watch_saw_move(self, word: int, locked: bool) -> None:
+        self.watch_moved(word, locked)
+        self._moved = True  # the pause ends and the poll comes at once
+        self.wake.interrupt()
 
     async def _watch_line(self, every: float, seconds: float) -> bool:
         """On a shared RTU line: the watched word alone (a one-register read, the line's floor:
@@ -150,28 +196,9 @@ class RegisterDriver(Driver):
         """On an RTU line, the moment the watched word moved (read by ``_watch_line``): what may be
         done before the full poll (a keypad's reflex), as ``watched`` does in a TCP watch's thread."""
 
-    def _watch_moved(self, watch: WordWatch, last: int, seconds: float) -> bool:
-        """In the watch's thread: whether the watched word moved, after ``watched`` had the words."""
-        words = watch.until_moved(last, seconds, self.wake.flag)
-        if words is None:
-            return False
-        names = (self.watch_register or "", *self.watch_with)
-        self.watched(watch, {n: self._words_of(n, watch, words) for n in names})
-        return True
-
-    def _words_of(self, name: str, watch: WordWatch, words: list[int]) -> list[int]:
-        spec = self.profile.reg(name)
-        at = spec.address - watch.address
-        return words[at : at + spec.count]
-
-    def watched(self, watch: WordWatch, words: dict[str, list[int]]) -> None:
-        """In the watch's thread, the moment the watched word moved: the registers read with it,
-        by name. The loop is waiting for the thread, so the driver's state holds still; only
-        what may be done before the full poll belongs here (a keypad's reflex)."""
-
     async def close(self) -> None:
         if self._watch is not None:
-            self._watch.close()
+            await self._watch.stop()
 
     @abstractmethod
     def diff(self, prev: Snapshot | None, cur: Snapshot) -> list[DeviceEvent]: ...
@@ -189,16 +216,6 @@ class RegisterDriver(Driver):
             )  # fmt: skip
         except TransportError as exc:
             raise CommandRejected(f"{self.name}: {name} not carried out: {exc}") from None
-
-
-def new_in_ring(last: int, cur: int, ring: int) -> tuple[list[int], int]:
-    """Sequence numbers written since ``last`` (a 16-bit counter) and how many fell off the ring."""
-    n = (cur - last) & 0xFFFF
-    if n == 0:
-        return [], 0
-    missed = max(0, n - ring)
-    first = last + 1 + missed
-    return [(first + i) & 0xFFFF for i in range(n - missed)], missed
 
 
 def moved(last: int, cur: int) -> int | None:
@@ -261,8 +278,3 @@ class SeqGuard:
 
     def commit(self, cur: int) -> None:
         self.trusted, self.held, self.held_last, self.held_polls, self.live = cur, None, None, 0, True
-
-
-def ring_word(ring: list[int], seq: int) -> int:
-    """The ring entry for ``seq``; the device writes draw ``seq`` at index (seq - 1) mod len."""
-    return ring[(seq - 1) % len(ring)]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from controller.cards import Card, CardError, card
 from devices.commands import Command
-from devices.drivers.registers import RegisterDriver, Snapshot, moved, ring_word
+from devices.drivers.registers import RegisterDriver, Snapshot, moved
 from devices.errors import FrameDecodeError
 from devices.events import (
     BatchLoaded,
@@ -34,6 +34,7 @@ from devices.events import (
     DrawsMissed,
 )
 from devices.profiles import DeviceKind
+from devices.rings import ring_word
 
 SETTLE_POLLS = 3  # polls a disagreement must hold before it is decided (a glitch is shorter)
 CHECK_NAMED = 5  # at most this many cards named in one conflict (the alarm says how many more)

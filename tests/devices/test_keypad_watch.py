@@ -6,6 +6,12 @@ real sockets, the driver's own poll loop, events rather than time."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
@@ -16,8 +22,10 @@ from controller.games import GameId
 from devices.config_file import load_devices
 from devices.drivers.base import Driver
 from devices.drivers.factory import build_driver
-from devices.events import BetSensed, ButtonPressed, Key, SensorsLocked
+from devices.events import BetSensed, ButtonPressed, DeviceDegraded, DeviceOnline, Key, SensorsLocked
+from devices.transport.block_watch import set_watch_priority
 from devices.transport.modbus import BusRegistry
+from devices.transport.watch_process import WatchSpec
 from sim.table import SimTable
 from tests.devices.conftest import GUARD_S, TABLES, game, keypad_commands, next_event
 
@@ -94,10 +102,113 @@ async def test_the_watch_locks_the_sensors_at_start_game_itself(
         start, _ = await next_event(driver, ButtonPressed)
         assert start.key is Key.START_GAME and start.locked
         assert model.locked and locks == ["lock"]  # one write: the full poll found them locked
-        assert driver.bus.requests == polled + 1  # type: ignore[attr-defined]  # that poll, no write of its own
+        # The polls read the watch's looks: nothing through the bus, and no write of its own.
+        assert driver.bus.requests == polled == 0  # type: ignore[attr-defined]
         model.place_bet(2, 1)  # too late: not sensed
         assert model.sensed() == {(1, 1)}
     finally:
+        running.cancel()
+        async with asyncio.timeout(GUARD_S):
+            await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_a_keypad_that_stops_answering_fails_its_polls_and_comes_back(
+    keypad_on_tcp: tuple[SimTable, Driver, BusRegistry],
+) -> None:
+    """The polls take the watch's looks, so the device's health is the watch's: a keypad that
+    answers nothing is degraded at the next poll, and online again at the first poll it answers;
+    its presses meanwhile are not lost (the key counter and ring hold them)."""
+    sim, driver, _ = keypad_on_tcp
+    running = asyncio.create_task(driver.run())
+    faults = sim.devices["keypad"].register_sim.faults  # type: ignore[union-attr]
+    try:
+        await next_event(driver, SensorsLocked)
+        faults.silent = True
+        driver.wake.set()  # a poll out of turn, as the supervisor's settle() does
+        await next_event(driver, DeviceDegraded)
+        sim.devices["keypad"].model.press(Key.HIT)
+        faults.silent = False
+        driver.wake.set()
+        _, seen = await next_event(driver, DeviceOnline)
+        pressed = (
+            seen
+            if any(isinstance(e, ButtonPressed) for e in seen)
+            else (await next_event(driver, ButtonPressed))[1]
+        )
+        assert [e.key for e in pressed if isinstance(e, ButtonPressed)] == [Key.HIT]
+    finally:
+        running.cancel()
+        async with asyncio.timeout(GUARD_S):
+            await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_the_watch_process_ends_with_the_driver_and_a_dead_one_is_replaced(
+    keypad_on_tcp: tuple[SimTable, Driver, BusRegistry],
+) -> None:
+    """The watch runs in a process of its own (devices/transport/watch_process.py): one killed
+    is said in one line and replaced at the next poll, and the reflex works in the new one; the
+    driver's close ends it."""
+    sim, driver, _ = keypad_on_tcp
+    model, locks = keypad_commands(sim)
+    running = asyncio.create_task(driver.run())
+    try:
+        await next_event(driver, SensorsLocked)
+        first = driver._watch.pid  # type: ignore[attr-defined]
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        driver.wake.set()  # the next poll finds it gone, and the one after starts another
+        await next_event(driver, DeviceDegraded)
+        driver.wake.set()
+        await next_event(driver, DeviceOnline)
+        second = driver._watch.pid  # type: ignore[attr-defined]
+        assert second not in (None, first)
+        model.place_bet(1, 1)
+        model.press(Key.START_GAME)
+        start, _ = await next_event(driver, ButtonPressed)
+        assert start.locked and locks == ["lock"]  # the new process's reflex
+    finally:
+        running.cancel()
+        async with asyncio.timeout(GUARD_S):
+            await asyncio.gather(running, return_exceptions=True)
+    with pytest.raises(ProcessLookupError):  # ended and reaped
+        os.kill(second, 0)
+
+
+def test_the_watch_process_stops_when_the_table_is_gone() -> None:
+    """Its end of the socket pair closing (the table's process died, even by kill -9) stops it:
+    no orphan keeps reading the keypad."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    spec = WatchSpec("127.0.0.1", 9, 1, 0, 1, 0, 0.005, 0.1)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "devices.transport.watch_process", str(theirs.fileno()), spec.to_json()],
+        pass_fds=[theirs.fileno()],
+    )
+    theirs.close()
+    assert json.loads(ours.recv(4096)) == {"ready": 1}
+    ours.close()
+    assert proc.wait(timeout=GUARD_S) == 0
+
+
+async def test_the_watch_process_runs_at_the_realtime_priority_run_gives_it(
+    keypad_on_tcp: tuple[SimTable, Driver, BusRegistry],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``tablectl run --realtime-priority N`` (set_watch_priority) puts the watch's process, and it
+    alone, under SCHED_FIFO; where the box does not grant it, the watch says so in one line and
+    watches at normal priority."""
+    _, driver, _ = keypad_on_tcp
+    set_watch_priority(7)
+    running = asyncio.create_task(driver.run())
+    try:
+        await next_event(driver, SensorsLocked)
+        pid = driver._watch.pid  # type: ignore[attr-defined]
+        assert os.sched_getscheduler(os.getpid()) == os.SCHED_OTHER  # the table's own process
+        if os.sched_getscheduler(pid) & ~os.SCHED_RESET_ON_FORK == os.SCHED_FIFO:
+            assert os.sched_getparam(pid).sched_priority == 7
+        else:
+            assert "watch_realtime_refused" in capsys.readouterr().out
+    finally:
+        set_watch_priority(None)
         running.cancel()
         async with asyncio.timeout(GUARD_S):
             await asyncio.gather(running, return_exceptions=True)

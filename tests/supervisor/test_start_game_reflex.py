@@ -11,6 +11,7 @@ in, not a race it times.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -18,9 +19,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from controller.shipped import table_file
 from controller.supervisor.config import load_table_config
-from controller.supervisor.rig import Rig, concrete_config
+from controller.supervisor.rig import TABLES, Rig, concrete_config
+from devices.config import DeviceConfig
+from devices.config_file import load_devices
 from devices.events import Key
 from sim.table import SimTable
 from tests.supervisor.conftest import GUARD_S, journal_kinds, replayed
@@ -108,14 +113,30 @@ async def test_a_refused_start_game_unlocks_and_says_why(table_rig: MakeRig) -> 
     assert (2, 1) in sup.translator.bets
 
 
-async def test_a_kill_between_the_lock_and_the_commit_restarts_as_the_journal_says(tmp_path: Path) -> None:
+# The keypad as the example has it (on the RS-485 line: the full poll's reflex), or on Modbus TCP
+# with a key watch, whose process makes the reflex's write (devices/transport/watch_process.py).
+KEYPADS = {
+    "rtu-poll": None,
+    "tcp-watch": {"transport": "modbus-tcp", "host": "127.0.0.1", "path": None, "baudrate": None,
+                  "gap_ms": None, "watch_interval_s": 0.002},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("keypad_on", sorted(KEYPADS))
+async def test_a_kill_between_the_lock_and_the_commit_restarts_as_the_journal_says(
+    tmp_path: Path, keypad_on: str
+) -> None:
     cfg = load_table_config(table_file(GAME))
     fast = [replace(d, sim={**d.sim, "cycle_s": 0.3}) for d in cfg.devices]
+    change = KEYPADS[keypad_on]
+    if change is not None:
+        fast = [_on_tcp(d) if d.name == "keypad" else d for d in fast]
     sim = SimTable(fast, cfg.options.spec, seed=5, decks=cfg.options.decks, direct_insert=True)
     await sim.start()
     journal = tmp_path / "table.db"
     _opened_journal(GAME, journal)
-    ctl = Controller(concrete_config(GAME, sim, tmp_path / "table.toml"), journal)
+    changes = {"keypad": change} if change is not None else None
+    ctl = Controller(concrete_config(GAME, sim, tmp_path / "table.toml", changes=changes), journal)
     keypad, shoe = sim.devices["keypad"].model, sim.devices["shoe"].model
     try:
         await ctl.start()
@@ -136,6 +157,10 @@ async def test_a_kill_between_the_lock_and_the_commit_restarts_as_the_journal_sa
         assert not replayed(journal).in_round
         keypad.place_bet(3, 1)  # while no controller runs: the locked sensors do not take it
         keypad.place_bet(4, 2)
+        watches = [line["pid"] for line in ctl.lines if line["event"] == "watch_started"]
+        assert len(watches) == (change is not None)
+        for watch in watches:
+            await _ended(watch)  # no orphan watch: its end of the socket pair closed with the table
 
         await ctl.start()  # the keypad holds the press: read again from the journal's key counter
         await ctl.until(lambda line: line["event"] == "step" and "round_started" in line["kinds"])
@@ -149,3 +174,32 @@ async def test_a_kill_between_the_lock_and_the_commit_restarts_as_the_journal_sa
         if ctl.proc is not None and ctl.proc.returncode is None:
             await ctl.kill9()
         await sim.stop()
+
+
+def _on_tcp(keypad: DeviceConfig) -> DeviceConfig:
+    """The example's keypad served on Modbus TCP instead (its profile, id and simulation kept)."""
+    [tcp] = load_devices(
+        {"keypad": {"kind": "keypad", "profile": str(keypad.profile.path), "transport": "modbus-tcp",
+                    "host": "127.0.0.1", "port": 0, "device_id": keypad.device_id,
+                    "watch_interval_s": 0.002}},
+        TABLES, source="test",
+    )  # fmt: skip
+    return replace(tcp, sim=keypad.sim)
+
+
+async def _ended(pid: int) -> None:
+    """Until the process is gone: its pidfd becomes readable when it exits (it is not our child,
+    so no wait). The watch notices its table's end at its next look, within ms."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    ended = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_reader(fd, ended.set)
+    try:
+        async with asyncio.timeout(GUARD_S):
+            await ended.wait()
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)

@@ -1,0 +1,291 @@
+"""The key watch's own process: a Modbus TCP device's poll block read every few ms, and the reflex
+(the keypad's sensors locked at Start Game, 687a.9(b)) carried out here, the moment it is read.
+
+Why a process: the window from the press to the lock is the watch's interval and two round trips
+only if the watch runs when it is due. A thread in the table's process shares its interpreter
+lock with the event loop, and a loop busy for a few ms (a decision, a commit, a burst of events)
+held the watch up to the interpreter's switch interval at each wakeup: measured, that was the
+window's tail under load. Here nothing else runs, so the tail is the kernel's scheduling alone,
+and this process alone may be given realtime priority: it sleeps, reads about a hundred bytes,
+and sleeps again, so it cannot starve the box, while the table's own process stays at normal
+priority.
+
+Standard library only (and devices.rings, controller.realtime), so it starts in tens of ms and
+holds a few MB. It is started by BlockWatch (devices/transport/block_watch.py) with one end of a
+socket pair, and talks to it in small JSON messages, one per datagram:
+
+- from the table: ``{"polled": key_seq, "trusted": seq}`` after each poll the table decoded (what
+  the looks compare with, and the last key the table has: the reflex acts on keys after it);
+  ``{"ask": 1}``: a poll wants the block of the next look. The socket closing means stop (also
+  when the table's process dies: no orphan).
+- to the table: ``{"ready": 1}`` once it runs; ``{"block": [words]}`` (answers every ask taken
+  before the look); ``{"error": kind, "why": line}`` (every ask waiting, when a look fails);
+  ``{"moved": key_seq, "locked": bool}`` (the watched word moved, and whether the reflex wrote);
+  ``{"log": event, "level": level, ...}`` (logged by the table through structlog: this process
+  prints nothing).
+
+The device's answers are trusted only as far as they were asked for: one transaction id per
+connection, every failure drops the connection, and no answer is taken for another.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import struct
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from controller.realtime import realtime
+from devices.rings import new_in_ring, ring_word
+
+_READ = struct.Struct(">HHHBBHH")  # MBAP header, function 3, address, count
+_REPLY_HEAD = struct.Struct(">HHHBBB")  # MBAP header, function, byte count
+_WRITE_HEAD = struct.Struct(">HHHBBHHB")  # MBAP header, function 16, address, count, byte count
+_WRITTEN = struct.Struct(">HHHBBHH")  # MBAP header, function 16, address, count
+_READ_TID, _WRITE_TID = 1, 2
+_EXCEPTION_REPLY = 9  # MBAP header, function | 0x80, exception code
+MESSAGE_MAX = 4096  # the largest message either side sends (a block of 125 words is ~700 bytes)
+
+
+class LookFailed(Exception):
+    def __init__(self, kind: str, why: str) -> None:
+        super().__init__(why)
+        self.kind = kind  # "timeout", "link" or "bad": the table's DeviceTimeout, LinkDown, BadResponse
+
+
+@dataclass(frozen=True)
+class Reflex:
+    """A write made the moment the watched counter moves, when among the new entries of a ring
+    is ``trigger`` and the guard word is 0 (the keypad: Start Game with the sensors open ->
+    ``lock``). Offsets are into the block."""
+
+    ring_at: int
+    ring_count: int
+    trigger: int
+    guard_at: int
+    address: int
+    values: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class WatchSpec:
+    host: str
+    port: int
+    device_id: int
+    address: int
+    count: int
+    index: int
+    period_s: float
+    timeout_s: float
+    reflex: Reflex | None = None
+    priority: int | None = None  # SCHED_FIFO for this process, when granted
+
+    def to_json(self) -> str:
+        return json.dumps(self, default=lambda o: o.__dict__)
+
+    @staticmethod
+    def from_json(text: str) -> WatchSpec:
+        raw = json.loads(text)
+        reflex = raw.pop("reflex")
+        if reflex is not None:
+            reflex = Reflex(**{**reflex, "values": tuple(reflex["values"])})
+        return WatchSpec(**raw, reflex=reflex)
+
+
+class Device:
+    """One blocking Modbus TCP connection: the block read, a write."""
+
+    def __init__(self, spec: WatchSpec) -> None:
+        self.spec = spec
+        self._request = _READ.pack(_READ_TID, 0, 6, spec.device_id, 3, spec.address, spec.count)
+        self._head = _REPLY_HEAD.pack(_READ_TID, 0, 3 + 2 * spec.count, spec.device_id, 3, 2 * spec.count)
+        self.reply = bytearray(_REPLY_HEAD.size + 2 * spec.count)
+        self._unpack = struct.Struct(f">{spec.count}H").unpack_from
+        self._sock: socket.socket | None = None
+
+    def words(self) -> list[int]:
+        return list(self._unpack(self.reply, _REPLY_HEAD.size))
+
+    def word(self, index: int) -> int:
+        at = _REPLY_HEAD.size + 2 * index
+        return (self.reply[at] << 8) | self.reply[at + 1]
+
+    def look(self) -> None:
+        """One read of the block into ``reply``; LookFailed (the connection dropped) if not."""
+        try:
+            sock, reply = self._connected(), self.reply
+            sock.sendall(self._request)
+            view, got = memoryview(reply), 0
+            while got < len(reply):  # the whole answer in one receive, almost always
+                n = sock.recv_into(view[got:])
+                if not n:
+                    raise LookFailed("link", "connection closed")
+                got += n
+                _refused(reply, got)
+            if reply[: len(self._head)] != self._head:
+                raise LookFailed("bad", "not the answer to the watch's read")
+        except LookFailed:
+            self.close()
+            raise
+        except OSError as exc:
+            self.close()
+            kind = "timeout" if isinstance(exc, TimeoutError) else "link"
+            raise LookFailed(kind, f"{type(exc).__name__}: {exc}") from None
+
+    def write(self, address: int, values: tuple[int, ...]) -> None:
+        n, spec = len(values), self.spec
+        request = _WRITE_HEAD.pack(_WRITE_TID, 0, 7 + 2 * n, spec.device_id, 16, address, n, 2 * n)
+        try:
+            sock = self._connected()
+            sock.sendall(request + struct.pack(f">{n}H", *values))
+            reply = b""
+            while len(reply) < _WRITTEN.size:
+                more = sock.recv(_WRITTEN.size - len(reply))
+                if not more:
+                    raise LookFailed("link", "connection closed")
+                reply += more
+                _refused(reply, len(reply))
+            if _WRITTEN.unpack(reply) != (_WRITE_TID, 0, 6, spec.device_id, 16, address, n):
+                raise LookFailed("bad", "not the answer to the watch's write")
+        except LookFailed:
+            self.close()
+            raise
+        except OSError as exc:
+            self.close()
+            raise LookFailed("link", f"{type(exc).__name__}: {exc}") from None
+
+    def _connected(self) -> socket.socket:
+        if self._sock is None:
+            sock = socket.create_connection((self.spec.host, self.spec.port), self.spec.timeout_s)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._sock = sock
+        return self._sock
+
+    def close(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
+
+
+def _refused(reply: bytes | bytearray, got: int) -> None:
+    if got >= _EXCEPTION_REPLY and reply[7] & 0x80:
+        raise LookFailed("bad", f"exception {reply[8]} to the watch")
+
+
+class Watch:
+    def __init__(self, spec: WatchSpec, table: socket.socket) -> None:
+        self.spec, self.table, self.device = spec, table, Device(spec)
+        self.polled: int | None = None  # the watched word as the table last decoded it
+        self.trusted: int | None = None
+        self.told: int | None = None  # the last move told to the table
+        self.asks = 0
+        self.failing = False
+
+    def send(self, **message: Any) -> None:
+        self.table.send(json.dumps(message, separators=(",", ":")).encode())
+
+    def take(self) -> bool:
+        """Every message from the table waiting; False when it closed its end (stop)."""
+        while True:
+            try:
+                data = self.table.recv(MESSAGE_MAX, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return True
+            if not data:
+                return False
+            message = json.loads(data)
+            if "ask" in message:
+                self.asks += 1
+            if "polled" in message:
+                self.polled, self.trusted = message["polled"], message.get("trusted")
+
+    def run(self) -> None:
+        due = time.monotonic()
+        waiting = select.poll()
+        waiting.register(self.table, select.POLLIN)
+        while True:
+            if self.failing and not self.asks:
+                # A device that failed is tried again when a poll asks, at the poll's rate (its
+                # health is the table's to judge), not hundreds of times a second.
+                waiting.poll()
+                if not self.take():
+                    return
+                due = time.monotonic()
+                continue
+            due = max(due + self.spec.period_s, time.monotonic())
+            # One wait for both the look's time and the table's messages: a poll instead of a
+            # sleep costs nothing more, and a message is taken the moment it comes.
+            while (left := due - time.monotonic()) > 0:
+                if waiting.poll(left * 1000) and not self.take():
+                    return
+            asked, self.asks = self.asks, 0  # every ask so far is answered by this look
+            try:
+                self.device.look()
+            except LookFailed as exc:
+                if not self.failing:
+                    self.send(log="watch_failed", level="warning", error=str(exc))
+                self.failing = True
+                if asked:
+                    self.send(error=exc.kind, why=str(exc))
+                continue
+            if self.failing:
+                self.failing = False
+                self.send(log="watch_back", level="info")
+            if self.moved():  # this block predates the reflex's write: the next look has it
+                self.asks += asked
+            elif asked:
+                self.send(block=self.device.words())
+
+    def moved(self) -> bool:
+        """The table told of a move of the watched word (once per new value); True when the
+        reflex wrote."""
+        polled = self.polled
+        if polled is None:
+            return False
+        word = self.device.word(self.spec.index)
+        if word == polled or word == self.told:
+            return False
+        self.told = word
+        locked = self.reflex(word)
+        self.send(moved=word, locked=locked)
+        return locked
+
+    def reflex(self, word: int) -> bool:
+        """The reflex's write, made before the table hears of the move: True when it was."""
+        r, trusted = self.spec.reflex, self.trusted
+        if r is None or trusted is None or self.device.word(r.guard_at):
+            return False
+        ring = [self.device.word(r.ring_at + i) for i in range(r.ring_count)]
+        news, _ = new_in_ring(trusted, word, r.ring_count)
+        if not any(ring_word(ring, seq) == r.trigger for seq in news):
+            return False
+        try:
+            self.device.write(r.address, r.values)
+        except LookFailed as exc:  # the table's poll that follows locks them (the fallback)
+            self.send(log="watch_write_failed", level="warning", error=str(exc))
+            return False
+        return True
+
+
+def main(argv: list[str]) -> int:
+    fd, spec = int(argv[0]), WatchSpec.from_json(argv[1])
+    table = socket.socket(fileno=fd)
+    watch = Watch(spec, table)
+    if spec.priority is not None and (refused := realtime(spec.priority)) is not None:
+        watch.send(log="watch_realtime_refused", level="warning", error=refused)
+    watch.send(ready=1)
+    try:
+        watch.run()
+    except (BrokenPipeError, ConnectionResetError):  # the table is gone: so is its watch
+        pass
+    finally:
+        watch.device.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
