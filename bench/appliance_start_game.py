@@ -26,8 +26,8 @@ before the presses (a fraction of one core), every device of the table polled as
 the keypad's watch running, while the bench only sleeps; ``appliance_cpu_share_while_pressing``
 is the same over the presses, with ``presses_per_s`` and ``cpu_ms_per_press`` (what each press
 cycle costs above the polling, the bench's own pipe to the simulators included). ``--watch-ms``
-sets the keypad's ``watch_interval_s``: between polls its key counter alone is read that often,
-and a move is polled in full at once. ``--slow-device NAME``
+sets the keypad's ``watch_interval_s``: its watch's process reads the keypad's block that often,
+locks the sensors itself at a Start Game, and the polls take its looks. ``--slow-device NAME``
 makes that simulated device hold every request past its timeout once the shoe is loaded (it never
 answers in time): the keypad's figures must not move. ``--latched`` gives the keypad the profile
 option ``latches_on_start_game``: the device freezes its sensors itself when Start Game is
@@ -38,9 +38,11 @@ pressed, so ``start_to_locked_ms`` (press to sensors locked) is zero by construc
 CPU spinner per core and a writer fsyncing 64 KB over and over beside the journal) and every
 figure is printed with the one-minute load average it was taken at (``load_average_1m``).
 ``window_over_bare_rtt`` is the window in bare round trips (at the poll's rhythm, same run).
-``--realtime-priority N`` runs the controller's process under SCHED_FIFO as ``tablectl run
---realtime-priority N`` does; ``--devices-realtime-priority N`` the simulators' process too (the
-devices are hardware of their own at a table: the appliance's load is not theirs).
+``--realtime-priority N`` (default 10, as the shipped unit) gives the key watch's process
+SCHED_FIFO as ``tablectl run --realtime-priority N`` does (0: none); ``--devices-realtime-priority
+N`` (default 20) the simulators' process (the devices are hardware of their own at a table: the
+appliance's load is not theirs; 0: none). ``appliance_cpu_share`` counts the watch's process
+(``watch_process_cpu_share``) with the controller's own.
 
 ``--rtu`` leaves the keypad where the shipped table has it: on the RS-485 line it shares with the
 reader (Modbus RTU, 19,200 baud 8E1, polled at its configured interval), the simulated line paced
@@ -87,7 +89,7 @@ from devices.config_file import load_devices
 from devices.drivers.base import Driver, PollSchedule
 from devices.events import Key
 from devices.profiles import LATCHES
-from devices.transport.block_watch import set_watch_priority
+from devices.transport.block_watch import set_watch_priority, watch_priority
 from sim.table import SimTable
 from sim.wire_pace import read_floor_s
 
@@ -199,6 +201,10 @@ class SimProcess:
 
 
 DEVICES_PRIORITY_ENV = "BENCH_DEVICES_REALTIME_PRIORITY"
+SHIPPED_PRIORITY = 10  # config/systemd/tablectl@.service: --realtime-priority 10
+# The devices are hardware of their own at a table: the appliance's load is not theirs, so their
+# simulators outrank the bench's background load (and the key watch: a device answers at once).
+DEVICES_PRIORITY = 20
 
 
 def _sim_child(conn: Any, devices: list[Any], spec: Any, decks: int, paced: bool) -> None:
@@ -307,16 +313,20 @@ def bare_commits(path: Path, n: int, rng: random.Random) -> list[float]:
     return out
 
 
-def appliance_cpu_s(sup: Supervisor) -> float:
-    """The controller's CPU time: its own process and the key watch's (a process of its own,
-    devices/transport/watch_process.py), user and system."""
-    total = time.process_time()
+def watch_cpu_s(sup: Supervisor) -> float:
+    """The key watch's process's CPU time (devices/transport/watch_process.py), user and system."""
+    total = 0.0
     for driver in sup.drivers.values():
         pid = getattr(getattr(driver, "_watch", None), "pid", None)
         if pid is not None:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
     return total
+
+
+def appliance_cpu_s(sup: Supervisor) -> float:
+    """The controller's CPU time: its own process and the key watch's."""
+    return time.process_time() + watch_cpu_s(sup)
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -395,9 +405,11 @@ async def bench(
             # At rest first: every device polled as configured (the keypad's watch included),
             # nothing pressed; the bench itself only sleeps, so this is the appliance's own share.
             wall0, cpu0, polled = time.perf_counter(), appliance_cpu_s(sup), dict(polls)
+            watch0 = watch_cpu_s(sup)
             await asyncio.sleep(rest_s)
             rest_wall = time.perf_counter() - wall0
             rest_share = (appliance_cpu_s(sup) - cpu0) / rest_wall
+            watch_share = (watch_cpu_s(sup) - watch0) / rest_wall
             polls_per_s = {n: round((polls[n] - polled[n]) / rest_wall, 2) for n in polls}
             loads["appliance_cpu_share"] = load_average()
             wall0, cpu0 = time.perf_counter(), appliance_cpu_s(sup)
@@ -470,13 +482,15 @@ async def bench(
                                  "p99": round(window["p99"] / rtt["p99"], 2)},
         "start_to_lock_command_ms": p50_p99(to_command, 2),
         "appliance_cpu_share": round(rest_share, 4),
+        # Of it, the key watch's process (its looks: a timer's wakeup, a send and a receive each).
+        "watch_process_cpu_share": round(watch_share, 4),
         "appliance_cpu_share_while_pressing": round(cpu_share, 4),
         "presses_per_s": round(len(latencies) / pressing_wall, 2),
         # What each press, its lock, the floor's void and the unlock cost beyond the polling
         # (the bench's own pipe to the simulators included).
         "cpu_ms_per_press": round((pressing_cpu - rest_share * pressing_wall) / len(latencies) * 1000, 3),
         "keypad_watch_ms": watch_ms or None,
-        "realtime_priority": os.sched_getparam(0).sched_priority or None,
+        "realtime_priority": watch_priority(),  # the key watch's process, as tablectl run's
         "devices_realtime_priority": int(os.environ.get(DEVICES_PRIORITY_ENV, 0)) or None,
         "slow_device": slow, "keypad_latches_on_start_game": latched,
         # Every round trip on the press's path follows a pause (the poll that sees the key, the
@@ -508,18 +522,24 @@ def main() -> None:
     )
     p.add_argument("--rtu", action="store_true", help="the keypad on the shipped RS-485 line, paced")
     p.add_argument("--poll-ms", type=float, default=None, help="the keypad's full poll interval")
-    p.add_argument("--realtime-priority", type=int, default=None, help="as tablectl run's (SCHED_FIFO)")
-    p.add_argument("--devices-realtime-priority", type=int, default=None, help="the simulators' process too")
-    p.add_argument("--watch-realtime-priority", type=int, default=None, help="the key watch's process only")
+    p.add_argument(
+        "--realtime-priority",
+        type=int,
+        default=SHIPPED_PRIORITY,
+        help="as tablectl run's: SCHED_FIFO for the key watch's process (0: none)",
+    )
+    p.add_argument(
+        "--devices-realtime-priority",
+        type=int,
+        default=DEVICES_PRIORITY,
+        help="SCHED_FIFO for the simulators' process (0: none)",
+    )
     args = p.parse_args()
-    if args.devices_realtime_priority is not None:  # read by the simulators' child process
+    if args.devices_realtime_priority:  # read by the simulators' child process
         os.environ[DEVICES_PRIORITY_ENV] = str(args.devices_realtime_priority)
     logs.configure(logging.ERROR)
-    if args.realtime_priority is not None:  # the controller's process, as tablectl run would be
-        refused = realtime(args.realtime_priority)
-        assert refused is None, refused
-    if args.watch_realtime_priority is not None:
-        set_watch_priority(args.watch_realtime_priority)
+    if args.realtime_priority:  # the key watch's process, as tablectl run gives it
+        set_watch_priority(args.realtime_priority)
     run = bench(args.presses, args.journal_dir, args.sim_in_process, args.slow_device, args.latched,
                 args.watch_ms, args.rest_s, args.load, args.rtu, args.poll_ms)  # fmt: skip
     print(json.dumps(asyncio.run(run), indent=1))

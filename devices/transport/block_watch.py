@@ -45,6 +45,10 @@ def set_watch_priority(priority: int | None) -> None:
     _realtime_priority = priority
 
 
+def watch_priority() -> int | None:
+    return _realtime_priority
+
+
 class BlockWatch:
     def __init__(
         self, endpoint: Endpoint, device_id: int, address: int, count: int, *,
