@@ -216,12 +216,13 @@ class Watch:
                     return
                 due = time.monotonic()
                 continue
+            # A plain sleep to the look's time (poll()'s timeout is whole ms, rounded up: a 2 ms
+            # interval became 2-3), then the table's messages, taken without waiting: an ask is
+            # answered by the look anyway.
             due = max(due + self.spec.period_s, time.monotonic())
-            # One wait for both the look's time and the table's messages: a poll instead of a
-            # sleep costs nothing more, and a message is taken the moment it comes.
-            while (left := due - time.monotonic()) > 0:
-                if waiting.poll(left * 1000) and not self.take():
-                    return
+            time.sleep(max(0.0, due - time.monotonic()))
+            if not self.take():
+                return
             asked, self.asks = self.asks, 0  # every ask so far is answered by this look
             try:
                 self.device.look()
