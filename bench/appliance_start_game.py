@@ -216,12 +216,21 @@ def _sim_child(conn: Any, devices: list[Any], spec: Any, decks: int, paced: bool
     asyncio.run(_serve_sim(conn, devices, spec, decks, paced))
 
 
+def _received(conn: Any) -> Any:
+    """The bench's next message; its end closed (the bench killed) is a stop: a child left
+    reading an fd at end-of-file would spin, and at realtime priority take a core."""
+    try:
+        return conn.recv()
+    except (EOFError, OSError):
+        return ("stop",)
+
+
 async def _serve_sim(conn: Any, devices: list[Any], spec: Any, decks: int, paced: bool) -> None:
     sim = SimInProcess(devices, spec, decks, paced)  # in-process to the child, which is all it runs
     await sim.start()
     inbox: asyncio.Queue[Any] = asyncio.Queue()
     loop = asyncio.get_running_loop()
-    loop.add_reader(conn.fileno(), lambda: inbox.put_nowait(conn.recv()))
+    loop.add_reader(conn.fileno(), lambda: inbox.put_nowait(_received(conn)))
     try:
         while (msg := await inbox.get()) != ("stop",):
             conn.send(await sim.ask(*msg))
