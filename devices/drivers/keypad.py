@@ -86,7 +86,11 @@ class KeypadDriver(RegisterDriver):
         self.reflexed = word
 
     async def _poll(self) -> None:
-        was_locked = bool(self._prev["locked"][0]) if self._prev is not None else False
+        # Locked before this poll's keys, as far as the driver knows: the last poll's flag, unless
+        # the driver has written unlock since (the round voided or refused). A latching keypad's
+        # press then reads locked, and is the press that locked them (journalled as the lock, so a
+        # refusal unlocks them again), not a press in a round still in play.
+        was_locked = self._prev is not None and bool(self._prev["locked"][0]) and not self._unlocked
         self._unlocked = False  # before the read: an unlock written meanwhile is kept in mind
         words = await self.read_block()
         events = self.decode(words)

@@ -1,6 +1,7 @@
 """A keypad profile may say the device latches its own bet sensors when Start Game is pressed
 (``latches_on_start_game``): a chip placed after the press is never sensed, whatever the poll
-rate (687a.9(b), the past-posting window zero by construction). The simulator models it."""
+rate (687a.9(b), the past-posting window zero by construction). The simulator models it and the
+shipped reference keypad has it."""
 
 from __future__ import annotations
 
@@ -8,12 +9,19 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
+from controller.clock import REAL_CLOCK
+from controller.games import GameId
 from controller.supervisor.rig import TABLES
+from devices.drivers.factory import build_driver
 from devices.errors import ProfileError
-from devices.events import Key
-from devices.profiles import LATCHES, parse_profile
+from devices.events import BetSensed, ButtonPressed, Key, SensorsLocked
+from devices.profiles import LATCHES, load_profile, parse_profile
+from devices.transport.modbus import BusRegistry
 from sim.models import KeypadModel
+from sim.table import SimTable
+from tests.devices.conftest import device_config, game, keypad_commands, poll_until
 
 REF = TABLES.parent / "devices" / "ref-keypad.toml"
 
@@ -34,6 +42,11 @@ def test_a_keypad_that_does_not_latch_waits_for_the_controllers_lock() -> None:
     assert not pad.locked and pad.sensed() == {(1, 1), (2, 1)}
 
 
+def test_the_shipped_reference_keypad_latches() -> None:
+    """The product's choice (issue 27): every shipped table's keypad has no window at all."""
+    assert load_profile(REF).options[LATCHES] is True
+
+
 def test_the_profile_option_is_true_or_false() -> None:
     data = tomllib.loads(REF.read_text())
     data["options"][LATCHES] = True
@@ -41,3 +54,35 @@ def test_the_profile_option_is_true_or_false() -> None:
     data["options"][LATCHES] = "yes"
     with pytest.raises(ProfileError, match=f"options.{LATCHES}.*true or false"):
         parse_profile(data, Path("ref-keypad.toml"))
+
+
+# -- over the wire -------------------------------------------------------------------------------
+
+
+async def test_a_keypad_that_latches_as_its_profile_says_gets_no_lock_from_its_driver(tmp_path: Path) -> None:
+    """The shipped keypad on its line: the press freezes the sensors in the device, the poll reads
+    them locked and the press as the one that locked them; the driver writes nothing, says nothing."""
+    line = {"transport": "modbus-rtu", "path": "/tmp/tablectl/test-latch", "baudrate": 19200}
+    sim = SimTable([device_config("keypad", kind="keypad", profile="../devices/ref-keypad.toml",
+                                  device_id=3, **line)],
+                   game(GameId.DOUBLE_BACK_JACK.value), seed=1)  # fmt: skip
+    await sim.start()
+    buses = BusRegistry()
+    model, written = keypad_commands(sim)
+    try:
+        with capture_logs() as logs:
+            [served] = sim.driver_configs()
+            driver = build_driver(served, buses=buses, clock=REAL_CLOCK)
+            await poll_until(driver, SensorsLocked)
+            model.place_bet(1, 1)
+            model.press(Key.START_GAME)
+            model.place_bet(2, 1)  # before any poll: never sensed
+            press, seen = await poll_until(driver, ButtonPressed)
+            assert press.key is Key.START_GAME and press.locked and written == []
+            assert not [e for e in seen if isinstance(e, BetSensed) and e.box == 2]
+            assert model.sensed() == {(1, 1)} and model.latched_at == [model.key_seq]
+        assert not [e for e in logs if e["event"] == "keypad_did_not_latch"]
+        await driver.close()
+    finally:
+        buses.close()
+        await sim.stop()

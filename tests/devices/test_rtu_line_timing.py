@@ -17,6 +17,7 @@ import os
 import tty
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +34,7 @@ from sim.rtu_gate import RtuGate, crc16
 from sim.table import SimTable
 from sim.wire_pace import GAP_CHARS, LinePacer, char_bits, read_floor_s, wire_s
 from tests.devices.conftest import GUARD_S, device_config, game, keypad_commands, next_event
+from tests.support.keypads import not_latching_keypad
 
 HOUR = 3600.0
 BAUD = 19200
@@ -162,14 +164,16 @@ async def test_an_urgent_turn_goes_before_the_ordinary_ones_waiting() -> None:
 
 
 @pytest.fixture
-async def shared_line() -> AsyncIterator[tuple[SimTable, list[tuple[int, int, int]]]]:
+async def shared_line(tmp_path: Path) -> AsyncIterator[tuple[SimTable, list[tuple[int, int, int]]]]:
     """The reader (id 2) and the keypad (id 3) on one simulated RTU line, as the shipped Double
-    Back Jack table has them; the frames the line receives are recorded (id, function, address)."""
+    Back Jack table has them, but for the keypad: one that does NOT latch (the shipped one does,
+    and its driver makes no look's lock), whose reflex is what is shown here; the frames the line
+    receives are recorded (id, function, address)."""
     line = {"transport": "modbus-rtu", "path": "/tmp/tablectl/test-line", "baudrate": BAUD}
     cfg = [
         device_config("reader", kind="reader", profile="../devices/ref-reader-peek.toml",
                       device_id=2, **line),
-        device_config("keypad", kind="keypad", profile="../devices/ref-keypad.toml", device_id=3,
+        device_config("keypad", kind="keypad", profile=str(not_latching_keypad(tmp_path)), device_id=3,
                       watch_interval_s=0.005, **line),
     ]  # fmt: skip
     sim = SimTable(cfg, game(GameId.DOUBLE_BACK_JACK.value), seed=1)
