@@ -29,10 +29,13 @@ cycle costs above the polling, the bench's own pipe to the simulators included).
 sets the keypad's ``watch_interval_s``: its watch's process reads the keypad's block that often,
 locks the sensors itself at a Start Game, and the polls take its looks. ``--slow-device NAME``
 makes that simulated device hold every request past its timeout once the shoe is loaded (it never
-answers in time): the keypad's figures must not move. ``--latched`` gives the keypad the profile
-option ``latches_on_start_game``: the device freezes its sensors itself when Start Game is
-pressed, so ``start_to_locked_ms`` (press to sensors locked) is zero by construction and
-``start_to_lock_command_ms`` is the controller's own path (poll, journal, lock written).
+answers in time): the keypad's figures must not move. On Modbus TCP the keypad is by default one
+that does NOT latch (the reference profile with ``latches_on_start_game = false``, written beside
+the run by tests/support/keypads.py): the window is the driver's reflex. ``--latched`` measures
+the shipped reference keypad as it is, which latches (687a.9(b)): the device freezes its sensors
+itself when Start Game is pressed, so ``start_to_locked_ms`` (press to sensors locked) is zero by
+construction and ``start_to_lock_command_ms`` is the controller's own path (poll, journal, lock
+written).
 
 ``--load`` runs a bounded background load through the measurements (bench/background_load.py: a
 CPU spinner per core and a writer fsyncing 64 KB over and over beside the journal) and every
@@ -51,10 +54,13 @@ does). ``--watch-ms`` then sets the keypad's looks at its key counter through th
 urgent request (devices/transport/line_turns.py). The bare figure is then a one-register read of
 the keypad on the same paced line, printed beside the line's floor (``line_floor_ms``: that read's
 time on the wire), and ``polls_per_s`` shows each device on the line still polled at its rate.
+The keypad is then the shipped one, which latches; ``--rtu --not-latching`` puts the keypad that
+does not latch on the same line, for comparison (its window is the driver's reflex through the
+shared line: what a device maker's non-latching keypad gives there).
 
     .venv/bin/python bench/appliance_start_game.py [--presses 1000] [--journal-dir DIR]
-        [--slow-device shuffler] [--latched] [--watch-ms 2] [--rest-s 10] [--load] [--rtu]
-        [--poll-ms MS]
+        [--slow-device shuffler] [--latched] [--watch-ms 2] [--rest-s 10] [--load]
+        [--rtu [--not-latching]] [--poll-ms MS]
         [--realtime-priority N] [--devices-realtime-priority N]
 """
 
@@ -68,12 +74,15 @@ import multiprocessing
 import os
 import random
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: tests/support/, shared
 
 from background_load import BackgroundLoad, load_average  # bench/, beside this script
 from pymodbus.client import AsyncModbusSerialClient, AsyncModbusTcpClient
@@ -88,10 +97,11 @@ from controller.supervisor.supervisor import Supervisor
 from devices.config_file import load_devices
 from devices.drivers.base import Driver, PollSchedule
 from devices.events import Key
-from devices.profiles import LATCHES
+from devices.profiles import load_profile
 from devices.transport.block_watch import set_watch_priority, watch_priority
 from sim.table import SimTable
 from sim.wire_pace import read_floor_s
+from tests.support.keypads import not_latching_keypad
 
 POLL_S = 0.05
 
@@ -354,18 +364,17 @@ async def bench(
 ) -> dict[str, Any]:  # fmt: skip
     cfg = load_table_config(TABLES / "double-back-jack.toml")
     cfg = replace(cfg, options=replace(cfg.options, direct_insert_shuffler=True))  # ruling G13
+    # The shipped reference keypad latches (687a.9(b)); the one that does not is its profile with
+    # the option off, written beside the run (one profile in the repository, not two).
     profile = "../devices/ref-keypad.toml"
-    if latched:  # the reference keypad with the latching option, beside it for the bench's run
-        text = (TABLES.parent / "devices" / "ref-keypad.toml").read_text()
-        latching = Path(tempfile.mkdtemp()) / "ref-keypad-latching.toml"
-        latching.write_text(text.replace("[options]\n", f"[options]\n{LATCHES} = true\n", 1))
-        profile = str(latching)
+    if not latched:
+        profile = str(not_latching_keypad(Path(tempfile.mkdtemp())))
     watch = {"watch_interval_s": watch_ms / 1000} if watch_ms > 0 else {}
-    if rtu and latched:
-        raise SystemExit("--latched is for the keypad on Modbus TCP")
     if rtu:  # as the shipped table has it: on the reader's RS-485 line, at its own poll interval
         shipped = next(d for d in cfg.devices if d.name == "keypad")
         keypad = replace(shipped, options={**shipped.options, **watch})
+        if not latched:
+            keypad = replace(keypad, profile=load_profile(Path(profile)))
     else:
         keypad = load_devices(
             {"keypad": {"kind": "keypad", "profile": profile, "transport": "modbus-tcp",
@@ -521,7 +530,11 @@ def main() -> None:
     p.add_argument("--journal-dir", type=Path, default=None, help="where the journal goes (default: $TMPDIR)")
     p.add_argument("--sim-in-process", action="store_true", help="simulators in the controller's loop")
     p.add_argument("--slow-device", default=None, help="a device that never answers within its timeout")
-    p.add_argument("--latched", action="store_true", help="the keypad latches its sensors on Start Game")
+    p.add_argument(
+        "--latched",
+        action="store_true",
+        help="on Modbus TCP: the shipped keypad, which latches its sensors on Start Game",
+    )
     p.add_argument("--watch-ms", type=float, default=0.0, help="the keypad's key watch interval (0: none)")
     p.add_argument("--rest-s", type=float, default=10.0, help="seconds at rest for the CPU share")
     p.add_argument(
@@ -529,7 +542,14 @@ def main() -> None:
         action="store_true",
         help="CPU spinners on every core and an fsync writer beside the journal",
     )
-    p.add_argument("--rtu", action="store_true", help="the keypad on the shipped RS-485 line, paced")
+    p.add_argument(
+        "--rtu", action="store_true", help="the shipped (latching) keypad on the shipped RS-485 line, paced"
+    )
+    p.add_argument(
+        "--not-latching",
+        action="store_true",
+        help="with --rtu: the keypad that does not latch, on the same line (to compare)",
+    )
     p.add_argument("--poll-ms", type=float, default=None, help="the keypad's full poll interval")
     p.add_argument(
         "--realtime-priority",
@@ -544,12 +564,17 @@ def main() -> None:
         help="SCHED_FIFO for the simulators' process (0: none)",
     )
     args = p.parse_args()
+    if args.not_latching and not args.rtu:
+        p.error("--not-latching is for --rtu (on Modbus TCP the keypad does not latch unless --latched)")
+    if args.not_latching and args.latched:
+        p.error("--latched and --not-latching say opposite things")
+    latched = args.latched or (args.rtu and not args.not_latching)  # the shipped keypad on the line
     if args.devices_realtime_priority:  # read by the simulators' child process
         os.environ[DEVICES_PRIORITY_ENV] = str(args.devices_realtime_priority)
     logs.configure(logging.ERROR)
     if args.realtime_priority:  # the key watch's process, as tablectl run gives it
         set_watch_priority(args.realtime_priority)
-    run = bench(args.presses, args.journal_dir, args.sim_in_process, args.slow_device, args.latched,
+    run = bench(args.presses, args.journal_dir, args.sim_in_process, args.slow_device, latched,
                 args.watch_ms, args.rest_s, args.load, args.rtu, args.poll_ms)  # fmt: skip
     print(json.dumps(asyncio.run(run), indent=1))
 

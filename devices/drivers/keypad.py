@@ -13,13 +13,14 @@ from devices.events import (
     ButtonPressed,
     DeviceEvent,
     DeviceGlitch,
+    Health,
     Key,
     KeysMissed,
     MeterShown,
     SensorFault,
     SensorsLocked,
 )
-from devices.profiles import DeviceKind
+from devices.profiles import LATCHES, DeviceKind
 from devices.rings import new_in_ring, ring_word
 from devices.transport.watch_process import Reflex
 
@@ -40,6 +41,11 @@ class KeypadDriver(RegisterDriver):
         # The driver wrote unlock since its last full poll: the locked flag that poll read is
         # stale (on an RTU line, a poll is a tenth of a second apart and the look reads no flag).
         self._unlocked = False
+        # The profile says the device freezes its own sensors at the press (687a.9(b), the window
+        # zero). Trusted for the looks on a shared line, never for the lock: a press the poll reads
+        # with the sensors open is locked at once all the same, and said once (``_did_not_latch``).
+        self.latches = bool(self.profile.options.get(LATCHES, False))
+        self._said_did_not_latch = False
 
     # -- the reflex: the sensors locked at Start Game, before the table decides (687a.9(b)) -------
     # Locking can only stop wagers, never take or pay one, so it need not wait for the journal:
@@ -72,7 +78,9 @@ class KeypadDriver(RegisterDriver):
         devices' polls waiting for the line. A failed lock is left to the full poll that follows
         (``_locked_for``), as the TCP watch's is."""
         trusted = self._keys.trusted
-        if trusted is None or self._prev is None or self.reflexed == word:
+        if trusted is None or self._prev is None or self.reflexed == word or self.latches:
+            # A latching keypad froze its sensors at the press: no line time for a redundant lock.
+            # Should it not have, the full poll that follows the look at once locks them.
             return
         if self._prev["locked"][0] and not self._unlocked:  # a round in play: not this press's
             return
@@ -93,7 +101,13 @@ class KeypadDriver(RegisterDriver):
         self.reflexed = word
 
     async def _poll(self) -> None:
-        was_locked = bool(self._prev["locked"][0]) if self._prev is not None else False
+        if self.health in (Health.STARTING, Health.OFFLINE):
+            self._said_did_not_latch = False  # the device online afresh (a new connection): said again
+        # Locked before this poll's keys, as far as the driver knows: the last poll's flag, unless
+        # the driver has written unlock since (the round voided or refused). A latching keypad's
+        # press then reads locked, and is the press that locked them (journalled as the lock, so a
+        # refusal unlocks them again), not a press in a round still in play.
+        was_locked = self._prev is not None and bool(self._prev["locked"][0]) and not self._unlocked
         self._unlocked = False  # before the read: an unlock written meanwhile is kept in mind
         words = await self.read_block()
         events = self.decode(words)
@@ -112,13 +126,24 @@ class KeypadDriver(RegisterDriver):
         assert self._prev is not None  # decoded just now
         reflexed, self.reflexed = self.reflexed, None
         if self._prev["locked"][0]:
+            if reflexed is not None:  # the watch's lock, not the device's latch
+                self._did_not_latch(press)
             return replace(press, locked=not was_locked or reflexed is not None)
+        self._did_not_latch(press)
         try:
             await self._command("lock", urgent=True)  # ahead of the other devices' polls waiting
         except CommandRejected as exc:  # the table's own lock after its decision is the fallback
             self.log.warning("reflex_lock_failed", error=str(exc))
             return press
         return replace(press, locked=True)
+
+    def _did_not_latch(self, press: ButtonPressed) -> None:
+        """A keypad whose profile says it latches left its sensors open at a Start Game: the
+        config is not trusted blindly, the driver locks them as for any keypad (687a.9(b)), and a
+        mis-configured device is said once a connection, not once a round."""
+        if self.latches and not self._said_did_not_latch:
+            self._said_did_not_latch = True
+            self.log.warning("keypad_did_not_latch", key_seq=press.sequence, section="687a.9(b)")
 
     def _command_words(self, name: str) -> tuple[int, list[int]]:
         spec = self.profile.reg("command")

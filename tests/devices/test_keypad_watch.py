@@ -1,7 +1,8 @@
 """The keypad's fast key watch (687a.9(b), the past-posting window): between two full polls the
 driver reads the key counter alone, and a Start Game is polled in full as soon as the counter
 moves. Shown with a full poll due only once an hour, so nothing but the watch can see the press;
-real sockets, the driver's own poll loop, events rather than time."""
+real sockets, the driver's own poll loop, events rather than time. The keypad here is the one that
+does NOT latch (the shipped one does, and needs no reflex): the watch's lock is what it relies on."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -28,14 +30,16 @@ from devices.transport.modbus import BusRegistry
 from devices.transport.watch_process import WatchSpec
 from sim.table import SimTable
 from tests.devices.conftest import GUARD_S, TABLES, game, keypad_commands, next_event
+from tests.support.keypads import not_latching_keypad
 
 HOUR = 3600.0
 
 
 @pytest.fixture
-async def keypad_on_tcp() -> AsyncIterator[tuple[SimTable, Driver, BusRegistry]]:
+async def keypad_on_tcp(tmp_path: Path) -> AsyncIterator[tuple[SimTable, Driver, BusRegistry]]:
+    profile = str(not_latching_keypad(tmp_path))
     cfg = load_devices(
-        {"keypad": {"kind": "keypad", "profile": "../devices/ref-keypad.toml", "transport": "modbus-tcp",
+        {"keypad": {"kind": "keypad", "profile": profile, "transport": "modbus-tcp",
                     "host": "127.0.0.1", "port": 0, "device_id": 3, "watch_interval_s": 0.005}},
         TABLES, source="test.toml",
     )  # fmt: skip

@@ -17,6 +17,7 @@ import os
 import tty
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +34,7 @@ from sim.rtu_gate import RtuGate, crc16
 from sim.table import SimTable
 from sim.wire_pace import GAP_CHARS, LinePacer, char_bits, read_floor_s, wire_s
 from tests.devices.conftest import GUARD_S, device_config, game, keypad_commands, next_event
+from tests.support.keypads import not_latching_keypad
 
 HOUR = 3600.0
 BAUD = 19200
@@ -162,14 +164,20 @@ async def test_an_urgent_turn_goes_before_the_ordinary_ones_waiting() -> None:
 
 
 @pytest.fixture
-async def shared_line() -> AsyncIterator[tuple[SimTable, list[tuple[int, int, int]]]]:
+async def shared_line(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[tuple[SimTable, list[tuple[int, int, int]]]]:
     """The reader (id 2) and the keypad (id 3) on one simulated RTU line, as the shipped Double
-    Back Jack table has them; the frames the line receives are recorded (id, function, address)."""
+    Back Jack table has them, but for the keypad: by default one that does NOT latch, whose reflex
+    is what is shown here (parametrized ``True``: the shipped keypad, which latches); the frames
+    the line receives are recorded (id, function, address)."""
     line = {"transport": "modbus-rtu", "path": "/tmp/tablectl/test-line", "baudrate": BAUD}
+    latching = bool(getattr(request, "param", False))
+    keypad = "../devices/ref-keypad.toml" if latching else str(not_latching_keypad(tmp_path))
     cfg = [
         device_config("reader", kind="reader", profile="../devices/ref-reader-peek.toml",
                       device_id=2, **line),
-        device_config("keypad", kind="keypad", profile="../devices/ref-keypad.toml", device_id=3,
+        device_config("keypad", kind="keypad", profile=keypad, device_id=3,
                       watch_interval_s=0.005, **line),
     ]  # fmt: skip
     sim = SimTable(cfg, game(GameId.DOUBLE_BACK_JACK.value), seed=1)
@@ -243,6 +251,35 @@ async def test_the_keypad_on_an_rtu_line_locks_at_start_game_from_its_watch(
         again, _ = await next_event(driver, ButtonPressed)
         assert again.key is Key.START_GAME and again.locked and locks == ["lock", "unlock", "lock"]
         assert seen[-4:] == [(3, 3, 24), (3, 3, 27), (3, 16, 33), (3, 3, 0)]
+    finally:
+        running.cancel()
+        async with asyncio.timeout(GUARD_S):
+            await asyncio.gather(running, return_exceptions=True)
+        await driver.close()
+        buses.close()
+
+
+@pytest.mark.parametrize("shared_line", [True], indirect=True, ids=["latching"])
+async def test_the_shipped_keypads_look_spends_no_line_time_on_a_lock(
+    shared_line: tuple[SimTable, list[tuple[int, int, int]]],
+) -> None:
+    """The shipped keypad latches (687a.9(b)): the look that sees the key counter move is followed
+    by the full poll at once, with no ring read and no lock of the driver's on the shared line."""
+    sim, seen = shared_line
+    buses = BusRegistry()
+    keypad_cfg = next(c for c in sim.driver_configs() if c.name == "keypad")
+    driver = build_driver(replace(keypad_cfg, poll_interval_s=HOUR), buses=buses, clock=REAL_CLOCK)
+    model, locks = keypad_commands(sim)
+    running = asyncio.create_task(driver.run())
+    try:
+        await next_event(driver, SensorsLocked)
+        model.place_bet(1, 1)
+        del seen[:]
+        model.press(Key.START_GAME)
+        start, _ = await next_event(driver, ButtonPressed)
+        assert start.key is Key.START_GAME and start.locked and model.locked and locks == []
+        assert seen[-2:] == [(3, 3, 24), (3, 3, 0)]  # the look that saw it, then the full poll
+        assert all(fn == 3 for _, fn, _ in seen)  # nothing written
     finally:
         running.cancel()
         async with asyncio.timeout(GUARD_S):

@@ -43,8 +43,9 @@ def _logs() -> Iterator[None]:
 async def table_rig(tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[Rig]]]:
     stack: list[Any] = []
 
-    async def make(game: str, seed: int = 11, boxes: int = 6) -> Rig:
-        cm = virtual_table(table_file(game), tmp_path / f"{game}.db", seed=seed, boxes=boxes)
+    async def make(game: str, seed: int = 11, boxes: int = 6, table: Path | None = None) -> Rig:
+        """``table``: another table file than the game's shipped one (e.g. tests/support/keypads.py's)."""
+        cm = virtual_table(table or table_file(game), tmp_path / f"{game}.db", seed=seed, boxes=boxes)
         rig = await cm.__aenter__()
         stack.append(cm)
         return rig

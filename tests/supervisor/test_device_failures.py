@@ -85,7 +85,7 @@ async def test_a_failed_shoe_stops_dealing_until_it_is_back(table_rig: MakeRig) 
     assert len(refused) == 3  # the keypad's Start Game and the two commands, one line each
     for e in refused:
         assert e["input"] == "RoundOpened" and e["error"].startswith(section) and "\n" not in e["error"]
-    # No round journalled: the sensors the key's press locked (the keypad driver's reflex), the
+    # No round journalled: the sensors the key's press locked (the shipped keypad's own latch), the
     # refusal that unlocked them, and that the key was read (its counter in the last record).
     assert [k for k, _ in journal_kinds(sup.journal_path)][before:] == ["sensors_locked", "sensors_unlocked"]
     assert not rig.sim.devices["keypad"].model.locked

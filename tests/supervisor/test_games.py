@@ -111,7 +111,7 @@ async def test_a_failed_reader_stops_dealing_until_it_is_replaced(game: str, tab
     refused = [e for e in logs if e["event"] == "refused"]
     assert refused and refused[-1]["error"].startswith(READER_FAILED[game])
     assert sup.jt is not None
-    # The press locked the sensors at once (the keypad driver's reflex, 687a.9(b)); the refusal
+    # The press locked the sensors at once (the shipped keypad's own latch, 687a.9(b)); the refusal
     # unlocked them, and the journal says both, in that order, with the key read (its counter in
     # the last record, issue 11): a restart must not replay the refused press later.
     added = journal_kinds(sup.journal_path)[before:]

@@ -1,7 +1,10 @@
-"""The bet sensors at Start Game (687a.9(b)): the keypad's driver locks them the moment it reads
-the press, before the table decides and the journal commits; the journal records the lock with
-the decision; a refused Start Game unlocks them and says why; a kill -9 between the lock and the
-commit restarts with the sensors as the journal has them, and no chip placed meanwhile is wagered.
+"""The bet sensors at Start Game (687a.9(b)). The shipped keypad latches them itself at the press:
+a chip placed after it is never sensed, whatever the poll. A keypad that does not latch (the
+shipped profile with the option off, tests/support/keypads.py) gets the same from its driver,
+which locks them the moment it reads the press, before the table decides and the journal
+commits. Either way the journal records the lock with the decision; a refused Start Game unlocks
+them and says why; a kill -9 between the lock and the commit restarts with the sensors as the
+journal has them, and no chip placed meanwhile is wagered.
 
 The journal's commit is held by the test the way a slow disk holds it: another connection keeps
 SQLite's write lock (a real file, a real lock), so "before the commit" is a state the test waits
@@ -30,10 +33,24 @@ from devices.events import Key
 from sim.table import SimTable
 from tests.supervisor.conftest import GUARD_S, journal_kinds, replayed
 from tests.supervisor.test_kill9 import Controller, _opened_journal
+from tests.support.keypads import not_latching_run_config, not_latching_table
 
 MakeRig = Callable[..., Awaitable[Rig]]
 
 GAME = "down-under"  # its keypad shares an RTU line: the reflex of the full poll, no watch
+LATCHING = "double-back-jack"  # the shipped table the issue names: its keypad latches, on RTU too
+# (game, whether its keypad latches): the shipped keypad, and the one that does not.
+# The shipped keypad, which latches; one that does not, on the RS-485 line (the full poll's reflex)
+# or on Modbus TCP with a key watch, whose own process makes the reflex's write
+# (devices/transport/watch_process.py).
+ON_TCP = {"transport": "modbus-tcp", "host": "127.0.0.1", "path": None, "baudrate": None, "gap_ms": None,
+          "watch_interval_s": 0.002}  # fmt: skip
+KEYPADS = [pytest.param(LATCHING, True, id="latching"), pytest.param(GAME, False, id="not-latching")]
+KILLED_WITH = [
+    pytest.param(LATCHING, True, None, id="latching"),
+    pytest.param(GAME, False, None, id="not-latching"),
+    pytest.param(GAME, False, ON_TCP, id="not-latching-tcp-watch"),
+]
 
 
 @contextmanager
@@ -46,6 +63,20 @@ def commit_held(journal: Path) -> Iterator[None]:
     finally:
         conn.execute("ROLLBACK")
         conn.close()
+
+
+def read_after(sim: SimTable) -> asyncio.Event:
+    """Set when the simulated keypad next answers a read (its registers rendered for the wire)."""
+    seen = asyncio.Event()
+    model = sim.devices["keypad"].model
+    update = model.update
+
+    def updated() -> None:
+        update()
+        seen.set()
+
+    model.update = updated
+    return seen
 
 
 def lock_written(sim: SimTable) -> asyncio.Event:
@@ -67,8 +98,42 @@ async def _between_rounds(rig: Rig) -> None:
     await rig.dealer.play_round()  # the burn card and a first round: the table waits for bets
 
 
-async def test_the_sensors_lock_before_the_journal_commits(table_rig: MakeRig) -> None:
-    rig = await table_rig(GAME)
+async def test_a_latching_keypad_takes_no_chip_after_the_press_whatever_the_poll(table_rig: MakeRig) -> None:
+    """The shipped Double Back Jack table, its keypad on the RS-485 line: the press freezes the
+    sensors in the device, so a chip put down after it, before the controller has read anything,
+    is never sensed. The driver writes no lock of its own: the first is the table's, after the
+    journalled decision."""
+    rig = await table_rig(LATCHING)
+    sup, keypad = rig.supervisor, rig.dealer.keypad
+    await _between_rounds(rig)
+    for box in (1, 2):
+        keypad.place_bet(box, 1)
+    await sup.settle("keypad")
+    before = len(journal_kinds(sup.journal_path))
+    reg = rig.sim.devices["keypad"].register_sim
+    assert reg is not None
+    locks: list[int] = []  # the journal's length as the keypad carries out each lock
+
+    def on_command(name: str, _: Any) -> None:
+        if name == "lock":
+            locks.append(len(journal_kinds(sup.journal_path)))
+
+    reg.on_command = on_command
+    keypad.press(Key.START_GAME)
+    keypad.place_bet(3, 1)  # past-posting: after the press, before any poll
+    await sup.settle("keypad")
+    assert keypad.latched_at[-1] == keypad.key_seq and keypad.sensed() == {(1, 1), (2, 1)}
+    added = journal_kinds(sup.journal_path)[before:]
+    assert [k for k, _ in added[:2]] == ["sensors_locked", "round_started"]
+    assert added[0][1]["key_seq"] == keypad.key_seq
+    assert [w["seat"] for w in added[1][1]["wagers"]] == [1, 2]
+    assert (3, 1) not in sup.translator.bets
+    assert locks and min(locks) >= before + 2  # only the table's own, after the decision's commit
+
+
+async def test_the_sensors_lock_before_the_journal_commits(table_rig: MakeRig, tmp_path: Path) -> None:
+    """The keypad that does not latch: its driver's reflex."""
+    rig = await table_rig(GAME, table=not_latching_table(GAME, tmp_path))
     sup, keypad = rig.supervisor, rig.dealer.keypad
     await _between_rounds(rig)
     for box in (1, 2):
@@ -91,8 +156,11 @@ async def test_the_sensors_lock_before_the_journal_commits(table_rig: MakeRig) -
     assert keypad.locked
 
 
-async def test_a_refused_start_game_unlocks_and_says_why(table_rig: MakeRig) -> None:
-    rig = await table_rig(GAME)
+@pytest.mark.parametrize(("game", "latches"), KEYPADS)
+async def test_a_refused_start_game_unlocks_and_says_why(
+    table_rig: MakeRig, tmp_path: Path, game: str, latches: bool
+) -> None:
+    rig = await table_rig(game, table=None if latches else not_latching_table(game, tmp_path))
     sup, keypad = rig.supervisor, rig.dealer.keypad
     await _between_rounds(rig)
     rig.dealer.reader.faults.dead = True  # 673a.13(j): no round till the reader is replaced
@@ -101,6 +169,7 @@ async def test_a_refused_start_game_unlocks_and_says_why(table_rig: MakeRig) -> 
     await sup.settle("keypad")
     keypad.press(Key.START_GAME)
     await sup.settle("keypad")
+    assert (keypad.key_seq in keypad.latched_at) is latches  # the device's own latch, or none
     assert not sup.table.in_round and not keypad.locked
     kinds = journal_kinds(sup.journal_path)
     (lock, lk), (unlock, uk) = kinds[-2:]
@@ -113,30 +182,23 @@ async def test_a_refused_start_game_unlocks_and_says_why(table_rig: MakeRig) -> 
     assert (2, 1) in sup.translator.bets
 
 
-# The keypad as the example has it (on the RS-485 line: the full poll's reflex), or on Modbus TCP
-# with a key watch, whose process makes the reflex's write (devices/transport/watch_process.py).
-KEYPADS = {
-    "rtu-poll": None,
-    "tcp-watch": {"transport": "modbus-tcp", "host": "127.0.0.1", "path": None, "baudrate": None,
-                  "gap_ms": None, "watch_interval_s": 0.002},
-}  # fmt: skip
-
-
-@pytest.mark.parametrize("keypad_on", sorted(KEYPADS))
+@pytest.mark.parametrize(("game", "latches", "tcp"), KILLED_WITH)
 async def test_a_kill_between_the_lock_and_the_commit_restarts_as_the_journal_says(
-    tmp_path: Path, keypad_on: str
+    tmp_path: Path, game: str, latches: bool, tcp: dict[str, object] | None
 ) -> None:
-    cfg = load_table_config(table_file(GAME))
+    """Latching: the device locked at the press, the kill comes once the controller has read it;
+    not latching: once the driver's lock is on the device. Either way its step waits for the disk."""
+    cfg = load_table_config(table_file(game) if latches else not_latching_table(game, tmp_path))
     fast = [replace(d, sim={**d.sim, "cycle_s": 0.3}) for d in cfg.devices]
-    change = KEYPADS[keypad_on]
-    if change is not None:
+    if tcp is not None:
         fast = [_on_tcp(d) if d.name == "keypad" else d for d in fast]
     sim = SimTable(fast, cfg.options.spec, seed=5, decks=cfg.options.decks, direct_insert=True)
     await sim.start()
     journal = tmp_path / "table.db"
-    _opened_journal(GAME, journal)
-    changes = {"keypad": change} if change is not None else None
-    ctl = Controller(concrete_config(GAME, sim, tmp_path / "table.toml", changes=changes), journal)
+    _opened_journal(game, journal)
+    changes = {"keypad": tcp} if tcp is not None else None
+    run_config = concrete_config(game, sim, tmp_path / "table.toml", changes=changes)
+    ctl = Controller(run_config if latches else not_latching_run_config(run_config, tmp_path), journal)
     keypad, shoe = sim.devices["keypad"].model, sim.devices["shoe"].model
     try:
         await ctl.start()
@@ -147,18 +209,20 @@ async def test_a_kill_between_the_lock_and_the_commit_restarts_as_the_journal_sa
         for box in (1, 2):
             keypad.place_bet(box, 1)
         before = journal_kinds(journal)
-        locked = lock_written(sim)
         with commit_held(journal):
+            # Latching: locked by the press itself; the kill once the controller has read it.
+            locked = read_after(sim) if latches else lock_written(sim)
             keypad.press(Key.START_GAME)
             async with asyncio.timeout(GUARD_S):
-                await locked.wait()  # the driver's lock is on the device; its step waits for the disk
+                await locked.wait()  # the lock is on the device; the controller's step waits for the disk
+            assert keypad.locked
             await ctl.kill9()
         assert journal_kinds(journal) == before  # neither the lock nor the round: one transaction
         assert not replayed(journal).in_round
         keypad.place_bet(3, 1)  # while no controller runs: the locked sensors do not take it
         keypad.place_bet(4, 2)
         watches = [line["pid"] for line in ctl.lines if line["event"] == "watch_started"]
-        assert len(watches) == (change is not None)
+        assert len(watches) == (tcp is not None)
         for watch in watches:
             await _ended(watch)  # no orphan watch: its end of the socket pair closed with the table
 
