@@ -12,6 +12,7 @@ import random
 import re
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -104,6 +105,18 @@ async def next_event(driver: Driver, kind: type[E]) -> tuple[E, list[DeviceEvent
             seen.append(ev)
             if isinstance(ev, kind):
                 return ev, seen
+
+
+@asynccontextmanager
+async def running(driver: Driver) -> AsyncIterator[None]:
+    """The driver's own poll loop as a task for the block; cancelled and awaited after it."""
+    task = asyncio.create_task(driver.run())
+    try:
+        yield
+    finally:
+        task.cancel()
+        async with asyncio.timeout(GUARD_S):
+            await asyncio.gather(task, return_exceptions=True)
 
 
 def keypad_commands(sim: SimTable) -> tuple[Any, list[str]]:

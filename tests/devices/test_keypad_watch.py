@@ -6,7 +6,6 @@ does NOT latch (the shipped one does, and needs no reflex): the watch's lock is 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -29,7 +28,7 @@ from devices.transport.block_watch import set_watch_priority
 from devices.transport.modbus import BusRegistry
 from devices.transport.watch_process import WatchSpec
 from sim.table import SimTable
-from tests.devices.conftest import GUARD_S, TABLES, game, keypad_commands, next_event
+from tests.devices.conftest import GUARD_S, TABLES, game, keypad_commands, next_event, running
 from tests.support.keypads import not_latching_keypad
 
 HOUR = 3600.0
@@ -60,31 +59,21 @@ async def test_a_start_game_is_seen_by_the_watch_between_full_polls(
     keypad_on_tcp: tuple[SimTable, Driver, BusRegistry],
 ) -> None:
     sim, driver, _ = keypad_on_tcp
-    running = asyncio.create_task(driver.run())
-    try:
+    async with running(driver):
         await next_event(driver, SensorsLocked)  # the first full poll; the next is an hour away
         sim.devices["keypad"].model.press(Key.START_GAME)
         pressed, _ = await next_event(driver, ButtonPressed)
         assert pressed.key is Key.START_GAME
-    finally:
-        running.cancel()
-        async with asyncio.timeout(GUARD_S):
-            await asyncio.gather(running, return_exceptions=True)
 
 
 async def test_a_poll_out_of_turn_ends_the_watch(keypad_on_tcp: tuple[SimTable, Driver, BusRegistry]) -> None:
     sim, driver, _ = keypad_on_tcp
-    running = asyncio.create_task(driver.run())
-    try:
+    async with running(driver):
         await next_event(driver, SensorsLocked)
         sim.devices["keypad"].model.place_bet(1, 1)  # not the watched word: only a full poll sees it
         driver.wake.set()  # as the supervisor's settle() does
         sensed, _ = await next_event(driver, BetSensed)
         assert (sensed.box, sensed.spot, sensed.present) == (1, 1, True)
-    finally:
-        running.cancel()
-        async with asyncio.timeout(GUARD_S):
-            await asyncio.gather(running, return_exceptions=True)
 
 
 async def test_the_watch_locks_the_sensors_at_start_game_itself(
@@ -94,8 +83,7 @@ async def test_the_watch_locks_the_sensors_at_start_game_itself(
     press (a reflex), before the event reaches anyone; another key locks nothing."""
     sim, driver, _ = keypad_on_tcp
     model, locks = keypad_commands(sim)
-    running = asyncio.create_task(driver.run())
-    try:
+    async with running(driver):
         await next_event(driver, SensorsLocked)
         model.place_bet(1, 1)
         model.press(Key.HIT)
@@ -110,10 +98,6 @@ async def test_the_watch_locks_the_sensors_at_start_game_itself(
         assert driver.bus.requests == polled == 0  # type: ignore[attr-defined]
         model.place_bet(2, 1)  # too late: not sensed
         assert model.sensed() == {(1, 1)}
-    finally:
-        running.cancel()
-        async with asyncio.timeout(GUARD_S):
-            await asyncio.gather(running, return_exceptions=True)
 
 
 async def test_a_keypad_that_stops_answering_fails_its_polls_and_comes_back(
@@ -123,9 +107,8 @@ async def test_a_keypad_that_stops_answering_fails_its_polls_and_comes_back(
     answers nothing is degraded at the next poll, and online again at the first poll it answers;
     its presses meanwhile are not lost (the key counter and ring hold them)."""
     sim, driver, _ = keypad_on_tcp
-    running = asyncio.create_task(driver.run())
     faults = sim.devices["keypad"].register_sim.faults  # type: ignore[union-attr]
-    try:
+    async with running(driver):
         await next_event(driver, SensorsLocked)
         faults.silent = True
         driver.wake.set()  # a poll out of turn, as the supervisor's settle() does
@@ -134,16 +117,9 @@ async def test_a_keypad_that_stops_answering_fails_its_polls_and_comes_back(
         faults.silent = False
         driver.wake.set()
         _, seen = await next_event(driver, DeviceOnline)
-        pressed = (
-            seen
-            if any(isinstance(e, ButtonPressed) for e in seen)
-            else (await next_event(driver, ButtonPressed))[1]
-        )
-        assert [e.key for e in pressed if isinstance(e, ButtonPressed)] == [Key.HIT]
-    finally:
-        running.cancel()
-        async with asyncio.timeout(GUARD_S):
-            await asyncio.gather(running, return_exceptions=True)
+        if not any(isinstance(e, ButtonPressed) for e in seen):
+            seen = (await next_event(driver, ButtonPressed))[1]
+        assert [e.key for e in seen if isinstance(e, ButtonPressed)] == [Key.HIT]
 
 
 async def test_the_watch_process_ends_with_the_driver_and_a_dead_one_is_replaced(
@@ -154,8 +130,7 @@ async def test_the_watch_process_ends_with_the_driver_and_a_dead_one_is_replaced
     driver's close ends it."""
     sim, driver, _ = keypad_on_tcp
     model, locks = keypad_commands(sim)
-    running = asyncio.create_task(driver.run())
-    try:
+    async with running(driver):
         await next_event(driver, SensorsLocked)
         first = driver._watch.pid  # type: ignore[attr-defined]
         assert first is not None
@@ -170,10 +145,6 @@ async def test_the_watch_process_ends_with_the_driver_and_a_dead_one_is_replaced
         model.press(Key.START_GAME)
         start, _ = await next_event(driver, ButtonPressed)
         assert start.locked and locks == ["lock"]  # the new process's reflex
-    finally:
-        running.cancel()
-        async with asyncio.timeout(GUARD_S):
-            await asyncio.gather(running, return_exceptions=True)
     with pytest.raises(ProcessLookupError):  # ended and reaped
         os.kill(second, 0)
 
@@ -202,17 +173,14 @@ async def test_the_watch_process_runs_at_the_realtime_priority_run_gives_it(
     watches at normal priority."""
     _, driver, _ = keypad_on_tcp
     set_watch_priority(7)
-    running = asyncio.create_task(driver.run())
     try:
-        await next_event(driver, SensorsLocked)
-        pid = driver._watch.pid  # type: ignore[attr-defined]
-        assert os.sched_getscheduler(os.getpid()) == os.SCHED_OTHER  # the table's own process
-        if os.sched_getscheduler(pid) & ~os.SCHED_RESET_ON_FORK == os.SCHED_FIFO:
-            assert os.sched_getparam(pid).sched_priority == 7
-        else:
-            assert "watch_realtime_refused" in capsys.readouterr().out
+        async with running(driver):
+            await next_event(driver, SensorsLocked)
+            pid = driver._watch.pid  # type: ignore[attr-defined]
+            assert os.sched_getscheduler(os.getpid()) == os.SCHED_OTHER  # the table's own process
+            if os.sched_getscheduler(pid) & ~os.SCHED_RESET_ON_FORK == os.SCHED_FIFO:
+                assert os.sched_getparam(pid).sched_priority == 7
+            else:
+                assert "watch_realtime_refused" in capsys.readouterr().out
     finally:
         set_watch_priority(None)
-        running.cancel()
-        async with asyncio.timeout(GUARD_S):
-            await asyncio.gather(running, return_exceptions=True)
