@@ -342,8 +342,17 @@ class Journal:
     effects of an event as soon as ``append`` has returned its Record.
     """
 
-    def __init__(self, conn: sqlite3.Connection, path: Path, readonly: bool) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, path: Path, readonly: bool, reader: sqlite3.Connection | None = None
+    ) -> None:
         self._conn: sqlite3.Connection | None = conn
+        # Reads go through a connection of their own (a writable journal's): the table's loop, the
+        # console and /metrics read while the journal's thread commits, and on one shared
+        # connection a read could run inside an append's transaction (and see it before it is
+        # committed) or hold a snapshot the append must upgrade from, which SQLite refuses at once
+        # as "database is locked" once the telemetry cursor moved meanwhile. A second WAL
+        # connection reads committed records only, and never waits for the writer.
+        self._reader: sqlite3.Connection | None = reader
         self.path = path
         self.readonly = readonly
 
@@ -373,15 +382,18 @@ class Journal:
                     f"{path}: {problem.reason}{where}; run tablectl journal verify for a full check",
                     problem.first_bad_seq,
                 )
+            reader = None
             if not readonly:
                 _fsync_dir(Path(path).resolve().parent)
+                reader = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
+                reader.execute("PRAGMA query_only = 1")  # it reads; the writer writes
         except sqlite3.Error as e:
             conn.close()
             raise failure(path, e, "cannot open") from None
         except BaseException:
             conn.close()
             raise
-        return cls(conn, Path(path), readonly)
+        return cls(conn, Path(path), readonly, reader)
 
     @staticmethod
     def _create_schema(conn: sqlite3.Connection, name: str) -> None:
@@ -511,7 +523,7 @@ class Journal:
             yield _record(row)
 
     def _rows(self, after_seq: int) -> Iterator[Row]:
-        conn = self._open_conn()
+        conn = self._reading()
         last = after_seq
         while True:
             try:
@@ -529,7 +541,7 @@ class Journal:
         thousand rows at most."""
         try:
             row = (
-                self._open_conn()
+                self._reading()
                 .execute("SELECT seq FROM records WHERE kind = ? ORDER BY seq DESC LIMIT 1", (kind,))
                 .fetchone()
             )
@@ -539,7 +551,7 @@ class Journal:
 
     def _head(self) -> tuple[int, str]:
         try:
-            seq, hash_ = self._open_conn().execute("SELECT seq, hash FROM chain_head WHERE id = 1").fetchone()
+            seq, hash_ = self._reading().execute("SELECT seq, hash FROM chain_head WHERE id = 1").fetchone()
         except sqlite3.Error as e:
             raise failure(self.path, e, "cannot read the head") from None
         return int(seq), str(hash_)
@@ -555,7 +567,7 @@ class Journal:
 
     def published_seq(self) -> int:
         try:
-            conn = self._open_conn()
+            conn = self._reading()
             row = conn.execute("SELECT published_seq FROM telemetry_cursor WHERE id = 1").fetchone()
         except sqlite3.Error as e:
             raise failure(self.path, e, "cannot read the published seq") from None
@@ -568,12 +580,19 @@ class Journal:
             raise JournalError(f"{self.path}: journal is closed")
         return self._conn
 
+    def _reading(self) -> sqlite3.Connection:
+        conn = self._open_conn()
+        return self._reader if self._reader is not None else conn
+
     def _writable(self) -> sqlite3.Connection:
         if self.readonly:
             raise JournalError(f"{self.path}: journal was opened read-only")
         return self._open_conn()
 
     def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
