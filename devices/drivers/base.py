@@ -72,12 +72,12 @@ def _wake_future(fut: asyncio.Future[None]) -> None:
 
 
 class Wake:
-    """A poll out of turn (the supervisor's ``settle``, a test): ends the loop's pause at once, or
-    a watch in its worker thread at its next look. One future per pause, woken by the poke or by a
-    timer, whichever comes first: no task per pause, which matters at a fast watch's rate."""
+    """A poll out of turn (the supervisor's ``settle``, a test): ends the loop's pause at once (an
+    RTU line's watch between its looks too). One future per pause, woken by the poke or by a timer,
+    whichever comes first: no task per pause, which matters at a fast watch's rate."""
 
     def __init__(self) -> None:
-        self.flag = threading.Event()  # also read by a watch in its thread
+        self.flag = threading.Event()
         self._waiter: asyncio.Future[None] | None = None
 
     def set(self) -> None:

@@ -42,7 +42,7 @@ class RegisterDriver(Driver):
         self._line_watch_s: float | None = None
         every = config.options.get("watch_interval_s")
         watching = self.watch_register is not None and every is not None and every < config.poll_interval_s
-        # On Modbus TCP a thread of its own reading the whole poll block (BlockWatch), which the
+        # On Modbus TCP a process of its own reading the whole poll block (BlockWatch), which the
         # polls then take; on a shared RTU line the bus itself, the watched word alone, each look
         # urgent (_watch_line). Only on real time: a virtual clock's table has no wire to watch.
         tcp = bus.endpoint.transport is TransportKind.MODBUS_TCP
@@ -115,14 +115,14 @@ class RegisterDriver(Driver):
 
     async def watch(self, seconds: float) -> bool:
         """The pause between polls: True as soon as the watched word moved (poll now). On Modbus
-        TCP the watch's thread looks all along (BlockWatch); on an RTU line the looks go through
+        TCP the watch's process looks all along (BlockWatch); on an RTU line the looks go through
         the bus (``_watch_line``); without a watch, a pause."""
         if self._line_watch_s is not None and self._words is not None:
             return await self._watch_line(self._line_watch_s, seconds)
         if self._watch is None or not self._watch.running:
             return await super().watch(seconds)
         if not self._moved:
-            await self.wake.wait(seconds, self.clock)  # ended early by the watch (_on_moved) too
+            await self.wake.wait(seconds, self.clock)  # ended early by the watch too (_watch_saw_move)
         moved, self._moved = self._moved, False
         return moved
 
@@ -194,7 +194,7 @@ class RegisterDriver(Driver):
 
     async def line_moved(self, word: int) -> None:
         """On an RTU line, the moment the watched word moved (read by ``_watch_line``): what may be
-        done before the full poll (a keypad's reflex), as ``watched`` does in a TCP watch's thread."""
+        done before the full poll (a keypad's reflex), as ``reflex`` is in a TCP watch's process."""
 
     async def close(self) -> None:
         if self._watch is not None:
