@@ -45,7 +45,7 @@ def _cmd_journal_verify(args: argparse.Namespace) -> int:
 
 def _cmd_journal_show(args: argparse.Namespace) -> int:
     from controller.journal import BrokenChainError
-    from controller.journal.store import DamagedJournalError
+    from controller.journal.damage import DamagedJournalError
 
     try:
         return _show_round(args)

@@ -20,7 +20,7 @@ import psycopg
 from controller.archive.alarms import copy_of
 from controller.errors import TablectlError
 from controller.journal import BrokenChainError, Journal, JournalError, Record, verify_journal
-from controller.journal.store import DamagedJournalError
+from controller.journal.damage import DamagedJournalError
 
 
 @dataclass(frozen=True, slots=True)

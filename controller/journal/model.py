@@ -19,6 +19,9 @@ from controller.errors import TablectlError
 from controller.ids import EVENT_KIND, matches
 
 GENESIS_HASH = "0" * 64
+# "tbcj" in the SQLite header marks the file as ours, so a stray database is never taken for a
+# journal and `file`/hexdump show what it is.
+APPLICATION_ID = 0x7462636A
 
 
 class JournalError(TablectlError):

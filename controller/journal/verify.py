@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from controller.journal.chain import ROW_COLUMNS, ChainWalker
+from controller.journal.damage import DamagedJournalError, failure, record_offset
 from controller.journal.model import JournalError
-from controller.journal.store import DamagedJournalError, connect, failure, record_offset
+from controller.journal.store import connect
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from controller.journal import Journal, verify_journal
-from controller.journal.store import DamagedJournalError
+from controller.journal.damage import DamagedJournalError
 from controller.supervisor.rig import ROOT, table_file, virtual_table
 
 _CARD = re.compile(r"(?<![0-9A-Za-z])(10|[2-9AJQK])[HDCS](?![0-9A-Za-z])")
