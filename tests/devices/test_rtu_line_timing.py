@@ -16,6 +16,7 @@ import asyncio
 import os
 import tty
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from controller.clock import REAL_CLOCK
 from controller.games import GameId
 from devices.commands import UnlockSensors
 from devices.config import MODBUS_RTU_FRAMING, Framing
+from devices.drivers.base import Driver
 from devices.drivers.factory import build_driver
 from devices.events import ButtonPressed, Key, SensorsLocked
 from devices.transport.line_turns import LineTurns
@@ -33,7 +35,7 @@ from sim.pty import PtyBridge
 from sim.rtu_gate import RtuGate, crc16
 from sim.table import SimTable
 from sim.wire_pace import GAP_CHARS, LinePacer, char_bits, read_floor_s, wire_s
-from tests.devices.conftest import GUARD_S, device_config, game, keypad_commands, next_event
+from tests.devices.conftest import GUARD_S, device_config, game, keypad_commands, next_event, running
 from tests.support.keypads import not_latching_keypad
 
 HOUR = 3600.0
@@ -218,6 +220,20 @@ async def test_the_keypads_look_goes_on_the_line_before_the_polls_waiting(
         buses.close()
 
 
+@asynccontextmanager
+async def _keypad_polled_hourly(sim: SimTable) -> AsyncIterator[Driver]:
+    """The line's keypad driver running, its full poll an hour away: only its look sees a press."""
+    buses = BusRegistry()
+    keypad_cfg = next(c for c in sim.driver_configs() if c.name == "keypad")
+    driver = build_driver(replace(keypad_cfg, poll_interval_s=HOUR), buses=buses, clock=REAL_CLOCK)
+    try:
+        async with running(driver):
+            yield driver
+    finally:
+        await driver.close()
+        buses.close()
+
+
 async def test_the_keypad_on_an_rtu_line_locks_at_start_game_from_its_watch(
     shared_line: tuple[SimTable, list[tuple[int, int, int]]],
 ) -> None:
@@ -225,12 +241,8 @@ async def test_the_keypad_on_an_rtu_line_locks_at_start_game_from_its_watch(
     reads the one new key and locks the sensors, before the event reaches anyone; another key
     locks nothing."""
     sim, seen = shared_line
-    buses = BusRegistry()
-    keypad_cfg = next(c for c in sim.driver_configs() if c.name == "keypad")
-    driver = build_driver(replace(keypad_cfg, poll_interval_s=HOUR), buses=buses, clock=REAL_CLOCK)
     model, locks = keypad_commands(sim)
-    running = asyncio.create_task(driver.run())
-    try:
+    async with _keypad_polled_hourly(sim) as driver:
         await next_event(driver, SensorsLocked)
         model.place_bet(1, 1)
         model.press(Key.HIT)
@@ -251,12 +263,6 @@ async def test_the_keypad_on_an_rtu_line_locks_at_start_game_from_its_watch(
         again, _ = await next_event(driver, ButtonPressed)
         assert again.key is Key.START_GAME and again.locked and locks == ["lock", "unlock", "lock"]
         assert seen[-4:] == [(3, 3, 24), (3, 3, 27), (3, 16, 33), (3, 3, 0)]
-    finally:
-        running.cancel()
-        async with asyncio.timeout(GUARD_S):
-            await asyncio.gather(running, return_exceptions=True)
-        await driver.close()
-        buses.close()
 
 
 @pytest.mark.parametrize("shared_line", [True], indirect=True, ids=["latching"])
@@ -266,12 +272,8 @@ async def test_the_shipped_keypads_look_spends_no_line_time_on_a_lock(
     """The shipped keypad latches (687a.9(b)): the look that sees the key counter move is followed
     by the full poll at once, with no ring read and no lock of the driver's on the shared line."""
     sim, seen = shared_line
-    buses = BusRegistry()
-    keypad_cfg = next(c for c in sim.driver_configs() if c.name == "keypad")
-    driver = build_driver(replace(keypad_cfg, poll_interval_s=HOUR), buses=buses, clock=REAL_CLOCK)
     model, locks = keypad_commands(sim)
-    running = asyncio.create_task(driver.run())
-    try:
+    async with _keypad_polled_hourly(sim) as driver:
         await next_event(driver, SensorsLocked)
         model.place_bet(1, 1)
         del seen[:]
@@ -280,9 +282,3 @@ async def test_the_shipped_keypads_look_spends_no_line_time_on_a_lock(
         assert start.key is Key.START_GAME and start.locked and model.locked and locks == []
         assert seen[-2:] == [(3, 3, 24), (3, 3, 0)]  # the look that saw it, then the full poll
         assert all(fn == 3 for _, fn, _ in seen)  # nothing written
-    finally:
-        running.cancel()
-        async with asyncio.timeout(GUARD_S):
-            await asyncio.gather(running, return_exceptions=True)
-        await driver.close()
-        buses.close()
