@@ -82,8 +82,7 @@ class Wake:
 
     def set(self) -> None:
         self.flag.set()
-        if self._waiter is not None:
-            _wake_future(self._waiter)
+        self.interrupt()
 
     def interrupt(self) -> None:
         """End the pause now without a poll out of turn (a watch saw its word move: the poll is

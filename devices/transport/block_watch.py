@@ -128,7 +128,7 @@ class BlockWatch:
             raise DeviceTimeout(f"{self.endpoint.describe()}: no answer from the watch") from None
 
     async def stop(self) -> None:
-        proc, sock = self._proc, self._sock
+        proc = self._proc
         self._closed(LinkDown(f"{self.endpoint.describe()}: the watch stopped"))
         if proc is not None:  # its end of the socket closed: it stops at its next wait
             try:
@@ -137,7 +137,6 @@ class BlockWatch:
                 proc.kill()
                 await asyncio.to_thread(proc.wait)
             _close_pipe(proc)
-        del sock
 
     # -- messages from the process -------------------------------------------------------------
 
