@@ -208,8 +208,8 @@ async def test_a_kill_between_the_lock_and_the_commit_restarts_as_the_journal_sa
         await ctl.step_from("shoe")
         for box in (1, 2):
             keypad.place_bet(box, 1)
-        before = journal_kinds(journal)
         with commit_held(journal):
+            before = journal_kinds(journal)  # read under the hold: a shuffler's step may commit until it
             # Latching: locked by the press itself; the kill once the controller has read it.
             locked = read_after(sim) if latches else lock_written(sim)
             keypad.press(Key.START_GAME)
