@@ -175,6 +175,7 @@ class Driver(ABC):
         # first poll is diffed against it, so what happened while the controller was down is seen.
         self.baseline: dict[str, int] = {}
         self.wake = Wake()
+        self.out_of_turn = False  # the poll under way was asked for (``wake``), not scheduled
         self.log = structlog.get_logger("devices").bind(device=config.name, kind=config.kind.value)
 
     # -- events and health ----------------------------------------------------------------------
@@ -252,7 +253,7 @@ class Driver(ABC):
         waits out its interval after a failure. Between polls a driver may watch a word (the
         keypad's fast key watch): the pause ends when it moves, and the poll comes at once."""
         hooks = hooks or PollHooks()
-        schedule = PollSchedule(self.clock, self.config.poll_interval_s)
+        schedule = PollSchedule(self.clock, self.poll_interval_s())
         wake = self.wake
         try:
             while True:
@@ -272,11 +273,17 @@ class Driver(ABC):
                     seconds = schedule.wait_s()
                     if await (self.watch(seconds) if ok else wake.wait(seconds, self.clock)):
                         schedule.early()
-                if wake.is_set():  # polled out of turn
+                self.out_of_turn = wake.is_set()
+                if self.out_of_turn:  # polled out of turn
                     schedule.restart()
                 wake.clear()
         finally:
             await self.close()
+
+    def poll_interval_s(self) -> float:
+        """The full polls' period: the configured one, unless something else watches the
+        device between them (see RegisterDriver)."""
+        return self.config.poll_interval_s
 
     async def close(self) -> None:  # noqa: B027 - most drivers hold nothing of their own
         """Release the link (a shared Modbus bus is closed by its registry, not here)."""

@@ -11,7 +11,7 @@ from devices.config import DeviceConfig, TransportKind
 from devices.drivers.base import Driver
 from devices.errors import CommandRejected, TransportError
 from devices.events import CountersRead, DeviceEvent
-from devices.transport.block_watch import BlockWatch
+from devices.transport.block_watch import QUIET_POLL_S, BlockWatch
 from devices.transport.modbus import ModbusBus
 from devices.transport.watch_process import Reflex
 
@@ -121,27 +121,35 @@ class RegisterDriver(Driver):
             return await self._watch_line(self._line_watch_s, seconds)
         if self._watch is None or not self._watch.running:
             return await super().watch(seconds)
-        if not self._moved:
+        if not self._moved and not self._watch.told:
             await self.wake.wait(seconds, self.clock)  # ended early by the watch too (_watch_saw_move)
         moved, self._moved = self._moved, False
-        return moved
+        return moved or self._watch.told
 
     async def _watched_block(self) -> list[int]:
         """A poll's block from the watch's next look (its process started at the first poll, and
         again after it died: said in one line)."""
         assert self._watch is not None
         if not self._watch.running:
-            self._watch.start(self._watch_saw_move, self.reflex())
+            self._watch.start(self._watch_saw_move, self.reflex(), on_told=self.wake.interrupt)
         failure: TransportError | None = None
-        for _ in range(max(1, self.config.retry.read_attempts)):
-            try:
-                return await self._watch.read()
+        for attempt in range(max(1, self.config.retry.read_attempts)):
+            try:  # a poll asked for (settle) sees the device as it is now, not as last told
+                return await self._watch.read(fresh=self.out_of_turn or attempt > 0)
             except TransportError as exc:
                 failure = exc
                 if not self._watch.running:  # died meanwhile: the next poll starts another
                     break
         assert failure is not None
         raise failure
+
+    def poll_interval_s(self) -> float:
+        """With a watch's process reading the block every few ms and telling every change and
+        failure, the full polls only prove it alive: QUIET_POLL_S, or the configured interval
+        when that is longer."""
+        if self._watch is None:
+            return super().poll_interval_s()
+        return max(self.config.poll_interval_s, QUIET_POLL_S)
 
     def reflex(self) -> Reflex | None:
         """The write the watch makes by itself the moment the watched word moves (a keypad's

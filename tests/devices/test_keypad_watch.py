@@ -6,6 +6,7 @@ does NOT latch (the shipped one does, and needs no reflex): the watch's lock is 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -70,10 +71,26 @@ async def test_a_poll_out_of_turn_ends_the_watch(keypad_on_tcp: tuple[SimTable, 
     sim, driver, _ = keypad_on_tcp
     async with running(driver):
         await next_event(driver, SensorsLocked)
-        sim.devices["keypad"].model.place_bet(1, 1)  # not the watched word: only a full poll sees it
-        driver.wake.set()  # as the supervisor's settle() does
+        sim.devices["keypad"].model.place_bet(1, 1)
+        driver.wake.set()  # as the supervisor's settle() does: the poll asks for a look of its own
         sensed, _ = await next_event(driver, BetSensed)
         assert (sensed.box, sensed.spot, sensed.present) == (1, 1, True)
+
+
+async def test_a_change_is_told_by_the_watch_as_it_reads_it(
+    keypad_on_tcp: tuple[SimTable, Driver, BusRegistry],
+) -> None:
+    """Not only the key counter: any change of the block (here a chip on a sensor) is told to
+    the table by the look that read it, with no poll due for an hour and none asked for."""
+    sim, driver, _ = keypad_on_tcp
+    async with running(driver):
+        await next_event(driver, SensorsLocked)
+        sim.devices["keypad"].model.place_bet(2, 1)
+        sensed, _ = await next_event(driver, BetSensed)
+        assert (sensed.box, sensed.spot, sensed.present) == (2, 1, True)
+        sim.devices["keypad"].model.remove_bet(2, 1)
+        gone, _ = await next_event(driver, BetSensed)
+        assert (gone.box, gone.spot, gone.present) == (2, 1, False)
 
 
 async def test_the_watch_locks_the_sensors_at_start_game_itself(
@@ -147,6 +164,37 @@ async def test_the_watch_process_ends_with_the_driver_and_a_dead_one_is_replaced
         assert start.locked and locks == ["lock"]  # the new process's reflex
     with pytest.raises(ProcessLookupError):  # ended and reaped
         os.kill(second, 0)
+
+
+async def test_a_hung_watch_process_is_replaced(
+    keypad_on_tcp: tuple[SimTable, Driver, BusRegistry],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A watch that lives on but answers nothing (stopped, here) fails the poll that asks it,
+    is said in one line and killed, and another takes its place: the keypad is not left
+    unwatched behind a process that only looks alive."""
+    sim, driver, _ = keypad_on_tcp
+    model, locks = keypad_commands(sim)
+    async with running(driver):
+        await next_event(driver, SensorsLocked)
+        hung = driver._watch.pid  # type: ignore[attr-defined]
+        assert hung is not None
+        os.kill(hung, signal.SIGSTOP)
+        try:
+            driver.wake.set()
+            await next_event(driver, DeviceDegraded)
+            driver.wake.set()  # the poll after the failure (its quiet poll, or settle's) starts another
+            await next_event(driver, DeviceOnline)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(hung, signal.SIGCONT)
+        assert "watch_process_hung" in capsys.readouterr().out
+        second = driver._watch.pid  # type: ignore[attr-defined]
+        assert second not in (None, hung)
+        model.place_bet(1, 1)
+        model.press(Key.START_GAME)
+        start, _ = await next_event(driver, ButtonPressed)
+        assert start.locked and locks == ["lock"]  # the new process's reflex
 
 
 def test_the_watch_process_stops_when_the_table_is_gone() -> None:
