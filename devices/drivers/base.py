@@ -270,6 +270,7 @@ class Driver(ABC):
                 if on_demand:
                     await wake.wait(None, self.clock)
                 elif not wake.is_set():
+                    schedule.interval_s = self.poll_interval_s()
                     seconds = schedule.wait_s()
                     if await (self.watch(seconds) if ok else wake.wait(seconds, self.clock)):
                         schedule.early()
@@ -281,8 +282,8 @@ class Driver(ABC):
             await self.close()
 
     def poll_interval_s(self) -> float:
-        """The full polls' period: the configured one, unless something else watches the
-        device between them (see RegisterDriver)."""
+        """The full polls' period from now: the configured one, unless something else watches
+        the device between them (see RegisterDriver)."""
         return self.config.poll_interval_s
 
     async def close(self) -> None:  # noqa: B027 - most drivers hold nothing of their own

@@ -10,7 +10,7 @@ from controller.clock import REAL_CLOCK, Clock, RealClock
 from devices.config import DeviceConfig, TransportKind
 from devices.drivers.base import Driver
 from devices.errors import CommandRejected, TransportError
-from devices.events import CountersRead, DeviceEvent
+from devices.events import CountersRead, DeviceEvent, Health
 from devices.transport.block_watch import QUIET_POLL_S, BlockWatch
 from devices.transport.modbus import ModbusBus
 from devices.transport.watch_process import Reflex
@@ -146,8 +146,9 @@ class RegisterDriver(Driver):
     def poll_interval_s(self) -> float:
         """With a watch's process reading the block every few ms and telling every change and
         failure, the full polls only prove it alive: QUIET_POLL_S, or the configured interval
-        when that is longer."""
-        if self._watch is None:
+        when that is longer. Not while the device or the watch is failing: a device that stopped
+        answering is tried, counted offline and seen back at its own rate, as without a watch."""
+        if self._watch is None or not self._watch.running or self.health is not Health.ONLINE:
             return super().poll_interval_s()
         return max(self.config.poll_interval_s, QUIET_POLL_S)
 
