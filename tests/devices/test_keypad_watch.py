@@ -139,23 +139,35 @@ async def test_a_keypad_that_stops_answering_fails_its_polls_and_comes_back(
         assert [e.key for e in seen if isinstance(e, ButtonPressed)] == [Key.HIT]
 
 
-async def test_the_watch_process_ends_with_the_driver_and_a_dead_one_is_replaced(
+@pytest.mark.parametrize(
+    ("ended", "said"), [(signal.SIGKILL, "watch_process_died"), (signal.SIGSTOP, "watch_process_hung")],
+    ids=["dead", "hung"],
+)  # fmt: skip
+async def test_a_dead_or_hung_watch_process_is_replaced_and_ends_with_the_driver(
     keypad_on_tcp: tuple[SimTable, Driver, BusRegistry],
+    capsys: pytest.CaptureFixture[str],
+    ended: signal.Signals,
+    said: str,
 ) -> None:
-    """The watch runs in a process of its own (devices/transport/watch_process.py): one killed
-    is said in one line and replaced at the next poll, and the reflex works in the new one; the
-    driver's close ends it."""
+    """The watch runs in a process of its own (devices/transport/watch_process.py). One killed,
+    or alive but answering nothing (stopped, here: killed then by the poll it fails), is said in
+    one line and replaced, and the reflex works in the new one; the driver's close ends it."""
     sim, driver, _ = keypad_on_tcp
     model, locks = keypad_commands(sim)
     async with running(driver):
         await next_event(driver, SensorsLocked)
         first = driver._watch.pid  # type: ignore[attr-defined]
         assert first is not None
-        os.kill(first, signal.SIGKILL)
-        driver.wake.set()  # the next poll finds it gone, and the one after starts another
-        await next_event(driver, DeviceDegraded)
-        driver.wake.set()
-        await next_event(driver, DeviceOnline)
+        os.kill(first, ended)
+        try:
+            driver.wake.set()  # a poll (settle's: this keypad's own rate is an hour) finds it gone
+            await next_event(driver, DeviceDegraded)
+            driver.wake.set()  # and the next starts another
+            await next_event(driver, DeviceOnline)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(first, signal.SIGCONT)
+        assert said in capsys.readouterr().out
         second = driver._watch.pid  # type: ignore[attr-defined]
         assert second not in (None, first)
         model.place_bet(1, 1)
@@ -164,37 +176,6 @@ async def test_the_watch_process_ends_with_the_driver_and_a_dead_one_is_replaced
         assert start.locked and locks == ["lock"]  # the new process's reflex
     with pytest.raises(ProcessLookupError):  # ended and reaped
         os.kill(second, 0)
-
-
-async def test_a_hung_watch_process_is_replaced(
-    keypad_on_tcp: tuple[SimTable, Driver, BusRegistry],
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    """A watch that lives on but answers nothing (stopped, here) fails the poll that asks it,
-    is said in one line and killed, and another takes its place: the keypad is not left
-    unwatched behind a process that only looks alive."""
-    sim, driver, _ = keypad_on_tcp
-    model, locks = keypad_commands(sim)
-    async with running(driver):
-        await next_event(driver, SensorsLocked)
-        hung = driver._watch.pid  # type: ignore[attr-defined]
-        assert hung is not None
-        os.kill(hung, signal.SIGSTOP)
-        try:
-            driver.wake.set()
-            await next_event(driver, DeviceDegraded)
-            driver.wake.set()  # the poll after the failure (its quiet poll, or settle's) starts another
-            await next_event(driver, DeviceOnline)
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(hung, signal.SIGCONT)
-        assert "watch_process_hung" in capsys.readouterr().out
-        second = driver._watch.pid  # type: ignore[attr-defined]
-        assert second not in (None, hung)
-        model.place_bet(1, 1)
-        model.press(Key.START_GAME)
-        start, _ = await next_event(driver, ButtonPressed)
-        assert start.locked and locks == ["lock"]  # the new process's reflex
 
 
 def test_the_watch_process_stops_when_the_table_is_gone() -> None:
