@@ -41,6 +41,9 @@ START_S = 10.0  # a new watch process's time to say it is up (a loaded box start
 # as it reads them, so these polls only prove its process alive and answering; at the device's
 # own poll rate they were a third of the table's CPU at rest (docs/benchmarks.md).
 QUIET_POLL_S = 1.0
+# Changes told unasked at most this often: 20 a second, the rate a keypad was polled at before
+# the watch told them. A sensor flickering at every look costs the table no more than that.
+TELL_S = 0.05
 _ERRORS: dict[str, type[TransportError]] = {"timeout": DeviceTimeout, "link": LinkDown, "bad": BadResponse}
 _realtime_priority: int | None = None
 
@@ -59,7 +62,7 @@ def watch_priority() -> int | None:
 class BlockWatch:
     def __init__(
         self, endpoint: Endpoint, device_id: int, address: int, count: int, *,
-        index: int, period_s: float, timeout_s: float,
+        index: int, period_s: float, timeout_s: float, tell_s: float = TELL_S,
     ) -> None:  # fmt: skip
         if endpoint.transport is not TransportKind.MODBUS_TCP:
             raise ValueError(f"a block watch needs Modbus TCP, not {endpoint.transport}")
@@ -67,7 +70,7 @@ class BlockWatch:
             raise ValueError("a block watch reads 1 to 125 words, the watched one among them")
         self.endpoint, self.index = endpoint, index
         self.spec = WatchSpec(endpoint.host, endpoint.port, device_id, address, count, index,
-                              period_s, timeout_s)  # fmt: skip
+                              period_s, timeout_s, tell_s=tell_s)  # fmt: skip
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self._ready: asyncio.Future[None] | None = None

@@ -86,6 +86,10 @@ class WatchSpec:
     timeout_s: float
     reflex: Reflex | None = None
     priority: int | None = None  # SCHED_FIFO for this process, when granted
+    # Changes told unasked at most this often: a sensor that flickers at every look would
+    # otherwise have the table decode 500 blocks a second. The first change after a quiet
+    # spell is told at once, and a key at once by ``moved`` whatever this says.
+    tell_s: float = 0.0
 
     def to_json(self) -> str:
         return json.dumps(self, default=lambda o: o.__dict__)
@@ -202,6 +206,7 @@ class Watch:
         self.asks = 0
         self.failing = False
         self.sent = bytearray()  # the last look told to the table (the block changed since)
+        self.quiet_until = 0.0  # no change told unasked before (monotonic)
         self.waiting = select.poll()
         self.waiting.register(table, select.POLLIN)
 
@@ -258,8 +263,9 @@ class Watch:
             reply = self.device.reply
             if self.moved():  # this block predates the reflex's write: the next look has it
                 self.asks += asked
-            elif asked or reply != self.sent:
+            elif asked or (reply != self.sent and due >= self.quiet_until):
                 self.sent[:] = reply
+                self.quiet_until = due + self.spec.tell_s
                 self.send(block=self.device.words(), asked=asked)
 
     def moved(self) -> bool:

@@ -6,6 +6,7 @@ does NOT latch (the shipped one does, and needs no reflex): the watch's lock is 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -13,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +27,7 @@ from devices.config_file import load_devices
 from devices.drivers.base import Driver
 from devices.drivers.factory import build_driver
 from devices.events import BetSensed, ButtonPressed, DeviceDegraded, DeviceOnline, Key, SensorsLocked
-from devices.transport.block_watch import set_watch_priority
+from devices.transport.block_watch import TELL_S, set_watch_priority
 from devices.transport.modbus import BusRegistry
 from devices.transport.watch_process import WatchSpec
 from sim.table import SimTable
@@ -137,6 +139,42 @@ async def test_a_keypad_that_stops_answering_fails_its_polls_and_comes_back(
         if not any(isinstance(e, ButtonPressed) for e in seen):
             seen = (await next_event(driver, ButtonPressed))[1]
         assert [e.key for e in seen if isinstance(e, ButtonPressed)] == [Key.HIT]
+
+
+async def test_a_sensor_flickering_at_every_look_is_told_no_faster_than_tell_s(
+    keypad_on_tcp: tuple[SimTable, Driver, BusRegistry],
+) -> None:
+    """Hostile hardware: a sensor that changes at every read. The watch tells changes at most
+    every TELL_S, so the table decodes at most that many blocks (it decoded one per look, 200 a
+    second here, before the bound), and the last state is still told."""
+    sim, driver, _ = keypad_on_tcp
+    model = sim.devices["keypad"].model
+    update, reads = model.update, 0
+    enough = asyncio.Event()
+
+    def flicker() -> None:
+        nonlocal reads
+        reads += 1
+        (model.remove_bet if reads % 2 else model.place_bet)(1, 1)
+        update()
+        if reads == 120:
+            enough.set()
+
+    async with running(driver):
+        await next_event(driver, SensorsLocked)
+        model.update = flicker
+        began = time.monotonic()
+        async with asyncio.timeout(GUARD_S):
+            await enough.wait()  # 120 looks at 5 ms: 0.6 s, every one of them a change
+        model.update = update
+        seconds = time.monotonic() - began
+        sensed: list[BetSensed] = []
+        while not driver.events.empty():
+            if isinstance(ev := driver.events.get_nowait(), BetSensed):
+                sensed.append(ev)
+        assert 1 <= len(sensed) <= seconds / TELL_S + 3, (len(sensed), seconds)
+        while not sensed[-1].present:  # the chip the 120th read left on the sensor: told too
+            sensed.append((await next_event(driver, BetSensed))[0])
 
 
 @pytest.mark.parametrize(
