@@ -126,13 +126,13 @@ class Device:
         try:
             sock, reply = self._connected(), self.reply
             sock.sendall(self._request)
-            got = sock.recv_into(reply)  # the whole answer, almost always
-            while 0 < got < len(reply):
+            got = 0
+            while got < len(reply):  # the whole answer in one receive, almost always
+                n = sock.recv_into(memoryview(reply)[got:] if got else reply)
+                if not n:
+                    raise LookFailed("link", "connection closed")
+                got += n
                 _refused(reply, got)
-                got += sock.recv_into(memoryview(reply)[got:])
-            if not got:
-                raise LookFailed("link", "connection closed")
-            _refused(reply, got)
             if reply[: len(self._head)] != self._head:
                 raise LookFailed("bad", "not the answer to the watch's read")
         except LookFailed:

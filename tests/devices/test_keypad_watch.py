@@ -12,8 +12,10 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -29,7 +31,7 @@ from devices.drivers.factory import build_driver
 from devices.events import BetSensed, ButtonPressed, DeviceDegraded, DeviceOnline, Key, SensorsLocked
 from devices.transport.block_watch import TELL_S, set_watch_priority
 from devices.transport.modbus import BusRegistry
-from devices.transport.watch_process import WatchSpec
+from devices.transport.watch_process import Device, LookFailed, WatchSpec
 from sim.table import SimTable
 from tests.devices.conftest import GUARD_S, TABLES, game, keypad_commands, next_event, running
 from tests.support.keypads import not_latching_keypad
@@ -214,6 +216,50 @@ async def test_a_dead_or_hung_watch_process_is_replaced_and_ends_with_the_driver
         assert start.locked and locks == ["lock"]  # the new process's reflex
     with pytest.raises(ProcessLookupError):  # ended and reaped
         os.kill(second, 0)
+
+
+@pytest.mark.parametrize("closes", [False, True], ids=["answer-in-two-parts", "closed-half-way"])
+def test_a_look_takes_an_answer_in_parts_and_fails_on_one_cut_short(closes: bool) -> None:
+    """A device's answer may come in parts (the look reads on) or stop half way as the device
+    drops the connection: the look fails then, in one line, rather than reading on for ever at
+    the watch's realtime priority."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    spec = WatchSpec("127.0.0.1", listener.getsockname()[1], 3, 0, 4, 0, 0.005, 1.0)
+    answer = struct.pack(">HHHBBB4H", 1, 0, 11, 3, 3, 8, 7, 0, 0, 9)
+
+    def device() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(12)
+            conn.sendall(answer[:6])
+            if not closes:
+                conn.sendall(answer[6:])
+                conn.recv(1)  # until the look's side closes
+
+    served = threading.Thread(target=device, daemon=True)
+    served.start()
+    looked: list[BaseException | list[int]] = []
+
+    def look() -> None:
+        watched = Device(spec)
+        try:
+            watched.look()
+            looked.append(watched.words())
+        except LookFailed as exc:
+            looked.append(exc)
+        finally:
+            watched.close()
+
+    looking = threading.Thread(target=look, daemon=True)  # daemon: a look that spun would not end
+    looking.start()
+    looking.join(GUARD_S)
+    served.join(GUARD_S)
+    listener.close()
+    assert looked, "the look did not end"
+    if closes:
+        assert isinstance(looked[0], LookFailed) and looked[0].kind == "link"
+    else:
+        assert looked == [[7, 0, 0, 9]]
 
 
 def test_the_watch_process_stops_when_the_table_is_gone() -> None:
