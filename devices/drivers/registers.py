@@ -121,10 +121,10 @@ class RegisterDriver(Driver):
             return await self._watch_line(self._line_watch_s, seconds)
         if self._watch is None or not self._watch.running:
             return await super().watch(seconds)
-        if not self._moved and not self._watch.told:
+        if not self._moved and not self._watch.news:
             await self.wake.wait(seconds, self.clock)  # ended early by the watch too (_watch_saw_move)
         moved, self._moved = self._moved, False
-        return moved or self._watch.told
+        return moved or self._watch.news
 
     async def _watched_block(self) -> list[int]:
         """A poll's block from the watch's next look (its process started at the first poll, and

@@ -62,7 +62,7 @@ def watch_priority() -> int | None:
 class BlockWatch:
     def __init__(
         self, endpoint: Endpoint, device_id: int, address: int, count: int, *,
-        index: int, period_s: float, timeout_s: float, tell_s: float = TELL_S,
+        index: int, period_s: float, timeout_s: float,
     ) -> None:  # fmt: skip
         if endpoint.transport is not TransportKind.MODBUS_TCP:
             raise ValueError(f"a block watch needs Modbus TCP, not {endpoint.transport}")
@@ -70,7 +70,7 @@ class BlockWatch:
             raise ValueError("a block watch reads 1 to 125 words, the watched one among them")
         self.endpoint, self.index = endpoint, index
         self.spec = WatchSpec(endpoint.host, endpoint.port, device_id, address, count, index,
-                              period_s, timeout_s, tell_s=tell_s)  # fmt: skip
+                              period_s, timeout_s, tell_s=TELL_S)  # fmt: skip
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self._ready: asyncio.Future[None] | None = None
@@ -91,7 +91,7 @@ class BlockWatch:
         return self._proc.pid if self._proc is not None else None
 
     @property
-    def told(self) -> bool:
+    def news(self) -> bool:
         """A look told a change or a failure (or the process died) since the last read: the
         driver polls now."""
         return self._news
