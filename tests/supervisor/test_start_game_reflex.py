@@ -98,6 +98,15 @@ async def _between_rounds(rig: Rig) -> None:
     await rig.dealer.play_round()  # the burn card and a first round: the table waits for bets
 
 
+async def _bets_on_boxes_1_and_2(rig: Rig) -> int:
+    """Between rounds, chips on boxes 1 and 2, seen by the table: the journal's length then."""
+    await _between_rounds(rig)
+    for box in (1, 2):
+        rig.dealer.keypad.place_bet(box, 1)
+    await rig.supervisor.settle("keypad")
+    return len(journal_kinds(rig.supervisor.journal_path))
+
+
 async def test_a_latching_keypad_takes_no_chip_after_the_press_whatever_the_poll(table_rig: MakeRig) -> None:
     """The shipped Double Back Jack table, its keypad on the RS-485 line: the press freezes the
     sensors in the device, so a chip put down after it, before the controller has read anything,
@@ -105,11 +114,7 @@ async def test_a_latching_keypad_takes_no_chip_after_the_press_whatever_the_poll
     journalled decision."""
     rig = await table_rig(LATCHING)
     sup, keypad = rig.supervisor, rig.dealer.keypad
-    await _between_rounds(rig)
-    for box in (1, 2):
-        keypad.place_bet(box, 1)
-    await sup.settle("keypad")
-    before = len(journal_kinds(sup.journal_path))
+    before = await _bets_on_boxes_1_and_2(rig)
     reg = rig.sim.devices["keypad"].register_sim
     assert reg is not None
     locks: list[int] = []  # the journal's length as the keypad carries out each lock
@@ -135,11 +140,7 @@ async def test_the_sensors_lock_before_the_journal_commits(table_rig: MakeRig, t
     """The keypad that does not latch: its driver's reflex."""
     rig = await table_rig(GAME, table=not_latching_table(GAME, tmp_path))
     sup, keypad = rig.supervisor, rig.dealer.keypad
-    await _between_rounds(rig)
-    for box in (1, 2):
-        keypad.place_bet(box, 1)
-    await sup.settle("keypad")
-    before = len(journal_kinds(sup.journal_path))
+    before = await _bets_on_boxes_1_and_2(rig)
     locked = lock_written(rig.sim)
     with commit_held(sup.journal_path):
         keypad.press(Key.START_GAME)
