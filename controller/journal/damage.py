@@ -8,6 +8,7 @@ import mmap
 import os
 import re
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 from controller.errors import short_reason
@@ -83,12 +84,10 @@ def failure(path: str | Path, error: sqlite3.Error, what: str) -> JournalError:
 def locate_undecodable(path: str | Path) -> str:
     """Which record holds text that is not UTF-8, and at which byte of the file (or of its
     write-ahead log); read as bytes so the value is never decoded, let alone shown."""
-    try:
-        conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
-    except sqlite3.Error:
+    conn = _bytes_reader(path)
+    if conn is None:
         return "a stored text is not UTF-8"
     try:
-        conn.text_factory = bytes
         rows = conn.execute(f"SELECT seq, {', '.join(_TEXT_COLUMNS)} FROM records ORDER BY seq")
         for seq, *values in rows:
             for column, value in zip(_TEXT_COLUMNS, values, strict=True):
@@ -112,14 +111,10 @@ def record_offset(path: str | Path, seq: int | None) -> str:
     where to look in the file, for whoever examines it. Its last two cells (prev_hash, hash) lie
     side by side and together are in no other record; the record is reported from its payload's
     first byte. Read as bytes: nothing of the record is decoded or shown."""
-    if seq is None:
+    conn = _bytes_reader(path) if seq is not None else None
+    if conn is None:
         return ""
     try:
-        conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
-    except sqlite3.Error:
-        return ""
-    try:
-        conn.text_factory = bytes
         row = conn.execute("SELECT payload, prev_hash, hash FROM records WHERE seq = ?", (seq,)).fetchone()
     except sqlite3.Error:
         row = None
@@ -128,28 +123,39 @@ def record_offset(path: str | Path, seq: int | None) -> str:
     if row is None or not all(isinstance(v, bytes) for v in row):
         return ""
     payload, prev_hash, hash_ = row
-    for name in (str(path), f"{path}-wal"):
-        try:
-            with open(name, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                at = data.find(prev_hash + hash_)
-        except (OSError, ValueError):
-            continue
+    for name, at in _found(path, prev_hash + hash_):
         if at >= len(payload):
-            return f"; record {seq} is at byte {at - len(payload)} of {Path(name).name}"
+            return f"; record {seq} is at byte {at - len(payload)} of {name}"
     return ""
 
 
 def _offset(path: str | Path, value: bytes, start: int, column: str) -> str:
     """Where the bad byte lies: in the file (or its -wal) when the cell is found there whole."""
+    found = next(_found(path, value), None)
+    return f"byte {found[1] + start} of {found[0]}" if found else f"byte {start} of the {column}"
+
+
+def _bytes_reader(path: str | Path) -> sqlite3.Connection | None:
+    """The journal opened read-only, its text read as bytes (never decoded); None if it cannot be."""
+    try:
+        conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    conn.text_factory = bytes
+    return conn
+
+
+def _found(path: str | Path, needle: bytes) -> Iterator[tuple[str, int]]:
+    """Where ``needle`` first lies in the journal's file, then in its write-ahead log: the file's
+    name and the byte. Mapped and searched as bytes, nothing decoded."""
     for name in (str(path), f"{path}-wal"):
         try:
             with open(name, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                at = data.find(value)
+                at = data.find(needle)
         except (OSError, ValueError):  # no such file; an empty one cannot be mapped
             continue
         if at >= 0:
-            return f"byte {at + start} of {Path(name).name}"
-    return f"byte {start} of the {column}"
+            yield Path(name).name, at
 
 
 def is_damage(error: sqlite3.DatabaseError) -> bool:
