@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -129,12 +129,18 @@ def devices(n: int) -> Iterator[list[int]]:
             proc.join()
 
 
-def _share(work: Callable[[], None]) -> float:
-    """This process's CPU over the wall time of ``work``."""
-    r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    work()
-    r1, t1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    return (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / (t1 - t0)
+@contextmanager
+def _share() -> Iterator[list[float]]:
+    """This process's CPU over the wall time of the block, put in the list it yields."""
+    share: list[float] = []
+    cpu0, t0 = _cpu_s(), time.perf_counter()
+    yield share
+    share.append((_cpu_s() - cpu0) / (time.perf_counter() - t0))
+
+
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def look_loop_python(seconds: float, period_s: float) -> float:
@@ -144,18 +150,17 @@ def look_loop_python(seconds: float, period_s: float) -> float:
         request = struct.pack(">HHHBBHH", 1, 0, 6, 3, 3, 0, LOOK_WORDS)
         reply = bytearray(9 + 2 * LOOK_WORDS)
 
-        def looks() -> None:
-            due = time.monotonic()
-            for _ in range(round(seconds / period_s)):
-                due += period_s
-                time.sleep(max(0.0, due - time.monotonic()))
-                sock.sendall(request)
-                got = 0
-                while got < len(reply):
-                    got += sock.recv_into(memoryview(reply)[got:])
-
         try:
-            return _share(looks)
+            with _share() as share:
+                due = time.monotonic()
+                for _ in range(round(seconds / period_s)):
+                    due += period_s
+                    time.sleep(max(0.0, due - time.monotonic()))
+                    sock.sendall(request)
+                    got = 0
+                    while got < len(reply):
+                        got += sock.recv_into(memoryview(reply)[got:])
+            return share[0]
         finally:
             sock.close()
 
@@ -176,7 +181,17 @@ def look_loop_c(seconds: float, period_s: float) -> float | None:
     return float(out.stdout)
 
 
-async def _poll_at(hz: float, seconds: float, read: Callable[[], Any]) -> None:
+async def _polls_share(seconds: float, reads: list[Callable[[], Awaitable[Any]]]) -> float:
+    """Each device (``reads``, in POLLED's order) polled at its rate for ``seconds``: this
+    process's CPU share meanwhile."""
+    with _share() as share:
+        await asyncio.gather(
+            *(_poll_at(d["hz"], seconds, read) for read, d in zip(reads, POLLED, strict=True))
+        )
+    return share[0]
+
+
+async def _poll_at(hz: float, seconds: float, read: Callable[[], Awaitable[Any]]) -> None:
     loop = asyncio.get_running_loop()
     due = loop.time()
     for _ in range(round(seconds * hz)):
@@ -191,16 +206,15 @@ def pymodbus_polls(seconds: float) -> float:
         for c in clients:
             await c.connect()
 
-        def reader(client: AsyncModbusTcpClient, words: int) -> Callable[[], Any]:
+        def reader(client: AsyncModbusTcpClient, words: int) -> Callable[[], Awaitable[Any]]:
             return lambda: client.read_holding_registers(0, count=words, device_id=1)
 
-        r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-        await asyncio.gather(*(_poll_at(d["hz"], seconds, reader(c, int(d["words"])))
-                               for c, d in zip(clients, POLLED, strict=True)))  # fmt: skip
-        r1, t1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-        for c in clients:
-            c.close()
-        return (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / (t1 - t0)
+        try:
+            reads = [reader(c, int(d["words"])) for c, d in zip(clients, POLLED, strict=True)]
+            return await _polls_share(seconds, reads)
+        finally:
+            for c in clients:
+                c.close()
 
     with devices(len(POLLED)) as ports:
         return asyncio.run(polls(ports))
@@ -212,7 +226,7 @@ def asyncio_polls(seconds: float) -> float:
 
         def reader(
             stream: tuple[asyncio.StreamReader, asyncio.StreamWriter], words: int
-        ) -> Callable[[], Any]:
+        ) -> Callable[[], Awaitable[Any]]:
             request = struct.pack(">HHHBBHH", 1, 0, 6, 1, 3, 0, words)
 
             async def read() -> None:
@@ -221,13 +235,12 @@ def asyncio_polls(seconds: float) -> float:
 
             return read
 
-        r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-        await asyncio.gather(*(_poll_at(d["hz"], seconds, reader(s, int(d["words"])))
-                               for s, d in zip(streams, POLLED, strict=True)))  # fmt: skip
-        r1, t1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-        for _, writer in streams:
-            writer.close()
-        return (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / (t1 - t0)
+        try:
+            reads = [reader(s, int(d["words"])) for s, d in zip(streams, POLLED, strict=True)]
+            return await _polls_share(seconds, reads)
+        finally:
+            for _, writer in streams:
+                writer.close()
 
     with devices(len(POLLED)) as ports:
         return asyncio.run(polls(ports))
