@@ -291,7 +291,7 @@ def test_673a_5h_a_self_shuffling_shoe_skips_the_cut(game: str, section: str) ->
     assert [e.kind for e in step.events] == ["batch_to_shoe"] and not step.commands
     with pytest.raises(RuleViolation, match="^" + re.escape(section)):
         table.handle(I.CoverCardReached(), 3.0)
-    with pytest.raises(Exception, match=r"687a\.9\(a\)\(1\)"):
+    with pytest.raises(Exception, match=r"687a\.9\(a\)\(2\)"):  # dealt from the hand, not a shoe
         replace(default_options("dj-wild"), self_shuffling_shoe=True).validate()
     # A self-shuffling shoe is shuffled by hand only once it is marked out of order (673a.13(l),
     # 665a.13(k), 685a.12(k)).
