@@ -269,7 +269,7 @@ def test_the_cli_exits_2_with_the_one_line(config: Path) -> None:
 DEVICE_CASES: list[tuple[str, str, Callable[[Path, str], None], str, str]] = [
     # (id, game, spoil (config dir, table file), key, rule)
     *[
-        (f"{game} without a reader", game, lambda c, t: _drop_device(c / t, "reader"), "devices", rule)
+        (f"{game}-no-reader", game, lambda c, t: _drop_device(c / t, "reader"), "devices", rule)
         for game, rule in (
             ("double-back-jack", "673a.2(d): a Double Back Jack table must have a reader"),
             ("double-attack", "665a.2(d): a Double Attack Blackjack table must have a reader"),
@@ -277,7 +277,7 @@ DEVICE_CASES: list[tuple[str, str, Callable[[Path, str], None], str, str]] = [
         )
     ],
     *[
-        (f"{game} without a shuffler", game, lambda c, t: _drop_device(c / t, "shuffler"), "devices", rule)
+        (f"{game}-no-shuffler", game, lambda c, t: _drop_device(c / t, "shuffler"), "devices", rule)
         for game, rule in (
             ("double-back-jack", "673a.3(b): the game file (table.game) has an automated shuffler"),
             ("down-under", "685a.3(b): the game file (table.game) has an automated shuffler"),
@@ -285,7 +285,14 @@ DEVICE_CASES: list[tuple[str, str, Callable[[Path, str], None], str, str]] = [
         )
     ],
     (
-        "a shuffler at a table that shuffles by hand",
+        "double-attack-no-shoe",
+        "double-attack",
+        lambda c, t: _drop_device(c / t, "shoe"),
+        "devices",
+        "665a.7(a): a Double Attack Blackjack table must have a shoe",
+    ),
+    (
+        "hand-shuffled-with-a-shuffler",
         "double-back-jack",
         lambda c, t: _edit(
             c / "games/double-back-jack.toml", "automated_shuffler = true", "automated_shuffler = false"
@@ -294,7 +301,7 @@ DEVICE_CASES: list[tuple[str, str, Callable[[Path, str], None], str, str]] = [
         "673a.3(b): the game file (table.game) shuffles by hand (automated_shuffler = false)",
     ),
     (
-        "a batch shuffler beside a self-shuffling shoe",
+        "self-shuffling-shoe-with-a-shuffler",
         "down-under",
         lambda c, t: _edit(
             c / "games/down-under.toml",
@@ -305,7 +312,7 @@ DEVICE_CASES: list[tuple[str, str, Callable[[Path, str], None], str, str]] = [
         "685a.5(h): a self-shuffling shoe replaces the batch shuffler",
     ),
     (
-        "a self-shuffling shoe at DJ Wild",
+        "dj-wild-self-shuffling-shoe",
         "dj-wild",
         lambda c, t: _edit(
             c / "games/dj-wild.toml", "automated_shuffler = true", "self_shuffling_shoe = true"
@@ -314,7 +321,7 @@ DEVICE_CASES: list[tuple[str, str, Callable[[Path, str], None], str, str]] = [
         "687a.9(a)(2): DJ Wild is dealt from the dealer's hand, not from a shoe",
     ),
     (
-        "DJ Wild's Progressive wagers without a keypad",
+        "dj-wild-progressive-no-keypad",
         "dj-wild",
         lambda c, t: _drop_device(c / t, "keypad"),
         "devices",
