@@ -53,6 +53,7 @@ IRREGULAR = {
     "exposed_card_discarded",
     "dealer_card_missed",
     "hand_called_dead",
+    "card_missed",
     "cards_unaccounted",
     "deck_removed",
 }
@@ -72,6 +73,7 @@ OFFER_NAMES = {
     "EvenMoneyOffer": "even money",
     "SurrenderOffer": "surrender (before the reader)",
     "SecondChanceOffer": "the Second Chance wager",
+    "card_later": "the card the dealer missed, after the others",
 }
 DECISIONS = {
     "hit": "hits",
@@ -249,6 +251,7 @@ def _line(e: dict[str, Any], rnd: dict[str, Any]) -> str:
             "double": " (the double's one card)",
             "split": " (to the split hand)",
             "second_chance": " (Second Chance card)",
+            "later": " (the card missed, dealt after the others)",
         }
         return f"{_who(seat, e['hand'], hands)} dealt {e['card']}{purpose.get(e.get('purpose', ''), '')}"
     if kind == "hole_card_dealt":
@@ -288,6 +291,9 @@ def _line(e: dict[str, Any], rnd: dict[str, Any]) -> str:
         return f"Stub counted: {e['count']} cards, {ok}"
     if kind == "action_taken":
         return f"{e['action']} by {e['who']} ({e['role']})"
+    if kind == "card_missed":
+        who = _who(seat, e["hand"], hands)
+        return f"{who}: the dealer missed its card ({e['section']}, reported by {e['by']})"
     if kind == "hand_called_dead":
         return f"{_who(seat)} hand called dead under {e['section']} by {e['by']}"
     if kind == "cards_unaccounted":
