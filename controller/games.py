@@ -51,6 +51,10 @@ class GameSpec:
     # Where the chapter governs the automated (batch) shuffler: 3(b) in the blackjack chapters;
     # 687a.9(a)(1) requires one when DJ Wild is dealt from the hand.
     shuffler_section: str = ""
+    # The reader the chapter names: "peek" tells whether the hole card gives the dealer a Blackjack
+    # (673a.7(h), 665a.7(g)); "masque" is the Masque Card Reader that lights its range (685a.2(d),
+    # 685a.3(e)). Empty: no reader.
+    reader_mode: str = ""
 
     def check_decks(self, decks: int) -> None:
         """Refuse a deck count the chapter does not allow; the error names the section."""
@@ -92,15 +96,15 @@ def _blackjack_devices(chapter: str) -> tuple[tuple[str, str], ...]:
 GAMES: dict[GameId, GameSpec] = {
     GameId.DOUBLE_BACK_JACK: GameSpec(
         GameId.DOUBLE_BACK_JACK, "Double Back Jack", "673a", _deck_52, 52, 6, "673a.3(a)",
-        _blackjack_devices("673a"), "673a.3(b)",
+        _blackjack_devices("673a"), "673a.3(b)", "peek",
     ),
     GameId.DOUBLE_ATTACK: GameSpec(
         GameId.DOUBLE_ATTACK, "Double Attack Blackjack", "665a", _deck_48, 48, 8, "665a.3(a)",
-        _blackjack_devices("665a"), "665a.3(b)",
+        _blackjack_devices("665a"), "665a.3(b)", "peek",
     ),
     GameId.DOWN_UNDER: GameSpec(
         GameId.DOWN_UNDER, "Down Under Blackjack", "685a", _deck_52, 52, 6, "685a.3(a)",
-        _blackjack_devices("685a"), "685a.3(b)",
+        _blackjack_devices("685a"), "685a.3(b)", "masque",
     ),
     GameId.DJ_WILD: GameSpec(
         GameId.DJ_WILD, "DJ Wild Stud Poker", "687a", _deck_53, 53, 1, "687a.9(f)", (), "687a.9(a)(1)"

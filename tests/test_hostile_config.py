@@ -285,6 +285,20 @@ DEVICE_CASES: list[tuple[str, str, Callable[[Path, str], None], str, str]] = [
         )
     ],
     (
+        "down-under-peek-reader",
+        "down-under",
+        lambda c, t: _edit(c / t, "ref-reader-masque.toml", "ref-reader-peek.toml"),
+        "devices.reader.profile",
+        "685a.2(d): a Down Under Blackjack table's reader is a Masque Card Reader",
+    ),
+    (
+        "double-back-jack-masque-reader",
+        "double-back-jack",
+        lambda c, t: _edit(c / t, "ref-reader-peek.toml", "ref-reader-masque.toml"),
+        "devices.reader.profile",
+        "673a.2(d): a Double Back Jack table's reader tells whether the hole card gives the dealer",
+    ),
+    (
         "double-attack-no-shoe",
         "double-attack",
         lambda c, t: _drop_device(c / t, "shoe"),

@@ -23,6 +23,10 @@ from devices.config import NETWORK_MODBUS, TransportKind
 from devices.profiles import DeviceKind
 
 SERIAL = (TransportKind.MODBUS_RTU, TransportKind.SERIAL_LINE)
+_READERS = {
+    "peek": "tells whether the hole card gives the dealer a Blackjack (a peek reader)",
+    "masque": "is a Masque Card Reader, lighting the hole card's range (a masque reader)",
+}
 
 
 def check_for_run(config: TableConfig, console: ConsoleSettings | None, users_flag: bool = False) -> None:
@@ -50,6 +54,16 @@ def _chapter_devices(config: TableConfig) -> None:
                 f"{p}: devices: {section}: a {title} table must have a {kind.value}"
                 f' (a [devices.<name>] with kind = "{kind.value}")'
             )
+    reader = by_kind.get(DeviceKind.READER)
+    # The driver reads a profile without options.mode as a peek reader (devices/drivers/reader.py).
+    mode = str(reader.profile.options.get("mode", "peek")) if reader is not None else ""
+    if reader is not None and spec.reader_mode and mode != spec.reader_mode:
+        section = dict(spec.required_devices).get("reader", spec.chapter)
+        want = _READERS[spec.reader_mode]
+        raise ConfigError(
+            f"{p}: devices.{reader.name}.profile: {section}: a {title} table's reader {want};"
+            f" {reader.profile.name} is a {mode} reader (options.mode)"
+        )
     shuffler = by_kind.get(DeviceKind.SHUFFLER)
     if options.automated_shuffler and shuffler is None:
         instead = (
