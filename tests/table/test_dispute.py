@@ -128,3 +128,21 @@ def test_dj_wild_ordinary_steps_are_not_irregularities() -> None:
     ):
         assert line in text, f"{line!r} not in:\n{text}"
     assert "wagers -" not in text and "{" not in text
+
+
+def test_a_missed_card_taken_later_is_told() -> None:
+    """673a.13(g): the missed card, the player's option and the card dealt after the others."""
+    d = make("double-back-jack")
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10), SeatWagers(2, 10))))
+    d.deal("9H 8S 7D")
+    d.feed(I.PlayerCardMissed(seat=1, by="dealer-1"))
+    d.feed(I.KeyPressed(key="hit"))
+    d.deal("5H 6C 4S")
+    text, rnd = told(d.events)
+    for line in (
+        "Box 1: the dealer missed its card (673a.13(g), reported by dealer-1)",
+        "Box 1 offered the card the dealer missed, after the others: took it",
+        "Box 1 dealt 6C (the card missed, dealt after the others)",
+    ):
+        assert line in text, f"{line!r} not in:\n{text}"
+    assert [e["event"] for e in rnd["irregularities"]] == ["card_missed"]
