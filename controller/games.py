@@ -55,6 +55,9 @@ class GameSpec:
     # (673a.7(h), 665a.7(g)); "masque" is the Masque Card Reader that lights its range (685a.2(d),
     # 685a.3(e)). Empty: no reader.
     reader_mode: str = ""
+    # Where the chapter deals from the dealer's hand, so that a dealing shoe has no place at the
+    # table (687a.9(a)(2)); empty for the games dealt from a shoe.
+    dealt_from_hand: str = ""
 
     def check_decks(self, decks: int) -> None:
         """Refuse a deck count the chapter does not allow; the error names the section."""
@@ -107,7 +110,8 @@ GAMES: dict[GameId, GameSpec] = {
         _blackjack_devices("685a"), "685a.3(b)", "masque",
     ),
     GameId.DJ_WILD: GameSpec(
-        GameId.DJ_WILD, "DJ Wild Stud Poker", "687a", _deck_53, 53, 1, "687a.9(f)", (), "687a.9(a)(1)"
+        GameId.DJ_WILD, "DJ Wild Stud Poker", "687a", _deck_53, 53, 1, "687a.9(f)", (), "687a.9(a)(1)", "",
+        "687a.9(a)(2)",
     ),
 }  # fmt: skip
 

@@ -335,6 +335,17 @@ DEVICE_CASES: list[tuple[str, str, Callable[[Path, str], None], str, str]] = [
         "687a.9(a)(2): DJ Wild is dealt from the dealer's hand, not from a shoe",
     ),
     (
+        "dj-wild-with-a-shoe",
+        "dj-wild",
+        lambda c, t: _append(
+            c / t,
+            '\n[devices.shoe]\nkind = "shoe"\nprofile = "../devices/ref-shoe.toml"\n'
+            'transport = "modbus-tcp"\nhost = "127.0.0.1"\nport = 15052\n',
+        ),
+        "devices.shoe",
+        "687a.9(a)(2): DJ Wild Stud Poker is dealt from the dealer's hand; a dealing shoe has no place",
+    ),
+    (
         "dj-wild-progressive-no-keypad",
         "dj-wild",
         lambda c, t: _drop_device(c / t, "keypad"),

@@ -54,6 +54,12 @@ def _chapter_devices(config: TableConfig) -> None:
                 f"{p}: devices: {section}: a {title} table must have a {kind.value}"
                 f' (a [devices.<name>] with kind = "{kind.value}")'
             )
+    shoe = by_kind.get(DeviceKind.SHOE)
+    if shoe is not None and spec.dealt_from_hand:
+        raise ConfigError(
+            f"{p}: devices.{shoe.name}: {spec.dealt_from_hand}: {title} is dealt from the dealer's hand;"
+            " a dealing shoe has no place at the table (a self-shuffling one neither)"
+        )
     reader = by_kind.get(DeviceKind.READER)
     # The driver reads a profile without options.mode as a peek reader (devices/drivers/reader.py).
     mode = str(reader.profile.options.get("mode", "peek")) if reader is not None else ""
