@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from controller.errors import TablectlError
+from controller.gaming_day import PENNSYLVANIA
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the command ran and found a fault (e.g. a journal that does not verify)
@@ -69,12 +70,23 @@ def _show_round(args: argparse.Namespace) -> int:
         if first is None:
             raise TablectlError(f"{path}: the journal is empty")
         options, table_id = options_of(first)
-        rnd = reconstruct(round_records(records, args.round))
+        rnd = reconstruct(*round_records(records, args.round), args.time_zone)
     if args.json:
         print(json.dumps(rnd, indent=2))
     else:
         print(format_round(rnd, f"{table_id} ({options.spec.title})"))
     return EXIT_OK
+
+
+def _time_zone(name: str) -> str:
+    """An IANA zone name for ``--time-zone``; argparse's one-line usage error otherwise."""
+    from controller.gaming_day import zone
+
+    try:
+        zone(name)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return name
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -112,6 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path")
     p.add_argument("--round", type=int, required=True)
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--time-zone",
+        default=PENNSYLVANIA.time_zone,
+        type=_time_zone,
+        help="the IANA zone times are shown in, the table file's [table] time_zone "
+        f"(default {PENNSYLVANIA.time_zone})",
+    )
     p.set_defaults(func=_cmd_journal_show)
     return parser
 

@@ -81,6 +81,20 @@ _WAGER_GAMES: dict[str, tuple[GameId, str]] = {
 }
 
 
+# The largest chip unit (G3) a game file may name: larger is no chip at a table, and amounts in
+# units of it would overflow what a keypad keys and the archive stores (docs/rulings.md).
+MAX_CHIP_UNIT: Final = 100_000
+
+
+class OptionViolation(RuleViolation):
+    """A game option the chapter forbids, with the game file's ``key`` that set it (the refusal
+    names the key the operator must change, which the section alone does not tell)."""
+
+    def __init__(self, key: str, section: str, message: str) -> None:
+        super().__init__(section, message)
+        self.key = key
+
+
 @dataclass(frozen=True)
 class GameOptions:
     game: GameId
@@ -122,44 +136,68 @@ class GameOptions:
         return self.automated_shuffler or self.self_shuffling_shoe
 
     def validate(self) -> None:
-        """Raise RuleViolation naming the section when the options break the chapter."""
+        """Raise RuleViolation naming the section when the options break the chapter (an
+        OptionViolation, naming the game file's key too, for every check of a key but the decks)."""
         spec = self.spec
-        spec.check_decks(self.decks)
+        try:
+            spec.check_decks(self.decks)
+        except RuleViolation as e:
+            raise OptionViolation("decks_per_batch", e.section, e.message) from None
         if not 1 <= self.boxes <= MAX_BOXES:
-            raise RuleViolation(
-                f"{spec.chapter}.2(a)", f"a table has 1 to {MAX_BOXES} betting positions, not {self.boxes}"
+            raise OptionViolation(
+                "boxes",
+                f"{spec.chapter}.2(a)",
+                f"a table has 1 to {MAX_BOXES} betting positions, not {self.boxes}",
             )
         adjacent = ADJACENT_BOXES.get(self.game)
         if adjacent is not None and not 1 <= self.boxes_per_player <= self.boxes:
-            raise RuleViolation(
-                adjacent, f"a player may bet on 1 to {self.boxes} adjacent boxes, not {self.boxes_per_player}"
+            raise OptionViolation(
+                "boxes_per_player",
+                adjacent,
+                f"a player may bet on 1 to {self.boxes} adjacent boxes, not {self.boxes_per_player}",
             )
         if self.match_the_dealer and self.decks not in (6, 8):
-            raise RuleViolation(
+            raise OptionViolation(
+                "wagers.match_the_dealer",
                 "685a.6(e)",
                 f"Match-the-Dealer is offered only with six- or eight-deck batches, not {self.decks}",
             )
-        if self.game is GameId.DJ_WILD and (self.self_shuffling_shoe or not self.automated_shuffler):
-            raise RuleViolation(
-                "687a.9(a)(1)", "DJ Wild dealt from the hand is shuffled by an automated shuffler"
+        if self.game is GameId.DJ_WILD and self.self_shuffling_shoe:
+            raise OptionViolation(
+                "self_shuffling_shoe",
+                "687a.9(a)(2)",
+                "DJ Wild is dealt from the dealer's hand, not from a shoe; its shuffler is automated_shuffler"
+                " (the stacked deck goes into the hand)",
+            )
+        if self.game is GameId.DJ_WILD and not self.automated_shuffler:
+            raise OptionViolation(
+                "automated_shuffler",
+                "687a.9(a)(1)",
+                "DJ Wild dealt from the hand is shuffled by an automated shuffler",
             )
         if self.direct_insert_shuffler and (not self.automated_shuffler or self.game is GameId.DJ_WILD):
-            raise RuleViolation(
+            raise OptionViolation(
+                "direct_insert_shuffler",
                 f"{spec.chapter}.5(a)" if self.game is not GameId.DJ_WILD else "687a.9(a)(2)",
                 "a direct-insert shuffler is an automated shuffler that loads the dealing shoe",
             )
         if self.self_shuffling_shoe and self.automated_shuffler:
             # Ruling G12: 673a.3(b) governs a shuffler that stores one batch while the other is dealt; 5(h)
             # an approved shoe that reshuffles and counts by itself. A table has one or the other.
-            raise RuleViolation(
+            raise OptionViolation(
+                "self_shuffling_shoe",
                 f"{spec.chapter}.5(h)",
                 "a self-shuffling shoe replaces the batch shuffler; set automated_shuffler = false",
             )
         for name, (game, section) in _WAGER_GAMES.items():
             if getattr(self, name) and self.game != game:
-                raise RuleViolation(section, f"the {name} wager belongs to {game_spec(game).title}")
-        if self.rulings.min_chip < 1:
-            raise RuleViolation("G3", "min_chip must be a positive chip unit")
+                raise OptionViolation(
+                    "wagers", section, f"the {name} wager belongs to {game_spec(game).title}"
+                )
+        if not 1 <= self.rulings.min_chip <= MAX_CHIP_UNIT:
+            raise OptionViolation(
+                "rulings.min_chip", "G3", f"min_chip must be a chip unit from 1 to {MAX_CHIP_UNIT}"
+            )
 
 
 def default_options(game: GameId | str, decks: int | None = None) -> GameOptions:
@@ -275,9 +313,8 @@ def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
     opts = replace(default_options(gid), rulings=Rulings(**ruling_kwargs), **kwargs)
     try:
         opts.validate()
-    except RuleViolation as e:
-        key = _key_for(e.section)
-        raise ConfigError(f"{where}: {key}: {e}") from None
+    except OptionViolation as e:
+        raise ConfigError(f"{where}: {e.key}: {e}") from None
     return opts
 
 
@@ -311,26 +348,6 @@ def options_to_dict(options: GameOptions) -> dict[str, Any]:
         "wagers": wagers,
         "rulings": rulings,
     }
-
-
-def _key_for(section: str) -> str:
-    if section == "685a.6(e)":
-        return "wagers.match_the_dealer"
-    if section.endswith(".2(a)"):
-        return "boxes"
-    if section in ADJACENT_BOXES.values():
-        return "boxes_per_player"
-    if section == "G3":
-        return "rulings.min_chip"
-    if section in ("665a.6(f)", "687a.9(b)"):
-        return "wagers"
-    if section == "687a.9(a)(1)":
-        return "automated_shuffler"
-    if section.endswith(".5(h)"):
-        return "self_shuffling_shoe"
-    if section.endswith(".5(a)") or section == "687a.9(a)(2)":
-        return "direct_insert_shuffler"
-    return "decks_per_batch"
 
 
 def load_game_options(path: Path | str) -> GameOptions:

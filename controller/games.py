@@ -45,6 +45,19 @@ class GameSpec:
     cards_per_deck: int
     default_decks: int
     decks_section: str  # where the chapter fixes the number of decks
+    # The devices the chapter requires at every table of the game, by device kind, with the
+    # subsection that requires each: the dealing shoe (…7(a)) and the card reader (…2(d)).
+    required_devices: tuple[tuple[str, str], ...] = ()
+    # Where the chapter governs the automated (batch) shuffler: 3(b) in the blackjack chapters;
+    # 687a.9(a)(1) requires one when DJ Wild is dealt from the hand.
+    shuffler_section: str = ""
+    # The reader the chapter names: "peek" tells whether the hole card gives the dealer a Blackjack
+    # (673a.7(h), 665a.7(g)); "masque" is the Masque Card Reader that lights its range (685a.2(d),
+    # 685a.3(e)). Empty: no reader.
+    reader_mode: str = ""
+    # Where the chapter deals from the dealer's hand, so that a dealing shoe has no place at the
+    # table (687a.9(a)(2)); empty for the games dealt from a shoe.
+    dealt_from_hand: str = ""
 
     def check_decks(self, decks: int) -> None:
         """Refuse a deck count the chapter does not allow; the error names the section."""
@@ -77,18 +90,30 @@ class GameSpec:
         return out
 
 
+def _blackjack_devices(chapter: str) -> tuple[tuple[str, str], ...]:
+    # "All cards shall be dealt from a dealing shoe" (…7(a)); "Each … table must have a card
+    # reader device" (673a.2(d), 665a.2(d); the Masque Card Reader, 685a.2(d)).
+    return (("shoe", f"{chapter}.7(a)"), ("reader", f"{chapter}.2(d)"))
+
+
 GAMES: dict[GameId, GameSpec] = {
     GameId.DOUBLE_BACK_JACK: GameSpec(
-        GameId.DOUBLE_BACK_JACK, "Double Back Jack", "673a", _deck_52, 52, 6, "673a.3(a)"
+        GameId.DOUBLE_BACK_JACK, "Double Back Jack", "673a", _deck_52, 52, 6, "673a.3(a)",
+        _blackjack_devices("673a"), "673a.3(b)", "peek",
     ),
     GameId.DOUBLE_ATTACK: GameSpec(
-        GameId.DOUBLE_ATTACK, "Double Attack Blackjack", "665a", _deck_48, 48, 8, "665a.3(a)"
+        GameId.DOUBLE_ATTACK, "Double Attack Blackjack", "665a", _deck_48, 48, 8, "665a.3(a)",
+        _blackjack_devices("665a"), "665a.3(b)", "peek",
     ),
     GameId.DOWN_UNDER: GameSpec(
-        GameId.DOWN_UNDER, "Down Under Blackjack", "685a", _deck_52, 52, 6, "685a.3(a)"
+        GameId.DOWN_UNDER, "Down Under Blackjack", "685a", _deck_52, 52, 6, "685a.3(a)",
+        _blackjack_devices("685a"), "685a.3(b)", "masque",
     ),
-    GameId.DJ_WILD: GameSpec(GameId.DJ_WILD, "DJ Wild Stud Poker", "687a", _deck_53, 53, 1, "687a.9(f)"),
-}
+    GameId.DJ_WILD: GameSpec(
+        GameId.DJ_WILD, "DJ Wild Stud Poker", "687a", _deck_53, 53, 1, "687a.9(f)", (), "687a.9(a)(1)", "",
+        "687a.9(a)(2)",
+    ),
+}  # fmt: skip
 
 BLACKJACK_GAMES = (GameId.DOUBLE_BACK_JACK, GameId.DOUBLE_ATTACK, GameId.DOWN_UNDER)
 

@@ -23,6 +23,7 @@ from controller.rules.down_under import masque_range
 from controller.rules.requests import (
     Action,
     CardFor,
+    CardLaterOffer,
     Decision,
     DoubleAttackOffer,
     DoubleFor,
@@ -241,6 +242,9 @@ class ScriptedRound:
         seat = self.seats[req.seat]
         seat.even_money_taken = True
         return seat.even_money
+
+    def card_later(self, req: CardLaterOffer) -> bool:
+        return True  # never asked: a script's dealer deals every card it names
 
     def reader(self, req: ReaderUse) -> object:
         hole = self.round.state.dealer[1]

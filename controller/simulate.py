@@ -30,6 +30,7 @@ from controller.rules.down_under import masque_range
 from controller.rules.requests import (
     Action,
     CardFor,
+    CardLaterOffer,
     Decision,
     DoubleAttackOffer,
     EvenMoneyOffer,
@@ -232,6 +233,9 @@ class TableSimulator:
 
     def second_chance(self, req: SecondChanceOffer) -> bool:
         return takes_second_chance(self.round.state.boxes[req.seat - 1].hands[req.hand])
+
+    def card_later(self, req: CardLaterOffer) -> bool:
+        return True  # never asked: the simulated dealer misses no card (a player would take it)
 
     def play_round(self, report: Report) -> None:
         rnd = Round(self.options, self.wagers, checked=True)

@@ -366,6 +366,8 @@ class WireDealer:
             return Key.DOUBLE  # taken at its maximum (docs/install.md)
         if offer == "second_chance":
             return Key.SECOND_CHANCE if takes_second_chance(_Cards(ask.get("cards", []))) else Key.NEXT
+        if offer == "card_later":
+            return Key.HIT  # a missed card taken after the others (673a.13(g),(h)), as a player would
         return Key.NEXT  # even money and surrender declined
 
 

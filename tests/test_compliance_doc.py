@@ -177,8 +177,8 @@ def _cells(row: str) -> list[str]:
 
 
 def test_a_row_in_part_says_partly() -> None:
-    """A subsection whose alternative is not built (the counts' "In part" list, e.g. the missed
-    card dealt later of 673a.13(g),(h)) says so in its own row, not only at the end of the page."""
+    """A subsection whose alternative is not built (the counts' "In part" list, e.g. the dealer's
+    hand in the wrong area of 685a.12(h)) says so in its own row, not only at the end of the page."""
     _, counts = doc_parts()
     partial = first_column(counts, "### In part")
     for row in matrix_rows():

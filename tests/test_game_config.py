@@ -104,19 +104,36 @@ def test_673a_3b_one_deck_a_batch_at_a_shuffler_table_is_two_decks_in_all(tmp_pa
     assert desk.kinds()[-1] == "round_settled"
 
 
-@pytest.mark.parametrize(
-    "text", ["automated_shuffler = false\n", "self_shuffling_shoe = true\n"], ids=["no-shuffler", "shoe"]
-)
-def test_687a_9a1_dj_wild_without_its_shuffler_is_refused(tmp_path: Path, text: str) -> None:
+def test_687a_9a1_dj_wild_without_its_shuffler_is_refused(tmp_path: Path) -> None:
     """687a.9(a)(1): DJ Wild dealt from the hand is shuffled by an automated shuffler; without one
     the table could never deal, so the file is refused with the section in one line."""
-    path = write(tmp_path, 'game = "dj-wild"\n' + text)
+    path = write(tmp_path, 'game = "dj-wild"\nautomated_shuffler = false\n')
     with pytest.raises(ConfigError) as e:
         load_game_options(path)
     assert str(e.value) == (
         f"{path}: automated_shuffler: 687a.9(a)(1): "
         "DJ Wild dealt from the hand is shuffled by an automated shuffler"
     )
+
+
+@pytest.mark.parametrize("shuffler", ["", "automated_shuffler = false\n"], ids=["with-shuffler", "without"])
+def test_687a_9a2_a_self_shuffling_shoe_at_dj_wild_names_its_own_key(tmp_path: Path, shuffler: str) -> None:
+    """687a.9(a)(2): DJ Wild is dealt from the dealer's hand; a self-shuffling shoe is refused
+    naming ``self_shuffling_shoe``, the key to change, not ``automated_shuffler``."""
+    path = write(tmp_path, 'game = "dj-wild"\n' + shuffler + "self_shuffling_shoe = true\n")
+    with pytest.raises(ConfigError) as e:
+        load_game_options(path)
+    assert str(e.value).startswith(
+        f"{path}: self_shuffling_shoe: 687a.9(a)(2): DJ Wild is dealt from the dealer's hand"
+    )
+
+
+def test_g3_a_chip_unit_beyond_any_chip_is_refused(tmp_path: Path) -> None:
+    """G3: ``min_chip = 100000000000000000000`` passed as a positive integer (issue 38)."""
+    path = write(tmp_path, 'game = "double-attack"\n[rulings]\nmin_chip = 100000000000000000000\n')
+    with pytest.raises(ConfigError) as e:
+        load_game_options(path)
+    assert str(e.value) == f"{path}: rulings.min_chip: G3: min_chip must be a chip unit from 1 to 100000"
 
 
 def test_a_self_shuffling_shoe_table_declares_no_batch_shuffler(tmp_path: Path) -> None:

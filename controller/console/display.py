@@ -29,6 +29,7 @@ _OFFERS = {
     "surrender": "surrender offered",
     "double_attack": "Double Attack wager offered",
     "second_chance": "Second Chance offered",
+    "card_later": "card missed: the card after the others, or a dead hand",
 }
 
 
@@ -209,6 +210,8 @@ def _buttons(
             return [_key("double", "take even money"), _key("next", "decline")]
         if offer in ("surrender", "second_chance"):
             return [_key(str(offer), "take " + str(offer).replace("_", " ")), _key("next", "decline")]
+        if offer == "card_later":  # 673a.13(g),(h): the player's option when his card was missed
+            return [_key("hit", "card after the others"), _key("next", "hand dead")]
         return []
     if what == "bets":
         return [_do("start_round", "Start Game", pick="seats")]
@@ -257,6 +260,7 @@ _RARE: dict[str, tuple[str, ...] | None] = {
     "exposed_card_refused": ("double-back-jack", "double-attack", "down-under"),
     "dealer_card_missed": ("double-back-jack", "double-attack", "down-under"),
     "hand_called_dead": ("double-back-jack", "double-attack", "down-under"),
+    "card_missed": ("double-back-jack", "double-attack", "down-under"),  # 673a.13(g),(h)
     "misdeal_determined": (_WILD,),
     "hand_shuffled": None,
     "void_round": ("double-attack", "down-under"),  # 665a.13(h)(1), 685a.12(h)

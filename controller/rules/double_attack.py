@@ -121,10 +121,12 @@ class DoubleAttack(BlackjackProcedure):
                 return ("665a.7(j)(1)", "a hand totalling 21 or more may not draw")
             return None
         if action is Action.SPLIT:
-            if hand.acted or len(hand.cards) != 2 or hand.cards[0].points != hand.cards[1].points:
-                return ("665a.11(a)", "only two cards identical in value may be split")
+            # A split ace is refused by the aces rule whatever it drew: 11(e) forbids the resplit,
+            # and 11(a)'s "identical in value" would name the wrong rule for A-5.
             if hand.split_aces:
                 return ("665a.11(e)", "aces may not be split more than once")
+            if hand.acted or len(hand.cards) != 2 or hand.cards[0].points != hand.cards[1].points:
+                return ("665a.11(a)", "only two cards identical in value may be split")
             if len(box.hands) >= MAX_HANDS:
                 return ("665a.11(c)", "pairs may be split at most three times, four hands")
             return None

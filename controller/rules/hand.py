@@ -47,6 +47,9 @@ class Hand:
     acted: bool = False  # a decision other than the first has been taken on this hand
     stood: bool = False  # the player decided to stand (665a.9(a): no surrender after that)
     done: bool = False
+    # The card the dealer missed and the player takes after the others (673a.13(h)): what it was
+    # for ("hit", "double", "split"); None when no card is put off.
+    later: str | None = None
     settled: bool = False  # the Bet (and its companions) are settled; nothing more to do
     result: str = ""  # blackjack | win | lose | push | surrender, of the Bet wager
     second_chance_card: Card | None = None

@@ -16,6 +16,8 @@ from controller.rules.requests import (
     DEALER,
     Action,
     CardFor,
+    CardLaterOffer,
+    CardMissed,
     Decision,
     DoubleFor,
     InsuranceOffer,
@@ -25,6 +27,8 @@ from controller.rules.state import Box, RoundState
 from controller.rules.wagers import PUSH, Wager
 
 Procedure = Generator[Request, Any, None]
+# The purpose of a card the dealer missed, dealt after the others (673a.13(g),(h)).
+LATER = "later"
 Refusal = tuple[str, str]  # (section, reason)
 
 ALL_ACTIONS = tuple(Action)
@@ -48,13 +52,41 @@ class BlackjackProcedure:
 
     # -- dealing ---------------------------------------------------------------------------
     def deal_to_boxes(self) -> Procedure:
-        """One card face up to each box, farthest to the dealer's left first (…7(e)(1))."""
+        """One card face up to each box, farthest to the dealer's left first (…7(e)(1)). A second
+        card the dealer missed and the player takes later comes after all other players have
+        received their second card (673a.13(g), 665a.13(f), 685a.12(f)), before the dealer's."""
+        later: list[Box] = []
         for box in self.rs.boxes:
             if box.dead:
                 continue
             card = yield CardFor(box.seat, 0)
-            if card is not None:  # None: the box was called dead instead (Round.call_dead)
+            if type(card) is CardMissed:
+                if (yield from self.missed(box, box.first, card)):
+                    later.append(box)
+            elif card is not None:  # None: the box was called dead instead (Round.call_dead)
                 box.hands[0].add(card)
+        for box in later:
+            if not box.dead:
+                card = yield CardFor(box.seat, 0, purpose=LATER)
+                if card is not None:
+                    box.hands[0].add(self.not_missed(card))
+
+    def missed(self, box: Box, hand: Hand, missed: CardMissed) -> Generator[Request, Any, bool]:
+        """The dealer did not deal ``hand`` its card: the player's option (673a.13(g),(h),
+        665a.13(f),(g), 685a.12(f),(g)). True: he takes it after the others; False: the hand is
+        dead and its wagers come back (ruling G8)."""
+        if (yield CardLaterOffer(box.seat, hand.index, missed.section)):
+            return True
+        self.call_dead(box, missed.section)
+        return False
+
+    @staticmethod
+    def not_missed(card: Any) -> Any:
+        """A card put off once is dealt when its turn comes; it is not put off again (the table
+        core refuses that before it reaches here)."""
+        if type(card) is CardMissed:
+            raise RuleViolation(card.section, "the card put off is dealt now, after the others")
+        return card
 
     def deal_to_dealer(self, *, face_up: bool) -> Procedure:
         self.rs.dealer.append((yield CardFor(DEALER, 0, face_up=face_up)))
@@ -126,21 +158,31 @@ class BlackjackProcedure:
         return amount
 
     def play_boxes(self) -> Procedure:
-        """Each box in turn, farthest to the dealer's left first (…7(i))."""
+        """Each box in turn, farthest to the dealer's left first (…7(i)); then the cards the
+        dealer missed and the players take later (:meth:`deal_later`)."""
         for box in self.rs.boxes:
             yield from self.play_box(box)
+        yield from self.deal_later()
 
-    def play_box(self, box: Box) -> Procedure:
-        i = 0
+    def play_box(self, box: Box, start: int = 0) -> Procedure:
+        """The box's hands from hand ``start`` on; a hand whose card is put off waits (its
+        ``later``) and the next hand plays."""
+        i = start
         while i < len(box.hands) and not box.dead:
             hand = box.hands[i]
-            if len(hand.cards) == 1:  # a hand formed by a split gets its second card now
+            if len(hand.cards) == 1 and hand.later is None:  # a hand formed by a split: its second card
                 card = yield CardFor(box.seat, hand.index, purpose="split")
+                if type(card) is CardMissed:
+                    if not (yield from self.missed(box, hand, card)):
+                        return
+                    hand.later = "split"
+                    i += 1
+                    continue
                 if card is None:  # called dead instead
                     return
                 hand.add(card)
                 self.after_split_card(hand)
-            while not hand.done and not box.dead:
+            while not hand.done and not box.dead and hand.later is None:
                 legal = self.legal_actions(hand, box)
                 if len(legal) == 1:  # only STAND is ever always allowed
                     hand.done = True  # nothing to decide (21, split aces, after a double)
@@ -148,6 +190,28 @@ class BlackjackProcedure:
                 answer = yield Decision(box.seat, hand.index, legal)
                 yield from self.apply(answer, hand, box)
             i += 1
+
+    def deal_later(self) -> Procedure:
+        """673a.13(h), 665a.13(g), 685a.12(g): each card the dealer missed and the player takes
+        later, after all other players have received their additional cards and before the hole
+        card is turned; the hand then plays on (a card put off again waits its turn again)."""
+        while True:
+            waiting = [(b, h) for b in self.rs.boxes if not b.dead for h in b.hands if h.later is not None]
+            if not waiting:
+                return
+            for box, hand in waiting:
+                purpose, hand.later = hand.later, None
+                if box.dead:
+                    continue
+                card = yield CardFor(box.seat, hand.index, purpose=LATER)
+                if card is None:  # called dead instead
+                    continue
+                hand.add(self.not_missed(card))
+                if purpose == "split":
+                    self.after_split_card(hand)
+                else:
+                    yield from self.after_draw(hand, box)
+                yield from self.play_box(box, hand.index)
 
     def apply(self, answer: Action | DoubleFor, hand: Hand, box: Box) -> Procedure:
         if isinstance(answer, DoubleFor):
@@ -162,6 +226,10 @@ class BlackjackProcedure:
         elif action is Action.HIT:
             hand.acted = True
             card = yield CardFor(box.seat, hand.index)
+            if type(card) is CardMissed:  # 673a.13(h): the card later, or the hand dead
+                if (yield from self.missed(box, hand, card)):
+                    hand.later = "hit"
+                return
             if card is None:  # the card was not dealt and the hand called dead (673a.13(h))
                 return
             hand.add(card)
@@ -171,6 +239,10 @@ class BlackjackProcedure:
             hand.acted = True
             hand.doubled = True
             card = yield CardFor(box.seat, hand.index, purpose="double")
+            if type(card) is CardMissed:
+                if (yield from self.missed(box, hand, card)):
+                    hand.later = "double"
+                return
             if card is None:
                 return
             hand.add(card)
@@ -178,6 +250,10 @@ class BlackjackProcedure:
         elif action is Action.SPLIT:
             self.split(hand, box)
             card = yield CardFor(box.seat, hand.index, purpose="split")
+            if type(card) is CardMissed:
+                if (yield from self.missed(box, hand, card)):
+                    hand.later = "split"
+                return
             if card is None:
                 return
             hand.add(card)

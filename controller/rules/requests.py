@@ -10,6 +10,12 @@ so the rules are written once. Answers:
 - ``ReaderUse``        -> the reader's report: bool (dealer Blackjack?) or a MasqueRange
 - ``Decision``         -> an Action (a double for the most the rules allow), or a ``DoubleFor``
   (a double for less: the chapters say only that it "may not exceed" a limit)
+- ``CardLaterOffer``   -> bool: the card the dealer missed dealt after the others (True), or the
+  hand dead (False)
+
+A ``CardFor`` of a player's card may instead be answered ``CardMissed``: the dealer did not deal
+it (673a.13(g),(h), 665a.13(f),(g), 685a.12(f),(g)); the procedure then offers the player the
+choice (``CardLaterOffer``).
 
 Requests are treated as immutable values. They are plain slotted dataclasses rather than frozen
 ones because a frozen dataclass costs twice as much to build, and a round builds a dozen of them:
@@ -103,6 +109,26 @@ class Decision:
     legal: frozenset[Action]
 
 
+@dataclass(frozen=True, slots=True)
+class CardMissed:
+    """The answer to a player's ``CardFor`` when the dealer did not deal it; ``section`` is the
+    subsection that gives the player his option (673a.13(g) for the second card of the deal,
+    673a.13(h) for a card requested after it; 665a.13(f),(g); 685a.12(f),(g))."""
+
+    section: str
+
+
+@dataclass(slots=True)
+class CardLaterOffer:
+    """The player's option when the dealer missed his card: the card dealt after all other
+    players have received theirs (take), or the hand dead and its wagers returned (decline).
+    ``section`` as in the ``CardMissed`` it follows."""
+
+    seat: int
+    hand: int
+    section: str
+
+
 Request = (
     CardFor
     | DoubleAttackOffer
@@ -112,10 +138,13 @@ Request = (
     | SecondChanceOffer
     | ReaderUse
     | Decision
+    | CardLaterOffer
 )
 
 
-Offer = InsuranceOffer | DoubleAttackOffer | EvenMoneyOffer | SurrenderOffer | SecondChanceOffer
+Offer = (
+    InsuranceOffer | DoubleAttackOffer | EvenMoneyOffer | SurrenderOffer | SecondChanceOffer | CardLaterOffer
+)
 
 # The public name of each offer: in the dealer-facing ask, the journal's offer_answered and the docs.
 OFFER_NAMES: dict[type, str] = {
@@ -124,6 +153,7 @@ OFFER_NAMES: dict[type, str] = {
     EvenMoneyOffer: "even_money",
     SurrenderOffer: "surrender",
     SecondChanceOffer: "second_chance",
+    CardLaterOffer: "card_later",
 }
 
 # The keypad keys that answer each offer (docs/mqtt.md, "asking"): what each does. A wager offer
@@ -135,6 +165,8 @@ OFFER_ANSWERS: dict[type, tuple[tuple[str, str], ...]] = {
     EvenMoneyOffer: (("double", "take"), ("next", "decline")),
     SurrenderOffer: (("surrender", "take"), ("next", "decline")),
     SecondChanceOffer: (("second_chance", "take"), ("next", "decline")),
+    # The player asks for his card after the others with `hit`; `next` takes the dead hand.
+    CardLaterOffer: (("hit", "take"), ("next", "decline")),
 }
 
 
@@ -154,6 +186,7 @@ class Answerer(Protocol[T]):
     def even_money(self, req: EvenMoneyOffer) -> T: ...
     def surrender(self, req: SurrenderOffer) -> T: ...
     def second_chance(self, req: SecondChanceOffer) -> T: ...
+    def card_later(self, req: CardLaterOffer) -> T: ...
 
 
 def answer(req: Request, by: Answerer[T]) -> T:
@@ -178,5 +211,7 @@ def answer(req: Request, by: Answerer[T]) -> T:
             return by.even_money(req)
         case SurrenderOffer():
             return by.surrender(req)
+        case CardLaterOffer():
+            return by.card_later(req)
         case _:
             assert_never(req)

@@ -239,6 +239,16 @@ _ALL: list[Action] = [
         seat=_SEAT,
     ),
     _a(
+        "card_missed",
+        {FLOOR, DEALER},
+        "673a.13(g)",
+        "the card the table asks for was not dealt to the box: the player is offered it after the"
+        " others or a dead hand (673a.13(g),(h), 665a.13(f),(g), 685a.12(f),(g))",
+        lambda a, who: [I.PlayerCardMissed(seat=a["seat"], by=who)],
+        seat=_SEAT,
+        ask=ASK,
+    ),
+    _a(
         "patron_permitted",
         {FLOOR},
         "673a.6(b)(1)",

@@ -23,11 +23,11 @@ from controller.console.settings import ConsoleSettings, console_settings
 from controller.errors import ConfigError, TablectlError
 from controller.realtime import priority_refused
 from controller.supervisor.config import TableConfig, load_table_config
+from controller.supervisor.preflight import check_for_run
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
 from controller.supervisor.wiring import build_telemetry
 from controller.telemetry.metrics_http import MetricsServer, parse_address
-from devices.config import NETWORK_MODBUS, TransportKind
 from devices.transport.block_watch import set_watch_priority
 
 if TYPE_CHECKING:
@@ -75,7 +75,8 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         config = load_table_config(args.config)
-        _require_endpoints(config)
+        settings = _console_settings(config, args.console, args.users)
+        check_for_run(config, settings, users_flag=args.users is not None)
     except TablectlError as e:
         print(f"tablectl run: {e}", file=sys.stderr)
         return 2
@@ -111,16 +112,6 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
         supervisor = Supervisor(config, journal, telemetry=telemetry)
         if forwarder is not None:
             forwarder.supervisor = supervisor
-        settings = _console_settings(config, args.console, args.users)
-        if settings is not None:
-            from controller.console.tls import server_context
-            from controller.console.users import load_users
-
-            # A bad or missing users file, or an unusable certificate, stops here: exit 2. (The
-            # console's own process reads them again.)
-            load_users(settings.users)
-            if settings.tls_cert is not None and settings.tls_key is not None:
-                server_context(settings.tls_cert, settings.tls_key)
         listen = args.metrics or config.metrics_listen
         where = "--metrics" if args.metrics else f"{config.path}: metrics.listen"
         metrics = None if listen is None else parse_address(listen, where)
@@ -132,23 +123,6 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
     except OSError as e:
         print(f"tablectl run: {e}", file=sys.stderr)
         return 1
-
-
-def _require_endpoints(config: TableConfig) -> None:
-    """Port 0 and an empty serial path let only the simulator choose; the appliance would dial
-    nowhere for ever, so it refuses them naming the key."""
-    for d in config.devices:
-        ep = d.endpoint
-        if ep.transport in NETWORK_MODBUS and ep.port == 0:
-            key, need = "port", "the device's TCP port"
-        elif ep.transport in (TransportKind.MODBUS_RTU, TransportKind.SERIAL_LINE) and not ep.path:
-            key, need = "path", "the serial port the device is on"
-        else:
-            continue
-        raise ConfigError(
-            f"{config.path}: devices.{d.name}.{key}: tablectl run needs {need}"
-            " (0 or empty lets only tablectl sim choose)"
-        )
 
 
 def _console_settings(config: TableConfig, listen: str | None, users: Path | None) -> ConsoleSettings | None:
@@ -213,6 +187,8 @@ def check_main(argv: list[str]) -> int:
         return 2
     try:
         cfg = load_table_config(argv[0])
+        # What `run --config FILE` refuses, by the same checks (the shipped unit runs this first).
+        check_for_run(cfg, _console_settings(cfg, None, None))
         # The [telemetry] section is checked too (the broker URL, CA file, site and table id).
         build_telemetry(cfg, None, cfg.path.with_suffix(".db"))
     except ConfigError as e:

@@ -15,21 +15,12 @@ from typing import Any
 
 from controller.errors import ConfigError, RuleViolation
 from controller.game_config import GameOptions, load_game_options
-from controller.games import GameId
 from controller.gaming_day import PENNSYLVANIA, GamingDay
 from controller.shipped import resolve_ref, shipped_names
 from controller.table_file import locate_table_file, read_table_file
 from devices.config import DeviceConfig, Side, TransportKind
 from devices.config_file import load_devices
 from devices.profiles import DeviceKind
-
-# Devices the supervisor needs for each game; the rest are optional.
-_REQUIRED: dict[GameId, tuple[DeviceKind, ...]] = {
-    GameId.DOUBLE_BACK_JACK: (DeviceKind.SHOE,),
-    GameId.DOUBLE_ATTACK: (DeviceKind.SHOE,),
-    GameId.DOWN_UNDER: (DeviceKind.SHOE,),
-    GameId.DJ_WILD: (),
-}
 
 
 @dataclass(frozen=True)
@@ -69,6 +60,8 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
         options = load_game_options(game_path)
     except RuleViolation as e:
         raise ConfigError(f"{p}: table.game: {table.game}: {e}") from None
+    except ConfigError as e:  # the game file's own problem, told as the key that named the file
+        raise ConfigError(f"{p}: table.game: {e}") from None
     # An MQTT device without a topic gets the one the shipped broker ACL grants it.
     devices = load_devices(
         file.devices, p.parent, source=str(p), topic_prefix=f"tabledev/{table.site}/{table.id}", side=side
@@ -78,9 +71,6 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
     for kind, n in kinds.items():
         if n > 1:
             raise ConfigError(f"{p}: devices: one {kind.value} per table, not {n}")
-    for kind in _REQUIRED[options.game]:
-        if kind not in kinds:
-            raise ConfigError(f"{p}: devices: a {options.spec.title} table needs a {kind.value}")
     shuffler = next((d for d in devices if d.kind is DeviceKind.SHUFFLER), None)
     if shuffler is not None and "decks" in shuffler.sim and int(shuffler.sim["decks"]) != options.decks:
         raise ConfigError(

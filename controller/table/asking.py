@@ -143,6 +143,9 @@ def _asking(table: Table) -> dict[str, Any]:
         maximum = getattr(req, "maximum", None)
         if maximum is not None:
             out["maximum"] = maximum  # the wager `double` places
+        giving = getattr(req, "section", None)
+        if giving is not None:
+            out["section"] = giving  # the subsection giving the option (card_later)
         hand = getattr(req, "hand", None)
         if hand is not None:
             out["hand"] = hand

@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Any, Self
 from controller.rules.requests import (
     OFFER_NAMES,
     Action,
+    CardLaterOffer,
     Decision,
     DoubleAttackOffer,
     EvenMoneyOffer,
     InsuranceOffer,
+    Offer,
     ReaderUse,
     Request,
     SecondChanceOffer,
@@ -33,8 +35,9 @@ if TYPE_CHECKING:
 @dataclass(slots=True)
 class OfferAnswered(Event):
     """``offer`` is the offer's public name (``insurance``, ``double_attack``, ``even_money``,
-    ``surrender``, ``second_chance``); ``value`` the wager placed (an amount, 0 when declined) for
-    insurance and Double Attack, else true or false; ``taken`` says which, the same for every offer."""
+    ``surrender``, ``second_chance``, ``card_later``); ``value`` the wager placed (an amount, 0
+    when declined) for insurance and Double Attack, else true or false; ``taken`` says which,
+    the same for every offer."""
 
     round: int
     offer: str
@@ -73,6 +76,14 @@ def key_pressed(t: Table, inp: I.KeyPressed, step: Step) -> None:
         if inp.amount is not None:
             rnd.procedure.double_amount(inp.amount, box)  # refused here, before it is journalled
         t.emit(step, DecisionMade(t.state.round.number, req.seat, req.hand, action.value, inp.amount))
+    elif isinstance(req, CardLaterOffer):
+        # 673a.13(g),(h): `hit` the card after the others, `next` the hand dead.
+        if key not in ("hit", "next"):
+            raise t.refuse(
+                req.section,
+                f"box {req.seat}: the card after the others (hit) or a dead hand (next), not {key!r}",
+            )
+        answer_offer(t, step, req, key == "hit")
     elif isinstance(req, SecondChanceOffer | SurrenderOffer | EvenMoneyOffer):
         if key not in ("next", "second_chance", "surrender", "even_money"):
             raise t.refuse(t.sec("7"), f"an answer to the {type(req).__name__} is awaited, not {key!r}")
@@ -107,7 +118,7 @@ def _wager(t: Table, inp: I.WagerPlaced, step: Step) -> None:
 def answer_offer(
     t: Table,
     step: Step,
-    offer: InsuranceOffer | DoubleAttackOffer | SecondChanceOffer | SurrenderOffer | EvenMoneyOffer,
+    offer: Offer,
     value: int | bool,
 ) -> None:
     """Record the answer to the offer in front of the dealer (an amount, or yes/no)."""

@@ -15,10 +15,13 @@ public at the table.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from fractions import Fraction
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from controller.errors import TablectlError
+from controller.gaming_day import PENNSYLVANIA, zone
 from controller.journal import Record
 
 SEEN_KEY = "device_seen"  # the device counters a record carries (controller/table/recorder.py)
@@ -50,6 +53,7 @@ IRREGULAR = {
     "exposed_card_discarded",
     "dealer_card_missed",
     "hand_called_dead",
+    "card_missed",
     "cards_unaccounted",
     "deck_removed",
 }
@@ -69,6 +73,7 @@ OFFER_NAMES = {
     "EvenMoneyOffer": "even money",
     "SurrenderOffer": "surrender (before the reader)",
     "SecondChanceOffer": "the Second Chance wager",
+    "card_later": "the card the dealer missed, after the others",
 }
 DECISIONS = {
     "hit": "hits",
@@ -88,11 +93,19 @@ RESULTS = {
 LIGHTS = {"small": "blue (2-5)", "medium": "red (6-9)", "large": "yellow (10-A)"}
 
 
-def round_records(records: Iterable[Record], round_no: int) -> list[Record]:
-    """From the round's round_started to its settlement or void, and what happened in between."""
+def round_records(records: Iterable[Record], round_no: int) -> tuple[list[Record], str | None]:
+    """From the round's round_started to its settlement or void, and what happened in between;
+    and the back of the batch in the shoe (DJ Wild: in the dealer's hand) when it started, so
+    that surveillance footage of that batch can be found (None: no batch was recorded)."""
     out: list[Record] = []
     inside = False
+    batch: str | None = None
     for r in records:
+        if not inside:
+            if r.kind == "batch_to_shoe":
+                batch = r.payload.get("back")
+            elif r.kind == "shoe_ended":
+                batch = None
         if r.kind == "round_started":
             if inside:
                 break
@@ -103,7 +116,7 @@ def round_records(records: Iterable[Record], round_no: int) -> list[Record]:
                 break
     if not out:
         raise TablectlError(f"round {round_no} is not in this journal")
-    return out
+    return out, batch
 
 
 def _hand(index: Any) -> int | None:
@@ -121,8 +134,19 @@ def _money(value: float) -> str:
     return f"+{text}" if value > 0 else text
 
 
-def reconstruct(records: list[Record]) -> dict[str, Any]:
-    """The round as data: the account ``format_round`` tells, and ``--json`` prints."""
+def _time(at: float, zone: ZoneInfo) -> str:
+    """The instant on the casino's wall clock with its UTC offset, to the millisecond: what a
+    surveillance recording is searched by."""
+    return datetime.fromtimestamp(at, zone).isoformat(timespec="milliseconds")
+
+
+def reconstruct(
+    records: list[Record], batch: str | None = None, time_zone: str = PENNSYLVANIA.time_zone
+) -> dict[str, Any]:
+    """The round as data: the account ``format_round`` tells, and ``--json`` prints. ``batch`` is
+    the back in play when the round started (:func:`round_records`); every record's instant is
+    given as ``at`` (seconds since the epoch, UTC) and ``time`` (``time_zone``'s wall clock)."""
+    tz = zone(time_zone)
     start = records[0]
     wild = "wild_boxes" in start.payload
     boxes: dict[int, dict[str, Any]] = {}
@@ -140,7 +164,14 @@ def reconstruct(records: list[Record]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "round": start.payload["round"],
         "game": "dj-wild" if wild else "blackjack",
-        "started": {"seq": start.seq, "at": start.at, "dealer": start.payload.get("dealer")},
+        "started": {
+            "seq": start.seq,
+            "at": start.at,
+            "time": _time(start.at, tz),
+            "dealer": start.payload.get("dealer"),
+        },
+        "time_zone": time_zone,
+        "batches": [batch] if batch else [],  # the backs in play, in the order they were used
         "boxes": boxes,
         "dealer": dealer,
         "happened": [],
@@ -150,9 +181,12 @@ def reconstruct(records: list[Record]) -> dict[str, Any]:
     }
     for r in records[1:]:
         p = {k: v for k, v in r.payload.items() if k not in (SEEN_KEY, "round")}
-        entry: dict[str, Any] = {"seq": r.seq, "event": r.kind, **p}
+        entry: dict[str, Any] = {"seq": r.seq, "at": r.at, "time": _time(r.at, tz), "event": r.kind, **p}
         if "hand" in entry:
             entry["hand"] = _hand(entry["hand"])
+        back = p.get("back")
+        if r.kind in ("card_dealt", "hole_card_dealt") and back and back not in out["batches"]:
+            out["batches"].append(back)
         if r.kind in ("card_dealt", "hole_card_dealt"):
             card = {"seq": r.seq, "card": p["card"], "hand": _hand(p["hand"])}
             card["face"] = "up" if r.kind == "card_dealt" else "down"
@@ -217,6 +251,7 @@ def _line(e: dict[str, Any], rnd: dict[str, Any]) -> str:
             "double": " (the double's one card)",
             "split": " (to the split hand)",
             "second_chance": " (Second Chance card)",
+            "later": " (the card missed, dealt after the others)",
         }
         return f"{_who(seat, e['hand'], hands)} dealt {e['card']}{purpose.get(e.get('purpose', ''), '')}"
     if kind == "hole_card_dealt":
@@ -256,6 +291,9 @@ def _line(e: dict[str, Any], rnd: dict[str, Any]) -> str:
         return f"Stub counted: {e['count']} cards, {ok}"
     if kind == "action_taken":
         return f"{e['action']} by {e['who']} ({e['role']})"
+    if kind == "card_missed":
+        who = _who(seat, e["hand"], hands)
+        return f"{who}: the dealer missed its card ({e['section']}, reported by {e['by']})"
     if kind == "hand_called_dead":
         return f"{_who(seat)} hand called dead under {e['section']} by {e['by']}"
     if kind == "cards_unaccounted":
@@ -276,12 +314,22 @@ def _hands_of(rnd: dict[str, Any], seat: int) -> int:
     return max([c["hand"] or 1 for c in rnd["boxes"].get(seat, {}).get("cards", [])] or [1])
 
 
+def _clock(e: dict[str, Any]) -> str:
+    """An entry's seq and its time of day (HH:MM:SS on the wall clock ``time`` was given in)."""
+    return f"{e['seq']:>6}  {e['time'][11:19]}"
+
+
 def format_round(rnd: dict[str, Any], title: str) -> str:
     s = rnd["settlement"]
     last = s["seq"] if s else "?"
+    started = rnd["started"]
+    ended = f" to {s['time'][11:19]}" if s else ""
+    batches = " and ".join(rnd["batches"]) or "no"
     lines = [
-        f"Round {rnd['round']} at {title}, dealer {rnd['started']['dealer'] or 'not recorded'} "
-        f"(journal records {rnd['started']['seq']}-{last})",
+        f"Round {rnd['round']} at {title}, dealer {started['dealer'] or 'not recorded'} "
+        f"(journal records {started['seq']}-{last})",
+        f"{batches} batch; {started['time'][:10]} from {started['time'][11:19]}{ended} "
+        f"{rnd['time_zone']} (UTC{started['time'][23:]})",
         "",
         "Wagers placed:",
     ]
@@ -289,18 +337,18 @@ def format_round(rnd: dict[str, Any], title: str) -> str:
         lines.append(f"  Box {b['seat']}: {_wagers(b['wagers'])}")
     lines += ["", "What happened, in order:"]
     for e in rnd["happened"]:
-        lines.append(f"  {e['seq']:>6}  {_line(e, rnd)}")
+        lines.append(f"  {_clock(e)}  {_line(e, rnd)}")
     if rnd["irregularities"]:
         lines += ["", "Irregularities:"]
-        lines += [f"  {e['seq']:>6}  {_line(e, rnd)}" for e in rnd["irregularities"]]
+        lines += [f"  {_clock(e)}  {_line(e, rnd)}" for e in rnd["irregularities"]]
     if rnd["alarms"]:
         lines += ["", "Alarms:"]
         for a in rnd["alarms"]:
             if a["event"] == "alarm_raised":
                 said = f"alarm {a['id']} {a['section']}: {a['message']}; floor: {a['floor_action']}"
-                lines.append(f"  {a['seq']:>6}  {said}")
+                lines.append(f"  {_clock(a)}  {said}")
             else:
-                lines.append(f"  {a['seq']:>6}  alarm {a['id']} acknowledged by {a['by']}")
+                lines.append(f"  {_clock(a)}  alarm {a['id']} acknowledged by {a['by']}")
     lines.append("")
     if s is None:
         lines.append("Not settled: the journal ends during the round.")

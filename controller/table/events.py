@@ -69,6 +69,7 @@ CLASSIFICATION: dict[str, Classification] = {
     "exposed_card_discarded": P,  # 673a.13(c): refused by all and unused: to the discard rack
     "dealer_card_missed": P,  # 673a.13(e)
     "hand_called_dead": P,  # 673a.13(g),(h), 665a.13(f),(g), 685a.12(f)-(h)
+    "card_missed": P,  # 673a.13(g),(h), 665a.13(f),(g), 685a.12(f),(g): the option is offered
     "patron_permitted": P,  # 673a.6(b)(1)
     "round_settled": P,
     "round_voided": P,

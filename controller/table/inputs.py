@@ -226,6 +226,17 @@ class HandCalledDead(Input):
 
 
 @dataclass(frozen=True, slots=True)
+class PlayerCardMissed(Input):
+    """The dealer did not deal box ``seat`` the card the table asks for: its second card
+    (673a.13(g), 665a.13(f), 685a.12(f)) or a card the player requested (673a.13(h),
+    665a.13(g), 685a.12(g)). The table then offers the player his option: the card dealt after
+    all other players have received theirs, or the hand dead (``card_later``)."""
+
+    seat: int
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
 class PatronPermitted(Input):
     """673a.6(b)(1): the house lets a patron barred for sitting out a round wager again."""
 

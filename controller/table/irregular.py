@@ -1,6 +1,8 @@
 """Irregularities of one player's hand and the floor's remedies: a held card exposed and refused
-(673a.13(c)), the dealer's missed card (673a.13(e)), a hand called dead (673a.13(g),(h),
-665a.13(f),(g), 685a.12(f)-(h)) and a patron permitted to wager again (673a.6(b)(1)).
+(673a.13(c)), the dealer's missed card (673a.13(e)), a player's card the dealer missed, with the
+player's option of it after the others or a dead hand (673a.13(g),(h), 665a.13(f),(g),
+685a.12(f),(g)), a hand called dead (673a.13(g),(h), 665a.13(f),(g), 685a.12(f)-(h)) and a patron
+permitted to wager again (673a.6(b)(1)).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from controller.games import GameId
 from controller.rules.requests import DEALER, CardFor, Decision
+from controller.rules.requests import CardMissed as CardMissedAnswer
 from controller.table import inputs as I
 from controller.table.events import Event, event
 from controller.table.machine import Step, applies, handles
@@ -48,6 +51,16 @@ class DealerCardMissed(Event):
 class HandCalledDead(Event):
     round: int
     seat: int
+    section: str
+    by: str
+
+
+@event("card_missed")
+@dataclass(slots=True)
+class CardMissed(Event):
+    round: int
+    seat: int
+    hand: int
     section: str
     by: str
 
@@ -128,6 +141,38 @@ def _called_dead(t: Table, inp: I.HandCalledDead, step: Step) -> None:
     advance(t, step)
 
 
+# The cards a player may take after the others when the dealer missed them: the second card of
+# the deal ("") and the cards he requested (a hit, a double's card, a split hand's card). A card
+# already put off, a Second Chance card or the dealer's own are not.
+_LATER_PURPOSES = ("", "double", "split")
+
+
+@handles(I.PlayerCardMissed)
+def _card_missed(t: Table, inp: I.PlayerCardMissed, step: Step) -> None:
+    rnd = round_or_refuse(t)
+    state, req = rnd.state, rnd.request
+    section = t.sec("card_not_dealt")
+    if not isinstance(req, CardFor) or req.seat != inp.seat or req.seat == DEALER:
+        raise t.refuse(section, f"box {inp.seat} is not being dealt a card now")
+    box = next(b for b in state.boxes if b.seat == inp.seat)
+    hand = box.hands[req.hand]
+    if not box.first.cards:
+        raise t.refuse(
+            t.sec("no_cards_dead"), f"box {inp.seat} got no card: its hand is dead (hand_called_dead)"
+        )
+    if req.purpose not in _LATER_PURPOSES:
+        raise t.refuse(section, f"this card cannot be put off; box {inp.seat}'s hand may be called dead")
+    if len(state.dealer) < 2 and req.purpose == "" and len(hand.cards) == 1:
+        section = t.sec("no_cards_dead")  # (g): only one card of the deal was dealt
+    elif len(state.dealer) < 2 or state.hole_turned:
+        raise t.refuse(
+            section, f"box {inp.seat}'s card is dealt after the first two, before the hole card is turned"
+        )
+    elif state.hole_exposed:  # 685a.12(g): not after the hole card was exposed under 685a.7(h)
+        raise t.refuse(section, "the hole card is exposed (685a.7(h)): the player's option is a dead hand")
+    t.emit(step, CardMissed(t.state.round.number, inp.seat, req.hand, section, inp.by))
+
+
 @handles(I.PatronPermitted)
 def _permitted(t: Table, inp: I.PatronPermitted, step: Step) -> None:
     allowed = t.state.round.wagering_seats
@@ -158,6 +203,12 @@ def _missed(t: Table, e: DealerCardMissed) -> None:
 def _dead(t: Table, e: HandCalledDead) -> None:
     assert t.state.round.round is not None
     t.state.round.round.call_dead(e.seat, e.section)
+
+
+@applies(CardMissed)
+def _card_missed_applied(t: Table, e: CardMissed) -> None:
+    assert t.state.round.round is not None
+    t.state.round.round.answer(CardMissedAnswer(e.section))  # the procedure offers the option
 
 
 @applies(PatronPermitted)

@@ -170,9 +170,15 @@ def _check_cover_depth(t: Table, step: Step, remaining: int | None) -> None:
     if remaining is None:
         return
     placed = shoe.cover_from_bottom
+    # More cards behind it than recorded: it came out before its place (early); fewer: after it
+    # (too deep), and fewer than a quarter breaks 5(d) whatever was recorded.
     if remaining < min_cover_from_bottom(n):
-        why = f"only {remaining} of {n} cards were behind it (at least {min_cover_from_bottom(n)})"
+        how, why = (
+            "too deep",
+            f"only {remaining} of {n} cards were behind it (at least {min_cover_from_bottom(n)})",
+        )
     elif placed is not None and remaining != placed:
+        how = "early" if remaining > placed else "too deep"
         why = f"{remaining} cards were behind it, but it was recorded {placed} from the bottom"
     else:
         return
@@ -180,7 +186,7 @@ def _check_cover_depth(t: Table, step: Step, remaining: int | None) -> None:
         t,
         step,
         t.sec("5(d)"),
-        f"the cover card came out too deep in the {shoe.back} batch: {why}",
+        f"the cover card came out {how} in the {shoe.back} batch: {why}",
         "check how the cover card is placed; the batch is reshuffled now as usual",
         halts=False,
     )

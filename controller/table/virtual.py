@@ -17,6 +17,7 @@ from controller.game_config import GameOptions
 from controller.rules.down_under import masque_range
 from controller.rules.requests import (
     CardFor,
+    CardLaterOffer,
     Decision,
     DoubleAttackOffer,
     EvenMoneyOffer,
@@ -169,6 +170,9 @@ class VirtualTable:
 
     def even_money(self, req: EvenMoneyOffer) -> None:
         self.feed(I.KeyPressed(key="next"))
+
+    def card_later(self, req: CardLaterOffer) -> None:
+        self.feed(I.KeyPressed(key="hit"))  # the player takes his card after the others (13(g),(h))
 
 
 def cut_and_cover(feed: Callable[[I.Input], object], table: Table, back: str, cover_from_bottom: int) -> None:

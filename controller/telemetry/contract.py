@@ -177,13 +177,20 @@ class OfferAnswer(Open):
 
 class AskOffer(AskBase):
     what: Literal["offer"]
-    offer: Literal["insurance", "double_attack", "even_money", "surrender", "second_chance"]
+    offer: Literal["insurance", "double_attack", "even_money", "surrender", "second_chance", "card_later"] = (
+        Field(
+            description="card_later: the dealer missed the box's card; the player takes it after all"
+            " other players have received theirs (`hit`) or a dead hand (`next`), 673a.13(g),(h),"
+            " 665a.13(f),(g), 685a.12(f),(g)"
+        )
+    )
     seat: Seat
     legal: list[str] = Field(description="the keys that answer it")
     answers: list[OfferAnswer]
     maximum: int | None = Field(
         default=None, description="the wager `double` places (insurance, Double Attack)"
     )
+    section: str | None = Field(default=None, description="the subsection that gives the option (card_later)")
     hand: int | None = None
     cards: list[str] | None = None
     up_card: str | None

@@ -53,3 +53,16 @@ def test_the_batch_in_the_shoe_says_it_is_being_dealt() -> None:
     shown = display(snapshot, KINDS, turn(snapshot["asking"]))
     assert shown["batches"][0]["state"] == "in the shoe, being dealt (305 cards left)"
     assert shown["now"][0]["action"] == "start_round"
+
+
+def test_a_missed_card_is_reported_from_the_menu_and_the_players_option_has_its_buttons() -> None:
+    """673a.13(g),(h), 665a.13(f),(g), 685a.12(f),(g): the dealer reports the card he missed
+    (`card_missed`, a blackjack game's action) and the table offers the player his option."""
+    for game in ("double-back-jack", "double-attack", "down-under"):
+        assert "card_missed" in menu(game, KINDS.values(), {})["rare"]
+    assert "card_missed" in menu("dj-wild", ["shuffler", "keypad"], {})["hidden"]
+    ask = {"what": "offer", "offer": "card_later", "seat": 2, "hand": 0, "section": "673a.13(h)"}
+    assert [(b["args"]["key"], b["label"]) for b in now(ask, {}, keypad_failed=True)] == [
+        ("hit", "card after the others"), ("next", "hand dead")
+    ]  # fmt: skip
+    assert "after the others" in turn(ask)["what"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import sqlite3
 import subprocess
 import sys
@@ -135,9 +136,22 @@ def test_journal_show_reconstructs_a_round_for_a_dispute(day: Path) -> None:
         "In all: Box 1",
     ):
         assert part in text
+    # Surveillance footage is found by the batch's colour and the time of day (issue 34).
+    hms = r"\d\d:\d\d:\d\d"
+    when = rf"^\w+ batch; \d{{4}}-\d\d-\d\d from {hms} to {hms} America/New_York \(UTC[+-]\d\d:\d\d\)$"
+    assert re.search(when, text, re.M), text
+    assert re.search(r"^ +\d+  \d\d:\d\d:\d\d  Dealer's up card", text, re.M), text
     data = json.loads(tablectl("journal", "show", str(day), "--round", "37", "--json").stdout)
     assert set(data["boxes"]) == {"1", "2"}
     assert all(line["section"] for line in data["settlement"]["settlements"])
+    assert len(data["batches"]) == 1 and f"{data['batches'][0]} batch; " in text
+    assert all(e["time"][:10] == data["started"]["time"][:10] for e in data["happened"][:1])
+    utc = json.loads(
+        tablectl("journal", "show", str(day), "--round", "37", "--json", "--time-zone", "UTC").stdout
+    )
+    assert utc["started"]["at"] == data["started"]["at"] and utc["started"]["time"].endswith("+00:00")
+    bad = tablectl("journal", "show", str(day), "--round", "37", "--time-zone", "Mars/Olympus")
+    assert bad.returncode == 2 and "is not an IANA time zone" in bad.stderr.strip().splitlines()[-1]
     missing = tablectl("journal", "show", str(day), "--round", "99999")
     assert missing.returncode == 2 and "round 99999 is not in this journal" in missing.stderr
 

@@ -17,6 +17,7 @@ from controller.gaming_day import GamingDay
 from controller.rules.requests import CardFor, Decision, MasqueRange
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
+from controller.table.asking import asking
 from controller.table.core import Table
 from controller.table.events import REVEALING_KINDS
 from tests.core.conftest import Desk, make
@@ -190,6 +191,126 @@ def test_a_requested_card_not_dealt_the_player_takes_a_dead_hand(game: str, sect
     assert lines(d, 1) == [("bet", 10, 0, section)]
     assert hands(d, 1) == [["9H", "6C"]]
     assert lines(d, 2)[0][:3] == ("bet", 10, -2)
+
+
+# -- 673a.13(g),(h), 665a.13(f),(g), 685a.12(f),(g): the player's card dealt after the others -----
+def ask(d: Desk) -> dict[str, Any]:
+    return asking(d.table)
+
+
+@pytest.mark.parametrize(("game", "section"), [(DBJ, "673a.13(g)"), (DA, "665a.13(f)"), (DU, "685a.12(f)")])
+def test_a_second_card_missed_is_dealt_after_all_other_players_at_the_players_option(
+    game: str, section: str
+) -> None:
+    """673a.13(g), 665a.13(f), 685a.12(f): only one card was dealt to box 1 (9H); at the player's
+    option the dealer deals him the second card after all other players have received a second
+    card. The table offers it (``card_later``); `hit` takes it: box 2 gets 5H first, then box 1
+    its 6C, then the dealer his hole card. Box 1 (15) and box 2 (13) stand; the dealer's 11 draws
+    KC (21)."""
+    d = make(game)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10), SeatWagers(2, 10))))
+    if game == DA:
+        d.draw("7D")
+        d.feed(I.KeyPressed(key="insurance_closed"))
+        d.deal("9H 8S")
+    else:
+        d.deal("9H 8S 7D")
+    refused(d, I.PlayerCardMissed(seat=2, by="dealer-1"), section.replace("(g)", "(h)").replace("(f)", "(g)"))
+    d.feed(I.PlayerCardMissed(seat=1, by="dealer-1"))
+    offer = ask(d)
+    assert (offer["what"], offer["offer"], offer["seat"], offer["section"]) == (
+        "offer",
+        "card_later",
+        1,
+        section,
+    )
+    assert offer["answers"] == [{"key": "hit", "answer": "take"}, {"key": "next", "answer": "decline"}]
+    refused(d, I.KeyPressed(key="stand"), section)
+    d.feed(I.KeyPressed(key="hit"))
+    assert (ask(d)["what"], ask(d)["seat"]) == ("card", 2)  # box 2's second card comes first
+    d.draw("5H")
+    assert (ask(d)["seat"], ask(d)["purpose"]) == (1, "later")
+    d.draw("6C")
+    assert (ask(d)["seat"], ask(d)["face_up"]) == (0, False)  # then the hole card
+    d.draw("4S")
+    if game == DU:
+        d.feed(I.ReaderReport(light=MasqueRange.SMALL))
+    d.feed(I.KeyPressed(key="stand"))
+    d.feed(I.KeyPressed(key="stand"))
+    d.draw("KC")
+    assert hands(d, 1) == [["9H", "6C"]] and hands(d, 2) == [["8S", "5H"]]
+    assert lines(d, 1)[0][:3] == ("bet", 10, -2)  # 15 against 21
+    missed = [e.payload for e in d.events if e.kind == "card_missed"]
+    assert missed == [{"round": 1, "seat": 1, "hand": 0, "section": section, "by": "dealer-1"}]
+    answered = [e.payload for e in d.events if e.kind == "offer_answered"]
+    assert {"offer": "card_later", "seat": 1, "value": True, "taken": True}.items() <= answered[-1].items()
+    replays(d)
+
+
+@pytest.mark.parametrize(("game", "section"), [(DBJ, "673a.13(h)"), (DA, "665a.13(g)"), (DU, "685a.12(g)")])
+def test_a_requested_card_missed_is_dealt_after_the_others_before_the_hole_card_is_turned(
+    game: str, section: str
+) -> None:
+    """673a.13(h), 665a.13(g), 685a.12(g): box 1 (9H 6C, 15) hits and the dealer fails to deal
+    the card; the player takes it after all other players have received their additional cards
+    but before the hole card is turned: box 2 (8S 5H) hits 2D and stands, then box 1 gets 3S
+    (18) and stands; the dealer (7D 4S) turns the hole card and draws KC (21)."""
+    d = open_two_boxes(game)
+    refused(d, I.PlayerCardMissed(seat=1, by="dealer-1"), section)  # no card asked for yet
+    d.feed(I.KeyPressed(key="hit"))
+    d.feed(I.PlayerCardMissed(seat=1, by="dealer-1"))
+    assert (ask(d)["offer"], ask(d)["section"], ask(d)["cards"]) == ("card_later", section, ["9H", "6C"])
+    d.feed(I.KeyPressed(key="hit"))
+    assert (ask(d)["what"], ask(d)["seat"]) == ("decision", 2)
+    d.feed(I.KeyPressed(key="hit"))
+    d.draw("2D")  # box 2: 15
+    d.feed(I.KeyPressed(key="stand"))
+    assert (ask(d)["what"], ask(d)["seat"], ask(d)["purpose"]) == ("card", 1, "later")
+    assert not d.table.round.state.hole_turned  # type: ignore[union-attr]
+    d.draw("3S")  # box 1: 18, and his turn goes on
+    assert (ask(d)["what"], ask(d)["seat"]) == ("decision", 1)
+    d.feed(I.KeyPressed(key="stand"))
+    d.draw("KC")
+    assert hands(d, 1) == [["9H", "6C", "3S"]] and hands(d, 2) == [["8S", "5H", "2D"]]
+    replays(d)
+
+
+@pytest.mark.parametrize(("game", "section"), [(DBJ, "673a.13(h)"), (DA, "665a.13(g)"), (DU, "685a.12(g)")])
+def test_a_requested_card_missed_the_player_may_take_the_dead_hand_instead(game: str, section: str) -> None:
+    """The other option of 673a.13(h), 665a.13(g), 685a.12(g): `next` at the offer calls the hand
+    dead and returns the wager, as ``hand_called_dead`` does."""
+    d = open_two_boxes(game)
+    d.feed(I.KeyPressed(key="hit"))
+    d.feed(I.PlayerCardMissed(seat=1, by="dealer-1"))
+    refused(d, I.HandCalledDead(seat=1, by="floor-1"), section)  # the player is answering the offer
+    d.feed(I.KeyPressed(key="next"))
+    assert (ask(d)["what"], ask(d)["seat"]) == ("decision", 2)
+    d.feed(I.KeyPressed(key="stand"))
+    d.draw("KC")
+    assert lines(d, 1) == [("bet", 10, 0, section)] and hands(d, 1) == [["9H", "6C"]]
+    replays(d)
+
+
+def test_685a_12g_no_card_later_once_the_hole_card_is_exposed() -> None:
+    """685a.12(g): the card after the others is offered "unless that hole card has been exposed in
+    accordance with 685a.7(h)" (both dealer cards Large): then the dead hand is the only option."""
+    d = make(DU)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10), SeatWagers(2, 10))))
+    d.deal("9H 8S KD 6C 5H QS")  # the dealer KD QS: both Large, the hole card exposed
+    d.feed(I.ReaderReport(light=MasqueRange.LARGE))
+    assert d.table.round.state.hole_exposed  # type: ignore[union-attr]
+    d.feed(I.KeyPressed(key="hit"))
+    refused(d, I.PlayerCardMissed(seat=1, by="dealer-1"), "685a.12(g)")
+    d.feed(I.HandCalledDead(seat=1, by="dealer-1"))
+    d.feed(I.KeyPressed(key="stand"))  # box 2's 13 against the dealer's 20
+    assert lines(d, 1) == [("bet", 10, 0, "685a.12(g)")]
+
+
+def test_a_box_that_got_no_card_is_dead_not_offered_a_card_later() -> None:
+    """673a.13(g): "If no cards are dealt to a player's hand, the hand is dead": no option."""
+    d = make(DBJ)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    refused(d, I.PlayerCardMissed(seat=1, by="dealer-1"), "673a.13(g)")
 
 
 def test_685a_12h_a_wrong_light_each_hand_dead_or_played_on() -> None:

@@ -47,6 +47,20 @@ def test_665a_7ef_double_attack_after_the_up_card() -> None:
     assert d.table.round is not None and d.table.round.state.boxes[0].double_attack == 10
 
 
+def test_665a_11e_a_split_ace_that_drew_a_non_ace_is_refused_by_the_aces_rule() -> None:
+    """Split aces, the left ace draws 5H: the dealer keys ``split`` on A-5. Aces may not be
+    resplit (665a.11(e)); the refusal names that rule, not 665a.11(a)'s "identical in value"."""
+    d = make("double-attack")
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.draw("9C")  # the up card, then the Double Attack offer (665a.7(e))
+    d.feed(I.KeyPressed(key="next"))
+    d.deal("AS AD 7D")
+    d.feed(I.KeyPressed(key="split"))
+    d.draw("5H")  # the left split ace: A-5
+    with pytest.raises(RuleViolation, match=re.escape("665a.11(e)")):
+        d.feed(I.KeyPressed(key="split"))
+
+
 def test_665a_7e_a_card_drawn_before_the_double_attack_offer_closes_is_held() -> None:
     """665a.13(b): a card drawn in error face down is used as though it were the next card."""
     d = make(DA)
@@ -277,7 +291,7 @@ def test_673a_5h_a_self_shuffling_shoe_skips_the_cut(game: str, section: str) ->
     assert [e.kind for e in step.events] == ["batch_to_shoe"] and not step.commands
     with pytest.raises(RuleViolation, match="^" + re.escape(section)):
         table.handle(I.CoverCardReached(), 3.0)
-    with pytest.raises(Exception, match=r"687a\.9\(a\)\(1\)"):
+    with pytest.raises(Exception, match=r"687a\.9\(a\)\(2\)"):  # dealt from the hand, not a shoe
         replace(default_options("dj-wild"), self_shuffling_shoe=True).validate()
     # A self-shuffling shoe is shuffled by hand only once it is marked out of order (673a.13(l),
     # 665a.13(k), 685a.12(k)).

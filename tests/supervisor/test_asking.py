@@ -13,7 +13,7 @@ from controller.console.display import now as display_now
 from controller.rules.requests import DEALER, CardFor, Decision, ReaderUse
 from controller.supervisor.rig import Rig
 from devices.events import Key
-from tests.supervisor.conftest import BLACKJACK
+from tests.supervisor.conftest import BLACKJACK, journal_kinds
 
 
 @pytest.mark.parametrize("game", BLACKJACK)
@@ -115,3 +115,49 @@ async def test_an_answer_to_an_ask_no_longer_asked_is_refused(
     again = await sup.command("key", hands_dealt, "dealer-1", "dealer")
     assert not again["ok"] and "no longer asks" in again["error"]
     assert sup.snapshot()["asking"]["what"] == "stub" and sup.table.in_round  # the stub still to count
+
+
+@pytest.mark.parametrize("game", BLACKJACK)
+async def test_a_missed_card_is_offered_over_the_command_and_the_dealer_takes_it_later(
+    game: str, table_rig: Callable[..., Awaitable[Rig]]
+) -> None:
+    """673a.13(g), 665a.13(f), 685a.12(f) end to end: the dealer misses box 1's second card and
+    says so with the command `card_missed` (the ask's id with it); the table's public ask becomes
+    the offer `card_later`, which the virtual dealer answers from the ask alone (`hit`); box 1's
+    card is asked again with purpose `later` once box 2 has its second card, and the round ends."""
+    rig = await table_rig(game, seed=4, boxes=2)
+    await rig.dealer.open_table()
+    answer = rig.dealer._act
+    missed: list[dict[str, Any]] = []
+    asked: list[dict[str, Any]] = []
+
+    async def missing(ask: dict[str, Any], snap: dict[str, Any]) -> bool:
+        asked.append(ask)
+        if ask.get("what") == "card" and ask.get("seat") == 1 and ask.get("dealt") == 1 and not missed:
+            result = await rig.supervisor.command(
+                "card_missed", {"seat": 1, "ask": ask["id"]}, "dealer-1", "dealer"
+            )
+            assert result["ok"], result
+            missed.append(ask)
+            return False
+        return await answer(ask, snap)
+
+    rig.dealer._act = missing  # type: ignore[method-assign]
+    await rig.dealer.play_round()
+    assert missed
+    after = asked[asked.index(missed[0]) + 1 :]
+    offer = after[0]
+    assert (offer["what"], offer["offer"], offer["seat"]) == ("offer", "card_later", 1)
+    assert [(a["seat"], a.get("purpose")) for a in after[1:3]] == [(2, ""), (1, "later")]
+    kinds = [
+        (k, p)
+        for k, p in journal_kinds(rig.supervisor.journal_path)
+        if k in ("card_missed", "offer_answered")
+    ]
+    at = next(i for i, (k, _) in enumerate(kinds) if k == "card_missed")
+    assert kinds[at][1]["seat"] == 1 and kinds[at][1]["section"] in ("673a.13(g)", "665a.13(f)", "685a.12(f)")
+    assert kinds[at + 1][0] == "offer_answered" and kinds[at + 1][1]["offer"] == "card_later"
+    assert kinds[at + 1][1]["taken"] is True
+    settled = [p for k, p in journal_kinds(rig.supervisor.journal_path) if k == "round_settled"][-1]
+    box1 = next(b for b in settled["boxes"] if b["seat"] == 1)
+    assert len(box1["hands"][0]["cards"]) >= 2

@@ -19,6 +19,7 @@ from controller.game_config import default_options
 from controller.rules.down_under import masque_range
 from controller.rules.requests import (
     CardFor,
+    CardLaterOffer,
     Decision,
     DoubleAttackOffer,
     EvenMoneyOffer,
@@ -267,3 +268,6 @@ class _Plainly:
 
     def even_money(self, req: EvenMoneyOffer) -> Step:
         return self.rig.feed(I.KeyPressed(key="next"))
+
+    def card_later(self, req: CardLaterOffer) -> Step:
+        return self.rig.feed(I.KeyPressed(key="hit"))

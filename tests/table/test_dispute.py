@@ -16,18 +16,54 @@ from tests.core.conftest import make
 from tests.table.helpers import WILD, ready
 
 
-def records(events: list[DomainEvent]) -> list[Record]:
-    """The events as a journal holds them, a device's counters folded in as the recorder does."""
+def records(events: list[DomainEvent], at: float | None = None) -> list[Record]:
+    """The events as a journal holds them, a device's counters folded in as the recorder does;
+    ``at``: the first record's instant, each next one a second later (else the events' own)."""
     seen = {"device": "keypad", "counters": {"key_seq": 7}}
     return [
-        Record(i, e.at, e.kind, Classification.PUBLIC, {**e.payload, "device_seen": seen}, "", "")
+        Record(
+            i,
+            e.at if at is None else at + i - 1,
+            e.kind,
+            Classification.PUBLIC,
+            {**e.payload, "device_seen": seen},
+            "",
+            "",
+        )
         for i, e in enumerate(events, start=1)
     ]
 
 
-def told(events: list[DomainEvent], round_no: int = 1) -> tuple[str, dict[str, Any]]:
-    rnd = reconstruct(round_records(records(events), round_no))
+def told(
+    events: list[DomainEvent], round_no: int = 1, at: float | None = None, time_zone: str = "America/New_York"
+) -> tuple[str, dict[str, Any]]:
+    rnd = reconstruct(*round_records(records(events, at), round_no), time_zone)
     return format_round(rnd, "t1 (Test)"), rnd
+
+
+def test_each_line_has_its_time_of_day_and_the_round_its_batch_colour() -> None:
+    """Surveillance footage is matched to a round by the batch's colour and the time of day: the
+    header names the batch in the shoe and the day and times on the casino's wall clock with
+    its UTC offset; each line its time; ``--json`` gives ``at`` and ``time`` for every entry."""
+    d = make("double-back-jack")
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.deal("8S 9H 6D KS")  # box 1 8-6, up 9, hole K
+    d.feed(I.KeyPressed(key="stand"))
+    # 2025-11-29 07:06:40 UTC is 02:06:40 in New York (EST, UTC-05:00).
+    text, rnd = told(d.events, at=1_764_400_000.0)
+    start = next(i for i, e in enumerate(d.events, start=1) if e.kind == "round_started")
+    first_card = next(i for i, e in enumerate(d.events, start=1) if e.kind == "card_dealt")
+    header = text.splitlines()[1]
+    assert header.startswith("blue batch; 2025-11-29 from 02:06:")
+    assert header.endswith("America/New_York (UTC-05:00)")
+    assert f"{first_card:>6}  02:06:{40 + first_card - 1:02d}  Box 1 dealt 8S" in text, text
+    assert rnd["batches"] == ["blue"] and rnd["time_zone"] == "America/New_York"
+    assert rnd["started"]["time"] == f"2025-11-29T02:06:{40 + start - 1:02d}.000-05:00"
+    card = next(e for e in rnd["happened"] if e["event"] == "card_dealt")
+    assert card["at"] == 1_764_400_000.0 + first_card - 1 and card["time"].endswith("-05:00")
+    # Another zone, another wall clock; the same instants.
+    text, rnd = told(d.events, at=1_764_400_000.0, time_zone="UTC")
+    assert rnd["started"]["time"].endswith("+00:00") and "UTC (UTC+00:00)" in text
 
 
 def test_a_split_and_a_double_for_less_told_in_words_and_money() -> None:
@@ -92,3 +128,21 @@ def test_dj_wild_ordinary_steps_are_not_irregularities() -> None:
     ):
         assert line in text, f"{line!r} not in:\n{text}"
     assert "wagers -" not in text and "{" not in text
+
+
+def test_a_missed_card_taken_later_is_told() -> None:
+    """673a.13(g): the missed card, the player's option and the card dealt after the others."""
+    d = make("double-back-jack")
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10), SeatWagers(2, 10))))
+    d.deal("9H 8S 7D")
+    d.feed(I.PlayerCardMissed(seat=1, by="dealer-1"))
+    d.feed(I.KeyPressed(key="hit"))
+    d.deal("5H 6C 4S")
+    text, rnd = told(d.events)
+    for line in (
+        "Box 1: the dealer missed its card (673a.13(g), reported by dealer-1)",
+        "Box 1 offered the card the dealer missed, after the others: took it",
+        "Box 1 dealt 6C (the card missed, dealt after the others)",
+    ):
+        assert line in text, f"{line!r} not in:\n{text}"
+    assert [e["event"] for e in rnd["irregularities"]] == ["card_missed"]

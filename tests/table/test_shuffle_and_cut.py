@@ -148,6 +148,25 @@ def test_a_cover_card_placed_too_deep_is_an_alarm_naming_5d(game: str) -> None:
 
 
 @pytest.mark.parametrize("game", BLACKJACK_GAMES)
+def test_a_cover_card_that_came_out_early_is_called_early_not_too_deep(game: str) -> None:
+    """673a.5(d): more cards behind the cover card than its recorded placement means it came out
+    before its place; the alarm says so rather than "too deep" (which sends the floor to look for
+    the opposite fault)."""
+    rig = ready(game)
+    placed = -(-rig.size() // 4) + 5  # where the helper's dealer placed it
+    while rig.table.burns_due:
+        rig.draw()
+    rig.open_round((1,))
+    rig.feed(I.CoverCardReached(remaining=placed + 7))
+    alarm = [e for e in rig.events if e.kind == "alarm_raised"][-1].payload
+    assert alarm["section"] == rig.sec("5(d)") and not alarm["halts"]
+    assert "came out early" in alarm["message"] and "too deep" not in alarm["message"]
+    assert (
+        f"{placed + 7} cards were behind it, but it was recorded {placed} from the bottom" in alarm["message"]
+    )
+
+
+@pytest.mark.parametrize("game", BLACKJACK_GAMES)
 def test_a_cover_card_where_it_was_recorded_raises_nothing(game: str) -> None:
     rig = ready(game)
     placed = -(-rig.size() // 4) + 5  # where the helper's dealer placed it
