@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from controller.console.alarm_actions import for_alarm
 from controller.rules.requests import DEALER
 from devices.events import Key
 
@@ -100,7 +101,11 @@ def display(
     game = str(snapshot.get("game"))
     keypad_failed = health("keypad") in _FAILED or bool(snapshot.get("progressive_closed"))
     alarms = [
-        {**a, "halts": any(h["id"] == a["id"] for h in snapshot.get("halted", []))}
+        {
+            **a,
+            "halts": any(h["id"] == a["id"] for h in snapshot.get("halted", [])),
+            "actions": for_alarm(a, snapshot),  # the floor's way out, on the alarm itself
+        }
         for a in snapshot.get("alarms", [])
     ]
     return {
@@ -268,9 +273,16 @@ _RARE: dict[str, tuple[str, ...] | None] = {
 }
 _NEEDS_DEVICE = {"reader_replaced": "reader", "reader_inspected": "reader"}
 _VOID_SECTION = {"double-attack": "665a.13(h)(1)", "down-under": "685a.12(h)"}
-# Floor actions that cannot be undone at the table: the page asks to confirm and takes a reason,
-# which the journal keeps with who did it.
-DESTRUCTIVE = ("void_round", "reshuffle_ordered", "mark_out_of_order")
+# Floor actions the page asks to confirm, with a reason the journal keeps with who did it, and
+# what each does that the person must know first (the confirmation says it, and says it truly:
+# a device marked out of order comes back with "device restored").
+CONSEQUENCES = {
+    "void_round": "Every wager of the round in play is returned and its cards are discarded; "
+    "a void cannot be undone.",
+    "reshuffle_ordered": "The batch is reshuffled before any more of it is dealt; this cannot be undone.",
+    "mark_out_of_order": "The device is taken out of service until the floor restores it (device restored).",
+}
+DESTRUCTIVE = tuple(CONSEQUENCES)
 
 
 def menu(game: str, kinds: Any, snapshot: Mapping[str, Any]) -> dict[str, Any]:
@@ -288,5 +300,6 @@ def menu(game: str, kinds: Any, snapshot: Mapping[str, Any]) -> dict[str, Any]:
         "rare": names,
         "hidden": [name for name in _RARE if name not in names],  # not of this game, or not now
         "destructive": list(DESTRUCTIVE),
+        "consequences": dict(CONSEQUENCES),
         "void_section": _VOID_SECTION.get(game),
     }

@@ -227,20 +227,40 @@ function draw(d) {
   refreshChoices(d);
 }
 
+// Each alarm with the buttons that deal with it (the display's `actions`: the one that clears a
+// halting alarm, never an Acknowledge the table would refuse), for those the person may take.
+// Their result is said under the alarms, where the person pressed.
 function drawAlarms(d) {
   const alarms = $("alarms");
   alarms.replaceChildren();
   if (!d.alarms.length) alarms.append(el("li", "none"));
+  const mine = new Map(actions.map((x) => [x.name, x]));
   for (const a of d.alarms) {
     const li = el("li", undefined, a.halts ? "alarm halting" : "alarm");
     li.dataset.alarm = a.id;
     li.append(el("span", "#" + a.id + " "), el("span", a.section, "section"), el("span", " " + a.message + " — "),
               el("span", "floor: " + a.floor_action, a.halts ? "halts" : ""));
-    if (page === "floor" && actions.some((x) => x.name === "alarm_acknowledged")) {
-      const b = el("button", "Acknowledge", "ack");
-      b.addEventListener("click", () => run("alarm_acknowledged", {alarm: a.id}));
-      li.append(" ", b);
+    const row = el("span", undefined, "alarm-actions");
+    for (const b of a.actions || []) {
+      if (!mine.has(b.action)) continue;
+      const button = el("button", b.label, b.destructive ? "danger" : "ack");
+      button.dataset.action = b.action;
+      let seat = null;
+      if (b.pick === "seat") {
+        seat = el("select");
+        seat.setAttribute("aria-label", "box");
+        for (const box of (d.layout ? d.layout.boxes : [])) { const o = el("option", "box " + box.seat); o.value = box.seat; seat.append(o); }
+        row.append(seat);
+      }
+      button.addEventListener("click", () => {
+        const args = {...b.args};
+        if (seat) args.seat = Number(seat.value);
+        if (b.destructive) confirmThen(mine.get(b.action), args, $("alarms-box"));
+        else run(b.action, args, $("alarms-box"));
+      });
+      row.append(button);
     }
+    if (row.childElementCount) li.append(" ", row);
     alarms.append(li);
   }
 }
@@ -454,7 +474,7 @@ function drawActions() {
     f.addEventListener("submit", (ev) => {
       ev.preventDefault();
       const args = argsOf(a, f);
-      if (danger) confirmThen(a, args); else run(a.name, args);
+      if (danger) confirmThen(a, args, f); else run(a.name, args, f);
     });
     box.append(f);
   }
@@ -476,23 +496,35 @@ function argsOf(a, f) {
   return out;
 }
 
-// A destructive action: confirm, with a reason the journal keeps with who did it.
-function confirmThen(a, args) {
+// A destructive action: confirm, with a reason the journal keeps with who did it, saying what the
+// action does (the display's words for it: a void is for good, a device out of order comes back).
+function confirmThen(a, args, near) {
   const dlg = $("confirm");
   const f = $("confirm-form");
+  const said = last && last.menu && last.menu.consequences ? last.menu.consequences[a.name] : "";
   $("confirm-title").textContent = "Confirm: " + words(a.name) + Object.entries(args).map(([k, v]) => " " + words(k) + " " + v).join("");
-  $("confirm-doc").textContent = a.section + " — " + a.doc + ". This cannot be undone at the table.";
+  $("confirm-doc").textContent = a.section + " — " + a.doc + "." + (said ? " " + said : "");
   f.reason.value = "";
   dlg.returnValue = "";
   $("confirm-no").onclick = () => dlg.close("cancel");
   dlg.onclose = () => {
     const reason = f.reason.value.trim();
-    if (dlg.returnValue === "confirm" && reason) run(a.name, {...args, reason});
+    if (dlg.returnValue === "confirm" && reason) run(a.name, {...args, reason}, near);
   };
   dlg.showModal();
 }
 
-async function run(name, args) {
+// The result of an action, said where it was pressed (``near``: the form, the alarms) as well as
+// in the status line at the top.
+function sayNear(near, cls, text) {
+  if (!near) return;
+  let p = near.querySelector(":scope > .said");
+  if (!p) { p = el("p", undefined); p.setAttribute("role", "status"); near.append(p); }
+  p.className = "said " + cls;
+  p.textContent = text;
+}
+
+async function run(name, args, near) {
   let status, doc;
   try {
     [status, doc] = await post("/api/actions/" + name, args);
@@ -509,6 +541,7 @@ async function run(name, args) {
   const error = String(doc.error || "");
   const what = name === "key" ? "key " + words(String(args.key)) : words(name);
   r.textContent = doc.ok ? what + ": done" : error.startsWith(name + ":") ? error : name + ": " + error;
+  sayNear(near, r.className, r.textContent);
   if (last && $("now")) drawNow(last);
 }
 
