@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from controller.cards import PLAYER_LIMIT, CardError, hard_total, parse_card
 from controller.console.alarm_actions import for_alarm
 from controller.rules.requests import DEALER
 from devices.events import Key
@@ -76,7 +77,8 @@ def turn(ask: Mapping[str, Any]) -> dict[str, Any]:
     if what == "batch":
         return {"who": "dealer", "what": "waiting for a batch in the shoe"}
     if what == "burn":
-        return {"who": "dealer", "what": f"burn {ask.get('cards')} card(s)", **sec}
+        n = ask.get("cards")
+        return {"who": "dealer", "what": f"burn {n} card{'' if n == 1 else 's'}", **sec}
     if what == "bets":
         return {"who": "players", "what": "place wagers, then Start Game"}
     return {"who": "dealer", "what": str(what)}
@@ -135,18 +137,69 @@ def display(
         ],
         "alarms": sorted(alarms, key=lambda a: (not a["halts"], a["id"])),
         "devices": [{"name": n, "kind": kinds.get(n), "health": h} for n, h in devices.items()],
-        "layout": dict(layout)
-        if layout is not None
-        else {"dealer": {"cards": [], "total": None}, "boxes": []},
+        "layout": in_words(layout, game),
         "now": now(snapshot.get("asking") or {}, snapshot, keypad_failed),
         "menu": menu(game, kinds.values(), snapshot),
     }
 
 
 _WILD = "dj-wild"
+GAME_NAMES = {
+    "double-back-jack": "Double Back Jack",
+    "double-attack": "Double Attack Blackjack",
+    "down-under": "Down Under Blackjack",
+    _WILD: "DJ Wild Stud Poker",
+}
+# The wagers each sensor spot of a box takes, by game (controller/supervisor/mapping.py: spot 1
+# the main wager, spot 2 the optional one), and the names of the wagers taken, as the dealer says them.
+_MAIN_SPOT = {_WILD: "Ante and Blind"}
+_SIDE_SPOT = {"double-attack": "Bust It", "down-under": "Match-the-Dealer", _WILD: "Progressive"}
+WAGER_NAMES = {
+    "bet": "Blackjack Wager",
+    "bust_it": "Bust It",
+    "match_the_dealer": "Match-the-Dealer",
+    "double_attack": "Double Attack",
+    "insurance": "Insurance",
+}
 _FAILED = ("fault", "out_of_order", "failed")
 _KEYS = frozenset(k.value for k in Key)
 _LABELS = {"double": "double down", "second_chance": "second chance", "start_game": "Start Game"}
+
+
+def in_words(layout: Mapping[str, Any] | None, game: str) -> dict[str, Any]:
+    """The public layout with each box's sensed chips and wagers named as the game names them,
+    and a Second Chance card marked (``mark_second_chance``)."""
+    if layout is None:
+        return {"dealer": {"cards": [], "total": None}, "boxes": []}
+    names = (_MAIN_SPOT.get(game, "Blackjack Wager"), _SIDE_SPOT.get(game, "side wager"))
+    boxes = []
+    for box in layout.get("boxes", []):
+        spots = list(box.get("spots", []))
+        named = {
+            "chips": [name for name, sensed in zip(names, spots, strict=False) if sensed],
+            "hands": [mark_second_chance(h) for h in box.get("hands", [])],
+        }
+        if "wagers" in box:
+            named["wagers"] = {WAGER_NAMES.get(k, k.replace("_", " ")): v for k, v in box["wagers"].items()}
+        boxes.append({**box, **named})
+    return {**layout, "boxes": boxes}
+
+
+def mark_second_chance(hand: Mapping[str, Any]) -> dict[str, Any]:
+    """673a.7(l): a Second Chance card is dealt sideways and its value subtracted from the hand.
+    A hand whose cards before its last already total over 21 (aces 1) can only have drawn that
+    last card as its Second Chance (any other hand stops at 21), so it is marked
+    ``second_chance`` (the card) with ``before``, the total it was subtracted from."""
+    cards = [str(c) for c in hand.get("cards") or []]
+    if len(cards) < 3:
+        return dict(hand)
+    try:
+        before = hard_total([parse_card(c) for c in cards[:-1]])
+    except CardError:
+        return dict(hand)
+    if before <= PLAYER_LIMIT:
+        return dict(hand)
+    return {**hand, "second_chance": cards[-1], "before": before}
 
 
 def _batch_words(batch: Mapping[str, Any], snapshot: Mapping[str, Any], *, wild: bool) -> str:
