@@ -275,8 +275,13 @@ function drawStatus(d) {
   }));
 }
 
+let alarmIds = new Set();
 function drawAlarms(d) {
   const alarms = $("alarms");
+  // A new alarm makes the result said under the alarms about an earlier one stale: it goes.
+  const ids = new Set(d.alarms.map((a) => a.id));
+  if ([...ids].some((id) => !alarmIds.has(id))) { const old = $("alarms-box").querySelector(":scope > .said"); if (old) old.remove(); }
+  alarmIds = ids;
   alarms.replaceChildren();
   if (!d.alarms.length) alarms.append(el("li", "none"));
   const mine = new Map(actions.map((x) => [x.name, x]));
@@ -346,12 +351,13 @@ function drawLayout(d) {
     }
     if (ask.who === "box " + b.seat || (ask.what && ask.what.includes("box " + b.seat + " "))) node.classList.add("their-turn");
     const head = el("span", undefined, "box-head");
-    head.append(el("span", "Box " + b.seat, "who"),
-                el("span", b.chips && b.chips.length ? "chips on " + b.chips.join(" and ") : "no chips", "spots"));
+    // Before Start Game the chips the sensors see, by the wager's name; once the round has taken
+    // the wagers, the wagers and their amounts instead.
+    const taken = b.wagers && Object.keys(b.wagers).length;
+    head.append(el("span", "Box " + b.seat, "who"));
+    if (!taken) head.append(el("span", b.chips && b.chips.length ? "chips: " + b.chips.join(", ") : "no chips", "spots"));
     node.append(head);
-    if (b.wagers && Object.keys(b.wagers).length) {
-      node.append(el("span", Object.entries(b.wagers).map(([k, v]) => k + " " + v).join(", "), "wagers"));
-    }
+    if (taken) node.append(el("span", Object.entries(b.wagers).map(([k, v]) => k + " " + v).join(", "), "wagers"));
     if (b.dead) node.append(el("span", "dead hand: wagers returned", "result lose"));
     for (const [i, h] of (b.hands || []).entries()) {
       const row = el("span", undefined, "hand");
