@@ -64,6 +64,34 @@ def _keys_lost(rig: Rig) -> None:
     rig.feed(I.DeviceGap(device="keypad", what="keys", reason="the key counter reset", unaccounted=2))
 
 
+def _reader_results_lost(rig: Rig) -> None:
+    rig.feed(
+        I.DeviceGap(device="reader", what="reader results", reason="the reader restarted", unaccounted=1)
+    )
+
+
+def _stub_counts_lost(rig: Rig) -> None:
+    rig.feed(I.DeviceGap(device="stub", what="stub counts", reason="counts nobody asked for", unaccounted=0))
+
+
+def _foreign_card(rig: Rig) -> None:
+    """673a.3(b)(2): a card of the other batch's colour out of the shoe (halting)."""
+    _in_round(rig)
+    other = next(b for b in rig.backs() if b != rig.table.shoe_back)
+    rig.draw("AS", back=other)
+
+
+def _drawn_while_halted(rig: Rig) -> None:
+    """A card out of the shoe while dealing is stopped: held aside (its own alarm)."""
+    _in_round(rig)
+    rig.feed(I.ReaderFailed(code=3))
+    rig.draw()
+
+
+def _shuffler_jammed(rig: Rig) -> None:
+    rig.feed(I.ShuffleFailed(back=rig.backs()[1], reason="jam"))
+
+
 def _shuffler_miscount(game: str) -> Rig:
     rig = Rig(game)
     rig.open_batches()
@@ -79,6 +107,11 @@ SCENARIOS: dict[str, tuple[tuple[str, ...], Callable[[Rig], None]]] = {
     "keypad failed": (GAMES, _keypad_failed),
     "cards conflict": (BLACKJACK, _cards_conflict),
     "keys lost": (BLACKJACK, _keys_lost),
+    "reader results lost": (BLACKJACK, _reader_results_lost),
+    "stub counts lost": ((WILD,), _stub_counts_lost),
+    "a card of the other batch": (BLACKJACK, _foreign_card),
+    "a card drawn while dealing is stopped": (BLACKJACK, _drawn_while_halted),
+    "shuffler jammed": (GAMES, _shuffler_jammed),
 }
 CASES = [(name, game) for name, (games, _) in SCENARIOS.items() for game in games]
 CASES += [("shuffler miscount", game) for game in GAMES]
