@@ -88,6 +88,25 @@ def _drawn_while_halted(rig: Rig) -> None:
     rig.draw()
 
 
+def _reader_out_of_turn(rig: Rig) -> None:
+    """The hole card into the reader before the round asks for it (673a.13(i), 665a.13(h),
+    685a.12(h))."""
+    _in_round(rig)
+    rig.feed(I.ReaderReport(blackjack=False))
+
+
+def _second_card_out_of_turn(rig: Rig) -> None:
+    """Between rounds, two cards out of the shoe: the first is held, the second halts."""
+    rig.burn()
+    rig.draw()
+    rig.draw()
+
+
+def _shoe_count_differs(rig: Rig) -> None:
+    _in_round(rig)
+    rig.draw(remaining=1)
+
+
 def _shuffler_jammed(rig: Rig) -> None:
     rig.feed(I.ShuffleFailed(back=rig.backs()[1], reason="jam"))
 
@@ -112,6 +131,9 @@ SCENARIOS: dict[str, tuple[tuple[str, ...], Callable[[Rig], None]]] = {
     "a card of the other batch": (BLACKJACK, _foreign_card),
     "a card drawn while dealing is stopped": (BLACKJACK, _drawn_while_halted),
     "shuffler jammed": (GAMES, _shuffler_jammed),
+    "the reader used out of turn": (BLACKJACK, _reader_out_of_turn),
+    "a second card out of turn": (BLACKJACK, _second_card_out_of_turn),
+    "the shoe's count differs": (BLACKJACK, _shoe_count_differs),
 }
 CASES = [(name, game) for name, (games, _) in SCENARIOS.items() for game in games]
 CASES += [("shuffler miscount", game) for game in GAMES]
