@@ -20,6 +20,7 @@ from tests.console.conftest import ConsoleRig, console_for
 from tests.console.test_browser import no_serious_violations, open_signed_in, shot
 
 GAMES = ("double-back-jack", "double-attack", "down-under", "dj-wild")
+ROUNDS_FOR_A_SECOND_CHANCE = 60  # the seeded table gives one well before
 
 
 class _Stop(Exception):
@@ -123,3 +124,36 @@ async def test_the_floor_clears_each_halting_alarm_from_the_alarm(tmp_path: Path
         await expect(said).to_have_text("reader replaced: done")
         await expect(floor.locator("#alarms")).to_have_text("none")
         assert not sup.table.halted
+
+
+async def test_a_second_chance_hand_is_shown_as_673a_7_l_counts_it(tmp_path: Path, browser: Browser) -> None:
+    """Before: "2♥ Q♥ 10♣ Q♣ 12 LOSE", no mark of the card taken away. The virtual dealer plays
+    Double Back Jack (seeded) until a player takes a Second Chance card; the display shows it
+    sideways after the total it is subtracted from."""
+    async with console_for(tmp_path, "double-back-jack") as cr:
+        sup = cr.rig.supervisor
+        await cr.rig.dealer.open_table()
+        page = await open_signed_in(browser, cr.url + "/", "dan")
+
+        async def until_second_chance() -> None:
+            rnd = sup.table.round
+            if rnd is not None and any(h.second_chance_card for b in rnd.state.boxes for h in b.hands):
+                raise _Stop
+
+        cr.rig.link.pace = until_second_chance
+        with pytest.raises(_Stop):
+            for _ in range(ROUNDS_FOR_A_SECOND_CHANCE):
+                await cr.rig.dealer.play_round()
+        cr.rig.link.pace = None
+        rnd = sup.table.round
+        assert rnd is not None
+        hand = next(h for b in rnd.state.boxes for h in b.hands if h.second_chance_card)
+        sc = str(hand.second_chance_card)
+        marked = page.locator(".second-chance .card.sideways")
+        await expect(marked).to_have_attribute("aria-label", sc)
+        row = page.locator(".hand", has=marked)
+        await expect(row.locator(".total.before")).to_have_text(
+            str(hand.total + hand.second_chance_card.points)
+        )
+        await expect(row.locator(".total").last).to_have_text(str(hand.total))
+        await shot(page, "console-second-chance.png")
