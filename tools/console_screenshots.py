@@ -31,6 +31,7 @@ SHOTS = (
     "console-dj-wild.png",
     "console-alarm-cards-conflict.png",
     "console-alarm-reader-failed.png",
+    "console-second-chance.png",
 )
 TESTS = ("test_browser.py", "test_screens.py")
 
