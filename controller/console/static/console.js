@@ -179,7 +179,7 @@ function handCards(row, h) {
   const sc = card(h.second_chance);
   sc.classList.add("sideways");
   const mark = el("span", undefined, "second-chance");
-  mark.append(el("span", "\u2212 second chance", "note"), sc);
+  mark.append(el("span", "\u2212 2nd chance", "note"), sc);
   mark.setAttribute("aria-label", "second chance card " + h.second_chance + ", subtracted");
   row.append(mark, el("span", "=", "note"));
 }
