@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Annotated, Any, TextIO
 
 from pydantic import AfterValidator, Field, ValidationError
-from zxcvbn import zxcvbn  # type: ignore[import-untyped]  # ships no type hints
 
 from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError
@@ -124,6 +123,10 @@ def password_problem(name: str, password: str) -> str | None:
     """Why ``password`` may not be ``name``'s, in one line; None when it may."""
     if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
         return f"a password is {MIN_PASSWORD} to {MAX_PASSWORD} characters"
+    # Imported here: only `tablectl users add` judges passwords, and its lists take a moment to
+    # load that `run` and the console's process need not spend.
+    from zxcvbn import zxcvbn  # type: ignore[import-untyped]  # ships no type hints
+
     judged: dict[str, Any] = zxcvbn(password[:JUDGED], user_inputs=[name, "tablectl"])
     if judged["score"] >= MIN_SCORE:
         return None
