@@ -75,6 +75,9 @@ STREAM_WRITE_S = 30.0  # a client that reads none of its stream for this long is
 REFUSAL_LOG_S = 60.0  # refused connections are logged once a minute per address, with a count
 MAX_REFUSAL_SOURCES = 1024
 HASHING = 2  # password hashes checked at once (16 MiB and one core each)
+# One more, only for a person at their own address (signed in from there before): a queue of
+# guesses at other names, from other addresses, cannot keep them waiting.
+HASHING_OWN = 1
 # An SSE event this often, so a dead client's stream ends and a page knows within 2 s that the
 # appliance is gone (a comment would not reach the page's script).
 HEARTBEAT_S = 1.0
@@ -149,6 +152,7 @@ class Console:
         self._thread: threading.Thread | None = None
         self._tick: asyncio.Event | None = None
         self._hashing: asyncio.Semaphore | None = None
+        self._hashing_own: asyncio.Semaphore | None = None
         self.bound: tuple[str, int] = ("", 0)
         self.app = self._build()
 
@@ -203,6 +207,7 @@ class Console:
     async def _listen(self, host: str, port: int) -> tuple[str, int]:
         self._tick = asyncio.Event()
         self._hashing = asyncio.Semaphore(HASHING)
+        self._hashing_own = asyncio.Semaphore(HASHING_OWN)
         self._runner = web.AppRunner(
             self.app,
             access_log=None,
@@ -420,7 +425,8 @@ class Console:
         remote = str(request.remote)
         # The name's own count stops guessing from many addresses; at the person's own address
         # (signed in from before) only the address's count applies: nobody can lock them out there.
-        by_name = name_key is not None and not self.attempts.trusted(name_key, remote)
+        own = name_key is not None and self.attempts.trusted(name_key, remote)
+        by_name = name_key is not None and not own
         keys = [f"addr:{remote}"] + ([f"user:{name_key}"] if by_name else [])
         # Counted before the hash is checked, in one step: a burst gets LIMIT checks, not one each.
         wait, attempt = self.attempts.reserve(*keys)
@@ -437,8 +443,9 @@ class Console:
         if isinstance(password, str) and len(password) <= MAX_PASSWORD:
             # A name that does not exist costs as much as a wrong password (no user probing).
             encoded = user.password if user is not None else _DUMMY_HASH
-            assert self._hashing is not None
-            async with self._hashing:
+            hashing = self._hashing_own if own else self._hashing
+            assert hashing is not None
+            async with hashing:
                 ok = await asyncio.to_thread(verify_password, password, encoded) and user is not None
         if not ok or user is None:
             # A name nobody has is not logged: it may be a password typed into the wrong field.

@@ -507,3 +507,42 @@ async def test_guessing_a_name_never_locks_the_person_out_at_their_own_address(
                 assert r.status == 401
         async with c.post("/api/login", json={"user": "flo", "password": PASSWORDS["flo"]}) as r:
             assert r.status == 429
+
+
+async def test_a_queue_of_password_checks_does_not_keep_a_person_from_their_own_address(
+    console_rig: ConsoleRig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guesses at another name from other addresses fill both password checks (held here until
+    released); flo at her own terminal has a check of her own and signs in meanwhile. Before,
+    she waited behind them (here: till the guard fails the test)."""
+    import threading
+
+    real, entered, release = server.verify_password, threading.Semaphore(0), threading.Event()
+
+    def verify(password: str, encoded: str) -> bool:
+        if password == HELD:
+            entered.release()
+            release.wait(GUARD)  # a slow check, as scrypt's are under a flood of them
+        return real(password, encoded)
+
+    async with client_from(console_rig, "127.0.6.1") as c:
+        await sign_in(c, "flo")  # her terminal
+    monkeypatch.setattr(server, "verify_password", verify)
+    guessers = [client_from(console_rig, f"127.0.6.{20 + i}") for i in range(server.HASHING)]
+    body = {"user": "nobody", "password": HELD}
+    try:
+        held = [asyncio.ensure_future(g.post("/api/login", json=body)) for g in guessers]
+        for _ in held:  # both checks taken by the guesses
+            assert await asyncio.to_thread(entered.acquire, True, GUARD)
+        async with asyncio.timeout(GUARD), client_from(console_rig, "127.0.6.1") as c:
+            await sign_in(c, "flo")
+        assert not any(h.done() for h in held)  # still being checked
+        release.set()
+        assert [(await h).status for h in held] == [401] * server.HASHING
+    finally:
+        release.set()
+        await asyncio.gather(*(g.close() for g in guessers))
+
+
+GUARD = 30.0  # failure guards only
+HELD = "held-guess-wrong"
