@@ -107,6 +107,31 @@ def _shoe_count_differs(rig: Rig) -> None:
     rig.draw(remaining=1)
 
 
+def _wild_dealt(rig: Rig) -> None:
+    rig.feed(I.WildRoundOpened(boxes=(1, 3)))
+    rig.feed(I.BetSensed(box=1, present=True))
+    rig.feed(I.StartGame())
+    rig.feed(I.WildHandsDealt())
+
+
+def _stub_miscounted(rig: Rig) -> None:
+    """687a.9(h): the stub holds one card too few (53 - 2 boxes x 5 - 5 - 1 = 37 expected)."""
+    _wild_dealt(rig)
+    rig.feed(I.StubCounted(count=36))
+
+
+def _past_posting(rig: Rig) -> None:
+    """687a.9(b): a Progressive wager sensed after Start Game."""
+    rig.feed(I.WildRoundOpened(boxes=(1, 2)))
+    rig.feed(I.StartGame())
+    rig.feed(I.BetSensed(box=2, present=True))
+
+
+def _cover_card_too_deep(rig: Rig) -> None:
+    """673a.5(d): the cover card came out with 1 card behind it."""
+    rig.feed(I.CoverCardReached(remaining=1))
+
+
 def _shuffler_jammed(rig: Rig) -> None:
     rig.feed(I.ShuffleFailed(back=rig.backs()[1], reason="jam"))
 
@@ -134,6 +159,9 @@ SCENARIOS: dict[str, tuple[tuple[str, ...], Callable[[Rig], None]]] = {
     "the reader used out of turn": (BLACKJACK, _reader_out_of_turn),
     "a second card out of turn": (BLACKJACK, _second_card_out_of_turn),
     "the shoe's count differs": (BLACKJACK, _shoe_count_differs),
+    "the stub miscounted": ((WILD,), _stub_miscounted),
+    "a Progressive wager after Start Game": ((WILD,), _past_posting),
+    "the cover card too deep": (BLACKJACK, _cover_card_too_deep),
 }
 CASES = [(name, game) for name, (games, _) in SCENARIOS.items() for game in games]
 CASES += [("shuffler miscount", game) for game in GAMES]
