@@ -13,8 +13,11 @@ import pytest
 
 from controller.console.alarm_actions import for_alarm
 from controller.console.display import display, turn
+from controller.rules.requests import MasqueRange
+from controller.rules.state import SeatWagers
 from controller.supervisor import actions
 from controller.table import inputs as I
+from tests.core.conftest import Desk, make
 from tests.table.helpers import BJ, DA, DU, WILD, Rig, ready
 
 BLACKJACK = (BJ, DA, DU)
@@ -163,24 +166,54 @@ SCENARIOS: dict[str, tuple[tuple[str, ...], Callable[[Rig], None]]] = {
     "a Progressive wager after Start Game": ((WILD,), _past_posting),
     "the cover card too deep": (BLACKJACK, _cover_card_too_deep),
 }
+
+
+def _wrong_masque_light(game: str) -> Desk:
+    """685a.12(h): the hole card is a K (Large) and the reader lights Small."""
+    d = make(game)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.deal("9S 7H 8D KC")
+    d.feed(I.ReaderReport(light=MasqueRange.SMALL))
+    return d
+
+
+def _reader_shows_the_hole_card(game: str) -> Desk:
+    """665a.13(h)(1): the hole card into a reader that shows it, out of turn: the round is void."""
+    d = make(game, reader_reveals_hole_card=True)
+    d.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    d.draw("7H")
+    d.feed(I.KeyPressed(key="next"))  # no Double Attack wager
+    d.deal("9S 8D 4C")
+    d.feed(I.ReaderReport(blackjack=False))
+    return d
+
+
+# Raised on a table set up by hand (tests/core's Desk) where the round must hold given cards.
+BY_HAND = {
+    "the Masque light wrong": ((DU,), _wrong_masque_light),
+    "the reader shows the hole card": ((DA,), _reader_shows_the_hole_card),
+}
 CASES = [(name, game) for name, (games, _) in SCENARIOS.items() for game in games]
 CASES += [("shuffler miscount", game) for game in GAMES]
+CASES += [(name, game) for name, (games, _) in BY_HAND.items() for game in games]
 
 
-def _raised(name: str, game: str) -> Rig:
+def _raised(name: str, game: str) -> Rig | Desk:
     if name == "shuffler miscount":
         return _shuffler_miscount(game)
+    if name in BY_HAND:
+        return BY_HAND[name][1](game)
     rig = ready(game)
     SCENARIOS[name][1](rig)
     return rig
 
 
-def _open(rig: Rig) -> list[dict[str, Any]]:
+def _open(rig: Rig | Desk) -> list[dict[str, Any]]:
     snapshot = rig.table.snapshot()
     return list(display(snapshot, KINDS, turn(snapshot.get("asking") or {}))["alarms"])
 
 
-def _press(rig: Rig, button: dict[str, Any]) -> None:
+def _press(rig: Rig | Desk, button: dict[str, Any]) -> None:
     """The button as the page sends it (a box picked, a reason given), checked by the one
     allow-list as the floor's, and fed to the table: a refusal raises."""
     args = dict(button["args"])
