@@ -17,7 +17,13 @@ class TransportError(DeviceError):
 
 
 class LinkDown(TransportError):
-    """Not connected (and not yet time to try again)."""
+    """Not connected (and not yet time to try again). The message says what happened and may
+    become an alarm's words, so the time left before the next attempt, which is stale a moment
+    later, is ``retry_in_s``, never part of the message."""
+
+    def __init__(self, message: str, retry_in_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_in_s = retry_in_s
 
 
 class DeviceTimeout(TransportError):

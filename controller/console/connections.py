@@ -1,6 +1,14 @@
 """Connections to the console, counted: at most ``per_source`` open from one address and ``total``
-open at all. A connection past either cap is answered one 503 line and closed before aiohttp sees
-a byte of it, so a flood of sockets costs the console a counter, not a request handler each.
+open at all. A connection past the address's cap is answered one 503 line and closed before
+aiohttp sees a byte of it, so a flood of sockets costs the console a counter, not a request
+handler each.
+
+At the total cap a new connection is not refused while a connection nobody has vouched for is
+open: the oldest such (idle before busy) is closed to make room. A connection is vouched for once
+it carries a signed-in person's request (``vouch``, at most ``per_account`` of one person's), so
+idle or trickling connections from many addresses without an account, reconnecting as fast as
+they are closed, only push each other out: the people signed in keep theirs, and a new one gets
+in and signs in. Only when every open connection is vouched for is a new one refused.
 
 The other bounds on a slow or idle client are aiohttp's own, set by the console: since aiohttp
 3.14 ``keepalive_timeout`` also runs from the moment a connection opens and is not reset by a
@@ -33,30 +41,74 @@ def _refusal(message: str) -> bytes:
 
 
 class ConnectionCaps:
-    def __init__(self, per_source: int, total: int, on_refused: Callable[[str, str], None]) -> None:
+    def __init__(
+        self,
+        per_source: int,
+        total: int,
+        on_refused: Callable[[str, str], None],
+        per_account: int = 32,
+    ) -> None:
         self.per_source = per_source
         self.total = total
+        self.per_account = per_account
         self.on_refused = on_refused
         self.open: collections.Counter[str] = collections.Counter()
         self.refused = 0
+        self.evicted = 0
+        # Connections nobody vouched for, oldest first, and whether each is in a request now.
+        self._anonymous: collections.OrderedDict[_Counted, bool] = collections.OrderedDict()
+        self._vouched: dict[_Counted, str] = {}  # the signed-in person each carried
+        self._by_account: collections.Counter[str] = collections.Counter()
 
     def count(self) -> int:
         return sum(self.open.values())
 
-    def admit(self, source: str) -> bytes | None:
+    def admit(self, conn: _Counted, source: str) -> bytes | None:
         """None (and counted) when a connection from ``source`` may open; else the refusal."""
         if self.open[source] >= self.per_source:
             why = "too many connections from your address"
-        elif self.count() >= self.total:
+        elif self.count() >= self.total and not self._evict():
             why = "the console has too many connections"
         else:
             self.open[source] += 1
+            self._anonymous[conn] = False
             return None
         self.refused += 1
         self.on_refused(source, why)
         return _refusal(why)
 
-    def leave(self, source: str) -> None:
+    def _evict(self) -> bool:
+        """Close the oldest connection nobody vouched for (an idle one first); whether there was one."""
+        victim = next((c for c, busy in self._anonymous.items() if not busy), None)
+        if victim is None:
+            victim = next(iter(self._anonymous), None)
+        if victim is None:
+            return False
+        self.evicted += 1
+        victim.drop()
+        return True
+
+    def busy(self, conn: _Counted, busy: bool) -> None:
+        """``conn`` is (or no longer is) in a request: an idle one is closed first at the cap."""
+        if conn in self._anonymous:
+            self._anonymous[conn] = busy
+
+    def vouch(self, conn: _Counted, account: str) -> None:
+        """``conn`` carried a request of signed-in ``account``: it is kept at the cap (up to
+        ``per_account`` of one person's connections; past that it stays as anyone's)."""
+        if conn not in self._anonymous or self._by_account[account] >= self.per_account:
+            return
+        del self._anonymous[conn]
+        self._vouched[conn] = account
+        self._by_account[account] += 1
+
+    def leave(self, conn: _Counted, source: str) -> None:
+        self._anonymous.pop(conn, None)
+        account = self._vouched.pop(conn, None)
+        if account is not None:
+            self._by_account[account] -= 1
+            if self._by_account[account] <= 0:
+                del self._by_account[account]
         self.open[source] -= 1
         if self.open[source] <= 0:
             del self.open[source]
@@ -69,18 +121,28 @@ class _Counted(asyncio.Protocol):
         self.caps = caps
         self.inner = inner
         self.source: str | None = None
+        self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer: Any = transport.get_extra_info("peername")
         source = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
-        refusal = self.caps.admit(source)
+        assert isinstance(transport, asyncio.Transport)
+        refusal = self.caps.admit(self, source)
         if refusal is not None:
-            assert isinstance(transport, asyncio.Transport)
             transport.write(refusal)
             transport.close()
             return
         self.source = source
+        self.transport = transport
         self.inner.connection_made(transport)
+
+    def drop(self) -> None:
+        """Closed to make room (``ConnectionCaps._evict``): uncounted now, aborted at once."""
+        if self.source is not None:
+            self.caps.leave(self, self.source)
+            self.source = None
+            if self.transport is not None:
+                self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
         if self.source is not None:
@@ -91,8 +153,10 @@ class _Counted(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.source is not None:
-            self.caps.leave(self.source)
+            self.caps.leave(self, self.source)
             self.source = None
+        if self.transport is not None:
+            self.transport = None
             self.inner.connection_lost(exc)
 
     def pause_writing(self) -> None:
@@ -102,6 +166,12 @@ class _Counted(asyncio.Protocol):
     def resume_writing(self) -> None:
         if self.source is not None:
             self.inner.resume_writing()
+
+
+def counted(transport: asyncio.BaseTransport | None) -> _Counted | None:
+    """The counted connection a request came on (None for one the caps never saw)."""
+    protocol = transport.get_protocol() if transport is not None else None
+    return protocol if isinstance(protocol, _Counted) else None
 
 
 class CappedSite(BaseSite):

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from controller.cards import PLAYER_LIMIT, CardError, hard_total, parse_card
+from controller.console.alarm_actions import for_alarm
 from controller.rules.requests import DEALER
 from devices.events import Key
 
@@ -76,7 +78,8 @@ def turn(ask: Mapping[str, Any]) -> dict[str, Any]:
     if what == "batch":
         return {"who": "dealer", "what": "waiting for a batch in the shoe"}
     if what == "burn":
-        return {"who": "dealer", "what": f"burn {ask.get('cards')} card(s)", **sec}
+        n = ask.get("cards")
+        return {"who": "dealer", "what": f"burn {n} card{'' if n == 1 else 's'}", **sec}
     if what == "bets":
         return {"who": "players", "what": "place wagers, then Start Game"}
     return {"who": "dealer", "what": str(what)}
@@ -101,7 +104,11 @@ def display(
     game = str(snapshot.get("game"))
     keypad_failed = health("keypad") in _FAILED or bool(snapshot.get("progressive_closed"))
     alarms = [
-        {**a, "halts": any(h["id"] == a["id"] for h in snapshot.get("halted", []))}
+        {
+            **a,
+            "halts": any(h["id"] == a["id"] for h in snapshot.get("halted", [])),
+            "actions": for_alarm(a, snapshot),  # the floor's way out, on the alarm itself
+        }
         for a in snapshot.get("alarms", [])
     ]
     return {
@@ -131,18 +138,69 @@ def display(
         ],
         "alarms": sorted(alarms, key=lambda a: (not a["halts"], a["id"])),
         "devices": [{"name": n, "kind": kinds.get(n), "health": h} for n, h in devices.items()],
-        "layout": dict(layout)
-        if layout is not None
-        else {"dealer": {"cards": [], "total": None}, "boxes": []},
+        "layout": in_words(layout, game),
         "now": now(snapshot.get("asking") or {}, snapshot, keypad_failed),
         "menu": menu(game, kinds.values(), snapshot),
     }
 
 
 _WILD = "dj-wild"
+GAME_NAMES = {
+    "double-back-jack": "Double Back Jack",
+    "double-attack": "Double Attack Blackjack",
+    "down-under": "Down Under Blackjack",
+    _WILD: "DJ Wild Stud Poker",
+}
+# The wagers each sensor spot of a box takes, by game (controller/supervisor/mapping.py: spot 1
+# the main wager, spot 2 the optional one), and the names of the wagers taken, as the dealer says them.
+_MAIN_SPOT = {_WILD: "Ante and Blind"}
+_SIDE_SPOT = {"double-attack": "Bust It", "down-under": "Match-the-Dealer", _WILD: "Progressive"}
+WAGER_NAMES = {
+    "bet": "Blackjack Wager",
+    "bust_it": "Bust It",
+    "match_the_dealer": "Match-the-Dealer",
+    "double_attack": "Double Attack",
+    "insurance": "Insurance",
+}
 _FAILED = ("fault", "out_of_order", "failed")
 _KEYS = frozenset(k.value for k in Key)
 _LABELS = {"double": "double down", "second_chance": "second chance", "start_game": "Start Game"}
+
+
+def in_words(layout: Mapping[str, Any] | None, game: str) -> dict[str, Any]:
+    """The public layout with each box's sensed chips and wagers named as the game names them,
+    and a Second Chance card marked (``mark_second_chance``)."""
+    if layout is None:
+        return {"dealer": {"cards": [], "total": None}, "boxes": []}
+    names = (_MAIN_SPOT.get(game, "Blackjack Wager"), _SIDE_SPOT.get(game, "side wager"))
+    boxes = []
+    for box in layout.get("boxes", []):
+        spots = list(box.get("spots", []))
+        named = {
+            "chips": [name for name, sensed in zip(names, spots, strict=False) if sensed],
+            "hands": [mark_second_chance(h) for h in box.get("hands", [])],
+        }
+        if "wagers" in box:
+            named["wagers"] = {WAGER_NAMES.get(k, k.replace("_", " ")): v for k, v in box["wagers"].items()}
+        boxes.append({**box, **named})
+    return {**layout, "boxes": boxes}
+
+
+def mark_second_chance(hand: Mapping[str, Any]) -> dict[str, Any]:
+    """673a.7(l): a Second Chance card is dealt sideways and its value subtracted from the hand.
+    A hand whose cards before its last already total over 21 (aces 1) can only have drawn that
+    last card as its Second Chance (any other hand stops at 21), so it is marked
+    ``second_chance`` (the card) with ``before``, the total it was subtracted from."""
+    cards = [str(c) for c in hand.get("cards") or []]
+    if len(cards) < 3:
+        return dict(hand)
+    try:
+        before = hard_total([parse_card(c) for c in cards[:-1]])
+    except CardError:
+        return dict(hand)
+    if before <= PLAYER_LIMIT:
+        return dict(hand)
+    return {**hand, "second_chance": cards[-1], "before": before}
 
 
 def _batch_words(batch: Mapping[str, Any], snapshot: Mapping[str, Any], *, wild: bool) -> str:
@@ -272,9 +330,16 @@ _RARE: dict[str, tuple[str, ...] | None] = {
 }
 _NEEDS_DEVICE = {"reader_replaced": "reader", "reader_inspected": "reader"}
 _VOID_SECTION = {"double-attack": "665a.13(h)(1)", "down-under": "685a.12(h)"}
-# Floor actions that cannot be undone at the table: the page asks to confirm and takes a reason,
-# which the journal keeps with who did it.
-DESTRUCTIVE = ("void_round", "reshuffle_ordered", "mark_out_of_order")
+# Floor actions the page asks to confirm, with a reason the journal keeps with who did it, and
+# what each does that the person must know first (the confirmation says it, and says it truly:
+# a device marked out of order comes back with "device restored").
+CONSEQUENCES = {
+    "void_round": "Every wager of the round in play is returned and its cards are discarded; "
+    "a void cannot be undone.",
+    "reshuffle_ordered": "The batch is reshuffled before any more of it is dealt; this cannot be undone.",
+    "mark_out_of_order": "The device is taken out of service until the floor restores it (device restored).",
+}
+DESTRUCTIVE = tuple(CONSEQUENCES)
 
 
 def menu(game: str, kinds: Any, snapshot: Mapping[str, Any]) -> dict[str, Any]:
@@ -292,5 +357,6 @@ def menu(game: str, kinds: Any, snapshot: Mapping[str, Any]) -> dict[str, Any]:
         "rare": names,
         "hidden": [name for name in _RARE if name not in names],  # not of this game, or not now
         "destructive": list(DESTRUCTIVE),
+        "consequences": dict(CONSEQUENCES),
         "void_section": _VOID_SECTION.get(game),
     }

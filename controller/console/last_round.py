@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller.console.display import mark_second_chance
 from controller.journal import Journal
 from controller.journal.model import Classification
 
@@ -49,7 +50,10 @@ def _shown(payload: dict[str, Any]) -> dict[str, Any]:
         "boxes": [
             {
                 "seat": b.get("seat"),
-                "hands": [{k: h.get(k) for k in ("cards", "total", "result")} for h in b.get("hands", [])],
+                "hands": [
+                    mark_second_chance({k: h.get(k) for k in ("cards", "total", "result")})
+                    for h in b.get("hands", [])
+                ],
             }
             for b in payload.get("boxes", [])
         ],

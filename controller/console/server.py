@@ -23,8 +23,8 @@ come from this origin when the browser says where it came from, and once signed 
 session's CSRF token in ``X-CSRF-Token``. Bodies are at most 8 KiB and read within ``BODY_S``.
 Sign-ins are counted before the password is checked (controller/console/sign_ins.py).
 Connections are capped per address and in total (controller/console/connections.py), live streams
-per session and in total. Every error is one line of JSON; a bug is logged by its type and
-answered "internal error", never a traceback.
+per session, per person and per role (controller/console/shares.py). Every error is one line of
+JSON; a bug is logged by its type and answered "internal error", never a traceback.
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ import structlog
 from aiohttp import web
 
 from controller.bounded import InputRefused, load_json
-from controller.console.connections import CappedSite, ConnectionCaps
+from controller.console.connections import CappedSite, ConnectionCaps, counted
 from controller.console.sessions import SESSION_S, Session, Sessions, token_id
+from controller.console.shares import Shares
 from controller.console.sign_ins import SignInAttempts
 from controller.console.state import SignedFile, StateRefused, load_key, state_paths
 from controller.console.table_link import LocalTable, TableLink, journal_of
@@ -65,13 +66,18 @@ BODY_S = 10.0  # a request body (at most 8 KiB) arrives within this, or 408
 IDLE_S = 15.0  # a connection sends a whole request within this of opening or of its last answer
 HANDSHAKE_S = 10.0  # a TLS handshake completes within this
 MAX_PER_SOURCE = 64  # open connections from one address (a browser opens 6 or so; a proxy more)
-MAX_CONNECTIONS = 2048  # open connections in all
+MAX_CONNECTIONS = 2048  # open connections in all (at the cap, one nobody vouched for makes room)
+MAX_CONNECTIONS_PER_ACCOUNT = 32  # one signed-in person's connections kept at the cap
 MAX_STREAMS_PER_SESSION = 4  # live event streams for one session (a page holds one)
-MAX_STREAMS = 64  # live event streams in all
+MAX_STREAMS_PER_ACCOUNT = 8  # for one person however many times they sign in (two screens' worth)
+MAX_STREAMS = 64  # live event streams in all: each role has its share (shares.py), 32 of 2 roles
 STREAM_WRITE_S = 30.0  # a client that reads none of its stream for this long is dropped
 REFUSAL_LOG_S = 60.0  # refused connections are logged once a minute per address, with a count
 MAX_REFUSAL_SOURCES = 1024
 HASHING = 2  # password hashes checked at once (16 MiB and one core each)
+# One more, only for a person at their own address (signed in from there before): a queue of
+# guesses at other names, from other addresses, cannot keep them waiting.
+HASHING_OWN = 1
 # An SSE event this often, so a dead client's stream ends and a page knows within 2 s that the
 # appliance is gone (a comment would not reach the page's script).
 HEARTBEAT_S = 1.0
@@ -132,8 +138,11 @@ class Console:
                 self.log.error("console_state_refused", error=str(e))
         self.sessions.keep_only(self._users)
         self._refusals: collections.OrderedDict[str, tuple[float, int]] = collections.OrderedDict()
-        self.caps = ConnectionCaps(MAX_PER_SOURCE, MAX_CONNECTIONS, self._refused)
+        self.caps = ConnectionCaps(
+            MAX_PER_SOURCE, MAX_CONNECTIONS, self._refused, per_account=MAX_CONNECTIONS_PER_ACCOUNT
+        )
         self.streams: collections.Counter[str] = collections.Counter()  # live streams per session id
+        self.stream_shares = Shares(MAX_STREAMS, MAX_STREAMS_PER_ACCOUNT)  # per person and role
         self._signed_in = 0  # changes of who is signed in (the floor's list; console's loop only)
         self._public: tuple[int, dict[str, Any]] | None = None
         self._building: asyncio.Future[tuple[int, dict[str, Any]]] | None = None
@@ -143,6 +152,7 @@ class Console:
         self._thread: threading.Thread | None = None
         self._tick: asyncio.Event | None = None
         self._hashing: asyncio.Semaphore | None = None
+        self._hashing_own: asyncio.Semaphore | None = None
         self.bound: tuple[str, int] = ("", 0)
         self.app = self._build()
 
@@ -197,6 +207,7 @@ class Console:
     async def _listen(self, host: str, port: int) -> tuple[str, int]:
         self._tick = asyncio.Event()
         self._hashing = asyncio.Semaphore(HASHING)
+        self._hashing_own = asyncio.Semaphore(HASHING_OWN)
         self._runner = web.AppRunner(
             self.app,
             access_log=None,
@@ -291,6 +302,9 @@ class Console:
             response: web.StreamResponse = _error(421, "this console answers to its address or allowed names")
             response.headers.update(self.headers)
             return response
+        conn = counted(request.transport)
+        if conn is not None:
+            self.caps.busy(conn, True)  # at the cap, an idle connection is closed before this one
         try:
             response = await handler(request)
         except web.HTTPException as e:
@@ -300,6 +314,9 @@ class Console:
         except Exception as e:  # a bug: logged by its type, never a traceback to the client
             self.log.error("console_failed", path=request.path, error=type(e).__name__)
             response = _error(500, "internal error")
+        finally:
+            if conn is not None:
+                self.caps.busy(conn, False)
         if not response.prepared:
             response.headers.update(self.headers)
             if response.status == 408:
@@ -345,7 +362,14 @@ class Console:
             if self.sessions.end(token):
                 self._sessions_changed()
             raise web.HTTPUnauthorized(reason="not signed in")
+        self._vouch(request, session.user)
         return session
+
+    def _vouch(self, request: web.Request, user: str) -> None:
+        """The connection carried a signed-in person's request: kept when the console is full."""
+        conn = counted(request.transport)
+        if conn is not None:
+            self.caps.vouch(conn, user)
 
     @staticmethod
     def _same_origin(request: web.Request) -> None:
@@ -398,7 +422,12 @@ class Console:
         doc = await self._json(request)
         name, password = doc.get("user"), doc.get("password")
         name_key = name if matches(USER_NAME, name) else None
-        keys = [f"addr:{request.remote}"] + ([f"user:{name_key}"] if name_key else [])
+        remote = str(request.remote)
+        # The name's own count stops guessing from many addresses; at the person's own address
+        # (signed in from before) only the address's count applies: nobody can lock them out there.
+        own = name_key is not None and self.attempts.trusted(name_key, remote)
+        by_name = name_key is not None and not own
+        keys = [f"addr:{remote}"] + ([f"user:{name_key}"] if by_name else [])
         # Counted before the hash is checked, in one step: a burst gets LIMIT checks, not one each.
         wait, attempt = self.attempts.reserve(*keys)
         if wait > 0:
@@ -414,16 +443,19 @@ class Console:
         if isinstance(password, str) and len(password) <= MAX_PASSWORD:
             # A name that does not exist costs as much as a wrong password (no user probing).
             encoded = user.password if user is not None else _DUMMY_HASH
-            assert self._hashing is not None
-            async with self._hashing:
+            hashing = self._hashing_own if own else self._hashing
+            assert hashing is not None
+            async with hashing:
                 ok = await asyncio.to_thread(verify_password, password, encoded) and user is not None
         if not ok or user is None:
             # A name nobody has is not logged: it may be a password typed into the wrong field.
             self.log.warning("login_failed", user=user.name if user else None, remote=request.remote)
             return _error(401, "wrong name or password")
         self.attempts.release(attempt, *keys)
+        self.attempts.trust(user.name, remote)
         self._attempts_file.changed()
         token, _ = self.sessions.new(user)
+        self._vouch(request, user.name)
         self._sessions_file.changed()
         await self._sessions_file.save()
         await self._attempts_file.save()
@@ -509,13 +541,16 @@ class Console:
 
     async def events(self, request: web.Request) -> web.StreamResponse:
         """Server-sent events: the display now and after every change, until sign-out or shutdown.
-        At most MAX_STREAMS_PER_SESSION live for one session and MAX_STREAMS in all."""
-        self._session(request)
+        At most MAX_STREAMS_PER_SESSION live for one session, MAX_STREAMS_PER_ACCOUNT for one
+        person, and each role its share of MAX_STREAMS: one account signed in many times cannot
+        take the floor's streams."""
+        session = self._session(request)
         sid = token_id(request.cookies.get(COOKIE, ""))
         if self.streams[sid] >= MAX_STREAMS_PER_SESSION:
             return _error(429, f"at most {MAX_STREAMS_PER_SESSION} live streams for one sign-in")
-        if sum(self.streams.values()) >= MAX_STREAMS:
-            return _error(503, "the console has too many live streams; try again later")
+        why = self.stream_shares.take(session.user, session.role)
+        if why is not None:
+            return _error(429, f"live streams: {why}; close another page")
         self.streams[sid] += 1
         try:
             response = web.StreamResponse(headers={"Content-Type": "text/event-stream", **self.headers})
@@ -525,6 +560,7 @@ class Console:
                 await self._stream(request, response)
             return response
         finally:
+            self.stream_shares.give_back(session.user, session.role)
             self.streams[sid] -= 1
             if self.streams[sid] <= 0:
                 del self.streams[sid]

@@ -5,6 +5,10 @@ sessions file (signed, 0600, beside the journal) gives nobody a usable cookie. A
 token is derived from its token with the console's key, so it is not stored either. Each session
 remembers a fingerprint of its person's password hash: changing the password, or the role, or
 removing the person from the users file ends every session they had, at once and after a restart.
+
+Sessions are bounded per person and per role (controller/console/shares.py): a new sign-in past
+either ends the oldest session of that person, or of that role, never anyone else's, so a dealer
+signing in hundreds of times ends only dealers' sessions and the floor stays signed in.
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from controller.console.shares import role_share
 from controller.console.users import User, fingerprint
 
 SESSION_S = 12 * 3600  # a shift; then sign in again
-MAX_SESSIONS = 256  # at one table; past this the oldest session ends (a bounded dict, not a leak)
+MAX_SESSIONS = 256  # at one table, each role its share (a bounded dict, not a leak)
+MAX_SESSIONS_PER_ACCOUNT = 16  # one person's screens and devices; past it their oldest ends
 
 
 @dataclass(slots=True)
@@ -61,15 +67,22 @@ class Sessions:
 
     def new(self, user: User) -> tuple[str, Session]:
         """A new session for ``user``; its token (for the cookie) and the session. Expired
-        sessions are dropped, and the oldest when there are ``MAX_SESSIONS``."""
+        sessions are dropped; then the person's oldest when they have ``MAX_SESSIONS_PER_ACCOUNT``,
+        or their role's oldest when the role has its share of ``MAX_SESSIONS``."""
         now = self.clock()
         self._by_id = {i: s for i, s in self._by_id.items() if s.expires > now}
-        while len(self._by_id) >= MAX_SESSIONS:
-            del self._by_id[next(iter(self._by_id))]  # the oldest (dicts keep insertion order)
+        self._make_room(lambda s: s.user == user.name, MAX_SESSIONS_PER_ACCOUNT)
+        self._make_room(lambda s: s.role == user.role, role_share(MAX_SESSIONS))
         token = secrets.token_urlsafe(32)
         session = Session(user.name, user.role, now + SESSION_S, now, fingerprint(user.password))
         self._by_id[token_id(token)] = session
         return token, session
+
+    def _make_room(self, same: Callable[[Session], bool], cap: int) -> None:
+        """End the oldest sessions ``same`` picks until one more fits under ``cap``."""
+        theirs = [i for i, s in self._by_id.items() if same(s)]  # oldest first (insertion order)
+        for i in theirs[: max(0, len(theirs) - cap + 1)]:
+            del self._by_id[i]
 
     def get(self, token: str) -> Session | None:
         return self._by_id.get(token_id(token)) if token else None

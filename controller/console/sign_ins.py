@@ -8,6 +8,12 @@ until the window has passed. A sign-in that succeeds gives its attempt back (``r
 person signing in on several screens is not locked out by doing so. The attempts are kept in a
 signed file beside the journal, saved before the hash is checked, so restarting ``tablectl run``
 does not open the window again.
+
+The per-name count is what stops a guesser with many addresses, but it would let anyone lock a
+named person out by guessing wrong five times. So it does not apply at the person's own
+addresses: those they signed in from within ``TRUST_S`` (``trust``, remembered in the same file).
+There only the address's own count applies, and an address that has not guessed wrong is never
+refused: the floor supervisor at their usual terminal signs in while their name is under attack.
 """
 
 from __future__ import annotations
@@ -19,12 +25,28 @@ from typing import Any
 LIMIT = 5  # attempts per name and per address in WINDOW_S (failures, and those being checked)
 WINDOW_S = 300.0
 MAX_TRACKED = 10_000  # names and addresses remembered (the oldest forgotten first): bounded memory
+TRUST_S = 30 * 86400.0  # an address a person signed in from stays theirs this long after
 
 
 class SignInAttempts:
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
         self._times: collections.OrderedDict[str, collections.deque[float]] = collections.OrderedDict()
+        self._trusted: collections.OrderedDict[str, float] = collections.OrderedDict()  # name@address
+
+    def trusted(self, name: str, address: str) -> bool:
+        """Whether ``name`` signed in from ``address`` within ``TRUST_S`` (its own address, where
+        the per-name count does not apply)."""
+        when = self._trusted.get(f"{name}@{address}")
+        return when is not None and self.clock() - TRUST_S < when <= self.clock() + WINDOW_S
+
+    def trust(self, name: str, address: str) -> None:
+        """``name`` signed in from ``address`` now."""
+        key = f"{name}@{address}"
+        self._trusted[key] = self.clock()
+        self._trusted.move_to_end(key)
+        while len(self._trusted) > MAX_TRACKED:
+            self._trusted.popitem(last=False)
 
     def _recent(self, key: str, now: float) -> collections.deque[float] | None:
         times = self._times.get(key)
@@ -68,14 +90,25 @@ class SignInAttempts:
                 if not times:
                     del self._times[key]
 
-    def dump(self) -> dict[str, list[float]]:
+    def dump(self) -> dict[str, Any]:
         now = self.clock()
-        return {k: list(t) for k in list(self._times) if (t := self._recent(k, now)) is not None}
+        return {
+            "attempts": {k: list(t) for k in list(self._times) if (t := self._recent(k, now)) is not None},
+            "trusted": {k: t for k, t in self._trusted.items() if t > now - TRUST_S},
+        }
 
     def restore(self, body: Any) -> None:
-        """The attempts saved by ``dump`` (malformed entries are skipped)."""
+        """The attempts saved by ``dump`` (malformed entries are skipped; a file of attempts alone,
+        as written before addresses were trusted, is read as such)."""
         if not isinstance(body, dict):
             return
+        if isinstance(body.get("attempts"), dict):
+            trusted = body.get("trusted")
+            if isinstance(trusted, dict):
+                for key, when in list(trusted.items())[-MAX_TRACKED:]:
+                    if isinstance(key, str) and isinstance(when, int | float):
+                        self._trusted[key] = float(when)
+            body = body["attempts"]
         for key, times in list(body.items())[-MAX_TRACKED:]:
             if isinstance(key, str) and isinstance(times, list):
                 good = sorted(float(t) for t in times if isinstance(t, int | float))[-LIMIT:]

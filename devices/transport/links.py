@@ -59,7 +59,7 @@ class _Reconnect:
     def check(self) -> None:
         wait = self.backoff.wait_left()
         if wait > 0:
-            raise LinkDown(f"{self.what}: link down, next attempt in {wait:.2f}s")
+            raise LinkDown(f"{self.what}: link down, reconnecting", retry_in_s=wait)
 
     def failed(self, reason: str) -> LinkDown:
         delay = self.backoff.failed()

@@ -92,7 +92,7 @@ class ModbusBus:
             return self._client
         wait = self._reconnect.wait_left()
         if wait > 0:
-            raise LinkDown(f"{self.endpoint.describe()}: link down, next attempt in {wait:.2f}s")
+            raise LinkDown(f"{self.endpoint.describe()}: link down, reconnecting", retry_in_s=wait)
         self._drop_client()
         client = self._new_client()
         reason = "refused"

@@ -18,6 +18,7 @@ from structlog.testing import capture_logs
 
 from controller import logs
 from controller.console import server
+from controller.console.connections import ConnectionCaps
 from controller.console.server import Console
 from controller.console.state import state_paths
 from controller.console.users import User, hash_password, load_users, save_users
@@ -36,6 +37,40 @@ def client_from(rig: ConsoleRig, source: str, jar: aiohttp.CookieJar | None = No
     return aiohttp.ClientSession(
         rig.url, connector=connector, cookie_jar=jar or aiohttp.CookieJar(unsafe=True)
     )
+
+
+class _Conn:
+    """A connection as ConnectionCaps sees one: it can be closed to make room."""
+
+    def __init__(self, caps: ConnectionCaps, source: str) -> None:
+        self.caps, self.source, self.dropped = caps, source, False
+
+    def drop(self) -> None:
+        self.dropped = True
+        self.caps.leave(self, self.source)  # type: ignore[arg-type]
+
+
+def test_at_the_total_cap_the_oldest_connection_nobody_vouched_for_makes_room() -> None:
+    refused: list[tuple[str, str]] = []
+    caps = ConnectionCaps(10, 3, lambda s, why: refused.append((s, why)), per_account=1)
+    a, b, c, d, e, f, g, h = (_Conn(caps, f"10.0.0.{i}") for i in range(8))
+
+    def admit(conn: _Conn) -> bytes | None:
+        return caps.admit(conn, conn.source)  # type: ignore[arg-type]
+
+    assert admit(a) is None and admit(b) is None and admit(c) is None
+    caps.vouch(a, "flo")  # type: ignore[arg-type]
+    caps.busy(b, True)  # type: ignore[arg-type]  # in a request: an idle one goes first
+    assert admit(d) is None and c.dropped
+    assert admit(e) is None and d.dropped and not b.dropped
+    caps.vouch(e, "dan")  # type: ignore[arg-type]
+    assert admit(f) is None and b.dropped  # no idle one left: the oldest busy one
+    caps.vouch(f, "flo")  # type: ignore[arg-type]  # past flo's one: stays anyone's
+    assert admit(g) is None and f.dropped and not a.dropped and not e.dropped
+    caps.vouch(g, "dee")  # type: ignore[arg-type]
+    refusal = admit(h)  # every open connection vouched for
+    assert refusal is not None and b"the console has too many connections" in refusal
+    assert refused == [("10.0.0.7", "the console has too many connections")] and caps.count() == 3
 
 
 def source(i: int) -> str:
@@ -161,10 +196,8 @@ async def test_a_tampered_sessions_file_signs_everyone_out(console_rig: ConsoleR
             assert r.status == 401
 
 
-async def test_streams_are_capped_per_session_and_in_all(
-    console_rig: ConsoleRig, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(server, "MAX_STREAMS", 6)
+async def test_streams_are_capped_per_session(console_rig: ConsoleRig) -> None:
+    """Per person and per role: the tests of one account keeping the floor out, below."""
     async with console_rig.client() as dan, console_rig.client() as flo:
         await sign_in(dan, "dan")
         await sign_in(flo, "flo")
@@ -172,9 +205,6 @@ async def test_streams_are_capped_per_session_and_in_all(
         assert all(r.status == 200 for r in opened)
         async with dan.get("/api/events") as r:
             assert r.status == 429 and "live streams" in (await r.json())["error"]
-        opened += [await flo.get("/api/events") for _ in range(2)]
-        async with flo.get("/api/events") as r:
-            assert r.status == 503
         async with flo.get("/api/display") as r:
             assert r.status == 200  # the rest of the console still answers
         for r in opened:
@@ -199,11 +229,9 @@ async def test_connections_are_capped_per_source_and_in_all(console_rig: Console
     # Five refusals, one log line: a flood of refused connections is not a flood of log lines.
     assert [e["remote"] for e in logged if e["event"] == "console_connection_refused"] == ["127.0.7.1"]
     held += [await _raw(host, int(port), "127.0.7.2") for _ in range(2)]
-    reader, writer = await _raw(host, int(port), "127.0.7.3")
-    assert b"the console has too many connections" in await reader.read()
-    writer.close()
-    async with client_from(console_rig, "127.0.7.4") as c, c.get("/") as r:
-        assert r.status == 503
+    # At the total cap nobody signed in is refused for idle connections: the oldest goes.
+    held.append(await _raw(host, int(port), "127.0.7.3"))
+    assert await held[0][0].read() == b"" and caps.count() == 5 and caps.evicted == 1
     caps.per_source, caps.total = 64, 2048
     async with client_from(console_rig, "127.0.7.4") as c:
         await sign_in(c, "dan")
@@ -309,3 +337,212 @@ async def test_the_bridge_serves_the_console_process_and_refuses_a_bad_line(cons
     finally:
         await bridge.stop()
         w2.close()
+
+
+# ---------------------------------------------------------------- one account keeps the floor out
+# (each of these failed before the console kept a share per role and a cap per account)
+
+
+async def _first_event(response: aiohttp.ClientResponse) -> dict[str, object]:
+    """The first ``event: display`` of a stream, parsed."""
+    event = ""
+    async for line in response.content:
+        text = line.decode().strip()
+        if text.startswith("event: "):
+            event = text.removeprefix("event: ")
+        elif text.startswith("data: ") and event == "display":
+            return dict(json.loads(text.removeprefix("data: ")))
+    raise AssertionError("the stream ended before a display")
+
+
+async def test_one_dealer_signed_in_16_times_leaves_the_floor_its_streams(console_rig: ConsoleRig) -> None:
+    """Before: 16 sign-ins of one dealer, 4 streams each, held all 64 and the floor got 503."""
+    dealers = [console_rig.client() for _ in range(16)]
+    opened: list[aiohttp.ClientResponse] = []
+    try:
+        refused: list[int] = []
+        for c in dealers:
+            await sign_in(c, "dan")
+            for _ in range(server.MAX_STREAMS_PER_SESSION):
+                r = await c.get("/api/events")
+                if r.status == 200:
+                    opened.append(r)
+                else:
+                    refused.append(r.status)
+                    assert "for one person" in (await r.json())["error"]
+                    r.close()
+        assert len(opened) == 8  # one person's cap (MAX_STREAMS_PER_ACCOUNT); before, all 64
+        assert refused == [429] * (16 * server.MAX_STREAMS_PER_SESSION - 8)
+        async with console_rig.client() as flo:
+            await sign_in(flo, "flo")
+            async with flo.get("/api/events") as r:
+                assert r.status == 200
+                shown = await _first_event(r)
+                assert shown["signed_in"] == {"user": "flo", "role": "floor"} and "alarms" in shown
+    finally:
+        for r in opened:
+            r.close()
+        await asyncio.gather(*(c.close() for c in dealers))
+
+
+async def test_the_dealers_share_of_streams_is_theirs_alone(console_rig: ConsoleRig) -> None:
+    """Every dealer together fills the dealers' share (half of MAX_STREAMS), never the floor's."""
+    console_rig.console.stream_shares.total = 6  # 3 for each role
+    async with console_rig.client() as dan, console_rig.client() as flo:
+        await sign_in(dan, "dan")
+        await sign_in(flo, "flo")
+        mine = [await dan.get("/api/events") for _ in range(3)]
+        assert [r.status for r in mine] == [200] * 3
+        async with dan.get("/api/events") as r:
+            assert r.status == 429 and "dealer role's share (3)" in (await r.json())["error"]
+        theirs = [await flo.get("/api/events") for _ in range(3)]
+        assert [r.status for r in theirs] == [200] * 3
+        for r in mine + theirs:
+            r.close()
+
+
+def test_260_sign_ins_of_one_dealer_end_only_that_dealers_oldest_sessions() -> None:
+    """Before: one cap of 256 for everyone, so the 257th sign-in of a dealer ended the floor's."""
+    from controller.console import sessions as module
+    from controller.console.sessions import Sessions
+
+    sessions = Sessions(b"k" * 32, lambda: 1000.0)
+    flo = User("flo", "floor", hash_password("x", salt=b"\0" * 16))
+    dan = User("dan", "dealer", hash_password("y", salt=b"\0" * 16))
+    dee = User("dee", "dealer", hash_password("z", salt=b"\0" * 16))
+    flo_token, _ = sessions.new(flo)
+    dee_token, _ = sessions.new(dee)
+    dan_tokens = [sessions.new(dan)[0] for _ in range(260)]
+    assert sessions.get(flo_token) is not None and sessions.get(dee_token) is not None
+    per_account = module.MAX_SESSIONS_PER_ACCOUNT
+    assert [s.user for s in sessions].count("dan") == per_account
+    assert all(sessions.get(t) is not None for t in dan_tokens[-per_account:])
+    assert sessions.get(dan_tokens[0]) is None  # his own oldest ended
+
+
+async def test_many_dealer_sign_ins_keep_the_floor_signed_in(
+    console_rig: ConsoleRig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over HTTP, with the caps made small (a share of 4 for each role): 12 sign-ins of one dealer."""
+    monkeypatch.setattr("controller.console.sessions.MAX_SESSIONS", 8)
+    monkeypatch.setattr("controller.console.sessions.MAX_SESSIONS_PER_ACCOUNT", 3)
+    async with console_rig.client() as flo:
+        await sign_in(flo, "flo")
+        for _ in range(12):
+            async with console_rig.client() as dan:
+                await sign_in(dan, "dan")
+        assert [s.user for s in console_rig.console.sessions].count("dan") == 3
+        async with flo.get("/api/display") as r:
+            assert r.status == 200 and (await r.json())["signed_in"]["user"] == "flo"
+
+
+async def test_idle_connections_from_40_addresses_do_not_keep_people_out(console_rig: ConsoleRig) -> None:
+    """Before: at the total cap every new connection was refused, so idle connections from 40
+    addresses, reconnecting as they were closed, kept everyone out. Now a new connection closes
+    the oldest that no signed-in person vouched for; the signed-in keep theirs."""
+    host, port = console_rig.url.removeprefix("http://").split(":")
+    caps = console_rig.console.caps
+    caps.total = 20
+    idle = [await _raw(host, int(port), source(i)) for i in range(40)]
+    async with console_rig.client() as flo:
+        await sign_in(flo, "flo")  # a new connection: it closes the oldest idle one
+        # (accepted after the 40, so they are all counted by now)
+        assert caps.count() == 20 and caps.evicted == 21
+        stream = await flo.get("/api/events")
+        assert stream.status == 200
+        await _first_event(stream)
+        # The flood goes on: 40 more, from the same addresses.
+        idle += [await _raw(host, int(port), source(i)) for i in range(40)]
+        async with client_from(console_rig, "127.0.9.1") as anyone, anyone.get("/") as r:
+            assert r.status == 200  # nobody is refused for them, not even someone not signed in
+        assert caps.count() <= 20 and caps.evicted >= 61
+        async with flo.get("/api/display") as r:
+            assert r.status == 200
+        # The stream's connection was kept: it still answers (the next change or heartbeat).
+        line = await stream.content.readline()
+        assert line != b""
+        stream.close()
+    # The idle connections closed to make room saw their connection end, not a 503.
+    assert await idle[0][0].read() == b""
+    for _, w in idle:
+        w.close()
+
+
+async def test_guessing_a_name_never_locks_the_person_out_at_their_own_address(
+    console_rig: ConsoleRig, counted: list[str]
+) -> None:
+    """Before: five wrong guesses from anywhere locked the name for 5 minutes, again and again.
+    Now the name's lock does not apply where the person signed in from before; a new address is
+    still refused (that is what stops guessing from many addresses)."""
+    async with client_from(console_rig, "127.0.6.1") as c:
+        await sign_in(c, "flo")  # her terminal
+    for round_ in range(2):  # the attacker comes back when the window has passed
+        for i in range(5):
+            async with (
+                client_from(console_rig, f"127.0.6.{10 + i + 5 * round_}") as c,
+                c.post("/api/login", json={"user": "flo", "password": "wrong-guess-wrong"}) as r,
+            ):
+                assert r.status == 401
+        async with (
+            client_from(console_rig, "127.0.6.99") as c,
+            c.post("/api/login", json={"user": "flo", "password": PASSWORDS["flo"]}) as r,
+        ):
+            assert r.status == 429  # a new address: the name's lock holds
+        async with client_from(console_rig, "127.0.6.1") as c:
+            await sign_in(c, "flo")  # her own: never locked out by others' guesses
+        console_rig.clock.now += 301
+    rig = await _restarted(console_rig)  # her address is remembered across a restart
+    for i in range(5):
+        async with (
+            client_from(rig, f"127.0.6.{30 + i}") as c,
+            c.post("/api/login", json={"user": "flo", "password": "wrong-guess-wrong"}) as r,
+        ):
+            assert r.status == 401
+    async with client_from(rig, "127.0.6.1") as c:
+        await sign_in(c, "flo")
+    # At her own address a guesser is held by the address's count: five, then 429.
+    async with client_from(rig, "127.0.6.1") as c:
+        for _ in range(5):
+            async with c.post("/api/login", json={"user": "flo", "password": "wrong-guess-wrong"}) as r:
+                assert r.status == 401
+        async with c.post("/api/login", json={"user": "flo", "password": PASSWORDS["flo"]}) as r:
+            assert r.status == 429
+
+
+async def test_a_queue_of_password_checks_does_not_keep_a_person_from_their_own_address(
+    console_rig: ConsoleRig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guesses at another name from other addresses fill both password checks (held here until
+    released); flo at her own terminal has a check of her own and signs in meanwhile. Before,
+    she waited behind them (here: till the guard fails the test)."""
+    import threading
+
+    real, entered, release = server.verify_password, threading.Semaphore(0), threading.Event()
+
+    def verify(password: str, encoded: str) -> bool:
+        if password == HELD:
+            entered.release()
+            release.wait(GUARD)  # a slow check, as scrypt's are under a flood of them
+        return real(password, encoded)
+
+    async with client_from(console_rig, "127.0.6.1") as c:
+        await sign_in(c, "flo")  # her terminal
+    monkeypatch.setattr(server, "verify_password", verify)
+    guessers = [client_from(console_rig, f"127.0.6.{20 + i}") for i in range(server.HASHING)]
+    body = {"user": "nobody", "password": HELD}
+    try:
+        held = [asyncio.ensure_future(g.post("/api/login", json=body)) for g in guessers]
+        for _ in held:  # both checks taken by the guesses
+            assert await asyncio.to_thread(entered.acquire, True, GUARD)
+        async with asyncio.timeout(GUARD), client_from(console_rig, "127.0.6.1") as c:
+            await sign_in(c, "flo")
+        assert not any(h.done() for h in held)  # still being checked
+        release.set()
+        assert [(await h).status for h in held] == [401] * server.HASHING
+    finally:
+        release.set()
+        await asyncio.gather(*(g.close() for g in guessers))
+
+
+GUARD = 30.0  # failure guards only
+HELD = "held-guess-wrong"

@@ -350,12 +350,18 @@ async def test_the_floor_acknowledges_an_alarm_and_a_batch_is_shuffled_by_hand(
     await no_serious_violations(floor)
     await row.locator("button.ack").click()
     await expect(floor.locator("#alarms")).to_have_text("none")
+    # The result is said where the button was pressed, not only at the top of the page.
+    await expect(floor.locator("#alarms-box .said")).to_have_text("alarm acknowledged: done")
     assert alarm.acknowledged_by == "flo"
 
     # Out of order is destructive: confirmed, with a reason.
     form = floor.locator("#actions form[data-action=mark_out_of_order]")
     await form.locator("[name=device]").select_option("shuffler")
     await form.locator("button").click()
+    # The dialog says what is true: "device restored" brings it back.
+    doc = floor.locator("#confirm-doc")
+    await expect(doc).to_contain_text("until the floor restores it (device restored)")
+    await expect(doc).not_to_contain_text("cannot be undone")
     await floor.fill("#confirm input[name=reason]", "miscounts every batch")
     await floor.locator("#confirm-yes").click()
     await expect(floor.locator("#devices")).to_contain_text("shuffler (shuffler): out of order")

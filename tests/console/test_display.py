@@ -66,3 +66,56 @@ def test_a_missed_card_is_reported_from_the_menu_and_the_players_option_has_its_
         ("hit", "card after the others"), ("next", "hand dead")
     ]  # fmt: skip
     assert "after the others" in turn(ask)["what"]
+
+
+def test_a_burn_says_card_or_cards() -> None:
+    """Before: "burn 1 card(s)"."""
+    assert turn({"what": "burn", "cards": 1})["what"] == "burn 1 card"
+    assert turn({"what": "burn", "cards": 3})["what"] == "burn 3 cards"
+
+
+def _layout(box: dict[str, object]) -> dict[str, object]:
+    return {"dealer": {"cards": [], "total": None}, "boxes": [box]}
+
+
+def test_chips_and_wagers_are_named_as_the_game_names_them() -> None:
+    """Before: "chips: main -"."""
+    box = {"seat": 1, "spots": [True, True], "wagers": {"bet": 10, "bust_it": 10}, "hands": []}
+    shown = display({"game": "double-attack"}, KINDS, {}, layout=_layout(box))["layout"]["boxes"][0]
+    assert shown["chips"] == ["Blackjack Wager", "Bust It"]
+    assert shown["wagers"] == {"Blackjack Wager": 10, "Bust It": 10}
+    wild = {"seat": 2, "spots": [True, False]}
+    shown = display({"game": "dj-wild"}, KINDS, {}, layout=_layout(wild))["layout"]["boxes"][0]
+    assert shown["chips"] == ["Ante and Blind"]
+    down_under = {"seat": 1, "spots": [False, True]}
+    shown = display({"game": "down-under"}, KINDS, {}, layout=_layout(down_under))["layout"]["boxes"][0]
+    assert shown["chips"] == ["Match-the-Dealer"]
+
+
+def test_a_second_chance_card_is_marked_as_673a_7_l_counts_it() -> None:
+    """Before: "2♥ Q♥ 10♣ Q♣ 12 LOSE", no mark of the card taken away. The hand was 22 when the
+    Second Chance card came; its 10 is subtracted: 12."""
+    from controller.console.display import mark_second_chance
+
+    marked = mark_second_chance({"cards": ["2H", "QH", "10C", "QC"], "total": 12, "result": "lose"})
+    assert (marked["second_chance"], marked["before"]) == ("QC", 22)
+    for plain in (["10H", "QH"], ["5H", "6H", "10C"], ["AH", "5C", "AD", "9S"], ["9H", "9C", "AS", "2D"]):
+        assert "second_chance" not in mark_second_chance({"cards": plain}), plain
+    box = {"seat": 1, "spots": [True, False], "hands": [{"cards": ["KH", "5C", "9D", "AS"], "total": 23}]}
+    hand = display({"game": "double-back-jack"}, KINDS, {}, layout=_layout(box))["layout"]["boxes"][0][
+        "hands"
+    ][0]
+    assert (hand["second_chance"], hand["before"]) == ("AS", 24)  # an ace counts 1 here
+
+
+def test_no_action_is_described_by_its_argument_names() -> None:
+    """Before: "put `at` cards from the top by seat `by`". The console shows each action's words
+    and labels each field with its argument's own words."""
+    from controller.supervisor.actions import ACTIONS
+
+    for action in ACTIONS.values():
+        if action.telemetry:
+            continue
+        assert "`" not in action.doc, action.name
+        for name, arg in action.args.items():
+            assert arg.doc and "`" not in arg.doc, (action.name, name)

@@ -201,7 +201,9 @@ async def test_a_page_open_through_a_restart_of_tablectl_run(tmp_path: Path, bro
                 ) as r:
                     result = await r.json()
             assert result["ok"] is True, result
-            await expect(page.locator("#title")).to_contain_text("dealer dana", timeout=PAGE_WAIT_MS)
+            await expect(page.locator("#title")).to_contain_text(
+                "dealer on record: dana", timeout=PAGE_WAIT_MS
+            )
             procs[-1].send_signal(signal.SIGTERM)
             assert await procs[-1].wait() == 0
     finally:

@@ -12,6 +12,7 @@ const RETRY_MS = [500, 1000, 2000, 4000, 8000, 10000];
 const SUITS = {S: "\u2660", H: "\u2665", D: "\u2666", C: "\u2663"};
 let csrf = "";
 let actions = [];
+let me = null;            // who is signed in here: {user, role}
 let last = null;
 let source = null;
 let lastBeat = 0;
@@ -61,7 +62,8 @@ async function start() {
   const s = await r.json();
   csrf = s.csrf;
   actions = s.actions;
-  $("whoami").textContent = s.user + " (" + s.role + ")";
+  me = {user: s.user, role: s.role};
+  $("whoami").textContent = "signed in: " + s.user + " (" + s.role + ")";
   $("login").hidden = true; $("main").hidden = false; $("logout").hidden = false;
   drawActions();
   openStream();
@@ -169,14 +171,32 @@ function cards(list) {
   return span;
 }
 
+// A hand's cards; a Second Chance card (673a.7(l)) sideways after them, its value taken away
+// from the total before it, as the regulation counts it.
+function handCards(row, h) {
+  if (!h.second_chance) { row.append(cards(h.cards)); return; }
+  row.append(cards(h.cards.slice(0, -1)), el("span", String(h.before), "total before"));
+  const sc = card(h.second_chance);
+  sc.classList.add("sideways");
+  const mark = el("span", undefined, "second-chance");
+  mark.append(el("span", "\u2212 2nd chance", "note"), sc);
+  mark.setAttribute("aria-label", "second chance card " + h.second_chance + ", subtracted");
+  row.append(mark, el("span", "=", "note"));
+}
+
 function askText(t) {
   if (t.hand) return t.who + " hand " + t.hand + ": " + t.what;
   return t.who ? t.who + ": " + t.what : t.what;
 }
 
+const GAMES = {"double-back-jack": "Double Back Jack", "double-attack": "Double Attack", "down-under": "Down Under", "dj-wild": "DJ Wild"};
+
 function draw(d) {
-  $("title").textContent = (page === "floor" ? "Floor console" : "Dealer display") + " — " + d.table +
-    " (" + d.game + ")  round " + d.round + (d.dealer ? "  dealer " + d.dealer : "");
+  // The header names the person signed in here (whoami); the table's dealer of record only when
+  // it is someone else, so "dealer-1" is never shown as if it were the person at the screen.
+  const who = d.signed_in || me || {};
+  const record = d.dealer && d.dealer !== who.user ? "  (dealer on record: " + d.dealer + ")" : "";
+  $("title").textContent = d.table + " · " + (GAMES[d.game] || d.game) + " · round " + d.round + record;
   const t = d.turn || {};
   $("turn").textContent = askText(t);
   $("turn-detail").textContent = (t.legal ? "may: " + t.legal.map(words).join(", ") : "") + (t.section ? "  " + t.section : "");
@@ -197,6 +217,7 @@ function draw(d) {
     li.append(el("strong", b.back + ": "), el("span", b.state));
     return li;
   }));
+  if ($("status")) drawStatus(d);
   if ($("reader")) {
     $("reader").closest("section").hidden = d.reader.health === null && !d.reader.failed;  // no reader here
     const [h, cls] = health(d.reader.health);
@@ -227,20 +248,69 @@ function draw(d) {
   refreshChoices(d);
 }
 
+// Each alarm with the buttons that deal with it (the display's `actions`: the one that clears a
+// halting alarm, never an Acknowledge the table would refuse), for those the person may take.
+// Their result is said under the alarms, where the person pressed.
+// The devices in one line inside the ask's box, in view during every decision: the reader, the
+// keypad and the shoe, each named with its state (a failed one in red).
+function drawStatus(d) {
+  const parts = [];
+  const wild = d.game === "dj-wild";
+  if (d.reader.health !== null || d.reader.failed) {
+    const [h, cls] = health(d.reader.health);
+    parts.push(["reader", d.reader.failed ? "failed" : h, d.reader.failed ? "bad" : cls]);
+  }
+  const [kh, kcls] = health(d.progressive.health);
+  parts.push(["keypad", d.progressive.open ? kh : "failed", d.progressive.open ? kcls : "bad"]);
+  if (wild) parts.push(["deck", d.shoe.batch ? d.shoe.batch + ", dealt by hand" : "none in play", ""]);
+  else {
+    const [sh, scls] = health(d.shoe.health);
+    parts.push(["shoe", d.shoe.failed ? "failed" : d.shoe.batch ? sh + ", " + d.shoe.batch + " batch, " + d.shoe.cards + " cards" : sh,
+                d.shoe.failed ? "bad" : scls]);
+  }
+  $("status").replaceChildren(...parts.map(([name, text, cls]) => {
+    const li = el("li");
+    li.append(el("strong", name + ": "), el("span", text, cls));
+    return li;
+  }));
+}
+
+let alarmIds = new Set();
 function drawAlarms(d) {
   const alarms = $("alarms");
+  // A new alarm makes the result said under the alarms about an earlier one stale: it goes.
+  const ids = new Set(d.alarms.map((a) => a.id));
+  if ([...ids].some((id) => !alarmIds.has(id))) { const old = $("alarms-box").querySelector(":scope > .said"); if (old) old.remove(); }
+  alarmIds = ids;
   alarms.replaceChildren();
   if (!d.alarms.length) alarms.append(el("li", "none"));
+  const mine = new Map(actions.map((x) => [x.name, x]));
   for (const a of d.alarms) {
     const li = el("li", undefined, a.halts ? "alarm halting" : "alarm");
     li.dataset.alarm = a.id;
     li.append(el("span", "#" + a.id + " "), el("span", a.section, "section"), el("span", " " + a.message + " — "),
               el("span", "floor: " + a.floor_action, a.halts ? "halts" : ""));
-    if (page === "floor" && actions.some((x) => x.name === "alarm_acknowledged")) {
-      const b = el("button", "Acknowledge", "ack");
-      b.addEventListener("click", () => run("alarm_acknowledged", {alarm: a.id}));
-      li.append(" ", b);
+    const row = el("span", undefined, "alarm-actions");
+    for (const b of a.actions || []) {
+      if (!mine.has(b.action)) continue;
+      const button = el("button", b.label, b.destructive ? "danger" : "ack");
+      button.dataset.action = b.action;
+      let seat = null;
+      if (b.pick === "seat") {
+        seat = el("select");
+        seat.setAttribute("aria-label", "box");
+        for (const box of (d.layout ? d.layout.boxes : [])) { const o = el("option", "box " + box.seat); o.value = box.seat; seat.append(o); }
+        row.append(seat);
+      }
+      button.addEventListener("click", () => {
+        const args = {...b.args};
+        if (seat) args.seat = Number(seat.value);
+        if (b.destructive) confirmThen(mine.get(b.action), args, $("alarms-box"));
+        else run(b.action, args, $("alarms-box"));
+      });
+      row.append(button);
     }
+    if (row.childElementCount) li.append(" ", row);
     alarms.append(li);
   }
 }
@@ -281,17 +351,18 @@ function drawLayout(d) {
     }
     if (ask.who === "box " + b.seat || (ask.what && ask.what.includes("box " + b.seat + " "))) node.classList.add("their-turn");
     const head = el("span", undefined, "box-head");
-    head.append(el("span", "Box " + b.seat, "who"),
-                el("span", "chips: " + (b.spots[0] ? "main" : "-") + " " + (b.spots[1] ? "side" : "-"), "spots"));
+    // Before Start Game the chips the sensors see, by the wager's name; once the round has taken
+    // the wagers, the wagers and their amounts instead.
+    const taken = b.wagers && Object.keys(b.wagers).length;
+    head.append(el("span", "Box " + b.seat, "who"));
+    if (!taken) head.append(el("span", b.chips && b.chips.length ? "chips: " + b.chips.join(", ") : "no chips", "spots"));
     node.append(head);
-    if (b.wagers && Object.keys(b.wagers).length) {
-      node.append(el("span", Object.entries(b.wagers).map(([k, v]) => words(k) + " " + v).join(", "), "wagers"));
-    }
+    if (taken) node.append(el("span", Object.entries(b.wagers).map(([k, v]) => k + " " + v).join(", "), "wagers"));
     if (b.dead) node.append(el("span", "dead hand: wagers returned", "result lose"));
     for (const [i, h] of (b.hands || []).entries()) {
       const row = el("span", undefined, "hand");
       if (b.hands.length > 1) row.append(el("span", "hand " + (i + 1), "which"));
-      row.append(cards(h.cards));
+      handCards(row, h);
       if (h.total !== null) row.append(el("span", (h.soft ? "soft " : "") + h.total, "total"));
       if (h.doubled) row.append(el("span", "doubled", "note"));
       if (h.result) row.append(el("span", h.result, "result " + h.result));
@@ -316,8 +387,9 @@ function drawLastRound(r) {
   for (const b of r.boxes || []) {
     for (const [i, h] of (b.hands || []).entries()) {
       const row = el("div", undefined, "hand");
-      row.append(el("span", "Box " + b.seat + (b.hands.length > 1 ? "." + (i + 1) : ""), "who"), cards(h.cards),
-                 el("span", String(h.total), "total"));
+      row.append(el("span", "Box " + b.seat + (b.hands.length > 1 ? "." + (i + 1) : ""), "who"));
+      handCards(row, h);
+      row.append(el("span", String(h.total), "total"));
       if (h.result) row.append(el("span", h.result, "result " + h.result));
       out.append(row);
     }
@@ -427,7 +499,7 @@ function drawActions() {
         f.append(group);
         continue;
       }
-      const label = el("label", words(name) + " ");
+      const label = el("label", arg.doc + " ");
       let input;
       if (arg.kind === "bool") {
         input = el("select");
@@ -454,7 +526,7 @@ function drawActions() {
     f.addEventListener("submit", (ev) => {
       ev.preventDefault();
       const args = argsOf(a, f);
-      if (danger) confirmThen(a, args); else run(a.name, args);
+      if (danger) confirmThen(a, args, f); else run(a.name, args, f);
     });
     box.append(f);
   }
@@ -476,23 +548,35 @@ function argsOf(a, f) {
   return out;
 }
 
-// A destructive action: confirm, with a reason the journal keeps with who did it.
-function confirmThen(a, args) {
+// A destructive action: confirm, with a reason the journal keeps with who did it, saying what the
+// action does (the display's words for it: a void is for good, a device out of order comes back).
+function confirmThen(a, args, near) {
   const dlg = $("confirm");
   const f = $("confirm-form");
+  const said = last && last.menu && last.menu.consequences ? last.menu.consequences[a.name] : "";
   $("confirm-title").textContent = "Confirm: " + words(a.name) + Object.entries(args).map(([k, v]) => " " + words(k) + " " + v).join("");
-  $("confirm-doc").textContent = a.section + " — " + a.doc + ". This cannot be undone at the table.";
+  $("confirm-doc").textContent = a.section + " — " + a.doc + "." + (said ? " " + said : "");
   f.reason.value = "";
   dlg.returnValue = "";
   $("confirm-no").onclick = () => dlg.close("cancel");
   dlg.onclose = () => {
     const reason = f.reason.value.trim();
-    if (dlg.returnValue === "confirm" && reason) run(a.name, {...args, reason});
+    if (dlg.returnValue === "confirm" && reason) run(a.name, {...args, reason}, near);
   };
   dlg.showModal();
 }
 
-async function run(name, args) {
+// The result of an action, said where it was pressed (``near``: the form, the alarms) as well as
+// in the status line at the top.
+function sayNear(near, cls, text) {
+  if (!near) return;
+  let p = near.querySelector(":scope > .said");
+  if (!p) { p = el("p", undefined); p.setAttribute("role", "status"); near.append(p); }
+  p.className = "said " + cls;
+  p.textContent = text;
+}
+
+async function run(name, args, near) {
   let status, doc;
   try {
     [status, doc] = await post("/api/actions/" + name, args);
@@ -509,6 +593,7 @@ async function run(name, args) {
   const error = String(doc.error || "");
   const what = name === "key" ? "key " + words(String(args.key)) : words(name);
   r.textContent = doc.ok ? what + ": done" : error.startsWith(name + ":") ? error : name + ": " + error;
+  sayNear(near, r.className, r.textContent);
   if (last && $("now")) drawNow(last);
 }
 

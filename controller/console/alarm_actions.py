@@ -1,0 +1,64 @@
+"""The floor's way out of each open alarm, as buttons on the alarm itself.
+
+An alarm says what the floor must do (its ``floor_action``, in words); this module turns that
+into the console action that does it, offered on the alarm whatever the game's menus hide:
+
+- the reader has failed (673a.13(j), 665a.13(i), 685a.12(i), 687a.9): **reader replaced** only.
+  Acknowledging it is refused while the reader is out, so it is not offered; replacing the reader
+  acknowledges the alarm and dealing resumes.
+- the cards do not add up and the floor is told to void the round if they differ (the 3(b)
+  alarms at every blackjack game): **void the round** under the alarm's own section, and
+  **acknowledge** for when they agree. Double Back Jack's menu has no void (673a gives the dealer
+  none), but this ruling is the floor's, so it is offered here.
+- a wrong stub count at DJ Wild (687a.9(h)): **misdealt** / **not misdealt** (``misdeal_determined``).
+- the reader's light does not match the hole card at Down Under (685a.12(h)): **call a hand
+  dead** (the box picked on the alarm) and **acknowledge** to continue with the decisions made.
+- every other alarm: **acknowledge**, which the table accepts for each of them.
+
+The table's alarms carry their action in words, not by name; the alarms are recognised by their
+section and the table's public state, never by a card. ``tests/console/test_alarm_actions.py``
+raises each alarm of each game for real and presses what is offered: a refusal fails it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from controller.table.sections import BY_NAME
+
+_READER_FAILED = frozenset(BY_NAME["reader_failed"].values())
+_STUB = "687a.9(h)"
+_READER_LIGHT = "685a.12(h)"
+
+
+def _button(action: str, label: str, args: Mapping[str, Any], **more: Any) -> dict[str, Any]:
+    return {"action": action, "label": label, "args": dict(args), **more}
+
+
+def for_alarm(alarm: Mapping[str, Any], snapshot: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The buttons that deal with ``alarm`` (an open alarm of the public snapshot) now."""
+    section = str(alarm.get("section"))
+    words = str(alarm.get("floor_action", ""))
+    ack = _button("alarm_acknowledged", "acknowledge", {"alarm": alarm["id"]})
+    if section in _READER_FAILED and snapshot.get("reader_failed"):
+        return [_button("reader_replaced", "reader replaced: dealing resumes", {})]
+    if section == _STUB and "misdealt" in words:
+        return [
+            _button("misdeal_determined", "misdealt: void all hands", {"misdealt": True}),
+            _button("misdeal_determined", "not misdealt", {"misdealt": False}),
+            ack,
+        ]
+    out: list[dict[str, Any]] = []
+    if "void the round" in words and snapshot.get("in_round"):
+        out.append(
+            _button(
+                "void_round",
+                "they differ: void the round",
+                {"section": section},
+                destructive=True,
+            )
+        )
+    if section == _READER_LIGHT and "dead" in words and snapshot.get("in_round"):
+        out.append(_button("hand_called_dead", "call a hand dead", {}, pick="seat"))
+    return [*out, ack]
