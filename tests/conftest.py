@@ -33,3 +33,10 @@ def restore_logging() -> Iterator[None]:
     structlog.configure(**config)
     root.handlers[:] = handlers
     root.setLevel(level)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long runs (marked slow) first: on several workers (bin/test) a long test picked up last
+    would leave the other workers idle while it finishes; started first, the short ones fill in
+    around it. The rest keep their order (a stable sort)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

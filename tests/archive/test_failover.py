@@ -8,6 +8,7 @@ import asyncio
 import pathlib
 
 import nats
+import pytest
 
 from bench.archive_failover import run
 from controller.archive.jetstream import JetStreamSettings, JetStreamWorker, subject_of
@@ -18,6 +19,7 @@ from tests.archive.conftest import GUARD_S, SITE, events_topic, fill_journal, jo
 from tests.nats_fixtures import NatsCluster, nats_binary
 
 
+@pytest.mark.slow
 async def test_a_node_and_a_worker_killed_mid_ingest_lose_nothing(tmp_path: pathlib.Path) -> None:
     nats_binary()  # skips when nats-server is not installed
     result = await run(20, 10.0, 15.0, 5.0, tmp_path)

@@ -19,6 +19,7 @@ import re
 from itertools import pairwise
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -207,6 +208,7 @@ def check_invariants(table: Table, events: list[DomainEvent], shoes: list[str]) 
             assert not leaked, f"public {event.kind} carries {leaked}"
 
 
+@pytest.mark.slow
 @settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )

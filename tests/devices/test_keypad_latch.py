@@ -69,7 +69,7 @@ def test_the_profile_option_is_true_or_false() -> None:
 async def keypad_line(tmp_path: Path) -> AsyncIterator[tuple[SimTable, list[str], Callable[[bool], Driver]]]:
     """The keypad that does NOT latch on an RTU line (the simulated device), its command writes
     named, and a driver for it whose profile says latching or not, as the test asks."""
-    line = {"transport": "modbus-rtu", "path": "/tmp/tablectl/test-latch", "baudrate": 19200}
+    line = {"transport": "modbus-rtu", "path": str(tmp_path / "line"), "baudrate": 19200}
     plain = str(not_latching_keypad(tmp_path))
     sim = SimTable([device_config("keypad", kind="keypad", profile=plain, device_id=3, **line)],
                    game(GameId.DOUBLE_BACK_JACK.value), seed=1)  # fmt: skip
@@ -121,7 +121,7 @@ async def test_a_keypad_said_to_latch_that_does_not_is_locked_by_its_driver_and_
 async def test_a_keypad_that_latches_as_its_profile_says_gets_no_lock_from_its_driver(tmp_path: Path) -> None:
     """The shipped keypad on its line: the press freezes the sensors in the device, the poll reads
     them locked and the press as the one that locked them; the driver writes nothing, says nothing."""
-    line = {"transport": "modbus-rtu", "path": "/tmp/tablectl/test-latch", "baudrate": 19200}
+    line = {"transport": "modbus-rtu", "path": str(tmp_path / "line"), "baudrate": 19200}
     sim = SimTable([device_config("keypad", kind="keypad", profile="../devices/ref-keypad.toml",
                                   device_id=3, **line)],
                    game(GameId.DOUBLE_BACK_JACK.value), seed=1)  # fmt: skip

@@ -173,7 +173,7 @@ async def shared_line(
     Back Jack table has them, but for the keypad: by default one that does NOT latch, whose reflex
     is what is shown here (parametrized ``True``: the shipped keypad, which latches); the frames
     the line receives are recorded (id, function, address)."""
-    line = {"transport": "modbus-rtu", "path": "/tmp/tablectl/test-line", "baudrate": BAUD}
+    line = {"transport": "modbus-rtu", "path": str(tmp_path / "line"), "baudrate": BAUD}
     latching = bool(getattr(request, "param", False))
     keypad = "../devices/ref-keypad.toml" if latching else str(not_latching_keypad(tmp_path))
     cfg = [

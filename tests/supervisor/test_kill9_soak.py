@@ -15,6 +15,7 @@ from tests.support.kill9 import run_first_minute, run_once
 KILLS = 12  # one full shoe with a restart every ~20 actions: ~20 s on two cores
 
 
+@pytest.mark.slow
 async def test_kill_9_at_random_moments_over_a_full_shoe(tmp_path: Path) -> None:
     result = await run_once(seed=11, kills=KILLS, workdir=tmp_path)
     assert result.kills == KILLS and set(result.kills_by_kind) == {"mid-draw", "mid-commit", "downtime"}

@@ -19,6 +19,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.wire_soak import UNCOUNTED, Plan, soak
 
 GAMES = ("double-back-jack", "double-attack", "down-under", "dj-wild", UNCOUNTED)
@@ -46,6 +48,7 @@ def _findings(report: dict[str, Any]) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 async def test_every_table_over_the_wire_with_kills_raises_no_alarm_nobody_caused(
     broker: str, tmp_path: Path
 ) -> None:
