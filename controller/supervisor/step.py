@@ -9,6 +9,7 @@ leaves to the shell (the reader's up card, sensors locked and unlocked), then te
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,7 @@ from controller.game_config import GameOptions
 from controller.gaming_day import GamingDay
 from controller.journal import JournalError
 from controller.rules.requests import DEALER
+from controller.supervisor.draws import DrawLedger, draw_of
 from controller.supervisor.health import shoe_failed
 from controller.supervisor.mapping import Translator, Untranslatable
 from controller.supervisor.metrics import TableMetrics
@@ -61,6 +63,7 @@ class Stepper:
         # The journal's commits (and their fsync) run here, one at a time, off the event loop: a
         # slow flush holds up the step that waits for it (commit before effect), not the polls.
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
+        self.draws = DrawLedger()  # which of the shoe's draws are public (alarms name no other)
 
     @property
     def table(self) -> Table:
@@ -127,6 +130,11 @@ class Stepper:
             # The core has no input for a failed shoe; the shell refuses the round itself.
             section = f"{self.table.chapter}.7(a)"
             raise RuleViolation(section, "the dealing shoe has failed; dealing is stopped")
+        if isinstance(inp, I.DeviceGap) and inp.check:
+            # A card is named only when its very draw is face up at the table (draws.py).
+            inp = dataclasses.replace(inp, check=self.draws.named(inp.check))
+        draw = draw_of(seen) if isinstance(inp, I.CardDrawn) else None
+        self.draws.before(draw)
         before = self.table.in_round
         last = self.jt.journal.last_seq
         # Journalled (committed, in the journal's thread) before any effect.
@@ -134,6 +142,7 @@ class Stepper:
         now = self.wall()
         lead = (locked_at_start(origin, locked_at, now),) if locked_at is not None and origin else ()
         step = await self.jt.handle_async(inp, now, self._writer, seen, taken_by, lead)
+        self.draws.after(draw, step.events)
         if step.events:
             self.metrics.committed(time.perf_counter() - began, ((e.kind, e.payload) for e in step.events))
         # Effects first, then the bookkeeping: the lock after Start Game is the past-posting window
