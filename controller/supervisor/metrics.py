@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from controller.table.core import Table
@@ -41,6 +41,8 @@ class Readings:
     journal_seq: Callable[[], int | None]
     published_seq: Callable[[], int | None]
     ready: Callable[[], bool]
+    # Floor commands refused over MQTT because the command queue was full (None: no broker).
+    commands_refused: Callable[[], int | None] = lambda: None
 
 
 class TableMetrics:
@@ -119,7 +121,7 @@ class _StateCollector(Collector):
     def __init__(self, readings: Readings) -> None:
         self.r = readings
 
-    def collect(self) -> Iterable[GaugeMetricFamily]:
+    def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
         r = self.r
         ready = GaugeMetricFamily(
             "tablectl_ready", "1 once the journal is replayed and every device answered"
@@ -156,6 +158,13 @@ class _StateCollector(Collector):
                     "tablectl_unpublished_records", "Journal records not yet acknowledged by the ops broker",
                     value=max(0, seq - published),
                 )  # fmt: skip
+        refused = r.commands_refused()
+        if refused is not None:
+            commands = CounterMetricFamily(
+                "tablectl_commands_refused", "Floor commands refused over MQTT, by why", labels=["reason"]
+            )
+            commands.add_metric(["queue_full"], float(refused))
+            yield commands
         table = r.table()
         if table is None:
             return

@@ -65,6 +65,13 @@ def _published(telemetry: Telemetry) -> int | None:
     return acked if isinstance(acked, int) and not isinstance(acked, bool) else None
 
 
+def _refused(telemetry: Telemetry) -> int | None:
+    """Floor commands the telemetry refused with a full queue (None without a broker)."""
+    overflow = getattr(telemetry, "overflow", None)
+    refused = getattr(overflow, "refused", None)
+    return refused if isinstance(refused, int) else None
+
+
 class Supervisor:
     def __init__(
         self,
@@ -142,6 +149,7 @@ class Supervisor:
                 journal_seq=lambda: self.jt.journal.last_seq if self.jt is not None else None,
                 published_seq=lambda: _published(self.telemetry),
                 ready=lambda: self.ready.is_set(),
+                commands_refused=lambda: _refused(self.telemetry),
             )
         )
         self.reconciler = Reconciler(
