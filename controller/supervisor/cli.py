@@ -187,7 +187,11 @@ async def _run(
 
 
 def _health(supervisor: Supervisor) -> tuple[bool, str]:
-    """/healthz: ok once the journal is replayed and every device has answered (``ready``)."""
+    """/healthz: ok once the journal is replayed and every device has answered (``ready``), and
+    while the journal takes its commits."""
+    outage = supervisor.stepper.outage
+    if outage.down:
+        return False, f"halted: {outage.message()}"
     if not supervisor.ready.is_set():
         waiting = sorted(n for n, h in supervisor.health.items() if h.value == "connecting")
         return False, f"starting: waiting for {', '.join(waiting) or 'the journal'}"

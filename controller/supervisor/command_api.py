@@ -62,6 +62,11 @@ class CommandApi:
             # Reconciliation first: what the devices did while the controller was down is read
             # and journalled before any person's action is taken.
             return {"ok": False, "error": f"{name}: the table is reading its devices; send it again"}
+        if self.stepper.outage.down:
+            # Not waited for: the lock is the held input's until the journal takes it.
+            error = self.stepper.outage.refusal(name)
+            self.log.warning("command_refused", command=name, who=who, error=error)
+            return {"ok": False, "error": error}
         queued: list[asyncio.Future[bool]] = []
         async with self.lock:
             with self.outbox.collecting(queued):

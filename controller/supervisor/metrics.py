@@ -43,6 +43,9 @@ class Readings:
     ready: Callable[[], bool]
     # Floor commands refused over MQTT because the command queue was full (None: no broker).
     commands_refused: Callable[[], int | None] = lambda: None
+    # Whether the journal takes commits now, and its disk's (free, reserve) bytes (None: unknown).
+    journal_writable: Callable[[], bool] = lambda: True
+    journal_disk: Callable[[], tuple[int, int] | None] = lambda: None
 
 
 class TableMetrics:
@@ -158,6 +161,21 @@ class _StateCollector(Collector):
                     "tablectl_unpublished_records", "Journal records not yet acknowledged by the ops broker",
                     value=max(0, seq - published),
                 )  # fmt: skip
+        yield GaugeMetricFamily(
+            "tablectl_journal_writable",
+            "1 while the journal takes commits; 0 while a commit fails (dealing is halted)",
+            value=1.0 if r.journal_writable() else 0.0,
+        )
+        disk = r.journal_disk()
+        if disk is not None:
+            yield GaugeMetricFamily(
+                "tablectl_journal_disk_free_bytes", "Free bytes on the journal's file system", value=disk[0]
+            )
+            yield GaugeMetricFamily(
+                "tablectl_journal_disk_reserve_bytes",
+                "The free space the appliance keeps for its journal; less is warned of",
+                value=disk[1],
+            )
         refused = r.commands_refused()
         if refused is not None:
             commands = CounterMetricFamily(

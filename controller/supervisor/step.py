@@ -25,6 +25,7 @@ from controller.journal import JournalError
 from controller.rules.requests import DEALER
 from controller.supervisor.draws import DrawLedger, draw_of
 from controller.supervisor.health import shoe_failed
+from controller.supervisor.journal_outage import JournalOutage
 from controller.supervisor.mapping import Translator, Untranslatable
 from controller.supervisor.metrics import TableMetrics
 from controller.supervisor.outbox import Outbox
@@ -64,6 +65,15 @@ class Stepper:
         # slow flush holds up the step that waits for it (commit before effect), not the polls.
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
         self.draws = DrawLedger()  # which of the shoe's draws are public (alarms name no other)
+        # A commit that fails halts the table and is tried again (journal_outage.py); the
+        # supervisor gives it its clock and the game's section.
+        self.outage = JournalOutage(sleep=asyncio.sleep, wall=wall, changed=self._outage_changed, log=log)
+
+    def _outage_changed(self) -> None:
+        """The journal stopped or started taking commits: the console and the broker are told."""
+        if not isinstance(self.telemetry, NullTelemetry):
+            self.telemetry.state_changed(self.snapshot())
+        self.changed()
 
     @property
     def table(self) -> Table:
@@ -89,11 +99,13 @@ class Stepper:
     async def mark(self, seen: Seen) -> None:
         """What a device reported, journalled though no step came of it: not to be read again."""
         assert self.jt is not None
-        try:
-            await self.jt.mark_async(seen, self.wall(), self._writer)
-        except JournalError as e:
-            self.log.error("journal_failed", device=seen.device, input="device_seen", error=str(e))
-            return
+        while True:
+            try:
+                await self.jt.mark_async(seen, self.wall(), self._writer)
+                break
+            except JournalError as e:  # held and tried again: the device is not read past it
+                await self.outage.failed(e, "device_seen", seen.device)
+        self.outage.committed()
         self.telemetry.journal_appended()
 
     async def feed(
@@ -103,17 +115,20 @@ class Stepper:
         """Handle one input through the journal; None when it was refused (logged, one line).
         ``locked_at``: the Start Game (its key_seq) the keypad's driver locked the sensors for
         before this input was decided: journalled first, with the decision; a refusal unlocks."""
-        try:
-            return await self.step(inp, origin, who, seen, locked_at=locked_at)
-        except RuleViolation as e:
-            self.log.warning("refused", device=origin, input=type(inp).__name__, who=who, error=str(e))
-            if locked_at is not None and origin is not None and not isinstance(inp, I.StartRefused):
-                refused = I.StartRefused(origin, locked_at, e.section, e.message)
-                await self.feed(refused, origin, seen=seen, locked_at=locked_at)
-        except JournalError as e:
-            # Not journalled, so it did not happen (JournaledTable rebuilt the table from the file).
-            self.log.error("journal_failed", device=origin, input=type(inp).__name__, error=str(e))
-        return None
+        while True:
+            try:
+                return await self.step(inp, origin, who, seen, locked_at=locked_at)
+            except RuleViolation as e:
+                self.log.warning("refused", device=origin, input=type(inp).__name__, who=who, error=str(e))
+                if locked_at is not None and origin is not None and not isinstance(inp, I.StartRefused):
+                    refused = I.StartRefused(origin, locked_at, e.section, e.message)
+                    await self.feed(refused, origin, seen=seen, locked_at=locked_at)
+                return None
+            except JournalError as e:
+                # Not journalled, so it did not happen yet (JournaledTable rebuilt the table from
+                # the file): the same input again once the wait is over, nothing dropped; what
+                # comes after it waits behind it (journal_outage.py).
+                await self.outage.failed(e, type(inp).__name__, origin)
 
     async def step(
         self,
@@ -142,6 +157,7 @@ class Stepper:
         now = self.wall()
         lead = (locked_at_start(origin, locked_at, now),) if locked_at is not None and origin else ()
         step = await self.jt.handle_async(inp, now, self._writer, seen, taken_by, lead)
+        self.outage.committed()
         self.draws.after(draw, step.events)
         if step.events:
             self.metrics.committed(time.perf_counter() - began, ((e.kind, e.payload) for e in step.events))

@@ -37,6 +37,7 @@ from controller.supervisor.config import TableConfig
 from controller.supervisor.device_events import DeviceEvents
 from controller.supervisor.device_policy import DevicePolicy
 from controller.supervisor.health import shoe_failed
+from controller.supervisor.journal_outage import journal_disk
 from controller.supervisor.mapping import Translator
 from controller.supervisor.metrics import Readings, TableMetrics
 from controller.supervisor.outbox import Outbox
@@ -47,8 +48,10 @@ from controller.supervisor.startup import ConnectGrace
 from controller.supervisor.step import Stepper
 from controller.supervisor.tasks import SAFE_STOP_S, Tasks
 from controller.supervisor.telemetry import NullTelemetry, Telemetry
+from controller.table.asking import ask_id
 from controller.table.core import Table
 from controller.table.recorder import JournaledTable
+from controller.table.sections import section
 from devices import commands as dc
 from devices import events as dev
 from devices.config import DeviceConfig
@@ -123,6 +126,9 @@ class Supervisor:
             log=self.log,
         )
         self.metrics = self.stepper.metrics = TableMetrics(self.table_id)
+        outage = self.stepper.outage  # a journal that cannot be written (journal_outage.py)
+        outage.sleep = self.clock.sleep
+        outage.section = section(config.options.spec.chapter, "reconstruction")
         self.policy = DevicePolicy(
             kinds=self.kinds,
             drivers=self.drivers,
@@ -150,6 +156,8 @@ class Supervisor:
                 published_seq=lambda: _published(self.telemetry),
                 ready=lambda: self.ready.is_set(),
                 commands_refused=lambda: _refused(self.telemetry),
+                journal_writable=lambda: not self.stepper.outage.down,
+                journal_disk=lambda: journal_disk(self.journal_path),
             )
         )
         self.reconciler = Reconciler(
@@ -297,7 +305,7 @@ class Supervisor:
     def snapshot(self) -> dict[str, Any]:
         """The public state for telemetry and the terminal view: no card identities."""
         snap = self.table.snapshot() if self.jt is not None else {}
-        return {
+        out = {
             "table": self.table_id,
             "site": self.config.site,
             "game": self.config.options.game.value,
@@ -306,6 +314,7 @@ class Supervisor:
             "progressive_closed": self.translator.progressive_closed,
             "shoe_failed": self.shoe_failed,
         }
+        return self.stepper.outage.into(out, ask_id)
 
     async def wait_for(self, predicate: Callable[[], bool]) -> None:
         """Until ``predicate()`` holds after some poll or event (tests, the virtual dealer)."""

@@ -1,0 +1,111 @@
+"""A journal that cannot be written: a halting alarm at once, nothing dropped, resumed by itself.
+
+A commit that fails (a full disk, an I/O error, a file gone read-only) used to be one
+``journal_failed`` line and the input dropped: the table carried on as if the card had never been
+drawn, and the next card raised an accounting alarm. Now the input that failed is held and tried
+again (``Stepper.feed``), with a backoff of half a second up to five, until the journal takes it;
+everything after it waits behind it in order (device events in their queue, the devices' own
+histories beyond that, which the drivers read on from where the journal stands), so nothing is
+lost and nothing is invented. Meanwhile the table is halted with an alarm that is not journalled
+(the journal is what fails): the published state, the console, ``/healthz`` and
+``tablectl_journal_writable`` say so, and commands are refused at once with the reason. When a
+retry commits, the alarm ends by itself and the table goes on. One line when it starts, one
+when it ends, never a line per retry.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from structlog.typing import FilteringBoundLogger
+
+from controller.backoff import Backoff, BackoffPolicy
+from controller.journal import JournalError
+
+RETRY = BackoffPolicy(initial_s=0.5, max_s=5.0)
+# The free space the journal's file system keeps: below it the appliance warns (the shipped alert
+# TablectlJournalDiskLow, docs/metrics.md) while days of records still fit (a busy gaming day is
+# ~50,000 records, ~25 MB with its write-ahead log).
+RESERVE_BYTES = 256 * 1024 * 1024
+ALARM_ID = 0  # the core's alarms count from 1: this one is the shell's, never journalled
+FLOOR_ACTION = (
+    "free space on the journal's disk, or repair it; the table holds what it was given and "
+    "resumes by itself once the journal takes it"
+)
+
+
+class JournalOutage:
+    def __init__(
+        self,
+        *,
+        sleep: Callable[[float], Awaitable[None]],
+        wall: Callable[[], float],
+        changed: Callable[[], None],
+        log: FilteringBoundLogger,
+    ) -> None:
+        self.sleep, self.wall, self.changed, self.log = sleep, wall, changed, log
+        self.error: str | None = None  # why the journal cannot be written, while it cannot
+        self.section = "journal"  # the regulation section, set by the supervisor for its game
+        self.since: float | None = None
+        self.failures = 0  # commits that failed since the process started
+        self.retries = 0  # of the outage under way
+        self._backoff = Backoff(RETRY)
+
+    @property
+    def down(self) -> bool:
+        return self.error is not None
+
+    async def failed(self, e: JournalError, held: str, device: str | None) -> None:
+        """A commit failed: the alarm (said once), then the wait before the same input again."""
+        self.failures += 1
+        if self.error is None:
+            self.error, self.since, self.retries = str(e), self.wall(), 0
+            self.log.error(
+                "journal_failed", device=device, held=held, error=self.error, section=self.section,
+                action="dealing stops; the input is held and tried again until the journal takes it",
+            )  # fmt: skip
+            self.changed()
+        self.retries += 1
+        await self.sleep(self._backoff.failed())
+
+    def committed(self) -> None:
+        """A commit went through: an outage under way is over."""
+        if self.error is None:
+            return
+        down_s = self.wall() - (self.since or self.wall())
+        self.log.warning("journal_resumed", error=self.error, retries=self.retries, down_s=round(down_s, 3))
+        self.error = self.since = None
+        self._backoff.succeeded()
+        self.changed()
+
+    def message(self) -> str:
+        return f"the journal cannot be written ({self.error}): dealing is stopped; nothing is dropped"
+
+    def refusal(self, name: str) -> str:
+        return f"{self.section}: {name}: {self.message()}; send it again once the journal is back"
+
+    def into(self, snap: dict[str, Any], ask_id: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
+        """The published state with the outage in it: a halting alarm first, and what the table
+        asks for (the floor). ``journal_failed`` says why, or None when the journal is fine."""
+        snap["journal_failed"] = self.error
+        if self.error is None:
+            return snap
+        halt = {"id": ALARM_ID, "section": self.section, "message": self.message()}
+        snap["halted"] = [halt, *snap.get("halted", [])]
+        snap["alarms"] = [{**halt, "floor_action": FLOOR_ACTION}, *snap.get("alarms", [])]
+        ask = {"what": "floor", "alarm": ALARM_ID, "section": self.section, "message": self.message()}
+        ask["round"] = snap.get("round", 0)
+        snap["asking"] = {**ask, "id": ask_id(ask)}
+        return snap
+
+
+def journal_disk(journal: Path) -> tuple[int, int] | None:
+    """(free bytes for the appliance's user, the reserve) on the journal's file system."""
+    try:
+        st = os.statvfs(journal.parent)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize, RESERVE_BYTES
