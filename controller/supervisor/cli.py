@@ -26,7 +26,8 @@ from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
 from controller.supervisor.wiring import build_telemetry
-from controller.telemetry.metrics_http import MetricsServer, parse_address
+from controller.telemetry.metrics_http import parse_address
+from controller.telemetry.metrics_process import MetricsProcess
 from devices.config import NETWORK_MODBUS, TransportKind
 from devices.transport.block_watch import set_watch_priority
 
@@ -167,7 +168,8 @@ async def _run(
         loop.add_signal_handler(sig, stop.set)
     console: ConsoleProcess | None = None
     await supervisor.start()
-    metrics = MetricsServer(supervisor.metrics.registry, lambda: _health(supervisor))
+    # In a process of its own: no flood of scrapers can take the table's pace or its files.
+    metrics = MetricsProcess(supervisor.metrics.registry, lambda: _health(supervisor), log_level)
     try:
         if metrics_at is not None:
             host, port = await metrics.start(*metrics_at)

@@ -48,7 +48,7 @@ def test_a_running_table_serves_its_metrics_and_health(tmp_path: Path) -> None:
         assert all(" at=" in line for line in listing), listing
         run = tablectl("run", "--config", config, "--journal", tmp_path / "j.db", "--metrics", "127.0.0.1:0")
         try:
-            lines = _log_until(run, lambda seen: seen[-1]["event"] == "ready")
+            lines = _log_until(run, lambda seen: {"ready", "metrics_listening"} <= {x["event"] for x in seen})
             (listening,) = [x for x in lines if x["event"] == "metrics_listening"]
             url = listening["url"]
             status, content_type, text = _get(url)
