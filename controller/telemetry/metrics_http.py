@@ -19,6 +19,7 @@ minute with their count, never a line each; so is the event loop's own complaint
 from __future__ import annotations
 
 import asyncio
+import os
 import resource
 import time
 from collections.abc import Awaitable, Callable
@@ -49,11 +50,16 @@ def parse_address(text: str, where: str) -> tuple[str, int]:
 
 
 def connection_cap() -> int:
-    """Connections in all: MAX_CONNECTIONS, or fewer when the open-file limit is lower."""
+    """Connections in all: MAX_CONNECTIONS, or fewer when the files left under the open-file
+    limit are fewer (FILES_KEPT of them kept for the process itself)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return MAX_CONNECTIONS
-    return max(1, min(MAX_CONNECTIONS, soft - FILES_KEPT))
+    try:
+        open_now = len(os.listdir("/proc/self/fd"))
+    except OSError:  # not Linux: the limit alone
+        open_now = 0
+    return max(1, min(MAX_CONNECTIONS, soft - open_now - FILES_KEPT))
 
 
 def local_source(registry: CollectorRegistry, health: Health) -> Source:
