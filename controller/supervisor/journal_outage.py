@@ -30,6 +30,8 @@ RETRY = BackoffPolicy(initial_s=0.5, max_s=5.0)
 # TablectlJournalDiskLow, docs/metrics.md) while days of records still fit (a busy gaming day is
 # ~50,000 records, ~25 MB with its write-ahead log).
 RESERVE_BYTES = 256 * 1024 * 1024
+LOW_ACTION = "free space on the journal's disk before it runs out; dealing goes on"
+DISK_CHECK_S = 60.0  # how often the table looks at the free space under its journal
 ALARM_ID = 0  # the core's alarms count from 1: this one is the shell's, never journalled
 FLOOR_ACTION = (
     "free space on the journal's disk, or repair it; the table holds what it was given and "
@@ -50,6 +52,7 @@ class JournalOutage:
         self.error: str | None = None  # why the journal cannot be written, while it cannot
         self.section = "journal"  # the regulation section, set by the supervisor for its game
         self.since: float | None = None
+        self.low: tuple[int, int] | None = None  # (free, reserve) bytes while under the reserve
         self.failures = 0  # commits that failed since the process started
         self.retries = 0  # of the outage under way
         self._backoff = Backoff(RETRY)
@@ -81,6 +84,22 @@ class JournalOutage:
         self._backoff.succeeded()
         self.changed()
 
+    def disk_checked(self, disk: tuple[int, int] | None) -> None:
+        """The journal's file system looked at (every DISK_CHECK_S): under its reserve is a
+        warning in the state and one log line, until it is above it again (one line too)."""
+        low = disk if disk is not None and disk[0] < disk[1] else None
+        if (low is None) == (self.low is None):
+            self.low = low
+            return
+        self.low = low
+        if low is not None:
+            self.log.warning(
+                "journal_disk_low", free_bytes=low[0], reserve_bytes=low[1], section=self.section
+            )
+        else:
+            self.log.info("journal_disk_ok", free_bytes=disk[0] if disk else None)
+        self.changed()
+
     def message(self) -> str:
         return f"the journal cannot be written ({self.error}): dealing is stopped; nothing is dropped"
 
@@ -92,6 +111,15 @@ class JournalOutage:
         asks for (the floor). ``journal_failed`` says why, or None when the journal is fine."""
         snap["journal_failed"] = self.error
         if self.error is None:
+            if self.low is not None:  # a warning: dealing goes on
+                free, reserve = (n // (1024 * 1024) for n in self.low)
+                warning = {
+                    "id": ALARM_ID,
+                    "section": self.section,
+                    "message": f"the journal's disk has {free} MiB free, under its reserve of {reserve} MiB",
+                    "floor_action": LOW_ACTION,
+                }
+                snap["alarms"] = [warning, *snap.get("alarms", [])]
             return snap
         halt = {"id": ALARM_ID, "section": self.section, "message": self.message()}
         snap["halted"] = [halt, *snap.get("halted", [])]

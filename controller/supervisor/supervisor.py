@@ -37,7 +37,7 @@ from controller.supervisor.config import TableConfig
 from controller.supervisor.device_events import DeviceEvents
 from controller.supervisor.device_policy import DevicePolicy
 from controller.supervisor.health import shoe_failed
-from controller.supervisor.journal_outage import journal_disk
+from controller.supervisor.journal_outage import DISK_CHECK_S, journal_disk
 from controller.supervisor.mapping import Translator
 from controller.supervisor.metrics import Readings, TableMetrics
 from controller.supervisor.outbox import Outbox
@@ -233,6 +233,8 @@ class Supervisor:
         if self.max_cycle_s is not None:  # a shuffle that never ends is noticed with nothing else happening
             every = max(1.0, self.max_cycle_s / 4)
             self.tasks.spawn(self.tasks.every(every, self._overdue), name="supervisor-shuffles")
+        self.stepper.outage.disk_checked(journal_disk(self.journal_path))
+        self.tasks.spawn(self.tasks.every(DISK_CHECK_S, self._check_disk), name="supervisor-disk")
         shuffler = next((d for d in drivers if d.kind is DeviceKind.SHUFFLER), None)
         if shuffler is not None:  # a draw or key at a shoe change waits for the shuffler's read
             settle = SettleWindow(
@@ -248,6 +250,10 @@ class Supervisor:
             self.tasks.spawn(self.tasks.supervise(d), name=f"device-{d.name}")
             self.tasks.spawn(self.outbox.sender(d), name=f"outbox-{d.name}")
         self.telemetry.state_changed(self.snapshot())
+
+    async def _check_disk(self) -> None:
+        """Free space under the journal below its reserve is warned of before it runs out."""
+        self.stepper.outage.disk_checked(journal_disk(self.journal_path))
 
     async def _overdue(self) -> None:
         """A shuffle overdue fails (Reconciler.overdue), and the batch is started again at once."""

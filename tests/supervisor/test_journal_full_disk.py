@@ -65,6 +65,10 @@ async def test_a_full_disk_halts_the_table_holds_the_input_and_resumes_by_itself
     async with asyncio.timeout(120):
         async with virtual_table(table_file("down-under"), journal, seed=5, boxes=1) as rig:
             sup, outage = rig.supervisor, rig.supervisor.stepper.outage
+            # 8 MiB is under the 256 MiB reserve: warned of from the start, and dealing goes on.
+            warned = sup.snapshot()
+            assert warned["alarms"][0]["id"] == ALARM_ID and not warned["halted"], warned
+            assert "under its reserve" in warned["alarms"][0]["message"]
             await rig.dealer.open_table()
             await rig.dealer.play_round()
             down, up = asyncio.Event(), asyncio.Event()
