@@ -51,6 +51,7 @@ class MetricsProcess:
         self.proc: asyncio.subprocess.Process | None = None
         self.address: tuple[str, int] | None = None
         self.answered = 0  # renders the table did for the child (a flood does not move it much)
+        self.restarts = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._keeper: asyncio.Task[None] | None = None
         self.log = structlog.get_logger("tablectl.metrics")
@@ -82,6 +83,7 @@ class MetricsProcess:
             await self._end()
             raise ConfigError(str(msg.get("error", "metrics: its process did not start")))
         self._tasks.append(asyncio.get_running_loop().create_task(self._answer(reader, writer)))
+        self.log.info("metrics_started", pid=self.proc.pid, restarts=self.restarts)
         bound = msg["listening"]
         return str(bound[0]), int(bound[1])
 
@@ -109,6 +111,7 @@ class MetricsProcess:
             self.log.error("metrics_process_died", returncode=status, restart_in_s=round(delay, 2))
             self.proc = None
             await asyncio.sleep(delay)
+            self.restarts += 1
             try:
                 await self._spawn(*self.address)
                 backoff.succeeded()
