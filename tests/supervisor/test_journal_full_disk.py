@@ -101,6 +101,7 @@ async def test_a_full_disk_halts_the_table_holds_the_input_and_resumes_by_itself
                 await up.wait()
                 await play
             assert not outage.down and sup.snapshot()["journal_failed"] is None
+            assert sup.table.calendar is sup.config.gaming_day  # kept through the rebuilds
             assert _health(sup)[0]
             said = [x["event"] for x in lines if x["event"] in ("journal_failed", "journal_resumed")]
             assert said == ["journal_failed", "journal_resumed"], said  # one line each, not a line a try
