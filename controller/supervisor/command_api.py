@@ -101,7 +101,11 @@ class CommandApi:
                 taken_by["reason"] = str(args["reason"])
             try:
                 step = await self.stepper.step(inp, None, who, taken_by=taken_by)
-            except (RuleViolation, JournalError) as e:
+            except JournalError as e:  # refused to the person; the table halts (journal_outage.py)
+                self.stepper.outage.began(e, name, None, holding=False)
+                error = self.stepper.outage.refusal(name)
+                return {"ok": False, "error": error, "events": kinds}
+            except RuleViolation as e:
                 self.log.warning("refused", input=type(inp).__name__, who=who, error=str(e))
                 return {"ok": False, "error": str(e), "events": kinds}
             kinds += [e.kind for e in step.events]

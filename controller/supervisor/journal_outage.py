@@ -9,14 +9,18 @@ histories beyond that, which the drivers read on from where the journal stands),
 lost and nothing is invented. Meanwhile the table is halted with an alarm that is not journalled
 (the journal is what fails): the published state, the console, ``/healthz`` and
 ``tablectl_journal_writable`` say so, and commands are refused at once with the reason. When a
-retry commits, the alarm ends by itself and the table goes on. One line when it starts, one
-when it ends, never a line per retry.
+retry commits, the alarm ends by itself and the table goes on. A person's command whose write
+fails is refused to them rather than held, and halts the table all the same; with no input held,
+the file system is probed on the same backoff until it takes a write. One line when it starts,
+one when it ends, never a line per retry.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +60,12 @@ class JournalOutage:
         self.failures = 0  # commits that failed since the process started
         self.retries = 0  # of the outage under way
         self._backoff = Backoff(RETRY)
+        # Set by the supervisor: where the journal is (its free space probed), and how a task of
+        # the table's is started (the probe, when no input is held to try again).
+        self.directory: Path | None = None
+        self.spawn: Callable[[Coroutine[Any, Any, None]], object] | None = None
+        self._holding = 0  # inputs held and tried again: their commit ends the outage
+        self._probing = False
 
     @property
     def down(self) -> bool:
@@ -63,7 +73,23 @@ class JournalOutage:
 
     async def failed(self, e: JournalError, held: str, device: str | None) -> None:
         """A commit failed: the alarm (said once), then the wait before the same input again."""
+        self.began(e, held, device, holding=True)
+        self.retries += 1
+        self._holding += 1
+        try:
+            await self.sleep(self._backoff.failed())
+        finally:
+            self._holding -= 1
+
+    def began(self, e: JournalError, held: str, device: str | None, *, holding: bool) -> None:
+        """A commit failed: the halting alarm, said once for the outage. A person's command that
+        failed is refused to them, not held (``holding`` False), but halts the table all the
+        same; with no input held to try again, the file system is probed instead (a file written,
+        synced and removed beside the journal) and the outage ends once that works."""
         self.failures += 1
+        if not holding and not self._probing and self.spawn is not None and self.directory is not None:
+            self._probing = True
+            self.spawn(self._probe(self.directory))
         if self.error is None:
             self.error, self.since, self.retries = str(e), self.wall(), 0
             self.log.error(
@@ -71,8 +97,19 @@ class JournalOutage:
                 action="dealing stops; the input is held and tried again until the journal takes it",
             )  # fmt: skip
             self.changed()
-        self.retries += 1
-        await self.sleep(self._backoff.failed())
+
+    async def _probe(self, directory: Path) -> None:
+        try:
+            while self.error is not None:
+                await self.sleep(self._backoff.failed())
+                if (
+                    self.error is not None
+                    and not self._holding
+                    and await asyncio.to_thread(_writable, directory)
+                ):
+                    self.committed()
+        finally:
+            self._probing = False
 
     def committed(self) -> None:
         """A commit went through: an outage under way is over."""
@@ -137,3 +174,24 @@ def journal_disk(journal: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.f_bavail * st.f_frsize, RESERVE_BYTES
+
+
+PROBE_BYTES = 64 * 1024  # what the probe writes beside the journal: more than a step's commit
+
+
+def _writable(directory: Path) -> bool:
+    """Whether the journal's file system takes a write now (written, synced, removed)."""
+    probe = directory / f".tablectl-probe-{os.getpid()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, b"\0" * PROBE_BYTES)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return True
+    except OSError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink()

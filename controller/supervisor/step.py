@@ -157,7 +157,6 @@ class Stepper:
         now = self.wall()
         lead = (locked_at_start(origin, locked_at, now),) if locked_at is not None and origin else ()
         step = await self.jt.handle_async(inp, now, self._writer, seen, taken_by, lead)
-        self.outage.committed()
         self.draws.after(draw, step.events)
         if step.events:
             self.metrics.committed(time.perf_counter() - began, ((e.kind, e.payload) for e in step.events))
@@ -170,6 +169,9 @@ class Stepper:
             # Let the senders put what was just queued on the wire before the bookkeeping below
             # (one turn of the loop): the lock's write is not kept waiting by log lines.
             await asyncio.sleep(0)
+        wrote = bool(step.events) or self.jt.journal.last_seq != last
+        if wrote:  # the journal took a commit: an outage under way is over
+            self.outage.committed()
         if step.events:
             self.steps += 1
             self.log.info(
@@ -184,7 +186,7 @@ class Stepper:
             if not isinstance(self.telemetry, NullTelemetry):
                 self.telemetry.state_changed(self.snapshot())
             self.changed()
-        elif self.jt.journal.last_seq != last:  # only the device's counters went in
+        elif wrote:  # only the device's counters went in
             self.telemetry.journal_appended()
         return step
 

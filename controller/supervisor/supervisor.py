@@ -233,7 +233,10 @@ class Supervisor:
         if self.max_cycle_s is not None:  # a shuffle that never ends is noticed with nothing else happening
             every = max(1.0, self.max_cycle_s / 4)
             self.tasks.spawn(self.tasks.every(every, self._overdue), name="supervisor-shuffles")
-        self.stepper.outage.disk_checked(journal_disk(self.journal_path))
+        outage = self.stepper.outage
+        outage.directory = self.journal_path.parent
+        outage.spawn = lambda work: self.tasks.spawn(work, name="journal-probe")
+        outage.disk_checked(journal_disk(self.journal_path))
         self.tasks.spawn(self.tasks.every(DISK_CHECK_S, self._check_disk), name="supervisor-disk")
         shuffler = next((d for d in drivers if d.kind is DeviceKind.SHUFFLER), None)
         if shuffler is not None:  # a draw or key at a shoe change waits for the shuffler's read

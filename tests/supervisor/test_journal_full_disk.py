@@ -106,6 +106,25 @@ async def test_a_full_disk_halts_the_table_holds_the_input_and_resumes_by_itself
             said = [x["event"] for x in lines if x["event"] in ("journal_failed", "journal_resumed")]
             assert said == ["journal_failed", "journal_resumed"], said  # one line each, not a line a try
             await rig.dealer.play_round()  # and the next round as ever
+            # A person's command is the write that fails: refused to them, not held, and the
+            # table halts all the same; with nothing held, the table probes the file system and
+            # resumes by itself once it takes a write again.
+            with sqlite3.connect(journal) as db:
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            filler = _fill(small_fs)
+            down.clear()
+            refused = await sup.command("new_dealer", {"name": "dee"}, "floor-1", "floor")
+            assert not refused["ok"] and "journal cannot be written" in refused["error"], refused
+            assert outage.down and not _health(sup)[0]
+            await down.wait()
+            up.clear()
+            filler.unlink()
+            await asyncio.sleep(0)  # one turn of the loop: the probe starts, and waits on the clock
+            rig.clock.advance(RETRY.max_s)
+            await up.wait()
+            assert not outage.down
+            assert (await sup.command("new_dealer", {"name": "dee"}, "floor-1", "floor"))["ok"]
+            await rig.dealer.play_round()
             path = sup.journal_path
             assert _cards(path) == shoe.draw_seq  # every card the shoe dealt is journalled
             messages = [str(p["message"]) for k, p in journal_kinds(path) if k == "alarm_raised"]
