@@ -32,7 +32,7 @@ from controller.journal import JournalError
 RETRY = BackoffPolicy(initial_s=0.5, max_s=5.0)
 # The free space the journal's file system keeps: below it the appliance warns (the shipped alert
 # TablectlJournalDiskLow, docs/metrics.md) while days of records still fit (a busy gaming day is
-# ~50,000 records, ~25 MB with its write-ahead log).
+# ~50,000 records: tens of megabytes with its write-ahead log).
 RESERVE_BYTES = 256 * 1024 * 1024
 LOW_ACTION = "free space on the journal's disk before it runs out; dealing goes on"
 DISK_CHECK_S = 60.0  # how often the table looks at the free space under its journal
@@ -57,7 +57,6 @@ class JournalOutage:
         self.section = "journal"  # the regulation section, set by the supervisor for its game
         self.since: float | None = None
         self.low: tuple[int, int] | None = None  # (free, reserve) bytes while under the reserve
-        self.failures = 0  # commits that failed since the process started
         self.retries = 0  # of the outage under way
         self._backoff = Backoff(RETRY)
         # Set by the supervisor: where the journal is (its free space probed), and how a task of
@@ -86,7 +85,6 @@ class JournalOutage:
         failed is refused to them, not held (``holding`` False), but halts the table all the
         same; with no input held to try again, the file system is probed instead (a file written,
         synced and removed beside the journal) and the outage ends once that works."""
-        self.failures += 1
         if not holding and not self._probing and self.spawn is not None and self.directory is not None:
             self._probing = True
             self.spawn(self._probe(self.directory))
@@ -94,7 +92,9 @@ class JournalOutage:
             self.error, self.since, self.retries = str(e), self.wall(), 0
             self.log.error(
                 "journal_failed", device=device, held=held, error=self.error, section=self.section,
-                action="dealing stops; the input is held and tried again until the journal takes it",
+                action="dealing stops; "
+                + ("the input is held and tried again" if holding else "the command is refused")
+                + " until the journal takes a write",
             )  # fmt: skip
             self.changed()
 
