@@ -22,7 +22,9 @@ from typing import Any
 import aiomqtt
 from structlog.typing import FilteringBoundLogger
 
-from controller.telemetry.commands import Refused, parse_command
+from controller.bounded import InputRefused, load_json
+from controller.ids import TEXT, matches
+from controller.telemetry.commands import MAX_COMMAND_BYTES
 
 COMMAND_QUEUE = 1000  # floor commands waiting to be handled, at most
 MAX_REFUSALS = 10_000  # refusals waiting to be published, at most
@@ -72,12 +74,7 @@ class Overflow:
         if len(self.waiting) >= MAX_REFUSALS:
             self.unanswered += 1
         else:
-            body = message.payload if isinstance(message.payload, bytes | bytearray) else b""
-            try:
-                command = parse_command(name, bytes(body))
-                self.waiting.append(Refusal(name, command.request_id, command.who))
-            except Refused as e:
-                self.waiting.append(Refusal(name, e.request_id, e.who))
+            self.waiting.append(Refusal(name, *_id_and_who(message.payload)))
         self.wake.set()
         return True
 
@@ -98,3 +95,20 @@ class Overflow:
             )
         self.burst = self.unanswered = 0
         self.quiet.set()
+
+
+def _id_and_who(payload: object) -> tuple[str | None, str | None]:
+    """The request's ``id`` and ``who``, when they can be read: only what its result keeps (the
+    command itself is not checked, let alone handled, so a flood costs a JSON parse each)."""
+    body = bytes(payload) if isinstance(payload, bytes | bytearray) else b""
+    try:
+        doc = load_json(body, max_bytes=MAX_COMMAND_BYTES)
+    except InputRefused:
+        return None, None
+    if not isinstance(doc, dict):
+        return None, None
+    request_id, who = doc.get("id"), doc.get("who")
+    return (
+        request_id if matches(TEXT, request_id) else None,
+        who if matches(TEXT, who) else None,
+    )
