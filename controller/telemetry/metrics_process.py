@@ -92,8 +92,12 @@ class MetricsProcess:
         steps of the table: this runs on its loop)."""
         try:
             while await reader.readline():
-                ok, why = self.health()
-                text = generate_latest(self.registry).decode()
+                try:
+                    ok, why = self.health()
+                    text = generate_latest(self.registry).decode()
+                except Exception as e:  # a bug in a reading: said in the answer, the link kept
+                    self.log.error("metrics_render_failed", error=f"{type(e).__name__}: {e}")
+                    ok, why, text = False, f"metrics could not be read: {type(e).__name__}", ""
                 writer.write(json.dumps({"metrics": text, "ok": ok, "why": why}).encode() + b"\n")
                 self.answered += 1
                 await writer.drain()
