@@ -65,6 +65,8 @@ def _served() -> set[str]:
             journal_seq=lambda: 5,
             published_seq=lambda: 4,
             ready=lambda: True,
+            commands_refused=lambda: 0,
+            journal_disk=lambda: (1 << 30, 1 << 28),
         )
     )
     text = generate_latest(table.registry).decode() + generate_latest(registry_for(_Worker())).decode()

@@ -27,7 +27,8 @@ from controller.supervisor.preflight import check_for_run
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
 from controller.supervisor.wiring import build_telemetry
-from controller.telemetry.metrics_http import MetricsServer, parse_address
+from controller.telemetry.metrics_http import parse_address
+from controller.telemetry.metrics_process import MetricsProcess
 from devices.transport.block_watch import set_watch_priority
 
 if TYPE_CHECKING:
@@ -141,7 +142,8 @@ async def _run(
         loop.add_signal_handler(sig, stop.set)
     console: ConsoleProcess | None = None
     await supervisor.start()
-    metrics = MetricsServer(supervisor.metrics.registry, lambda: _health(supervisor))
+    # In a process of its own: no flood of scrapers can take the table's pace or its files.
+    metrics = MetricsProcess(supervisor.metrics.registry, lambda: _health(supervisor), log_level)
     try:
         if metrics_at is not None:
             host, port = await metrics.start(*metrics_at)
@@ -161,7 +163,11 @@ async def _run(
 
 
 def _health(supervisor: Supervisor) -> tuple[bool, str]:
-    """/healthz: ok once the journal is replayed and every device has answered (``ready``)."""
+    """/healthz: ok once the journal is replayed and every device has answered (``ready``), and
+    while the journal takes its commits."""
+    outage = supervisor.stepper.outage
+    if outage.down:
+        return False, f"halted: {outage.message()}"
     if not supervisor.ready.is_set():
         waiting = sorted(n for n, h in supervisor.health.items() if h.value == "connecting")
         return False, f"starting: waiting for {', '.join(waiting) or 'the journal'}"

@@ -62,6 +62,11 @@ class CommandApi:
             # Reconciliation first: what the devices did while the controller was down is read
             # and journalled before any person's action is taken.
             return {"ok": False, "error": f"{name}: the table is reading its devices; send it again"}
+        if self.stepper.outage.down:
+            # Not waited for: the lock is the held input's until the journal takes it.
+            error = self.stepper.outage.refusal(name)
+            self.log.warning("command_refused", command=name, who=who, error=error)
+            return {"ok": False, "error": error}
         queued: list[asyncio.Future[bool]] = []
         async with self.lock:
             with self.outbox.collecting(queued):
@@ -96,7 +101,11 @@ class CommandApi:
                 taken_by["reason"] = str(args["reason"])
             try:
                 step = await self.stepper.step(inp, None, who, taken_by=taken_by)
-            except (RuleViolation, JournalError) as e:
+            except JournalError as e:  # refused to the person; the table halts (journal_outage.py)
+                self.stepper.outage.began(e, name, None, holding=False)
+                error = self.stepper.outage.refusal(name)
+                return {"ok": False, "error": error, "events": kinds}
+            except RuleViolation as e:
                 self.log.warning("refused", input=type(inp).__name__, who=who, error=str(e))
                 return {"ok": False, "error": str(e), "events": kinds}
             kinds += [e.kind for e in step.events]

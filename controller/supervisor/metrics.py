@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from controller.table.core import Table
@@ -41,6 +41,11 @@ class Readings:
     journal_seq: Callable[[], int | None]
     published_seq: Callable[[], int | None]
     ready: Callable[[], bool]
+    # Floor commands refused over MQTT because the command queue was full (None: no broker).
+    commands_refused: Callable[[], int | None] = lambda: None
+    # Whether the journal takes commits now, and its disk's (free, reserve) bytes (None: unknown).
+    journal_writable: Callable[[], bool] = lambda: True
+    journal_disk: Callable[[], tuple[int, int] | None] = lambda: None
 
 
 class TableMetrics:
@@ -119,7 +124,7 @@ class _StateCollector(Collector):
     def __init__(self, readings: Readings) -> None:
         self.r = readings
 
-    def collect(self) -> Iterable[GaugeMetricFamily]:
+    def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
         r = self.r
         ready = GaugeMetricFamily(
             "tablectl_ready", "1 once the journal is replayed and every device answered"
@@ -156,6 +161,28 @@ class _StateCollector(Collector):
                     "tablectl_unpublished_records", "Journal records not yet acknowledged by the ops broker",
                     value=max(0, seq - published),
                 )  # fmt: skip
+        yield GaugeMetricFamily(
+            "tablectl_journal_writable",
+            "1 while the journal takes commits; 0 while a commit fails (dealing is halted)",
+            value=1.0 if r.journal_writable() else 0.0,
+        )
+        disk = r.journal_disk()
+        if disk is not None:
+            yield GaugeMetricFamily(
+                "tablectl_journal_disk_free_bytes", "Free bytes on the journal's file system", value=disk[0]
+            )
+            yield GaugeMetricFamily(
+                "tablectl_journal_disk_reserve_bytes",
+                "The free space the appliance keeps for its journal; less is warned of",
+                value=disk[1],
+            )
+        refused = r.commands_refused()
+        if refused is not None:
+            commands = CounterMetricFamily(
+                "tablectl_commands_refused", "Floor commands refused over MQTT, by why", labels=["reason"]
+            )
+            commands.add_metric(["queue_full"], float(refused))
+            yield commands
         table = r.table()
         if table is None:
             return

@@ -9,6 +9,7 @@ leaves to the shell (the reader's up card, sensors locked and unlocked), then te
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +23,9 @@ from controller.game_config import GameOptions
 from controller.gaming_day import GamingDay
 from controller.journal import JournalError
 from controller.rules.requests import DEALER
+from controller.supervisor.draws import DrawLedger, draw_of
 from controller.supervisor.health import shoe_failed
+from controller.supervisor.journal_outage import JournalOutage
 from controller.supervisor.mapping import Translator, Untranslatable
 from controller.supervisor.metrics import TableMetrics
 from controller.supervisor.outbox import Outbox
@@ -61,6 +64,16 @@ class Stepper:
         # The journal's commits (and their fsync) run here, one at a time, off the event loop: a
         # slow flush holds up the step that waits for it (commit before effect), not the polls.
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
+        self.draws = DrawLedger()  # which of the shoe's draws are public (alarms name no other)
+        # A commit that fails halts the table and is tried again (journal_outage.py); the
+        # supervisor gives it its clock and the game's section.
+        self.outage = JournalOutage(sleep=asyncio.sleep, wall=wall, changed=self._outage_changed, log=log)
+
+    def _outage_changed(self) -> None:
+        """The journal stopped or started taking commits: the console and the broker are told."""
+        if not isinstance(self.telemetry, NullTelemetry):
+            self.telemetry.state_changed(self.snapshot())
+        self.changed()
 
     @property
     def table(self) -> Table:
@@ -86,11 +99,13 @@ class Stepper:
     async def mark(self, seen: Seen) -> None:
         """What a device reported, journalled though no step came of it: not to be read again."""
         assert self.jt is not None
-        try:
-            await self.jt.mark_async(seen, self.wall(), self._writer)
-        except JournalError as e:
-            self.log.error("journal_failed", device=seen.device, input="device_seen", error=str(e))
-            return
+        while True:
+            try:
+                await self.jt.mark_async(seen, self.wall(), self._writer)
+                break
+            except JournalError as e:  # held and tried again: the device is not read past it
+                await self.outage.failed(e, "device_seen", seen.device)
+        self.outage.committed()
         self.telemetry.journal_appended()
 
     async def feed(
@@ -100,17 +115,20 @@ class Stepper:
         """Handle one input through the journal; None when it was refused (logged, one line).
         ``locked_at``: the Start Game (its key_seq) the keypad's driver locked the sensors for
         before this input was decided: journalled first, with the decision; a refusal unlocks."""
-        try:
-            return await self.step(inp, origin, who, seen, locked_at=locked_at)
-        except RuleViolation as e:
-            self.log.warning("refused", device=origin, input=type(inp).__name__, who=who, error=str(e))
-            if locked_at is not None and origin is not None and not isinstance(inp, I.StartRefused):
-                refused = I.StartRefused(origin, locked_at, e.section, e.message)
-                await self.feed(refused, origin, seen=seen, locked_at=locked_at)
-        except JournalError as e:
-            # Not journalled, so it did not happen (JournaledTable rebuilt the table from the file).
-            self.log.error("journal_failed", device=origin, input=type(inp).__name__, error=str(e))
-        return None
+        while True:
+            try:
+                return await self.step(inp, origin, who, seen, locked_at=locked_at)
+            except RuleViolation as e:
+                self.log.warning("refused", device=origin, input=type(inp).__name__, who=who, error=str(e))
+                if locked_at is not None and origin is not None and not isinstance(inp, I.StartRefused):
+                    refused = I.StartRefused(origin, locked_at, e.section, e.message)
+                    await self.feed(refused, origin, seen=seen, locked_at=locked_at)
+                return None
+            except JournalError as e:
+                # Not journalled, so it did not happen yet (JournaledTable rebuilt the table from
+                # the file): the same input again once the wait is over, nothing dropped; what
+                # comes after it waits behind it (journal_outage.py).
+                await self.outage.failed(e, type(inp).__name__, origin)
 
     async def step(
         self,
@@ -127,6 +145,11 @@ class Stepper:
             # The core has no input for a failed shoe; the shell refuses the round itself.
             section = f"{self.table.chapter}.7(a)"
             raise RuleViolation(section, "the dealing shoe has failed; dealing is stopped")
+        if isinstance(inp, I.DeviceGap) and inp.check:
+            # A card is named only when its very draw is face up at the table (draws.py).
+            inp = dataclasses.replace(inp, check=self.draws.named(inp.check))
+        draw = draw_of(seen) if isinstance(inp, I.CardDrawn) else None
+        self.draws.before(draw)
         before = self.table.in_round
         last = self.jt.journal.last_seq
         # Journalled (committed, in the journal's thread) before any effect.
@@ -134,6 +157,7 @@ class Stepper:
         now = self.wall()
         lead = (locked_at_start(origin, locked_at, now),) if locked_at is not None and origin else ()
         step = await self.jt.handle_async(inp, now, self._writer, seen, taken_by, lead)
+        self.draws.after(draw, step.events)
         if step.events:
             self.metrics.committed(time.perf_counter() - began, ((e.kind, e.payload) for e in step.events))
         # Effects first, then the bookkeeping: the lock after Start Game is the past-posting window
@@ -145,6 +169,9 @@ class Stepper:
             # Let the senders put what was just queued on the wire before the bookkeeping below
             # (one turn of the loop): the lock's write is not kept waiting by log lines.
             await asyncio.sleep(0)
+        wrote = bool(step.events) or self.jt.journal.last_seq != last
+        if wrote:  # the journal took a commit: an outage under way is over
+            self.outage.committed()
         if step.events:
             self.steps += 1
             self.log.info(
@@ -159,7 +186,7 @@ class Stepper:
             if not isinstance(self.telemetry, NullTelemetry):
                 self.telemetry.state_changed(self.snapshot())
             self.changed()
-        elif self.jt.journal.last_seq != last:  # only the device's counters went in
+        elif wrote:  # only the device's counters went in
             self.telemetry.journal_appended()
         return step
 

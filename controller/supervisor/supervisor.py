@@ -37,6 +37,7 @@ from controller.supervisor.config import TableConfig
 from controller.supervisor.device_events import DeviceEvents
 from controller.supervisor.device_policy import DevicePolicy
 from controller.supervisor.health import shoe_failed
+from controller.supervisor.journal_outage import DISK_CHECK_S, journal_disk
 from controller.supervisor.mapping import Translator
 from controller.supervisor.metrics import Readings, TableMetrics
 from controller.supervisor.outbox import Outbox
@@ -47,8 +48,10 @@ from controller.supervisor.startup import ConnectGrace
 from controller.supervisor.step import Stepper
 from controller.supervisor.tasks import SAFE_STOP_S, Tasks
 from controller.supervisor.telemetry import NullTelemetry, Telemetry
+from controller.table.asking import ask_id
 from controller.table.core import Table
 from controller.table.recorder import JournaledTable
+from controller.table.sections import section
 from devices import commands as dc
 from devices import events as dev
 from devices.config import DeviceConfig
@@ -63,6 +66,13 @@ def _published(telemetry: Telemetry) -> int | None:
     """The last seq the ops broker acknowledged, from a telemetry that counts it (None without one)."""
     acked = getattr(telemetry, "acked_seq", None)
     return acked if isinstance(acked, int) and not isinstance(acked, bool) else None
+
+
+def _refused(telemetry: Telemetry) -> int | None:
+    """Floor commands the telemetry refused with a full queue (None without a broker)."""
+    overflow = getattr(telemetry, "overflow", None)
+    refused = getattr(overflow, "refused", None)
+    return refused if isinstance(refused, int) else None
 
 
 class Supervisor:
@@ -116,6 +126,9 @@ class Supervisor:
             log=self.log,
         )
         self.metrics = self.stepper.metrics = TableMetrics(self.table_id)
+        outage = self.stepper.outage  # a journal that cannot be written (journal_outage.py)
+        outage.sleep = self.clock.sleep
+        outage.section = section(config.options.spec.chapter, "reconstruction")
         self.policy = DevicePolicy(
             kinds=self.kinds,
             drivers=self.drivers,
@@ -142,6 +155,9 @@ class Supervisor:
                 journal_seq=lambda: self.jt.journal.last_seq if self.jt is not None else None,
                 published_seq=lambda: _published(self.telemetry),
                 ready=lambda: self.ready.is_set(),
+                commands_refused=lambda: _refused(self.telemetry),
+                journal_writable=lambda: not self.stepper.outage.down,
+                journal_disk=lambda: journal_disk(self.journal_path),
             )
         )
         self.reconciler = Reconciler(
@@ -217,6 +233,11 @@ class Supervisor:
         if self.max_cycle_s is not None:  # a shuffle that never ends is noticed with nothing else happening
             every = max(1.0, self.max_cycle_s / 4)
             self.tasks.spawn(self.tasks.every(every, self._overdue), name="supervisor-shuffles")
+        outage = self.stepper.outage
+        outage.directory = self.journal_path.parent
+        outage.spawn = lambda work: self.tasks.spawn(work, name="journal-probe")
+        outage.disk_checked(journal_disk(self.journal_path))
+        self.tasks.spawn(self.tasks.every(DISK_CHECK_S, self._check_disk), name="supervisor-disk")
         shuffler = next((d for d in drivers if d.kind is DeviceKind.SHUFFLER), None)
         if shuffler is not None:  # a draw or key at a shoe change waits for the shuffler's read
             settle = SettleWindow(
@@ -232,6 +253,10 @@ class Supervisor:
             self.tasks.spawn(self.tasks.supervise(d), name=f"device-{d.name}")
             self.tasks.spawn(self.outbox.sender(d), name=f"outbox-{d.name}")
         self.telemetry.state_changed(self.snapshot())
+
+    async def _check_disk(self) -> None:
+        """Free space under the journal below its reserve is warned of before it runs out."""
+        self.stepper.outage.disk_checked(journal_disk(self.journal_path))
 
     async def _overdue(self) -> None:
         """A shuffle overdue fails (Reconciler.overdue), and the batch is started again at once."""
@@ -289,7 +314,7 @@ class Supervisor:
     def snapshot(self) -> dict[str, Any]:
         """The public state for telemetry and the terminal view: no card identities."""
         snap = self.table.snapshot() if self.jt is not None else {}
-        return {
+        out = {
             "table": self.table_id,
             "site": self.config.site,
             "game": self.config.options.game.value,
@@ -298,6 +323,7 @@ class Supervisor:
             "progressive_closed": self.translator.progressive_closed,
             "shoe_failed": self.shoe_failed,
         }
+        return self.stepper.outage.into(out, ask_id)
 
     async def wait_for(self, predicate: Callable[[], bool]) -> None:
         """Until ``predicate()`` holds after some poll or event (tests, the virtual dealer)."""

@@ -153,6 +153,10 @@ class JournaledTable:
         self.journal = journal
         self.snapshot_every = snapshot_every
         self.since_snapshot = since_snapshot  # records appended after the latest snapshot
+        # A failed commit rebuilds the table from the file; while that rebuild has not succeeded
+        # (a journal that cannot be read either), the table in memory holds the step that failed
+        # and is rebuilt before anything is decided on it.
+        self._stale = False
 
     @classmethod
     def open(
@@ -239,6 +243,8 @@ class JournaledTable:
     def _decide(
         self, inp: Input, now: float, seen: Seen | None, taken_by: dict[str, str] | None
     ) -> tuple[Step, list[Row], list[DomainEvent]]:
+        if self._stale:
+            self._rebuild()
         step = self.table.handle(inp, now)
         marks = [] if seen is None or seen.known(self.table) else [seen.event(now)]
         events = list(step.events)
@@ -292,7 +298,14 @@ class JournaledTable:
                 self.since_snapshot += len(rows)
         else:
             # Not journalled, so it did not happen: rebuild the table from what is.
-            self.table, self.since_snapshot = self._replayed()
+            self._stale = True
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        calendar = self.table.calendar  # the site's gaming day, which the journal does not hold
+        self.table, self.since_snapshot = self._replayed()
+        self.table.calendar = calendar
+        self._stale = False
 
     def _replayed(self) -> tuple[Table, int]:
         options, table_id = options_of(next(self.journal.records()))

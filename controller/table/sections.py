@@ -30,6 +30,8 @@ BY_NAME: Final[dict[str, dict[str, str]]] = {
     "shuffle_failed": {
         "673a": "673a.13(k)", "665a": "665a.13(j)", "685a": "685a.12(j)", "687a": "687a.9(a)(1)",
     },
+    # The record that lets every hand be reconstructed after a question or dispute: the journal.
+    "reconstruction": {"673a": "673a.7(u)", "665a": "665a.7(q)", "685a": "685a.7(s)"},
     "shuffler_out_of_order": {
         "673a": "673a.13(l)", "665a": "665a.13(k)", "685a": "685a.12(k)", "687a": "687a.9(a)(1)",
     },

@@ -6,6 +6,7 @@ command lines, in ``ps`` and in shell history, so one carrying ``user:pass@`` is
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import ssl
 from collections.abc import Mapping
@@ -56,6 +57,7 @@ class BrokerSettings:
         timeout: float = 10.0,
         max_inflight: int = 200,
         max_queued_incoming: int | None = None,
+        queue_type: type[asyncio.Queue[aiomqtt.Message]] | None = None,
     ) -> aiomqtt.Client:
         """A fresh client: aiomqtt fixes the Last Will at construction, so one per connection attempt."""
         return aiomqtt.Client(
@@ -71,6 +73,7 @@ class BrokerSettings:
             tls_context=self.tls_context(),
             max_inflight_messages=max_inflight,
             max_queued_incoming_messages=max_queued_incoming,
+            queue_type=queue_type,
             # Small QoS 1 messages back to back: without this, Nagle holds each write until the
             # broker's delayed ACK and a backlog drains at a fraction of the link's speed.
             socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],

@@ -245,6 +245,11 @@ class Snapshot(Open):
     halted: list[HaltView] | None = None
     alarms: list[AlarmView] | None = None
     asking: Asking | None = None
+    journal_failed: str | None = Field(
+        default=None,
+        description="why the journal cannot be written, while it cannot (dealing is halted: alarm 0);"
+        " null otherwise",
+    )
 
 
 class State(Retained):

@@ -29,6 +29,7 @@ from controller.supervisor.actions import MAX_REPUBLISH
 from controller.telemetry import payloads
 from controller.telemetry.broker import BrokerSettings
 from controller.telemetry.commands import Refused, parse_command
+from controller.telemetry.inbox import QUIET_S, Overflow
 from controller.telemetry.outbox import JournalOutbox
 from controller.telemetry.topics import TableTopics, check_level
 from devices.drivers.base import stop_if_cancelling
@@ -108,6 +109,8 @@ class Telemetry:
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._log = log.bind(site=identity.site, table=identity.table)
+        # Commands past the queue's cap: refused with a result, counted, one line a burst.
+        self.overflow = Overflow(self.topics.base + "/cmd/", self._log)
         self.acked_seq = 0  # the highest seq the broker has acknowledged (this process's view)
         self._marked_seq = 0
         self.connected = False
@@ -186,7 +189,7 @@ class Telemetry:
             1,
             True,
         )
-        client = self.broker.client(self.client_id, will=will, max_queued_incoming=1000)
+        client = self.broker.client(self.client_id, will=will, queue_type=self.overflow.queue_type())
         # aiomqtt warns past 10 outstanding calls; a batch in flight is that by design.
         client.pending_calls_threshold = self._batch + 50
         async with session(client):
@@ -208,6 +211,7 @@ class Telemetry:
                 asyncio.create_task(self._listen(client, birth_id, birth)),
                 asyncio.create_task(self._pump_events(client)),
                 asyncio.create_task(self._pump_retained(client)),
+                asyncio.create_task(self._refuse_overflow(client)),
             ]
             events = loops[1]
             stopping = asyncio.create_task(self._stopping.wait())
@@ -357,6 +361,24 @@ class Telemetry:
                     raise
                 except Exception as e:  # one message must not end the listener; log without its body
                     self._log.error("telemetry.command_crashed", error=type(e).__name__)
+
+    async def _refuse_overflow(self, client: aiomqtt.Client) -> None:
+        """Each command refused past the queue's cap gets its result (inbox.py); the burst's one
+        log line once no refusal came for ``QUIET_S``."""
+        o = self.overflow
+        while True:
+            await o.wake.wait()
+            o.wake.clear()
+            while o.waiting:
+                r = o.waiting[0]
+                out = payloads.command_result(r.name, r.request_id, r.who, o.reason())
+                await client.publish(self.topics.command_result(r.name), payloads.encode(out), qos=1)
+                o.waiting.popleft()  # published: a lost connection sends it again on the next
+            try:
+                async with asyncio.timeout(QUIET_S):
+                    await o.wake.wait()
+            except TimeoutError:
+                o.said()
 
     async def _handle_command(self, client: aiomqtt.Client, name: str, body: bytes) -> None:
         request_id: str | None = None

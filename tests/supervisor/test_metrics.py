@@ -3,16 +3,22 @@ parsed with prometheus_client's own parser, and its /healthz (issue 26)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import signal
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from tests.relocated import relocated_table
-from tests.supervisor.conftest import tablectl
+from tests.supervisor.conftest import ROOT, tablectl
 from tests.supervisor.test_run_beside_sim import _log_until, _stop
 
 DEVICES = {"shuffler", "shoe", "reader", "keypad"}
@@ -48,7 +54,7 @@ def test_a_running_table_serves_its_metrics_and_health(tmp_path: Path) -> None:
         assert all(" at=" in line for line in listing), listing
         run = tablectl("run", "--config", config, "--journal", tmp_path / "j.db", "--metrics", "127.0.0.1:0")
         try:
-            lines = _log_until(run, lambda seen: seen[-1]["event"] == "ready")
+            lines = _log_until(run, lambda seen: {"ready", "metrics_listening"} <= {x["event"] for x in seen})
             (listening,) = [x for x in lines if x["event"] == "metrics_listening"]
             url = listening["url"]
             status, content_type, text = _get(url)
@@ -104,3 +110,39 @@ def test_a_bad_metrics_address_in_the_table_file_is_one_line(
     assert capsys.readouterr().err == (
         f"{config}: metrics.listen: must be HOST:PORT with an IP address, e.g. 127.0.0.1:9470\n"
     )
+
+
+async def test_a_metrics_process_that_dies_is_started_again(tmp_path: Path) -> None:
+    """/metrics runs in a process of its own: killed, it is said in one line and served again on
+    the same address by the table's process, which goes on meanwhile."""
+    config = relocated_table("down-under", tmp_path)
+    config.write_text(config.read_text(encoding="utf-8") + '\n[metrics]\nlisten = "127.0.0.1:0"\n')
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "controller.cli", "run", "--config", str(config),
+        "--journal", str(tmp_path / "j.db"), cwd=ROOT, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None
+
+    async def until(event: str) -> dict[str, Any]:
+        assert proc.stdout is not None
+        while raw := await proc.stdout.readline():
+            line: dict[str, Any] = json.loads(raw)
+            if line["event"] == event:
+                return line
+        raise AssertionError(f"tablectl run ended before {event}")
+
+    try:
+        async with asyncio.timeout(120):
+            started = await until("metrics_started")
+            url = (await until("metrics_listening"))["url"]
+            os.kill(started["pid"], signal.SIGKILL)
+            died = await until("metrics_process_died")
+            assert died["returncode"] == -signal.SIGKILL and died["level"] == "error"
+            again = await until("metrics_started")
+            assert again["pid"] != started["pid"] and again["restarts"] == 1
+            status, _, text = await asyncio.to_thread(_get, url)
+            assert status == 200 and "tablectl_ready" in text, text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await proc.wait()
+    assert proc.returncode == 0

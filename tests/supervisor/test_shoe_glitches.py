@@ -110,7 +110,7 @@ class Glitched:
 
 
 @contextlib.asynccontextmanager
-async def shoe_behind_proxy(tmp_path: Path) -> AsyncIterator[Glitched]:
+async def shoe_behind_proxy(tmp_path: Path, boxes: int = 6) -> AsyncIterator[Glitched]:
     proxy: ModbusProxy | None = None
 
     def wire(devices: list[DeviceConfig]) -> list[DeviceConfig]:
@@ -129,7 +129,9 @@ async def shoe_behind_proxy(tmp_path: Path) -> AsyncIterator[Glitched]:
     await proxy.start()
     try:
         async with asyncio.timeout(60):
-            async with virtual_table(table_file("down-under"), tmp_path / "t.db", seed=5, wire=wire) as rig:
+            async with virtual_table(
+                table_file("down-under"), tmp_path / "t.db", seed=5, wire=wire, boxes=boxes
+            ) as rig:
                 yield Glitched(rig, proxy)
     finally:
         await proxy.stop()
