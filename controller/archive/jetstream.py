@@ -33,7 +33,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType,
 from nats.js.errors import NotFoundError
 
 from controller.archive.alarms import ChainAlarm
-from controller.archive.gaps import RESULTS, Ask
+from controller.archive.gaps import ANNOUNCEMENTS, RESULTS, Ask
 from controller.archive.ingest import Ingest, IngestSettings
 from controller.backoff import Backoff, BackoffPolicy
 from controller.telemetry.topics import ROOT
@@ -179,7 +179,8 @@ class JetStreamWorker(Ingest[Pulled]):
             self._sub = await js.pull_subscribe(
                 EVENTS_SUBJECT, durable=s.durable, stream=s.stream, config=config
             )
-            await nc.subscribe(subject_of(RESULTS).replace("+", "*"), cb=self._on_answer)
+            for topic in (RESULTS, *ANNOUNCEMENTS):
+                await nc.subscribe(subject_of(topic).replace("+", "*"), cb=self._on_answer)
             self.ready.set()
             self._log.info("archive.started", stream=s.stream, durable=s.durable)
             yield

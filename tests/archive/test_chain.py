@@ -129,7 +129,7 @@ async def test_a_journal_rewritten_after_archiving_is_caught_by_archive_verify(
         await publish(broker.port, events_topic("dab-06"), await journal_messages(journal))
         await until(lambda: worker.stored == 40, worker)
     assert await asyncio.to_thread(main, ["archive", "verify", "--db", db, "--journal", str(journal)]) == 0
-    assert "40 archived records agree with the journal" in capsys.readouterr().out
+    assert "complete: all 40 records of the journal are archived and agree with it" in capsys.readouterr().out
 
     # Record 19 is a withheld burned card (the cycle in conftest): the archive never had its hash,
     # but record 20's hash covers it, so the first public record after the edit disagrees.

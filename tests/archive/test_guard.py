@@ -90,7 +90,7 @@ async def test_records_published_ahead_of_the_table_do_not_take_its_place(
         + real_7[:12]
         in out
     )
-    assert "20 archived records agree with the journal" in out
+    assert "complete: all 20 records of the journal are archived and agree with it" in out
 
 
 async def test_a_record_that_does_not_link_is_quarantined_not_archived(
