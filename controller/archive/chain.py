@@ -108,8 +108,12 @@ class _Walk:
     def tail(self, announced_seq: int, overdue: bool) -> None:
         """The table said its broker confirmed records up to ``announced_seq``: those not here
         after the grace are a gap like any other, though no later record has come to show it."""
-        if not self.blocked and announced_seq > self.seq:
-            self._missing(self.seq + 1, announced_seq, overdue)
+        if (
+            not self.blocked
+            and announced_seq > self.seq
+            and self._missing(self.seq + 1, announced_seq, overdue)
+        ):
+            self.seq = announced_seq  # raised and moved past: the next record's link is not checked
 
     def _missing(self, first: int, last: int, overdue: bool) -> bool:
         """Records ``first``..``last`` are not here: True when the walk moves past them (the table
