@@ -34,6 +34,7 @@ from controller.archive.gaps import GapState, close_filled, load_gaps, open_gaps
 from controller.archive.store import record_alarms
 
 _LOCK = 0x61726368  # any fixed key: the one advisory lock the sweep takes
+_SETTLE_ROUNDS = 16  # contests settled one below another per sweep; the rest at the next sweep
 
 _PENDING = """
 SELECT c.site, c.table_id, c.journal, c.checked_seq, c.checked_hash, c.announced_seq,
@@ -46,10 +47,49 @@ FROM chain_state c
 LEFT JOIN LATERAL (
     SELECT seq, hash, prev_hash, received_at FROM events e
     WHERE e.site = c.site AND e.table_id = c.table_id AND e.journal = c.journal AND e.seq > c.checked_seq
+    UNION ALL
+    -- A contested seq is there, its hash not settled yet: no gap, and the next link is not checked.
+    SELECT q.seq, NULL, NULL, min(q.received_at) FROM quarantine q
+    WHERE q.site = c.site AND q.table_id = c.table_id AND q.journal = c.journal AND q.seq > c.checked_seq
+      AND q.reason = 'changed_hash' AND q.settled_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM events x WHERE x.site = q.site AND x.table_id = q.table_id
+                      AND x.journal = q.journal AND x.seq = q.seq)
+    GROUP BY q.seq
     ORDER BY seq LIMIT %(limit)s
 ) e ON true
 WHERE e.seq IS NOT NULL OR c.announced_seq > c.checked_seq
 ORDER BY c.site, c.table_id, c.journal, e.seq
+"""
+
+# Contests the table's chain settles: the copy its next record (in events, not itself contested)
+# links to goes back to events; every copy of that seq is marked settled, the one restored chosen.
+_SETTLE = """
+WITH open AS (
+    SELECT DISTINCT site, table_id, journal, seq FROM quarantine
+    WHERE reason = 'changed_hash' AND settled_at IS NULL
+), linked AS (
+    SELECT o.site, o.table_id, o.journal, o.seq, n.prev_hash FROM open o
+    JOIN events n ON n.site = o.site AND n.table_id = o.table_id AND n.journal = o.journal
+                 AND n.seq = o.seq + 1 AND n.prev_hash IS NOT NULL
+    WHERE NOT EXISTS (SELECT 1 FROM open x WHERE x.site = o.site AND x.table_id = o.table_id
+                      AND x.journal = o.journal AND x.seq = o.seq + 1)
+), won AS (
+    SELECT DISTINCT ON (q.site, q.table_id, q.journal, q.seq) q.* FROM quarantine q
+    JOIN linked l ON q.site = l.site AND q.table_id = l.table_id AND q.journal = l.journal
+                 AND q.seq = l.seq AND q.hash = l.prev_hash
+    WHERE q.reason = 'changed_hash' AND q.settled_at IS NULL
+    ORDER BY q.site, q.table_id, q.journal, q.seq, q.received_at
+), restored AS (
+    INSERT INTO events (site, table_id, journal, seq, day, at, kind, classification, withheld, payload,
+                        hash, prev_hash, tz, received_at, received_by)
+    SELECT site, table_id, journal, seq,
+           coalesce(day, (to_timestamp(coalesce(at, 0)) AT TIME ZONE 'UTC')::date),
+           at, kind, classification, withheld, payload, hash, prev_hash, tz, received_at, received_by
+    FROM won ON CONFLICT DO NOTHING
+)
+UPDATE quarantine q SET settled_at = now(), chosen = (q.hash = w.hash)
+FROM won w WHERE q.site = w.site AND q.table_id = w.table_id AND q.journal = w.journal
+             AND q.seq = w.seq AND q.reason = 'changed_hash' AND q.settled_at IS NULL
 """
 
 # Every moved watermark in one statement, however many tables moved.
@@ -153,6 +193,11 @@ async def sweep(
         row = await cur.fetchone()
         if row is None or not row[0]:
             return []
+        # Top down: a contest whose next record was itself contested settles once that one has.
+        for _ in range(_SETTLE_ROUNDS):
+            await cur.execute(_SETTLE)
+            if cur.rowcount <= 0:
+                break
         gaps = await load_gaps(cur, gap_alarm_s=gap_alarm_s)
         await cur.execute(_PENDING, {"grace": gap_grace_s, "limit": limit})
         walks: dict[Chain, _Walk] = {}

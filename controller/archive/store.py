@@ -33,7 +33,7 @@ COLUMNS = (
     "site, table_id, seq, day, at, kind, classification, withheld, payload, hash, prev_hash, tz, "
     "received_by, journal"
 )
-_RECORD = "at, kind, classification, withheld, payload, hash, prev_hash"
+_RECORD = "at, kind, classification, withheld, payload, hash, prev_hash, day, tz"
 
 _INCOMING = "CREATE TEMP TABLE IF NOT EXISTS incoming (LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
 _INSERT = (
@@ -66,10 +66,30 @@ _QUARANTINE_NEW = (
     f"INSERT INTO quarantine (site, table_id, journal, seq, reason, archived, {_RECORD}, received_at, "
     "received_by) SELECT %(site)s, %(table_id)s, %(journal)s, %(seq)s, %(reason)s, false, %(at)s, "
     "%(kind)s, %(classification)s, %(withheld)s, %(payload)s::jsonb, %(hash)s, %(prev_hash)s, "
-    "%(received_at)s, %(received_by)s WHERE NOT EXISTS (SELECT 1 FROM quarantine q "
+    "%(day)s, %(tz)s, %(received_at)s, %(received_by)s WHERE NOT EXISTS (SELECT 1 FROM quarantine q "
     "WHERE q.site = %(site)s AND q.table_id = %(table_id)s AND q.journal = %(journal)s "
     "AND q.seq = %(seq)s AND q.hash IS NOT DISTINCT FROM %(hash)s AND q.kind = %(kind)s "
     "AND q.classification = %(classification)s)"
+)
+
+# A contest not settled yet: its seq has no row in events, and any copy that comes meanwhile joins
+# the others in quarantine (controller/archive/chain.py: settle).
+_CONTESTED = (
+    f"SELECT DISTINCT q.site, q.table_id, q.journal, q.seq FROM {_KEYS} JOIN quarantine q "
+    "USING (site, table_id, journal, seq) WHERE q.reason = 'changed_hash' AND q.settled_at IS NULL"
+)
+# The first copy leaves events once a second, different one has come: neither is the row until
+# the table's chain settles which is real.
+_UNSEAT = (
+    "DELETE FROM events WHERE site = %s AND table_id = %s AND journal = %s AND seq = %s "
+    "AND NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.site = %s AND q.table_id = %s "
+    "AND q.journal = %s AND q.seq = %s AND q.settled_at IS NOT NULL)"
+)
+# A copy that comes after the chain settled its seq is a loser at once: the settled row stays.
+_LATE = (
+    "UPDATE quarantine SET settled_at = now(), chosen = false WHERE site = %s AND table_id = %s "
+    "AND journal = %s AND seq = %s AND settled_at IS NULL AND EXISTS (SELECT 1 FROM quarantine q "
+    "WHERE q.site = %s AND q.table_id = %s AND q.journal = %s AND q.seq = %s AND q.settled_at IS NOT NULL)"
 )
 
 Key = tuple[str, str, str, int]
@@ -155,6 +175,7 @@ class EventStore:
                     self._unknown_said.add((a.site, a.table_id))
                     result.alarms.append(alarms.unknown_table(a.site, a.table_id, a.seq))
             await self._unlinked(cur, unique, result)
+            await self._while_contested(cur, unique, result)
             inserted: set[Key] = set()
             if unique:
                 async with cur.copy(f"COPY incoming ({COLUMNS}) FROM STDIN") as copy:
@@ -215,6 +236,23 @@ class EventStore:
             here = copy_of(e.hash, e.kind, e.received, self.worker)
             result.alarms.append(alarms.fork_on_arrival(e.site, e.table_id, e.seq, here, e.journal))
 
+    async def _while_contested(
+        self, cur: psycopg.AsyncCursor[Any], unique: dict[Key, ArchivedEvent], result: StoreResult
+    ) -> None:
+        """Take out of ``unique`` (into quarantine) each record whose seq is contested and not
+        settled: a copy that comes meanwhile is kept with the others, never made the row."""
+        if not unique:
+            return
+        await cur.execute(_CONTESTED, _keys(unique))
+        for row in await cur.fetchall():
+            e = unique.pop((row[0], row[1], row[2], row[3]))
+            result.dropped += 1
+            if await self._quarantine(cur, e, "changed_hash"):
+                here = copy_of(e.hash, e.kind, e.received, self.worker)
+                result.alarms.append(
+                    alarms.changed(e.site, e.table_id, e.seq, "a contested record", here, e.journal)
+                )
+
     async def _conflicts(
         self, cur: psycopg.AsyncCursor[Any], contenders: list[ArchivedEvent], result: StoreResult
     ) -> None:
@@ -233,8 +271,10 @@ class EventStore:
             ]:
                 continue  # a repeat of the archived record
             await cur.execute(_QUARANTINE_ARCHIVED, [*mine.key, *mine.key])
+            await cur.execute(_UNSEAT, [*mine.key, *mine.key])
             if not await self._quarantine(cur, mine, "changed_hash"):
                 continue  # this copy is in quarantine already: its alarm was raised
+            await cur.execute(_LATE, [*mine.key, *mine.key])
             first = copy_of(hash_, kind, received_at, received_by)
             second = copy_of(mine.hash, mine.kind, mine.received, self.worker)
             result.alarms.append(
@@ -258,6 +298,8 @@ class EventStore:
                 "payload": e.payload_json,
                 "hash": e.hash,
                 "prev_hash": e.prev_hash,
+                "day": e.day,
+                "tz": e.tz,
                 "received_at": e.received,
                 "received_by": self.worker,
             },

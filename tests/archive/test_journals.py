@@ -131,7 +131,8 @@ async def test_a_quiet_table_s_lost_records_are_asked_for_and_come(
             await until(lambda: rows(db, done) == [(15,)] and rows(db, OPEN) == [(0,)], worker)
             await until(lambda: rows(db, "SELECT checked_seq FROM chain_state") == [(15,)], worker)
     assert worker.gap_requests >= 1
-    assert rows(db, "SELECT first_seq, last_seq, status FROM gap_requests") == [(1, 15, "filled")]
+    # One request for the tail, filled (its first seq moves up as its first records come back).
+    assert rows(db, "SELECT last_seq, status FROM gap_requests") == [(15, "filled")]
     assert rows(db, "SELECT count(*) FROM chain_alarms") == [(0,)]
 
 
