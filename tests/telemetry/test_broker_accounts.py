@@ -153,3 +153,24 @@ async def test_the_archive_account_reads_events_through_a_shared_subscription(br
         async with asyncio.timeout(GUARD_S):
             message = await anext(aiter(client.messages))
         assert message.topic.value == f"{T1}/events"
+
+
+async def test_the_archive_account_hears_every_table_s_birth_and_heartbeat(broker: Broker) -> None:
+    """The shipped ACL (and add-user.sh's archive block) let a table publish its heartbeat and the
+    archive read it and the retained birth: how the archive sees records it never received
+    (docs/journal.md, "Gaps close themselves"); the table's other retained topics stay unread."""
+    beat = b'{"version":1,"journal":{"last_seq":9,"published_seq":9}}'
+    sentinel = b'{"version":1,"sentinel":true}'
+    async with observer(broker, "archive-main") as obs:
+        await _publish(
+            broker,
+            "site-a/t1",
+            [
+                (f"{T1}/state", beat),
+                (f"{T1}/heartbeat", beat),
+                (f"{T1}/status", beat),
+                (f"{T1}/events", sentinel),
+            ],
+        )
+        await obs.wait_for(lambda ms: any(m.payload == sentinel for m in ms))
+        assert [m.topic for m in obs.messages] == [f"{T1}/heartbeat", f"{T1}/status", f"{T1}/events"]
