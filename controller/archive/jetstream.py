@@ -7,8 +7,9 @@ table's events subject (MQTT ``tablectl/<site>/<table>/events`` is NATS
 so they share the load, and acknowledge each message only after PostgreSQL committed it. A
 message a worker took and never acknowledged (it died) goes to another after ``ack_wait_s``; a
 repeat costs nothing (the insert is idempotent). Gaps, the chain sweep and the alarms are the
-MQTT worker's (controller/archive/upkeep.py): republish requests and chain alarms go out as NATS
-messages, which the MQTT listener hands to the tables and the floor.
+MQTT worker's: this module is the JetStream transport only, and the pipeline (parse, refusals,
+commit, alarms, sweep, /metrics) is controller/archive/ingest.py. Republish requests and chain
+alarms go out as NATS messages, which the MQTT listener hands to the tables and the floor.
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import nats
-import psycopg
 import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -33,10 +33,8 @@ from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType,
 from nats.js.errors import NotFoundError
 
 from controller.archive.alarms import ChainAlarm
-from controller.archive.connection import ArchiveConnection
-from controller.archive.gaps import RESULTS, Ask
-from controller.archive.messages import ArchivedEvent, Unreadable, parse_event
-from controller.archive.upkeep import upkeep
+from controller.archive.gaps import ANNOUNCEMENTS, RESULTS, Ask
+from controller.archive.ingest import Ingest, IngestSettings
 from controller.backoff import Backoff, BackoffPolicy
 from controller.telemetry.topics import ROOT
 
@@ -75,6 +73,23 @@ class JetStreamSettings:
     # of a table not there are an unknown_table alarm, not rows (as on the MQTT path).
     tables: tuple[tuple[str, str], ...] = ()
     tables_source: str = "tablectl archive --table"
+    start_attempts: int = 5
+
+    @property
+    def ingest(self) -> IngestSettings:
+        return IngestSettings(
+            self.dsn,
+            self.client_id,
+            sweep_s=self.sweep_s,
+            gap_grace_s=self.gap_grace_s,
+            gap_alarm_s=self.gap_alarm_s,
+            gap_ask_initial_s=self.gap_ask_initial_s,
+            gap_ask_max_s=self.gap_ask_max_s,
+            retry_max_s=self.retry_max_s,
+            tables=self.tables,
+            tables_source=self.tables_source,
+            start_attempts=self.start_attempts,
+        )
 
 
 async def ensure_stream(js: JetStreamContext, s: JetStreamSettings) -> None:
@@ -93,21 +108,28 @@ async def ensure_stream(js: JetStreamContext, s: JetStreamSettings) -> None:
         )
 
 
-class JetStreamWorker:
+@dataclass(frozen=True, slots=True)
+class Pulled:
+    """One message fetched from the consumer."""
+
+    msg: Msg
+    topic: str
+    body: bytes
+    received: datetime
+
+
+class JetStreamWorker(Ingest[Pulled]):
     def __init__(self, settings: JetStreamSettings) -> None:
+        super().__init__(settings.ingest)
         self.settings = settings
-        self.stored = 0
-        self.duplicates = 0  # redeliveries the idempotent insert absorbed
-        self.unreadable = 0
-        self.gap_requests = 0
-        self.db_failures = 0
-        self.alarms: list[ChainAlarm] = []
-        self.ready = asyncio.Event()  # subscribed to the durable consumer
         self._answers: list[tuple[str, bytes]] = []
         self._nc: NATS | None = None
-        self._pg = ArchiveConnection(settings.dsn, "", settings.tables, settings.tables_source)
-        self._log = log.bind(client_id=settings.client_id)
-        self._progress = asyncio.Event()
+        self._sub: JetStreamContext.PullSubscription | None = None
+        self._fetched = 0  # fetched and not yet acknowledged
+
+    @property
+    def inbox_depth(self) -> int:
+        return self._fetched
 
     # nats-py prints its connection errors with tracebacks unless given these: one line each.
     async def _on_error(self, e: Exception) -> None:
@@ -127,30 +149,11 @@ class JetStreamWorker:
         if len(self._answers) < 10_000:
             self._answers.append((topic_of(msg.subject), msg.data))
 
-    async def progressed(self) -> None:
-        """Returns after the next commit or sweep: for whoever waits on this worker."""
-        await self._progress.wait()
+    # -- the transport ----------------------------------------------------------------------------
 
-    def _notify(self) -> None:
-        self._progress.set()
-        self._progress = asyncio.Event()
-
-    async def _db_ready(self, stop: asyncio.Event) -> None:
-        # The schema is brought up to date before anything is taken from the stream.
-        backoff = Backoff(BackoffPolicy(initial_s=0.2, max_s=self.settings.retry_max_s))
-        while not stop.is_set():
-            try:
-                await self._pg.open()
-                return
-            except psycopg.OperationalError as e:
-                self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(backoff.failed()):
-                        await stop.wait()
-
-    async def run(self, stop: asyncio.Event) -> None:
+    @contextlib.asynccontextmanager
+    async def connected(self, stop: asyncio.Event) -> AsyncIterator[None]:
         s = self.settings
-        await self._db_ready(stop)
         nc = await nats.connect(
             servers=s.servers,
             name=s.client_id,
@@ -173,16 +176,18 @@ class JetStreamWorker:
                 max_ack_pending=s.max_ack_pending,
                 num_replicas=s.replicas,
             )
-            sub = await js.pull_subscribe(EVENTS_SUBJECT, durable=s.durable, stream=s.stream, config=config)
-            await nc.subscribe(subject_of(RESULTS).replace("+", "*"), cb=self._on_answer)
+            self._sub = await js.pull_subscribe(
+                EVENTS_SUBJECT, durable=s.durable, stream=s.stream, config=config
+            )
+            for topic in (RESULTS, *ANNOUNCEMENTS):
+                await nc.subscribe(subject_of(topic).replace("+", "*"), cb=self._on_answer)
             self.ready.set()
             self._log.info("archive.started", stream=s.stream, durable=s.durable)
-            await self._loop(sub, stop)
+            yield
         finally:
+            self.ready.clear()
             with contextlib.suppress(Exception):
                 await nc.close()
-            await self._pg.drop()
-            self._log.info("archive.stopped", stored=self.stored, duplicates=self.duplicates)
 
     async def _until(self, attempt: Any, stop: asyncio.Event) -> None:
         backoff = Backoff(BackoffPolicy(initial_s=0.2, max_s=self.settings.retry_max_s))
@@ -192,99 +197,41 @@ class JetStreamWorker:
                 return
             except (TimeoutError, NatsTimeout, NoServersError, ConnectionClosedError, nats.errors.Error) as e:
                 self._log.warning("archive.cluster_unavailable", error=type(e).__name__)
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(backoff.failed()):
-                        await stop.wait()
+                await self._pause(backoff.failed(), stop)
 
-    async def _loop(self, sub: JetStreamContext.PullSubscription, stop: asyncio.Event) -> None:
-        s = self.settings
-        next_sweep = time.monotonic() + s.sweep_s
-        while not stop.is_set():
-            try:
-                msgs = await sub.fetch(s.batch, timeout=0.5)
-            except (NatsTimeout, TimeoutError):
-                msgs = []
-            except (ConnectionClosedError, NoServersError, nats.errors.Error) as e:
-                # A node went away under the fetch: the client reconnects to another on its own.
-                self._log.warning("archive.cluster_unavailable", error=type(e).__name__)
-                msgs = []
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(0.2):
-                        await stop.wait()
-            if msgs:
-                received = datetime.now(UTC)
-                events: list[ArchivedEvent] = []
-                for msg in msgs:
-                    try:
-                        events.append(parse_event(topic_of(msg.subject), msg.data, received))
-                    except Unreadable as e:
-                        self.unreadable += 1
-                        self._log.warning("archive.unreadable", error=str(e))
-                if not await self._until_committed(events, stop):
-                    return  # asked to stop while PostgreSQL was away: nothing acknowledged
-                for msg in msgs:
-                    # After the commit: a lost ack only means the message comes again.
-                    with contextlib.suppress(Exception):
-                        await msg.ack()
-                self._notify()
-            if time.monotonic() >= next_sweep:
-                await self._sweep()
-                self._notify()
-                next_sweep = time.monotonic() + s.sweep_s
-
-    async def _until_committed(self, events: list[ArchivedEvent], stop: asyncio.Event) -> bool:
-        backoff = Backoff(BackoffPolicy(initial_s=0.2, max_s=self.settings.retry_max_s))
-        while True:
-            try:
-                result = await (await self._pg.open()).store(events)
-            except psycopg.OperationalError as e:
-                self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
-                self.db_failures += 1
-                await self._pg.drop()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(backoff.failed()):
-                        await stop.wait()
-                if stop.is_set():
-                    return False
-                continue
-            self.stored += result.inserted
-            self.duplicates += result.duplicates
-            await self._publish_alarms(result.alarms)
-            return True
-
-    async def _sweep(self) -> None:
-        s = self.settings
+    async def take(self, wait_s: float) -> list[Pulled]:
+        sub = self._sub
+        assert sub is not None
         try:
-            conn = (await self._pg.open()).conn
-            answers, self._answers = self._answers, []
-            found, asks = await upkeep(
-                conn,
-                answers,
-                gap_grace_s=s.gap_grace_s,
-                gap_alarm_s=s.gap_alarm_s,
-                ask_initial_s=s.gap_ask_initial_s,
-                ask_max_s=s.gap_ask_max_s,
-            )
-        except psycopg.OperationalError as e:
-            self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
-            await self._pg.drop()
-            return
-        await self._publish_alarms(found)
-        await self._ask(asks)
+            msgs = await sub.fetch(self.settings.batch, timeout=wait_s)
+        except (NatsTimeout, TimeoutError):
+            return []
+        except (ConnectionClosedError, NoServersError, nats.errors.Error) as e:
+            # A node went away under the fetch: the client reconnects to another on its own.
+            self._log.warning("archive.cluster_unavailable", error=type(e).__name__)
+            await asyncio.sleep(0.2)  # not a synchronisation: a pause before fetching again
+            return []
+        received = datetime.now(UTC)
+        self._fetched += len(msgs)
+        return [Pulled(m, topic_of(m.subject), m.data, received) for m in msgs]
 
-    async def _publish_alarms(self, found: list[ChainAlarm]) -> None:
-        for alarm in found:
-            self._log.error(
-                "archive.chain_alarm", site=alarm.site, table=alarm.table_id, seq=alarm.seq, alarm=alarm.kind
-            )
-            self.alarms.append(alarm)
-            if self._nc is not None:
-                with contextlib.suppress(Exception):
-                    await self._nc.publish(subject_of(alarm.topic), json.dumps(alarm.message()).encode())
+    async def acknowledge(self, batch: list[Pulled]) -> None:
+        for item in batch:
+            # After the commit: a lost ack only means the message comes again.
+            with contextlib.suppress(Exception):
+                await item.msg.ack()
+        self._fetched -= len(batch)
 
-    async def _ask(self, asks: list[Ask]) -> None:
-        for ask in asks:
-            if self._nc is not None:
-                with contextlib.suppress(Exception):
-                    await self._nc.publish(subject_of(ask.topic), ask.message(self.settings.client_id))
-                    self.gap_requests += 1
+    async def send_alarm(self, alarm: ChainAlarm) -> None:
+        if self._nc is not None:
+            with contextlib.suppress(Exception):
+                await self._nc.publish(subject_of(alarm.topic), json.dumps(alarm.message()).encode())
+
+    async def send_ask(self, ask: Ask) -> None:
+        if self._nc is not None:
+            with contextlib.suppress(Exception):
+                await self._nc.publish(subject_of(ask.topic), ask.message(self.settings.client_id))
+
+    def answers(self) -> list[tuple[str, bytes]]:
+        answers, self._answers = self._answers, []
+        return answers

@@ -18,13 +18,13 @@ from controller.archive.kinds import refusal
 from controller.gaming_day import zone
 from controller.ids import EVENT_KIND, matches
 from controller.journal import Classification, canonical_json, record_hash
-from controller.telemetry.topics import parse_topic
+from controller.telemetry.topics import ParsedTopic, parse_topic
 
 MAX_BODY = 64 * 1024  # a journal record is a few hundred bytes; a bigger body is not one of ours
 _HASH = re.compile(r"[0-9a-f]{64}\Z")
 _CLASSES = frozenset(c.value for c in Classification)
 _PLACEHOLDER_KEYS = frozenset(
-    {"version", "schema_version", "seq", "kind", "classification", "withheld", "at", "day", "tz"}
+    {"version", "schema_version", "seq", "kind", "classification", "withheld", "at", "day", "tz", "journal"}
 )
 # How far a table's gaming day may lie from the UTC date of the instant it dates: a zone's offset
 # (-12 to +14 hours) and a day that starts late in the evening move it at most two days.
@@ -32,7 +32,14 @@ _DAY_SLACK = timedelta(days=2)
 
 
 class Unreadable(ValueError):
-    """The message is not an events message of ours; the text is one line, never the body."""
+    """The message is not an events message of ours; the text is one line, never the body.
+
+    ``site`` and ``table_id`` are set when the topic is a table's events topic (the refusal is then
+    an alarm about that table, ``seq`` the record it claimed to be, 0 when it named none)."""
+
+    site: str | None = None
+    table_id: str | None = None
+    seq: int = 0
 
 
 class Refused(Unreadable):
@@ -40,9 +47,13 @@ class Refused(Unreadable):
     classification or payload shape) or one whose published hash is not that of its contents
     (``bad_hash``). Raised as an alarm naming the table and seq."""
 
+    site: str
+    table_id: str
+
     def __init__(self, site: str, table_id: str, seq: int, alarm: str, reason: str) -> None:
         super().__init__(f"{site}/{table_id} seq {seq}: {reason}")
-        self.site, self.table_id, self.seq, self.alarm, self.reason = site, table_id, seq, alarm, reason
+        self.refused_seq, self.alarm, self.reason = seq, alarm, reason
+        self.site, self.table_id, self.seq = site, table_id, seq
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +71,13 @@ class ArchivedEvent:
     hash: str | None
     prev_hash: str | None
     received: datetime  # when this worker took it off the broker
+    # Which journal (the hash of its first record): every gaming day starts on a fresh journal
+    # whose seq starts at 1 again. '' from a table that does not say (one journal, as before).
+    journal: str = ""
 
     @property
-    def key(self) -> tuple[str, str, int]:
-        return (self.site, self.table_id, self.seq)
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.site, self.table_id, self.journal, self.seq)
 
     def hash_holds(self) -> bool | None:
         """Whether the published hash is that of the published contents; None when it cannot be told
@@ -88,6 +102,27 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
     parsed = parse_topic(topic)
     if parsed is None or parsed.leaf != "events":
         raise Unreadable(f"{topic[:200]}: not a tablectl/<site>/<table>/events topic")
+    try:
+        return _parse_body(parsed, body, received)
+    except Unreadable as e:
+        # Whatever came on a table's own topic is about that table: its alarm names it.
+        e.site, e.table_id = parsed.site, parsed.table
+        e.seq = e.refused_seq if isinstance(e, Refused) else _claimed_seq(body)
+        raise
+
+
+def _claimed_seq(body: bytes) -> int:
+    """The seq an unreadable message claimed, for its alarm; 0 when it names none."""
+    if len(body) > MAX_BODY:
+        return 0
+    try:
+        seq = json.loads(body).get("seq")
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        return 0
+    return seq if type(seq) is int and 1 <= seq < 2**62 else 0
+
+
+def _parse_body(parsed: ParsedTopic, body: bytes, received: datetime) -> ArchivedEvent:
     where = f"{parsed.site}/{parsed.table}"
     if len(body) > MAX_BODY:
         raise Unreadable(f"{where}: events message of {len(body)} bytes (at most {MAX_BODY})")
@@ -107,6 +142,9 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
         raise Unreadable(f"{where} seq {seq}: kind is not a journal kind")
     if classification not in _CLASSES:
         raise Unreadable(f"{where} seq {seq}: classification is not one of {', '.join(sorted(_CLASSES))}")
+    journal = doc.get("journal", "")
+    if journal != "" and (not isinstance(journal, str) or not _HASH.match(journal)):
+        raise Unreadable(f"{where} seq {seq}: journal is not 64 lowercase hex digits")
     if classification != Classification.PUBLIC.value:
         # Stored as published: the placeholder only; its hash never left the table.
         if doc.get("withheld") is not True or set(doc) - _PLACEHOLDER_KEYS:
@@ -131,6 +169,7 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
             None,
             None,
             received,
+            journal,
         )
     at_f, payload = _instant(doc.get("at"), where, seq), doc.get("payload")
     day, tz = _gaming_day(doc, at_f, where, seq)
@@ -161,7 +200,12 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
         hash_,
         prev,
         received,
+        journal,
     )
+    if seq == 1 and journal and journal != hash_:
+        # A journal is named by its first record's hash: a record 1 that is not that record is
+        # not the first of the journal it names.
+        raise Refused(parsed.site, parsed.table, seq, "refused", "journal is not the hash of record 1")
     if event.hash_holds() is False:
         # Not the chain's record whatever else it is: kept out, so that the table's own copy,
         # when it comes, is the one archived (a record with a made-up hash must not take its seq).
@@ -220,5 +264,5 @@ def copy_line(e: ArchivedEvent, received_by: str = "") -> str:
     return (
         f"{_text(e.site)}\t{_text(e.table_id)}\t{e.seq}\t{e.day.isoformat()}\t{at}\t{_text(e.kind)}\t"
         f"{e.classification}\t{'t' if e.withheld else 'f'}\t{_text(e.payload_json)}\t{_text(e.hash)}\t"
-        f"{_text(e.prev_hash)}\t{_text(e.tz)}\t{_text(received_by)}\n"
+        f"{_text(e.prev_hash)}\t{_text(e.tz)}\t{_text(received_by)}\t{_text(e.journal)}\n"
     )

@@ -87,9 +87,10 @@ def test_add_user_refuses_an_existing_account(tmp_path: pathlib.Path, role: str,
 def test_add_user_archive_account_gets_its_block(tmp_path: pathlib.Path) -> None:
     assert _add_user(tmp_path, "archive", "archive-db1").returncode == 0
     block = (
-        "user archive-db1\ntopic read tablectl/+/+/events\ntopic read tablectl/+/+/cmd/republish/result\n"
+        "user archive-db1\ntopic read tablectl/+/+/events\ntopic read tablectl/+/+/status\n"
+        "topic read tablectl/+/+/heartbeat\ntopic read tablectl/+/+/cmd/republish/result\n"
         "topic write tablectl/+/+/cmd/republish\ntopic write tablectl/+/archive/alarms\n"
-    )  # events in, gaps asked for (cmd/republish and its answer), its alarms out
+    )  # events in, where each journal stands (status, heartbeat), gaps asked for, its alarms out
     assert (tmp_path / "acl").read_text().endswith(block)
 
 
@@ -152,3 +153,24 @@ async def test_the_archive_account_reads_events_through_a_shared_subscription(br
         async with asyncio.timeout(GUARD_S):
             message = await anext(aiter(client.messages))
         assert message.topic.value == f"{T1}/events"
+
+
+async def test_the_archive_account_hears_every_table_s_birth_and_heartbeat(broker: Broker) -> None:
+    """The shipped ACL (and add-user.sh's archive block) let a table publish its heartbeat and the
+    archive read it and the retained birth: how the archive sees records it never received
+    (docs/journal.md, "Gaps close themselves"); the table's other retained topics stay unread."""
+    beat = b'{"version":1,"journal":{"last_seq":9,"published_seq":9}}'
+    sentinel = b'{"version":1,"sentinel":true}'
+    async with observer(broker, "archive-main") as obs:
+        await _publish(
+            broker,
+            "site-a/t1",
+            [
+                (f"{T1}/state", beat),
+                (f"{T1}/heartbeat", beat),
+                (f"{T1}/status", beat),
+                (f"{T1}/events", sentinel),
+            ],
+        )
+        await obs.wait_for(lambda ms: any(m.payload == sentinel for m in ms))
+        assert [m.topic for m in obs.messages] == [f"{T1}/heartbeat", f"{T1}/status", f"{T1}/events"]

@@ -59,7 +59,12 @@ def check_message(message: Received, records: dict[int, Record], secret_texts: l
                 "at": record.at,  # when, and which gaming day: public at the table
                 "day": PENNSYLVANIA.day_of(record.at).isoformat(),
                 "tz": PENNSYLVANIA.time_zone,
+                # The journal's identity: its first record's hash, a public record's, never this one's.
+                "journal": doc.get("journal"),
             }
+            first = records.get(1)
+            assert first is not None and first.classification is Classification.PUBLIC
+            assert doc["journal"] == first.hash
             return
         assert doc["payload"] == record.payload and doc["hash"] == record.hash
         if "prev_hash" in doc:  # a link may name only a public record's hash, never a withheld one's
