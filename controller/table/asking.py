@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from controller.rules.requests import (
@@ -49,32 +50,55 @@ def hand_cards(state: RoundState, seat: int, hand: int) -> list[str]:
 PROGRESS_FIELDS = frozenset({"locked"})
 
 
+@dataclass(slots=True)
+class AskState:
+    """Which ask the table is at, kept with the table's state (so a restart, replaying the journal
+    or restoring a state snapshot, is at the same one): ``seq`` counts the asks of the table's life,
+    one more each time what it asks is not what it asked just before; ``last`` is that ask, as
+    text (``_text``)."""
+
+    seq: int = 0
+    last: str = ""
+
+
+def follow(table: Table) -> None:
+    """After each event applied (``Table.emit``, ``Table.apply``): a new ask when the table now
+    asks anything else than it asked before the event. Asking the same thing again later (a
+    re-split's card, the cover card after a recut, the card after a halt is lifted) is a new ask,
+    because something else was asked in between: an answer was given."""
+    text = _text(table)
+    asks = table.state.asks
+    if text != asks.last:
+        asks.seq += 1
+        asks.last = text
+
+
 def asking(table: Table) -> dict[str, Any]:
     """``what`` says what the table waits for; the other keys say for whom and with what;
     ``round`` the round it belongs to; ``id`` which ask it is (``ask_id``), so that a display, a
     dealer or a console answers each ask once however often the state is published."""
     ask = {**_asking(table), "round": table.round_no}
-    return {**ask, "id": ask_id(ask, _recut(table))}
+    return {**ask, "id": ask_id(ask, table.state.asks.seq)}
 
 
-def ask_id(ask: dict[str, Any], recut: bool = False) -> str:
+def ask_id(ask: dict[str, Any], seq: int) -> str:
     """The ask's identity: the same while the table asks the same thing (a change of progress
-    only, e.g. ``locked``, keeps it), another as soon as it asks anything else: another seat
-    offered the cut after a refusal (673a.5(c)), another card (``dealt``), another round. A
-    function of the table's journalled state, so a restart replaying the journal asks the same
-    ask by the same id and an answer given before it is not given again. ``recut`` tells the cut
-    the floor ordered again (673a.5(e)) from the first one offered to the same seat."""
-    body = {k: v for k, v in ask.items() if k not in PROGRESS_FIELDS and k != "id"}
-    if recut:
-        body["recut"] = True
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    only, e.g. ``locked``, keeps it), another as soon as it asks anything else, and never one an
+    earlier ask of the table had: ``seq`` (``AskState``) is one more for every change of ask. A
+    function of the journalled state, so a restart replaying the journal asks the same ask by the
+    same id and an answer given before it is not given again."""
+    text = f"{seq}:{_body_text(ask)}"
     digest = hashlib.blake2b(text.encode("utf-8"), digest_size=6).hexdigest()
     return f"{ask['round']}-{ask['what']}-{digest}"
 
 
-def _recut(table: Table) -> bool:
-    cut = table.cut
-    return cut is not None and cut.cut_at is None and cut.cutter is not None
+def _body_text(ask: dict[str, Any]) -> str:
+    body = {k: v for k, v in ask.items() if k not in PROGRESS_FIELDS and k != "id"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def _text(table: Table) -> str:
+    return _body_text({**_asking(table), "round": table.round_no})
 
 
 def _asking(table: Table) -> dict[str, Any]:

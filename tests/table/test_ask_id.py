@@ -8,10 +8,11 @@ put the stub away before it could be counted (687a.9(f))."""
 
 from __future__ import annotations
 
+from controller.rules.requests import DEALER, Action, CardFor, Decision
 from controller.table import inputs as I
 from controller.table.asking import asking
 from controller.table.core import Table
-from tests.table.helpers import WILD, manual, ready
+from tests.table.helpers import DA, WILD, manual, ready
 
 
 def test_dj_wild_locking_the_wagers_is_the_sameasking() -> None:
@@ -47,6 +48,9 @@ def test_the_cut_offered_to_the_next_seat_is_a_newasking() -> None:
     recut = asking(rig.table)
     assert recut["what"] == "cut" and recut["seat"] == 0
     assert len({first["id"], dealer["id"], cover["id"], recut["id"]}) == 4
+    rig.feed(I.CutMade(at=30, by=0))
+    again = asking(rig.table)  # the cover card of the recut stack: asked as before, a new ask
+    assert again["what"] == "cover_card" and again["id"] != cover["id"]
 
 
 def test_a_replayed_table_asks_by_the_same_id() -> None:
@@ -57,3 +61,35 @@ def test_a_replayed_table_asks_by_the_same_id() -> None:
     rig.feed(I.StartGame())
     replayed = Table.replay(rig.options, rig.events)
     assert asking(replayed) == asking(rig.table)
+
+
+def test_a_resplit_asks_its_card_by_a_new_id() -> None:
+    """665a.11(c): a box of 8-8 splits, draws an 8 to its first hand and splits again; the card
+    asked for that hand then looks as it did after the first split (seat 2, hand 0, one card
+    dealt, "split"). It is another ask: a dealer who answers each id once must be asked again.
+    Every ask after an answer carries an id no earlier ask of the round carried."""
+    rig = ready(DA, counted=False)
+    while rig.table.burns_due:
+        rig.draw()
+    rig.open_round((2,))
+    eights = iter(["8S", "8H", "8D", "8C", "8S", "8H", "8D", "8C"])
+    seen: dict[str, dict[str, object]] = {}  # id -> the ask that carried it
+    splits = 0
+    guard = 0
+    while rig.table.round is not None and guard < 60:
+        guard += 1
+        ask = asking(rig.table)
+        body = {k: v for k, v in ask.items() if k != "id"}
+        assert ask["id"] not in seen, f"{ask} reuses the id of {seen[ask['id']]}"
+        seen[ask["id"]] = body
+        req = rig.table.round.request
+        if isinstance(req, CardFor) and req.seat == 2 and splits < 2:
+            rig.draw(next(eights))
+        elif isinstance(req, CardFor) and req.seat == DEALER:
+            rig.draw("9C" if len(rig.table.round.state.dealer) == 0 else "7C")  # no offers, no reader
+        elif isinstance(req, Decision) and Action.SPLIT in req.legal and splits < 2:
+            splits += 1
+            rig.feed(I.KeyPressed(key="split"))
+        else:
+            rig.answer()
+    assert splits == 2 and rig.table.round is None
