@@ -73,7 +73,8 @@ def turn(ask: Mapping[str, Any]) -> dict[str, Any]:
     if what == "stub":
         return {"who": "dealer", "what": "count the stub"}
     if what == "batch":
-        return {"who": "dealer", "what": "waiting for a batch in the shoe"}
+        where = "the shuffled deck in the hand" if ask.get("into") == "hand" else "a batch in the shoe"
+        return {"who": "dealer", "what": f"waiting for {where}", **sec}
     if what == "burn":
         return {"who": "dealer", "what": f"burn {ask.get('cards')} card(s)", **sec}
     if what == "bets":

@@ -126,7 +126,9 @@ def _asking(table: Table) -> dict[str, Any]:
     rnd = table.round
     if rnd is None or rnd.request is None:
         if table.shoe_back is None and table.blackjack:
-            return {"what": "batch"}  # the next shuffled batch into the shoe (or the hand)
+            return {"what": "batch"}  # the next shuffled batch into the shoe
+        if table.shoe_back is None:  # DJ Wild: no bets till the shuffled deck is in the hand
+            return {"what": "batch", "into": "hand", "section": "687a.9(a)(2)"}
         if table.burns_due:
             return {"what": "burn", "cards": table.burns_due, "section": section(table.chapter, "7(c)")}
         return {"what": "bets"}  # chips on the sensors, then Start Game
