@@ -97,7 +97,10 @@ class DeviceEvents:
             where = self.drivers[name].config.endpoint.describe() if name in self.drivers else None
             self.log.warning("waiting_for_device", device=name, where=where, error=event.reason)
         if self.grace is not None and self.grace.holds(event, answered=answered):
-            return  # not up yet: still connecting (controller/supervisor/startup.py)
+            # Not up yet: still connecting (controller/supervisor/startup.py); the last one held
+            # is handed on when the grace runs out.
+            self._observed(event, "held in the connect grace")
+            return
         if new is not old:
             await policy.set_health(name, new)
         if isinstance(event, dev.FrameError):
@@ -114,6 +117,8 @@ class DeviceEvents:
             else:  # before this event's own counters, which come after the unasked ones
                 await self.unasked.asked(self.stepper, self.log)
             inputs = self.translator.inputs(event, self.stepper.table)
+            if not inputs:  # its outcome, since no step will say it (docs/design.md, "Nothing silent")
+                self._observed(event, self.translator.why)
             # A Start Game the keypad's driver locked the sensors for: journalled with the first
             # input's decision, and undone if that is refused (controller/table/sensors.py).
             locked_at = event.sequence if isinstance(event, dev.ButtonPressed) and event.locked else None
@@ -132,6 +137,11 @@ class DeviceEvents:
             await self.reconciler.reconcile()
             if isinstance(event, dev.BetSensed):
                 policy.changed()  # chips on the layout are not journalled between rounds, but shown
+
+    def _observed(self, event: dev.DeviceEvent, why: str) -> None:
+        """One line for an observation that is no input of the table: which, and why. Never the
+        event itself (a card, a reader result): its kind only."""
+        self.log.info("observed", device=event.device, event_kind=type(event).__name__, why=why)
 
 
 class UnaskedCounts:
