@@ -43,6 +43,7 @@ from controller.supervisor.outbox import Outbox
 from controller.supervisor.progress import Progress
 from controller.supervisor.reconcile import DEFAULT_MAX_CYCLE_S, Reconciler
 from controller.supervisor.settle import SETTLE_S, SettleWindow
+from controller.supervisor.stalls import STALL_CHECK_S, StallWatch, presence
 from controller.supervisor.startup import ConnectGrace
 from controller.supervisor.step import Stepper
 from controller.supervisor.tasks import SAFE_STOP_S, Tasks
@@ -159,6 +160,10 @@ class Supervisor:
             progress=self.progress,
             log=self.log,
         )
+        self.stalls = StallWatch(
+            self.clock, self.stepper, lambda: self.translator.shoe_load,
+            lambda: presence(self.kinds, self.policy.health, self.drivers),
+        )  # fmt: skip
         self.tasks = Tasks(
             clock=self.clock,
             rng=self.rng,
@@ -217,6 +222,7 @@ class Supervisor:
         if self.max_cycle_s is not None:  # a shuffle that never ends is noticed with nothing else happening
             every = max(1.0, self.max_cycle_s / 4)
             self.tasks.spawn(self.tasks.every(every, self._overdue), name="supervisor-shuffles")
+        self.tasks.spawn(self.tasks.every(STALL_CHECK_S, self._stalls), name="supervisor-stalls")
         shuffler = next((d for d in drivers if d.kind is DeviceKind.SHUFFLER), None)
         if shuffler is not None:  # a draw or key at a shoe change waits for the shuffler's read
             settle = SettleWindow(
@@ -237,6 +243,12 @@ class Supervisor:
         """A shuffle overdue fails (Reconciler.overdue), and the batch is started again at once."""
         if self.ready.is_set():
             await self.reconciler.reconcile()
+
+    async def _stalls(self) -> None:
+        """A wait that cannot end becomes an alarm (controller/supervisor/stalls.py); from ready
+        on, when every device has had its chance to answer."""
+        if self.ready.is_set():
+            await self.stalls.check()
 
     async def stop(self) -> None:
         """Devices left safe (sensors locked), tasks ended, journal closed, telemetry told."""

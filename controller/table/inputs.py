@@ -323,6 +323,16 @@ class Tick(Input):
     """Time passing with nothing else happening (deck expiry warnings)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Stalled(Input):
+    """The table waits for what cannot come: the devices show a state that cannot lead to what
+    it asks, or no device that could answer is there (controller/supervisor/stalls.py)."""
+
+    section: str
+    message: str
+    floor_action: str
+
+
 # -- the devices themselves (restarts, glitches, out of order) -------------------------------
 @dataclass(frozen=True, slots=True)
 class DeviceGap(Input):
