@@ -328,8 +328,8 @@ class WireDealer:
             await self.count_stub()
         elif what in CUT_STEPS:
             await self._cut(what, ask)
-        elif what == "batch":
-            pass  # the controller has the shuffler shuffle and eject; the dealer waits
+        elif what in ("batch", "wait"):
+            pass  # the shuffler at work, or what the ask's message names: the dealer waits
         else:
             raise TableStopped(f"the dealer cannot answer {what!r}")
         return False

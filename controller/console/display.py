@@ -75,6 +75,8 @@ def turn(ask: Mapping[str, Any]) -> dict[str, Any]:
     if what == "batch":
         where = "the shuffled deck in the hand" if ask.get("into") == "hand" else "a batch in the shoe"
         return {"who": "dealer", "what": f"waiting for {where}", **sec}
+    if what == "wait":
+        return {"who": "dealer", "what": f"waiting: {ask.get('message')}", **sec}
     if what == "burn":
         return {"who": "dealer", "what": f"burn {ask.get('cards')} card(s)", **sec}
     if what == "bets":

@@ -184,7 +184,7 @@ class Translator:
         if taken is None:
             self.why = "a batch of a back the shoe does not tell, with no cut stack to be it"
             return []
-        return [I.BatchToShoe(back=taken)]
+        return [I.BatchToShoe(back=taken, in_shoe=True)]
 
     def key_inputs(
         self, key: str, table: Table, boxes: tuple[int, ...] | None = None, *, amount: int | None = None

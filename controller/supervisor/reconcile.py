@@ -182,7 +182,7 @@ class Reconciler:
             return
         if cut is not None and (cut.back != back or cut.cover_from_bottom is None):
             return  # the cut or the cover card not recorded yet: the table asks for it
-        await self._feed_auto(I.BatchToShoe(back=back))
+        await self._feed_auto(I.BatchToShoe(back=back, in_shoe=True))
         if self.stepper.table.shoe_back == back:
             self.translator.shoe_load = None
 

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from controller.errors import RuleViolation
 from controller.rules.requests import (
     DEALER,
     OFFER_ANSWERS,
@@ -23,6 +24,7 @@ from controller.rules.requests import (
     Decision,
     ReaderUse,
 )
+from controller.table.round import ready_for_round
 from controller.table.sections import section
 
 if TYPE_CHECKING:
@@ -131,6 +133,9 @@ def _asking(table: Table) -> dict[str, Any]:
             return {"what": "batch", "into": "hand", "section": "687a.9(a)(2)"}
         if table.burns_due:
             return {"what": "burn", "cards": table.burns_due, "section": section(table.chapter, "7(c)")}
+        refused = _start_refused(table)
+        if refused is not None:  # Start Game would be refused: say what the table waits for
+            return {"what": "wait", "section": refused.section, "message": refused.message}
         return {"what": "bets"}  # chips on the sensors, then Start Game
     req, state = rnd.request, rnd.state
     up = str(state.dealer[0]) if state.dealer else None
@@ -176,6 +181,19 @@ def _asking(table: Table) -> dict[str, Any]:
         out["up_card"] = up
         return out
     return {"what": type(req).__name__}
+
+
+def _start_refused(table: Table) -> RuleViolation | None:
+    """Why a blackjack table would refuse Start Game now (the used batch still in the discard
+    rack, 673a.3(b)(5); the reader not inspected this gaming day, 2(d); ...): never ask for bets
+    that cannot be taken, which a dealer answering each ask once would answer for nothing."""
+    if not table.blackjack:
+        return None  # DJ Wild asks for the deck in the hand first (687a.9(a)(2))
+    try:
+        ready_for_round(table)
+    except RuleViolation as e:
+        return e
+    return None
 
 
 def layout(table: Table, bets: set[tuple[int, int]], boxes: int) -> dict[str, Any]:

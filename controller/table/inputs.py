@@ -109,6 +109,9 @@ class RecutOrdered(Input):
 @dataclass(frozen=True, slots=True)
 class BatchToShoe(Input):
     back: str
+    # The shoe reported the batch in it already (controller/supervisor/mapping.py): a
+    # direct-insert shuffler is not told to eject what it has put in the shoe.
+    in_shoe: bool = False
 
 
 # -- the shoe --------------------------------------------------------------------------------

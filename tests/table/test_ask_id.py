@@ -12,7 +12,7 @@ from controller.rules.requests import DEALER, Action, CardFor, Decision
 from controller.table import inputs as I
 from controller.table.asking import asking
 from controller.table.core import Table
-from tests.table.helpers import DA, WILD, manual, ready
+from tests.table.helpers import BJ, DA, WILD, manual, ready
 
 
 def test_dj_wild_locking_the_wagers_is_the_sameasking() -> None:
@@ -93,3 +93,18 @@ def test_a_resplit_asks_its_card_by_a_new_id() -> None:
         else:
             rig.answer()
     assert splits == 2 and rig.table.round is None
+
+
+def test_no_bets_are_asked_for_that_start_game_would_refuse() -> None:
+    """673a.2(d): before the floor has inspected the reader this gaming day Start Game is refused;
+    the table says what it waits for instead of asking for bets, and asks for bets (a new ask)
+    once the inspection is recorded, so a dealer who answers each ask once is asked again."""
+    rig = ready(BJ, reader_inspection_required=True)
+    while rig.table.burns_due:
+        rig.draw()
+    waiting = asking(rig.table)
+    assert waiting["what"] == "wait" and waiting["section"] == "673a.2(d)"
+    rig.refuse(I.RoundOpened(wagers=()), "673a.2(d)")
+    rig.feed(I.ReaderInspected(floorperson="floor-1"))
+    bets = asking(rig.table)
+    assert bets["what"] == "bets" and bets["id"] != waiting["id"]
