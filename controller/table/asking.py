@@ -10,7 +10,6 @@ stub's contents never appear.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -63,14 +62,20 @@ class AskState:
     last: str = ""
 
 
-def follow(table: Table) -> None:
-    """After each event applied (``Table.emit``, ``Table.apply``): a new ask when the table now
-    asks anything else than it asked before the event. Asking the same thing again later (a
-    re-split's card, the cover card after a recut, the card after a halt is lifted) is a new ask,
-    because something else was asked in between: an answer was given."""
+# Records after which the same ask is a new one: the card drawn for it did not count (found face
+# up in the shoe and discarded, 673a.13(a)), so the dealer is asked for a card again.
+ASKED_AGAIN = frozenset({"card_discarded_face_up"})
+
+
+def follow(table: Table, kind: str) -> None:
+    """After each event applied (``Table.emit``, ``Table.apply``; ``kind`` its record's kind): a
+    new ask when the table now asks anything else than it asked before the event. Asking the
+    same thing again later (a re-split's card, the cover card after a recut, the card after a
+    halt is lifted) is a new ask, because something else was asked in between: an answer was
+    given; and so is the card asked again after one that did not count (``ASKED_AGAIN``)."""
     text = _text(table)
     asks = table.state.asks
-    if text != asks.last:
+    if text != asks.last or kind in ASKED_AGAIN:
         asks.seq += 1
         asks.last = text
 
@@ -95,8 +100,10 @@ def ask_id(ask: dict[str, Any], seq: int) -> str:
 
 
 def _body_text(ask: dict[str, Any]) -> str:
-    body = {k: v for k, v in ask.items() if k not in PROGRESS_FIELDS and k != "id"}
-    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+    """The ask as text, the same in every process (plain data: str, int, bool, None, lists); a
+    repr of its sorted items, which costs half a JSON dump: this runs after every event applied,
+    replay included."""
+    return repr(sorted((k, v) for k, v in ask.items() if k not in PROGRESS_FIELDS and k != "id"))
 
 
 def _text(table: Table) -> str:

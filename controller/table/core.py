@@ -173,7 +173,7 @@ class Table:
     def emit(self, step: Step, e: Event) -> None:
         """Apply a decided event and add it to the step (to be journalled)."""
         TRANSITIONS[type(e)](self, e)
-        follow(self)
+        follow(self, e.kind)
         step.events.append(DomainEvent(e.kind, e.payload(), self.now))
 
     def apply(self, recorded: DomainEvent) -> None:
@@ -187,7 +187,7 @@ class Table:
             typed(recorded)  # raises the one-line error that says what is wrong with the record
             raise
         transition(self, e)
-        follow(self)
+        follow(self, recorded.kind)
 
     @classmethod
     def replay(cls, options: GameOptions, events: Iterable[DomainEvent], table_id: str = "table") -> Table:

@@ -108,3 +108,19 @@ def test_no_bets_are_asked_for_that_start_game_would_refuse() -> None:
     rig.feed(I.ReaderInspected(floorperson="floor-1"))
     bets = asking(rig.table)
     assert bets["what"] == "bets" and bets["id"] != waiting["id"]
+
+
+def test_the_card_asked_again_after_one_found_face_up_is_a_new_ask() -> None:
+    """673a.13(a): a card that comes out of the shoe face up is discarded, not used; the table
+    asks for the same card again, and a dealer who drew for the first ask must draw again."""
+    rig = ready(BJ)
+    while rig.table.burns_due:
+        rig.draw()
+    rig.open_round((1,))
+    before = asking(rig.table)
+    assert before["what"] == "card"
+    step = rig.draw("KH", face_up_in_shoe=True)
+    assert [e.kind for e in step.events] == ["card_discarded_face_up"]
+    after = asking(rig.table)
+    assert {k: v for k, v in after.items() if k != "id"} == {k: v for k, v in before.items() if k != "id"}
+    assert after["id"] != before["id"]
