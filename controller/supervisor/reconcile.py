@@ -55,6 +55,9 @@ class Reconciler:
         self.unseen_cycle: dict[str, float] = {}
         self.eject_backoff: dict[dev.Slot, Backoff] = {}  # refusals in a row, and when to retry
         self._retrying: set[dev.Slot] = set()  # a retry is waiting out its backoff
+        # Ejects the shuffler has refused (or never got) since when, till one is carried out: a
+        # batch the table has out of the shuffler that does not come (controller/supervisor/stalls.py).
+        self.eject_refused_since: dict[dev.Slot, float] = {}
         self._lock: asyncio.Lock | None = None
         self._spawn: Spawn | None = None
 
@@ -71,7 +74,9 @@ class Reconciler:
         backoff = self.eject_backoff.setdefault(slot, Backoff(EJECT_RETRY, clock=self.clock))
         if carried_out:
             backoff.succeeded()
+            self.eject_refused_since.pop(slot, None)
             return
+        self.eject_refused_since.setdefault(slot, self.clock.now())
         backoff.failed()  # due from now, not from when the task first runs (a later turn of the loop)
         if self._spawn is None or slot in self._retrying:
             return

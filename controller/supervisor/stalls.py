@@ -13,7 +13,7 @@ docs/design.md ("No wait without an alarm") states the bound.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -77,14 +77,32 @@ def _device(what: str) -> DeviceKind | None:
     return None
 
 
-def stalled(table: Table, load: ShoeLoad | None, devices: Mapping[DeviceKind, Presence]) -> Stall | None:
-    """Why the table's wait cannot end, or None while it can (or the floor is already asked)."""
+def stalled(
+    table: Table,
+    load: ShoeLoad | None,
+    devices: Mapping[DeviceKind, Presence],
+    not_out: Collection[str] = (),
+) -> Stall | None:
+    """Why the table's wait cannot end, or None while it can (or the floor is already asked).
+    ``not_out``: the batches the shuffler still shows ready after refusing to eject them."""
     ask = asking(table)
     what = str(ask["what"])
     if what == "floor":
         return None  # dealing is stopped on an alarm: the floor is asked already
     if load is not None:
         return _loaded(table, load, ask)
+    out = table.shoe_back or (table.cut.back if table.cut is not None and table.cuts_at_shuffler else None)
+    if out is not None and out in not_out:
+        where = "out for the cut" if table.cut is not None else "in the shoe"
+        if not table.blackjack:
+            where = "in the dealer's hand"
+        return Stall(
+            table.sec("3(b)(3)") if table.blackjack else "687a.9(a)(2)",
+            f"the {out} batch is still in the shuffler, which does not put it out, though the "
+            f"table has it {where}",
+            "check the shuffler's eject and tray; take the batch out by hand, or mark the "
+            "shuffler out of order",
+        )
     kind = _device(what)
     if kind is None or (kind is DeviceKind.SHUFFLER and table.manual):
         return None  # people answer it (the display asks them); by hand when shuffled by hand
@@ -147,15 +165,16 @@ class StallWatch:
 
     def __init__(
         self, clock: Clock, stepper: Stepper, load: Callable[[], ShoeLoad | None],
-        devices: Callable[[], Mapping[DeviceKind, Presence]],
+        devices: Callable[[], Mapping[DeviceKind, Presence]], not_out: Callable[[], Collection[str]],
     ) -> None:  # fmt: skip
         self.clock, self.stepper, self.load, self.devices = clock, stepper, load, devices
+        self.not_out = not_out
         self.current: Stall | None = None
         self.since = 0.0
         self.told = False
 
     async def check(self) -> None:
-        stall = stalled(self.stepper.table, self.load(), self.devices())
+        stall = stalled(self.stepper.table, self.load(), self.devices(), self.not_out())
         now = self.clock.now()
         if stall != self.current:
             self.current, self.since, self.told = stall, now, False

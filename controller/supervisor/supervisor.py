@@ -160,10 +160,6 @@ class Supervisor:
             progress=self.progress,
             log=self.log,
         )
-        self.stalls = StallWatch(
-            self.clock, self.stepper, lambda: self.translator.shoe_load,
-            lambda: presence(self.kinds, self.policy.health, self.drivers),
-        )  # fmt: skip
         self.tasks = Tasks(
             clock=self.clock,
             rng=self.rng,
@@ -174,6 +170,10 @@ class Supervisor:
             progress=self.progress,
             log=self.log,
         )
+        self.stalls = StallWatch(
+            self.clock, self.stepper, lambda: self.translator.shoe_load,
+            lambda: presence(self.kinds, self.policy.health, self.drivers), self._not_out,
+        )  # fmt: skip
         self.reconciler.retry_ejects(self.lock, lambda work, name: self.tasks.spawn(work, name=name))
         self.commands = CommandApi(
             running=lambda: self.jt is not None and not self._stopped,
@@ -243,6 +243,15 @@ class Supervisor:
         """A shuffle overdue fails (Reconciler.overdue), and the batch is started again at once."""
         if self.ready.is_set():
             await self.reconciler.reconcile()
+
+    def _not_out(self) -> set[str]:
+        """The batches whose eject the shuffler refused and which it still shows ready."""
+        slots = self.translator.slots
+        return {
+            self.translator.back_of(slot)
+            for slot in self.reconciler.eject_refused_since
+            if slot in slots and slots[slot].state is dev.ShufflerState.READY
+        }
 
     async def _stalls(self) -> None:
         """A wait that cannot end becomes an alarm (controller/supervisor/stalls.py); from ready

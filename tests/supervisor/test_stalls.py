@@ -103,3 +103,19 @@ async def test_a_shuffler_gone_while_the_table_waits_for_a_batch_is_an_alarm(
     alarms = await _until_alarm(rig, 120.0)
     assert [a["section"] for a in alarms] == ["685a.12(k)"], alarms
     assert "the shuffler does not answer" in alarms[0]["message"]
+
+
+def test_a_batch_the_shuffler_will_not_put_out() -> None:
+    """The table journalled the deck into the hand (687a.9(a)(2)) and the eject; the shuffler
+    refuses it and still shows the deck ready: the dealer's hand stays empty."""
+    wild = ready(WILD, counted=False)
+    back = wild.table.shoe_back
+    assert back is not None
+    assert stalled(wild.table, None, UP, {back}) is not None
+    stall = stalled(wild.table, None, UP, {back})
+    assert stall is not None and stall.section == "687a.9(a)(2)" and "dealer's hand" in stall.message
+    other = next(b for b in wild.table.batches if b != back)
+    assert stalled(wild.table, None, UP, {other}) is None  # the other deck is meant to stay in
+    rig = ready(BJ)
+    stall = stalled(rig.table, None, UP, {str(rig.table.shoe_back)})
+    assert stall is not None and stall.section == "673a.3(b)(3)" and "in the shoe" in stall.message
