@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
+import structlog
 from structlog.typing import FilteringBoundLogger
 
 from controller.supervisor.device_policy import DevicePolicy
@@ -47,6 +48,7 @@ class DeviceEvents:
         self.settle: SettleWindow | None = None  # set at start on a table with a shuffler
         self._waiting_said: set[str] = set()
         self.unasked = UnaskedCounts()
+        self.observations = 0  # device events handled by this process (the log's ``observation``)
 
     async def consume(self) -> None:
         while True:
@@ -74,15 +76,19 @@ class DeviceEvents:
             return [] if isinstance(event, Settled) else [event]
 
     async def _handle(self, event: dev.DeviceEvent) -> None:
-        try:
-            await self.on_event(event)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # never crash on one bad event; say which kind it was
-            self.log.error(
-                "event_failed", device=event.device, event_kind=type(event).__name__,
-                error=f"{type(e).__name__}: {e}",
-            )  # fmt: skip
+        # Every line logged while the event is handled carries its number (``observation``, one
+        # more per event this process handles): its outcome is found by it (docs/design.md).
+        self.observations += 1
+        with structlog.contextvars.bound_contextvars(observation=self.observations):
+            try:
+                await self.on_event(event)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # never crash on one bad event; say which kind it was
+                self.log.error(
+                    "event_failed", device=event.device, event_kind=type(event).__name__,
+                    error=f"{type(e).__name__}: {e}",
+                )  # fmt: skip
 
     async def on_event(self, event: dev.DeviceEvent) -> None:
         name = event.device

@@ -3,14 +3,17 @@ who mostly plays by the book but, as a person at a real table might, acts early,
 out of order (keys pressed at any time, a card drawn unasked, an answer sent for an ask that has
 gone, a device read out of turn, time passing), at a table whose devices are simulators on real
 sockets read by the supervisor on the virtual clock (controller/supervisor/rig.py). For every
-device event the supervisor handles, the log holds its outcome: applied (``step``), refused with
-its section (``refused``), an alarm (``alarm``), taken with nothing to change (``unchanged``) or
-no input of the table, and why (``observed``); and every dealer or floor command has its result.
+device event the supervisor handles (numbered in its log lines), the log holds its outcome:
+applied (``step``), refused with its section (``refused``), an alarm (``alarm``), taken with
+nothing to change (``unchanged``) or no input of the table, and why (``observed``); and every
+dealer or floor command has its result.
 
 The supervisor runs in this process (not ``tablectl run`` over MQTT): the devices are on the
 wire, the people act through the same commands as the console, and the clock is virtual, so a
-seed repeats. Each event's log lines are told apart by a context variable bound while the
-supervisor's event task handles it (the commands run in the dealer's task, outside it)."""
+seed repeats. Each event's log lines carry its number (a context variable the supervisor's
+event task binds while it handles the event; the commands run in the dealer's task, outside it).
+tests/supervisor/test_wire_outcomes.py holds the same over MQTT, `tablectl run` beside
+`tablectl sim`."""
 
 from __future__ import annotations
 
@@ -23,7 +26,6 @@ import pytest
 import structlog
 
 from controller.supervisor.rig import Rig
-from devices import events as dev
 from devices.events import Key
 from devices.profiles import DeviceKind
 from sim.actions import ActionRefused
@@ -36,22 +38,12 @@ ROUNDS = 4
 
 
 class Outcomes:
-    """The log lines of each device event the supervisor handles (a structlog processor)."""
+    """The log lines of each device event the supervisor handles, by the number it logs them
+    with (``observation``, controller/supervisor/device_events.py): a structlog processor."""
 
-    def __init__(self, rig: Rig) -> None:
-        self.kinds: dict[int, str] = {}
+    def __init__(self) -> None:
         self.lines: dict[int, list[str]] = defaultdict(list)
         self.all: list[str] = []
-        events = rig.supervisor.device_events
-        handle = events.on_event
-
-        async def numbered(event: dev.DeviceEvent) -> None:
-            n = len(self.kinds) + 1
-            self.kinds[n] = type(event).__name__
-            with structlog.contextvars.bound_contextvars(observation=n):
-                await handle(event)
-
-        events.on_event = numbered  # type: ignore[method-assign]
 
     def __call__(self, logger: Any, method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
         self.all.append(str(event_dict["event"]))
@@ -60,8 +52,8 @@ class Outcomes:
             self.lines[n].append(str(event_dict["event"]))
         raise structlog.DropEvent
 
-    def without(self) -> list[tuple[int, str, list[str]]]:
-        return [(n, k, self.lines[n]) for n, k in self.kinds.items() if not OUTCOMES & set(self.lines[n])]
+    def without(self, handled: int) -> list[tuple[int, list[str]]]:
+        return [(n, self.lines[n]) for n in range(1, handled + 1) if not OUTCOMES & set(self.lines[n])]
 
 
 class Person:
@@ -112,31 +104,23 @@ async def _floor(rig: Rig, person: Person) -> bool:
 
 
 @pytest.fixture
-def outcomes_logged() -> Iterator[list[Outcomes]]:
-    """structlog for this test: context variables merged, then each line to the Outcomes."""
-    holder: list[Outcomes] = []
-
-    def to_outcomes(logger: Any, method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
-        if holder:
-            return holder[0](logger, method, event_dict)
-        raise structlog.DropEvent  # the rig starting: before any observation is numbered
-
+def outcomes() -> Iterator[Outcomes]:
+    """structlog for this test, from before the table starts: context variables merged, then
+    each line to the Outcomes."""
+    into = Outcomes()
     structlog.configure(
-        processors=[structlog.contextvars.merge_contextvars, to_outcomes],
-        cache_logger_on_first_use=False,
+        processors=[structlog.contextvars.merge_contextvars, into], cache_logger_on_first_use=False
     )
-    yield holder
+    yield into
     structlog.reset_defaults()
 
 
 @pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize("game", ["double-back-jack", "double-attack", "down-under", "dj-wild"])
 async def test_every_device_observation_has_an_outcome(
-    game: str, seed: int, table_rig: Callable[..., Awaitable[Rig]], outcomes_logged: list[Outcomes]
+    game: str, seed: int, table_rig: Callable[..., Awaitable[Rig]], outcomes: Outcomes
 ) -> None:
     rig = await table_rig(game, seed=seed, boxes=3)
-    outcomes = Outcomes(rig)
-    outcomes_logged.append(outcomes)
     person = Person(rig, random.Random(seed))
     await rig.dealer.open_table()
     rig.link.pace = person
@@ -150,8 +134,9 @@ async def test_every_device_observation_has_an_outcome(
                 break
     rig.link.pace = None
     await rig.supervisor.settle()
-    assert len(outcomes.kinds) > 50, "too few observations to say anything"
-    assert outcomes.without() == [], "observations without an outcome"
+    handled = rig.supervisor.device_events.observations
+    assert handled > 50, "too few observations to say anything"
+    assert outcomes.without(handled) == [], "observations without an outcome"
     assert "event_failed" not in outcomes.all and "settle_failed" not in outcomes.all
     for result in person.commands:  # every answer has its result: done, or refused saying why
         assert result["ok"] or str(result.get("error", "")).strip(), result
