@@ -24,12 +24,17 @@ from controller.supervisor.step import Stepper
 from controller.table import inputs as I
 from controller.table.asking import asking
 from controller.table.core import Table
+from controller.table.wild import stub_count_due
 from devices import events as dev
 from devices.drivers.base import Driver
 from devices.profiles import DeviceKind
 
 STALL_CHECK_S = 1.0  # how often the table's waits are looked at
 STALL_AFTER_S = 10.0  # how long a wait that cannot end holds before its alarm
+NAMES = {
+    DeviceKind.SHOE: "dealing shoe", DeviceKind.READER: "card reader",
+    DeviceKind.SHUFFLER: "shuffler", DeviceKind.STUB_COUNTER: "stub counter",
+}  # fmt: skip
 
 
 class Presence(StrEnum):
@@ -66,7 +71,7 @@ def presence(
     return out
 
 
-def _device(what: str) -> DeviceKind | None:
+def _device(table: Table, what: str) -> DeviceKind | None:
     """The device that answers an ask, where only a device can."""
     if what in ("card", "burn"):
         return DeviceKind.SHOE
@@ -74,6 +79,8 @@ def _device(what: str) -> DeviceKind | None:
         return DeviceKind.READER
     if what == "batch":
         return DeviceKind.SHUFFLER
+    if what == "stub" and stub_count_due(table):  # 687a.9(f): Next is refused till it is counted
+        return DeviceKind.STUB_COUNTER
     return None
 
 
@@ -103,13 +110,18 @@ def stalled(
             "check the shuffler's eject and tray; take the batch out by hand, or mark the "
             "shuffler out of order",
         )
-    kind = _device(what)
+    kind = _device(table, what)
     if kind is None or (kind is DeviceKind.SHUFFLER and table.manual):
         return None  # people answer it (the display asks them); by hand when shuffled by hand
     state = devices.get(kind, Presence.MISSING)
     if state in (Presence.UP, Presence.MARKED):
         return None
-    name = {DeviceKind.SHOE: "dealing shoe", DeviceKind.READER: "card reader"}.get(kind, "shuffler")
+    names = {
+        DeviceKind.SHOE: "dealing shoe",
+        DeviceKind.READER: "card reader",
+        DeviceKind.STUB_COUNTER: "stub counter",
+    }
+    name = names.get(kind, "shuffler")
     why = "no " + name + " is configured" if state is Presence.MISSING else f"the {name} does not answer"
     if kind is DeviceKind.SHOE:
         return Stall(
@@ -122,6 +134,12 @@ def stalled(
             table.sec("2(d)"),
             f"the round waits for the hole card in the card reader and {why}",
             "bring the card reader back or replace it; void the round if it cannot be finished",
+        )
+    if kind is DeviceKind.STUB_COUNTER:
+        return Stall(
+            "687a.9(f)",
+            f"the stub is due to be counted (at least once every 5 rounds) and {why}",
+            "bring the stub counter back; the round is not ended till the stub is counted",
         )
     if not table.blackjack:
         return Stall(

@@ -16,6 +16,7 @@ from devices.profiles import DeviceKind
 from tests.support.first_stack import stack_cut
 from tests.table.helpers import BJ, WILD, ready
 from tests.table.helpers import Rig as CoreRig
+from tests.table.test_dj_wild import _dealt, _round
 
 UP = dict.fromkeys(DeviceKind, Presence.UP)
 
@@ -119,3 +120,22 @@ def test_a_batch_the_shuffler_will_not_put_out() -> None:
     rig = ready(BJ)
     stall = stalled(rig.table, None, UP, {str(rig.table.shoe_back)})
     assert stall is not None and stall.section == "673a.3(b)(3)" and "in the shoe" in stall.message
+
+
+def test_a_stub_count_due_with_the_stub_counter_gone() -> None:
+    """687a.9(f): at a shuffler that does not count, Next is refused in the 5th uncounted round
+    till the stub is counted; only the stub counter can end that wait."""
+    rig = ready(WILD, counted=False)
+    for _ in range(4):
+        _round(rig)
+    rig.next_shoe(counted=False)
+    _dealt(rig)
+    assert asking(rig.table)["what"] == "stub"
+    assert stalled(rig.table, None, UP) is None
+    stall = stalled(rig.table, None, _without(DeviceKind.STUB_COUNTER, Presence.GONE))
+    assert (
+        stall is not None and stall.section == "687a.9(f)" and "stub counter does not answer" in stall.message
+    )
+    counted = ready(WILD)  # a shuffler that counted 53 cards: Next puts the stub away, no count due
+    _dealt(counted)
+    assert stalled(counted.table, None, _without(DeviceKind.STUB_COUNTER)) is None
