@@ -116,12 +116,7 @@ def stalled(
     state = devices.get(kind, Presence.MISSING)
     if state in (Presence.UP, Presence.MARKED):
         return None
-    names = {
-        DeviceKind.SHOE: "dealing shoe",
-        DeviceKind.READER: "card reader",
-        DeviceKind.STUB_COUNTER: "stub counter",
-    }
-    name = names.get(kind, "shuffler")
+    name = NAMES[kind]
     why = "no " + name + " is configured" if state is Presence.MISSING else f"the {name} does not answer"
     if kind is DeviceKind.SHOE:
         return Stall(
