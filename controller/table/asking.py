@@ -53,31 +53,31 @@ PROGRESS_FIELDS = frozenset({"locked"})
 
 @dataclass(slots=True)
 class AskState:
-    """Which ask the table is at, kept with the table's state (so a restart, replaying the journal
-    or restoring a state snapshot, is at the same one): ``seq`` counts the asks of the table's life,
-    one more each time what it asks is not what it asked just before; ``last`` is that ask, as
-    text (``_text``)."""
+    """How many answers to asks the journal holds (``ANSWERS``), kept with the table's state, so
+    a restart (replaying the journal, or restoring a state snapshot) counts the same."""
 
-    seq: int = 0
-    last: str = ""
+    answers: int = 0
 
 
-# Records after which the same ask is a new one: the card drawn for it did not count (found face
-# up in the shoe and discarded, 673a.13(a)), so the dealer is asked for a card again.
-ASKED_AGAIN = frozenset({"card_discarded_face_up"})
+# The records that answer an ask: what a person or a device did that the table asked for (and a
+# card that came for it but does not count, 673a.13(a)). After one of them the table's ask is
+# another ask, even when it asks the same again (a re-split's card, 665a.11(c); the cover card of
+# a recut stack, 673a.5(e); the card after one found face up). Not an answer, so the ask keeps
+# its id: what happens while it stands (a wager locked, 687a.9(b); an alarm raised; a shuffle; a
+# device's health; the cover card coming out, 673a.7(d)).
+ANSWERS = frozenset({
+    "cut_offered", "cut_refused", "cut_made", "cover_card_placed", "recut_ordered",
+    "batch_to_shoe", "card_burned", "round_started", "card_dealt", "hole_card_dealt",
+    "card_discarded_face_up", "decision", "offer_answered", "reader_result", "hand_called_dead",
+    "wild_round_dealt", "stub_counted", "round_settled", "round_voided", "shoe_ended",
+    "discards_reshuffled", "alarm_acknowledged",
+})  # fmt: skip
 
 
-def follow(table: Table, kind: str) -> None:
-    """After each event applied (``Table.emit``, ``Table.apply``; ``kind`` its record's kind): a
-    new ask when the table now asks anything else than it asked before the event. Asking the
-    same thing again later (a re-split's card, the cover card after a recut, the card after a
-    halt is lifted) is a new ask, because something else was asked in between: an answer was
-    given; and so is the card asked again after one that did not count (``ASKED_AGAIN``)."""
-    text = _text(table)
-    asks = table.state.asks
-    if text != asks.last or kind in ASKED_AGAIN:
-        asks.seq += 1
-        asks.last = text
+def answered(table: Table, kind: str) -> None:
+    """After each record applied (``Table.emit``, ``Table.apply``): one more answer if it is one."""
+    if kind in ANSWERS:
+        table.state.asks.answers += 1
 
 
 def asking(table: Table) -> dict[str, Any]:
@@ -85,29 +85,19 @@ def asking(table: Table) -> dict[str, Any]:
     ``round`` the round it belongs to; ``id`` which ask it is (``ask_id``), so that a display, a
     dealer or a console answers each ask once however often the state is published."""
     ask = {**_asking(table), "round": table.round_no}
-    return {**ask, "id": ask_id(ask, table.state.asks.seq)}
+    return {**ask, "id": ask_id(ask, table.state.asks.answers)}
 
 
-def ask_id(ask: dict[str, Any], seq: int) -> str:
-    """The ask's identity: the same while the table asks the same thing (a change of progress
-    only, e.g. ``locked``, keeps it), another as soon as it asks anything else, and never one an
-    earlier ask of the table had: ``seq`` (``AskState``) is one more for every change of ask. A
-    function of the journalled state, so a restart replaying the journal asks the same ask by the
-    same id and an answer given before it is not given again."""
-    text = f"{seq}:{_body_text(ask)}"
-    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=6).hexdigest()
+def ask_id(ask: dict[str, Any], answers: int) -> str:
+    """The ask's identity: the ask itself (but its progress, e.g. ``locked``) and the number of
+    answers journalled before it. The same while the table asks the same thing and nothing has
+    answered it; another as soon as it asks anything else or an answer is journalled, so an ask
+    asked again after an answer is another ask. A function of the journalled state, so a restart
+    replaying the journal asks the same ask by the same id and an answer given before it is not
+    given again."""
+    body = repr(sorted((k, v) for k, v in ask.items() if k not in PROGRESS_FIELDS and k != "id"))
+    digest = hashlib.blake2b(f"{answers}:{body}".encode(), digest_size=6).hexdigest()
     return f"{ask['round']}-{ask['what']}-{digest}"
-
-
-def _body_text(ask: dict[str, Any]) -> str:
-    """The ask as text, the same in every process (plain data: str, int, bool, None, lists); a
-    repr of its sorted items, which costs half a JSON dump: this runs after every event applied,
-    replay included."""
-    return repr(sorted((k, v) for k, v in ask.items() if k not in PROGRESS_FIELDS and k != "id"))
-
-
-def _text(table: Table) -> str:
-    return _body_text({**_asking(table), "round": table.round_no})
 
 
 def _asking(table: Table) -> dict[str, Any]:

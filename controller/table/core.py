@@ -49,7 +49,7 @@ from controller.table import (
 )
 from controller.table import inputs as I
 from controller.table.alarms import Alarm
-from controller.table.asking import AskState, asking, follow
+from controller.table.asking import AskState, answered, asking
 from controller.table.batches import Batch, Place
 from controller.table.events import DECODERS, EVENT_TYPES, OMIT, DomainEvent, Event, event, typed
 from controller.table.machine import HANDLERS, TRANSITIONS, Command, Step, applies, plain, public_fields
@@ -92,7 +92,7 @@ class TableState:
     wild: wild.WildState
     alarms: alarms.AlarmsState
     devices: devices.DevicesState
-    asks: AskState  # which ask the table is at (controller/table/asking.py): not a machine, a view's memory
+    asks: AskState  # the answers journalled, for the ask ids (controller/table/asking.py): not a machine
 
 
 @event("table_opened")
@@ -173,7 +173,7 @@ class Table:
     def emit(self, step: Step, e: Event) -> None:
         """Apply a decided event and add it to the step (to be journalled)."""
         TRANSITIONS[type(e)](self, e)
-        follow(self, e.kind)
+        answered(self, e.kind)
         step.events.append(DomainEvent(e.kind, e.payload(), self.now))
 
     def apply(self, recorded: DomainEvent) -> None:
@@ -187,7 +187,7 @@ class Table:
             typed(recorded)  # raises the one-line error that says what is wrong with the record
             raise
         transition(self, e)
-        follow(self, recorded.kind)
+        answered(self, recorded.kind)
 
     @classmethod
     def replay(cls, options: GameOptions, events: Iterable[DomainEvent], table_id: str = "table") -> Table:

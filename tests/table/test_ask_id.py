@@ -8,9 +8,12 @@ put the stub away before it could be counted (687a.9(f))."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from controller.rules.requests import DEALER, Action, CardFor, Decision
 from controller.table import inputs as I
-from controller.table.asking import asking
+from controller.table.asking import ANSWERS, asking
 from controller.table.core import Table
 from tests.table.helpers import BJ, DA, WILD, manual, ready
 
@@ -124,3 +127,11 @@ def test_the_card_asked_again_after_one_found_face_up_is_a_new_ask() -> None:
     after = asking(rig.table)
     assert {k: v for k, v in after.items() if k != "id"} == {k: v for k, v in before.items() if k != "id"}
     assert after["id"] != before["id"]
+
+
+def test_mqtt_md_lists_the_records_that_answer_an_ask() -> None:
+    """docs/mqtt.md says exactly when a new id is issued: its list of answers is ANSWERS."""
+    text = (Path(__file__).parents[2] / "docs" / "mqtt.md").read_text(encoding="utf-8")
+    start = text.index("When a new `id` is issued, exactly:")
+    paragraph = text[start : text.index("So a new `id` is issued", start)]
+    assert set(re.findall(r"`([a-z_]+)`", paragraph)) - {"id", "locked"} == ANSWERS
