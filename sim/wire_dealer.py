@@ -44,6 +44,7 @@ DEALER_NAME, FLOOR_NAME = "dealer-1", "floor-1"
 SHOE_WAIT_S = 30.0
 MAX_WAITS = 720  # the link's waits (5 s of table time each, or one state) before giving up
 MAX_ASKS_PER_ROUND = 400
+ANSWERED_KEPT = 4 * MAX_ASKS_PER_ROUND  # ask ids a dealer remembers having answered
 # 673a.3(c): decks are changed within 24 hours of opening; the floor changes them between shoes
 # once they are 23 hours old. The floor knows when it opened them: it verified them itself.
 DECK_CHANGE_AFTER_S = 23 * 3600.0
@@ -105,7 +106,11 @@ class WireDealer:
         self.dealer, self.floor_name = dealer, floor
         self.stats = DealerStats()
         self.hole: Card | None = None
-        self._answered: str | None = None  # the id of the last ask answered
+        # Every ask answered, by id (docs/mqtt.md: each id answered once; an ask the table asks
+        # again, a re-split's card, comes with a new id). Bounded: the oldest are let go, far more
+        # than one round asks.
+        self._answered: dict[str, None] = {}
+        self._last: str | None = None  # the last ask answered
         self._shoe_seen: str | None = None
         self._snap: dict[str, Any] = {}
         self._opened: dict[str, float] = {}  # back -> when the floor verified its decks (sim clock)
@@ -181,7 +186,7 @@ class WireDealer:
                 return
             ask = self._snap.get("asking")
             if isinstance(ask, dict) and ask.get("what") in CUT_STEPS and self._new_ask(ask):
-                self._answered = ask_identity(ask)  # 673a.5(b)-(d): the first stack is cut before it is dealt
+                self._answer(ask)  # 673a.5(b)-(d): the first stack is cut before it is dealt
                 await self._cut(str(ask["what"]), ask)
                 self._snap = await self.link.state()
             else:
@@ -206,10 +211,10 @@ class WireDealer:
             if started is not None and not snap.get("in_round") and int(snap.get("round", 0)) >= started:
                 break
             if isinstance(ask, dict) and ask.get("what") == "floor":
-                self._answered = ask_identity(ask)
+                self._answer(ask)
                 raise TableStopped(f"dealing is stopped: {ask.get('section')}: {ask.get('message')}")
             if isinstance(ask, dict) and self._new_ask(ask) and await self._ready(snap, ask):
-                self._answered = ask_identity(ask)
+                self._answer(ask)
                 self.stats.actions += 1
                 if await self._act(ask, snap):
                     started = int(snap.get("round", 0)) + 1
@@ -225,7 +230,16 @@ class WireDealer:
             await self.link.touched(DeviceKind.SHUFFLER)
 
     def _new_ask(self, ask: dict[str, Any]) -> bool:
-        return ask_identity(ask) != self._answered
+        ident = ask_identity(ask)
+        return ident not in self._answered and ident != self._last
+
+    def _answer(self, ask: dict[str, Any]) -> None:
+        ident = ask_identity(ask)
+        self._last = ident
+        if isinstance(ask.get("id"), str):  # an ask without one is told apart from the last only
+            self._answered[ident] = None
+        if len(self._answered) > ANSWERED_KEPT:
+            del self._answered[next(iter(self._answered))]
 
     async def _change_old_decks(self, snap: dict[str, Any]) -> None:
         """673a.3(c): the floor brings new decks for a batch resting in the shuffler that is near
@@ -314,8 +328,8 @@ class WireDealer:
             await self.count_stub()
         elif what in CUT_STEPS:
             await self._cut(what, ask)
-        elif what == "batch":
-            pass  # the controller has the shuffler shuffle and eject; the dealer waits
+        elif what in ("batch", "wait"):
+            pass  # the shuffler at work, or what the ask's message names: the dealer waits
         else:
             raise TableStopped(f"the dealer cannot answer {what!r}")
         return False

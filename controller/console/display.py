@@ -76,7 +76,10 @@ def turn(ask: Mapping[str, Any]) -> dict[str, Any]:
     if what == "stub":
         return {"who": "dealer", "what": "count the stub"}
     if what == "batch":
-        return {"who": "dealer", "what": "waiting for a batch in the shoe"}
+        where = "the shuffled deck in the hand" if ask.get("into") == "hand" else "a batch in the shoe"
+        return {"who": "dealer", "what": f"waiting for {where}", **sec}
+    if what == "wait":
+        return {"who": "dealer", "what": f"waiting: {ask.get('message')}", **sec}
     if what == "burn":
         n = ask.get("cards")
         return {"who": "dealer", "what": f"burn {n} card{'' if n == 1 else 's'}", **sec}

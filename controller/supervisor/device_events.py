@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
+import structlog
 from structlog.typing import FilteringBoundLogger
 
 from controller.supervisor.device_policy import DevicePolicy
@@ -47,6 +48,7 @@ class DeviceEvents:
         self.settle: SettleWindow | None = None  # set at start on a table with a shuffler
         self._waiting_said: set[str] = set()
         self.unasked = UnaskedCounts()
+        self.observations = 0  # device events handled by this process (the log's ``observation``)
 
     async def consume(self) -> None:
         while True:
@@ -74,15 +76,19 @@ class DeviceEvents:
             return [] if isinstance(event, Settled) else [event]
 
     async def _handle(self, event: dev.DeviceEvent) -> None:
-        try:
-            await self.on_event(event)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # never crash on one bad event; say which kind it was
-            self.log.error(
-                "event_failed", device=event.device, event_kind=type(event).__name__,
-                error=f"{type(e).__name__}: {e}",
-            )  # fmt: skip
+        # Every line logged while the event is handled carries its number (``observation``, one
+        # more per event this process handles): its outcome is found by it (docs/design.md).
+        self.observations += 1
+        with structlog.contextvars.bound_contextvars(observation=self.observations):
+            try:
+                await self.on_event(event)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # never crash on one bad event; say which kind it was
+                self.log.error(
+                    "event_failed", device=event.device, event_kind=type(event).__name__,
+                    error=f"{type(e).__name__}: {e}",
+                )  # fmt: skip
 
     async def on_event(self, event: dev.DeviceEvent) -> None:
         name = event.device
@@ -97,7 +103,10 @@ class DeviceEvents:
             where = self.drivers[name].config.endpoint.describe() if name in self.drivers else None
             self.log.warning("waiting_for_device", device=name, where=where, error=event.reason)
         if self.grace is not None and self.grace.holds(event, answered=answered):
-            return  # not up yet: still connecting (controller/supervisor/startup.py)
+            # Not up yet: still connecting (controller/supervisor/startup.py); the last one held
+            # is handed on when the grace runs out.
+            self._observed(event, "held in the connect grace")
+            return
         if new is not old:
             await policy.set_health(name, new)
         if isinstance(event, dev.FrameError):
@@ -114,6 +123,8 @@ class DeviceEvents:
             else:  # before this event's own counters, which come after the unasked ones
                 await self.unasked.asked(self.stepper, self.log)
             inputs = self.translator.inputs(event, self.stepper.table)
+            if not inputs:  # its outcome, since no step will say it (docs/design.md, "Nothing silent")
+                self._observed(event, self.translator.why)
             # A Start Game the keypad's driver locked the sensors for: journalled with the first
             # input's decision, and undone if that is refused (controller/table/sensors.py).
             locked_at = event.sequence if isinstance(event, dev.ButtonPressed) and event.locked else None
@@ -132,6 +143,11 @@ class DeviceEvents:
             await self.reconciler.reconcile()
             if isinstance(event, dev.BetSensed):
                 policy.changed()  # chips on the layout are not journalled between rounds, but shown
+
+    def _observed(self, event: dev.DeviceEvent, why: str) -> None:
+        """One line for an observation that is no input of the table: which, and why. Never the
+        event itself (a card, a reader result): its kind only."""
+        self.log.info("observed", device=event.device, event_kind=type(event).__name__, why=why)
 
 
 class UnaskedCounts:

@@ -56,12 +56,26 @@ class SlotView:
     back: str | None
 
 
+@dataclass(frozen=True)
+class ShoeLoad:
+    """A batch the shoe reported loaded that the table has not taken into its shoe (yet): the
+    cut stack put in before the cut or the cover card was recorded, a batch the table refused.
+    ``back`` None: the shoe does not tell backs."""
+
+    back: str | None
+    cards: int
+
+
 class Translator:
     def __init__(self, table_backs: tuple[str, str] = ("red", "blue")) -> None:
         self.slots: dict[dev.Slot, SlotView] = {}
         self.config_backs = dict(zip(dev.Slot, table_backs, strict=True))
         self.bets: set[tuple[int, int]] = set()  # (box, spot) sensed now
         self.progressive_closed = False  # a failed keypad closes progressive wagers
+        # What the shoe shows loaded that the table has not taken: the reconciler takes it once
+        # the table can (the cut recorded), the stall check alarms while it cannot.
+        self.shoe_load: ShoeLoad | None = None
+        self.why = ""  # why the last event translated to no input: its outcome in the log
 
     # ------------------------------------------------------------------ shuffler slots
     def back_of(self, slot: dev.Slot) -> str:
@@ -78,9 +92,13 @@ class Translator:
 
     # ------------------------------------------------------------------ events -> inputs
     def inputs(self, event: dev.DeviceEvent, table: Table) -> list[I.Input]:
+        """The core's inputs for ``event``; none, with ``why`` saying why (every observation has
+        an outcome in the journal or the log: docs/design.md, "Nothing silent")."""
+        self.why = "a device's health or reading, not an input of the table"
         match event:
             case dev.BatchSlotChanged(slot=slot, state=state, back=back):
                 self.slots[slot] = SlotView(state, back)
+                self.why = f"shuffler slot {slot.value} reads {state.value}"
                 return []
             case dev.ShuffleStarted(slot=slot):
                 back = self.back_of(slot)
@@ -94,6 +112,7 @@ class Translator:
                 batch = table.batches.get(back)
                 stored = batch is not None and batch.location is Place.SHUFFLER
                 if stored and batch is not None and batch.shuffler is ShufflerState.READY:
+                    self.why = f"the journal has the {back} batch shuffled already"
                     return []  # a restart's reading of a slot the journal has ready already
                 unseen = (
                     batch is not None
@@ -109,6 +128,7 @@ class Translator:
             case dev.ShuffleIncomplete(slot=slot, reason=reason):
                 return [I.ShuffleFailed(back=self.back_of(slot), reason=reason)]
             case dev.ShufflerOutOfOrder():
+                self.why = "the shuffler is marked out of order already"
                 return [] if table.shuffler_out_of_order else [I.ShufflerOutOfOrder(by="device")]
             case dev.CardDrawn(card=card, face_up=face_up, remaining=remaining):
                 return [I.CardDrawn(card=card, face_up_in_shoe=face_up, remaining=remaining)]
@@ -119,19 +139,19 @@ class Translator:
             case dev.KeysMissed(count=n):
                 return [I.DeviceGap(event.device, "keys", "pressed beyond the keypad's history, unseen", n)]
             case dev.CoverCardReached(remaining=remaining):
-                return [] if table.options.self_shuffling_shoe else [I.CoverCardReached(remaining=remaining)]
-            case dev.BatchLoaded(back=back):
-                # The dealer put the cut stack in the shoe (673a.5(d)); the shoe saw it come in.
-                cut = table.cut
-                if back is not None and cut is not None and cut.back == back and cut.cover_from_bottom:
-                    return [I.BatchToShoe(back=back)]
-                return []
+                return [I.CoverCardReached(remaining=remaining)]  # the core refuses it at a 5(h) shoe
+            case dev.BatchLoaded(back=back, cards=cards):
+                return self._loaded(back, cards, table)
             case dev.ReaderResult(blackjack=blackjack):
                 return [I.ReaderReport(blackjack=blackjack)]
             case dev.MasqueRange(light=light):
                 return [I.ReaderReport(light=_RANGE_OF_LIGHT[light])]
             case dev.ReaderFailed(code=code):
+                self.why = "the journal has the reader failed already"
                 return [] if table.reader_failed else [I.ReaderFailed(code=code)]
+            case dev.ReaderMisuse():
+                self.why = "the table judges the insert by the reader's result that comes with it"
+                return []
             case dev.StubCounted(count=count):
                 wild = table.wild
                 dealt = [I.WildHandsDealt()] if wild is not None and wild.locked and not wild.dealt else []
@@ -141,10 +161,30 @@ class Translator:
                 wild = table.wild
                 if wild is not None and not wild.locked and spot == SIDE_SPOT and not self.progressive_closed:
                     return [I.BetSensed(box=box, present=present)]
+                self.why = f"chips {'on' if present else 'off'} box {box} spot {spot}: the layout shown"
                 return []
             case dev.ButtonPressed(key=key, amount=amount):
                 return self.key_inputs(key.value, table, amount=amount)
         return []
+
+    def _loaded(self, back: str | None, cards: int, table: Table) -> list[I.Input]:
+        """The shoe saw a batch come in: the cut stack the dealer put in (673a.5(d)), or a
+        direct-insert shuffler's eject. The load the table made is nothing new; any other is put
+        to the core as the batch into the shoe, which takes it or refuses it naming the section.
+        One it cannot take yet is kept (``shoe_load``): taken once the cut and the cover card
+        are recorded (Reconciler), an alarm while it cannot be (controller/supervisor/stalls.py)."""
+        held = table.shoe_back
+        if held is not None and back in (None, held):
+            self.shoe_load = None
+            self.why = f"the table has the {held} batch in the shoe already"
+            return []
+        self.shoe_load = ShoeLoad(back, cards)
+        cut = table.cut
+        taken = back if back is not None else (cut.back if cut is not None else None)
+        if taken is None:
+            self.why = "a batch of a back the shoe does not tell, with no cut stack to be it"
+            return []
+        return [I.BatchToShoe(back=taken, in_shoe=True)]
 
     def key_inputs(
         self, key: str, table: Table, boxes: tuple[int, ...] | None = None, *, amount: int | None = None

@@ -55,6 +55,9 @@ class Reconciler:
         self.unseen_cycle: dict[str, float] = {}
         self.eject_backoff: dict[dev.Slot, Backoff] = {}  # refusals in a row, and when to retry
         self._retrying: set[dev.Slot] = set()  # a retry is waiting out its backoff
+        # Ejects the shuffler has refused (or never got) since when, till one is carried out: a
+        # batch the table has out of the shuffler that does not come (controller/supervisor/stalls.py).
+        self.eject_refused_since: dict[dev.Slot, float] = {}
         self._lock: asyncio.Lock | None = None
         self._spawn: Spawn | None = None
 
@@ -71,7 +74,9 @@ class Reconciler:
         backoff = self.eject_backoff.setdefault(slot, Backoff(EJECT_RETRY, clock=self.clock))
         if carried_out:
             backoff.succeeded()
+            self.eject_refused_since.pop(slot, None)
             return
+        self.eject_refused_since.setdefault(slot, self.clock.now())
         backoff.failed()  # due from now, not from when the task first runs (a later turn of the loop)
         if self._spawn is None or slot in self._retrying:
             return
@@ -113,6 +118,7 @@ class Reconciler:
     async def reconcile(self) -> None:
         """Observations the devices imply but do not send as events: a batch sitting in a shuffler
         slot is in the shuffler; a shuffled batch goes into an empty shoe (the core ejects it)."""
+        await self._shoe_load()
         t = self.stepper.table
         if t.manual:
             return
@@ -162,6 +168,28 @@ class Reconciler:
                     out = I.StackFromShuffler if t.cuts_at_shuffler else I.BatchToShoe
                     await self._feed_auto(out(back=batch.back))
                     break
+
+    async def _shoe_load(self) -> None:
+        """A batch the shoe showed loaded that the table did not take then (Translator._loaded):
+        taken once the table can take it (the stack's cut and cover card recorded, 673a.5(d); the
+        batch shuffled and ready, 673a.3(b)(3)), let go once the table has it in the shoe."""
+        load = self.translator.shoe_load
+        if load is None:
+            return
+        t = self.stepper.table
+        if t.shoe_back is not None:
+            if load.back in (None, t.shoe_back):
+                self.translator.shoe_load = None
+            return  # another batch than the table's: an alarm (controller/supervisor/stalls.py)
+        cut = t.cut
+        back = load.back if load.back is not None else (cut.back if cut is not None else None)
+        if back is None or t.in_round:
+            return
+        if cut is not None and (cut.back != back or cut.cover_from_bottom is None):
+            return  # the cut or the cover card not recorded yet: the table asks for it
+        await self._feed_auto(I.BatchToShoe(back=back, in_shoe=True))
+        if self.stepper.table.shoe_back == back:
+            self.translator.shoe_load = None
 
     def _backs(self) -> set[str]:
         return {self.translator.back_of(s) for s in dev.Slot}

@@ -186,8 +186,11 @@ class Stepper:
             if not isinstance(self.telemetry, NullTelemetry):
                 self.telemetry.state_changed(self.snapshot())
             self.changed()
-        elif wrote:  # only the device's counters went in
-            self.telemetry.journal_appended()
+        else:
+            if not isinstance(inp, I.Tick):  # the input's outcome: taken, and nothing to change
+                self.log.info("unchanged", device=origin, input=type(inp).__name__, who=who)
+            if wrote:  # only the device's counters went in
+                self.telemetry.journal_appended()
         return step
 
     async def _carry_out(self, cmd: CoreCommand) -> None:

@@ -44,6 +44,7 @@ from controller.supervisor.outbox import Outbox
 from controller.supervisor.progress import Progress
 from controller.supervisor.reconcile import DEFAULT_MAX_CYCLE_S, Reconciler
 from controller.supervisor.settle import SETTLE_S, SettleWindow
+from controller.supervisor.stalls import STALL_CHECK_S, StallWatch, presence
 from controller.supervisor.startup import ConnectGrace
 from controller.supervisor.step import Stepper
 from controller.supervisor.tasks import SAFE_STOP_S, Tasks
@@ -185,6 +186,10 @@ class Supervisor:
             progress=self.progress,
             log=self.log,
         )
+        self.stalls = StallWatch(
+            self.clock, self.stepper, lambda: self.translator.shoe_load,
+            lambda: presence(self.kinds, self.policy.health, self.drivers), self._not_out,
+        )  # fmt: skip
         self.reconciler.retry_ejects(self.lock, lambda work, name: self.tasks.spawn(work, name=name))
         self.commands = CommandApi(
             running=lambda: self.jt is not None and not self._stopped,
@@ -238,6 +243,7 @@ class Supervisor:
         outage.spawn = lambda work: self.tasks.spawn(work, name="journal-probe")
         outage.disk_checked(journal_disk(self.journal_path))
         self.tasks.spawn(self.tasks.every(DISK_CHECK_S, self._check_disk), name="supervisor-disk")
+        self.tasks.spawn(self.tasks.every(STALL_CHECK_S, self._stalls), name="supervisor-stalls")
         shuffler = next((d for d in drivers if d.kind is DeviceKind.SHUFFLER), None)
         if shuffler is not None:  # a draw or key at a shoe change waits for the shuffler's read
             settle = SettleWindow(
@@ -262,6 +268,21 @@ class Supervisor:
         """A shuffle overdue fails (Reconciler.overdue), and the batch is started again at once."""
         if self.ready.is_set():
             await self.reconciler.reconcile()
+
+    def _not_out(self) -> set[str]:
+        """The batches whose eject the shuffler refused and which it still shows ready."""
+        slots = self.translator.slots
+        return {
+            self.translator.back_of(slot)
+            for slot in self.reconciler.eject_refused_since
+            if slot in slots and slots[slot].state is dev.ShufflerState.READY
+        }
+
+    async def _stalls(self) -> None:
+        """A wait that cannot end becomes an alarm (controller/supervisor/stalls.py); from ready
+        on, when every device has had its chance to answer."""
+        if self.ready.is_set():
+            await self.stalls.check()
 
     async def stop(self) -> None:
         """Devices left safe (sensors locked), tasks ended, journal closed, telemetry told."""
@@ -323,7 +344,8 @@ class Supervisor:
             "progressive_closed": self.translator.progressive_closed,
             "shoe_failed": self.shoe_failed,
         }
-        return self.stepper.outage.into(out, ask_id)
+        answers = self.table.state.asks.answers if self.jt is not None else 0
+        return self.stepper.outage.into(out, lambda ask: ask_id(ask, answers))
 
     async def wait_for(self, predicate: Callable[[], bool]) -> None:
         """Until ``predicate()`` holds after some poll or event (tests, the virtual dealer)."""

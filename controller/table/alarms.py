@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from controller.table import inputs as I
 from controller.table.events import Event, event
-from controller.table.machine import Step, applies
+from controller.table.machine import Step, applies, handles
 
 if TYPE_CHECKING:
     from controller.table.core import Table
@@ -62,6 +63,17 @@ def not_halted(t: Table, what: str) -> None:
     if halted:
         a = halted[0]
         raise t.refuse(a.section, f"dealing is stopped ({a.message}); {what} must wait")
+
+
+@handles(I.Stalled)
+def _stalled(t: Table, inp: I.Stalled, step: Step) -> None:
+    """A wait that cannot end: one alarm saying what the floor must do, not raised again while
+    the same one stands unacknowledged (a restart finds it in the journal). It does not halt:
+    what ends the wait (the cover card recorded, the shuffler restored) must still be taken."""
+    standing = t.state.alarms.alarms.values()
+    if any(a.acknowledged_by is None and a.message == inp.message for a in standing):
+        return
+    raise_alarm(t, step, inp.section, inp.message, inp.floor_action, halts=False)
 
 
 @applies(AlarmRaised)

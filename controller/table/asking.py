@@ -10,9 +10,10 @@ stub's contents never appear.
 from __future__ import annotations
 
 import hashlib
-import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from controller.errors import RuleViolation
 from controller.rules.requests import (
     DEALER,
     OFFER_ANSWERS,
@@ -22,6 +23,7 @@ from controller.rules.requests import (
     Decision,
     ReaderUse,
 )
+from controller.table.round import ready_for_round
 from controller.table.sections import section
 
 if TYPE_CHECKING:
@@ -49,32 +51,53 @@ def hand_cards(state: RoundState, seat: int, hand: int) -> list[str]:
 PROGRESS_FIELDS = frozenset({"locked"})
 
 
+@dataclass(slots=True)
+class AskState:
+    """How many answers to asks the journal holds (``ANSWERS``), kept with the table's state, so
+    a restart (replaying the journal, or restoring a state snapshot) counts the same."""
+
+    answers: int = 0
+
+
+# The records that answer an ask: what a person or a device did that the table asked for (and a
+# card that came for it but does not count, 673a.13(a)). After one of them the table's ask is
+# another ask, even when it asks the same again (a re-split's card, 665a.11(c); the cover card of
+# a recut stack, 673a.5(e); the card after one found face up). Not an answer, so the ask keeps
+# its id: what happens while it stands (a wager locked, 687a.9(b); an alarm raised; a shuffle; a
+# device's health; the cover card coming out, 673a.7(d)).
+ANSWERS = frozenset({
+    "cut_offered", "cut_refused", "cut_made", "cover_card_placed", "recut_ordered",
+    "batch_to_shoe", "card_burned", "round_started", "card_dealt", "hole_card_dealt",
+    "card_discarded_face_up", "decision", "offer_answered", "reader_result", "hand_called_dead",
+    "wild_round_dealt", "stub_counted", "round_settled", "round_voided", "shoe_ended",
+    "discards_reshuffled", "alarm_acknowledged",
+})  # fmt: skip
+
+
+def answered(table: Table, kind: str) -> None:
+    """After each record applied (``Table.emit``, ``Table.apply``): one more answer if it is one."""
+    if kind in ANSWERS:
+        table.state.asks.answers += 1
+
+
 def asking(table: Table) -> dict[str, Any]:
     """``what`` says what the table waits for; the other keys say for whom and with what;
     ``round`` the round it belongs to; ``id`` which ask it is (``ask_id``), so that a display, a
     dealer or a console answers each ask once however often the state is published."""
     ask = {**_asking(table), "round": table.round_no}
-    return {**ask, "id": ask_id(ask, _recut(table))}
+    return {**ask, "id": ask_id(ask, table.state.asks.answers)}
 
 
-def ask_id(ask: dict[str, Any], recut: bool = False) -> str:
-    """The ask's identity: the same while the table asks the same thing (a change of progress
-    only, e.g. ``locked``, keeps it), another as soon as it asks anything else: another seat
-    offered the cut after a refusal (673a.5(c)), another card (``dealt``), another round. A
-    function of the table's journalled state, so a restart replaying the journal asks the same
-    ask by the same id and an answer given before it is not given again. ``recut`` tells the cut
-    the floor ordered again (673a.5(e)) from the first one offered to the same seat."""
-    body = {k: v for k, v in ask.items() if k not in PROGRESS_FIELDS and k != "id"}
-    if recut:
-        body["recut"] = True
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=6).hexdigest()
+def ask_id(ask: dict[str, Any], answers: int) -> str:
+    """The ask's identity: the ask itself (but its progress, e.g. ``locked``) and the number of
+    answers journalled before it. The same while the table asks the same thing and nothing has
+    answered it; another as soon as it asks anything else or an answer is journalled, so an ask
+    asked again after an answer is another ask. A function of the journalled state, so a restart
+    replaying the journal asks the same ask by the same id and an answer given before it is not
+    given again."""
+    body = repr(sorted((k, v) for k, v in ask.items() if k not in PROGRESS_FIELDS and k != "id"))
+    digest = hashlib.blake2b(f"{answers}:{body}".encode(), digest_size=6).hexdigest()
     return f"{ask['round']}-{ask['what']}-{digest}"
-
-
-def _recut(table: Table) -> bool:
-    cut = table.cut
-    return cut is not None and cut.cut_at is None and cut.cutter is not None
 
 
 def _asking(table: Table) -> dict[str, Any]:
@@ -102,9 +125,14 @@ def _asking(table: Table) -> dict[str, Any]:
     rnd = table.round
     if rnd is None or rnd.request is None:
         if table.shoe_back is None and table.blackjack:
-            return {"what": "batch"}  # the next shuffled batch into the shoe (or the hand)
+            return {"what": "batch"}  # the next shuffled batch into the shoe
+        if table.shoe_back is None:  # DJ Wild: no bets till the shuffled deck is in the hand
+            return {"what": "batch", "into": "hand", "section": "687a.9(a)(2)"}
         if table.burns_due:
             return {"what": "burn", "cards": table.burns_due, "section": section(table.chapter, "7(c)")}
+        refused = _start_refused(table)
+        if refused is not None:  # Start Game would be refused: say what the table waits for
+            return {"what": "wait", "section": refused.section, "message": refused.message}
         return {"what": "bets"}  # chips on the sensors, then Start Game
     req, state = rnd.request, rnd.state
     up = str(state.dealer[0]) if state.dealer else None
@@ -153,6 +181,19 @@ def _asking(table: Table) -> dict[str, Any]:
         out["up_card"] = up
         return out
     return {"what": type(req).__name__}
+
+
+def _start_refused(table: Table) -> RuleViolation | None:
+    """Why a blackjack table would refuse Start Game now (the used batch still in the discard
+    rack, 673a.3(b)(5); the reader not inspected this gaming day, 2(d); ...): never ask for bets
+    that cannot be taken, which a dealer answering each ask once would answer for nothing."""
+    if not table.blackjack:
+        return None  # DJ Wild asks for the deck in the hand first (687a.9(a)(2))
+    try:
+        ready_for_round(table)
+    except RuleViolation as e:
+        return e
+    return None
 
 
 def layout(table: Table, bets: set[tuple[int, int]], boxes: int) -> dict[str, Any]:

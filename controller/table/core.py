@@ -49,7 +49,7 @@ from controller.table import (
 )
 from controller.table import inputs as I
 from controller.table.alarms import Alarm
-from controller.table.asking import asking
+from controller.table.asking import AskState, answered, asking
 from controller.table.batches import Batch, Place
 from controller.table.events import DECODERS, EVENT_TYPES, OMIT, DomainEvent, Event, event, typed
 from controller.table.machine import HANDLERS, TRANSITIONS, Command, Step, applies, plain, public_fields
@@ -92,6 +92,7 @@ class TableState:
     wild: wild.WildState
     alarms: alarms.AlarmsState
     devices: devices.DevicesState
+    asks: AskState  # the answers journalled, for the ask ids (controller/table/asking.py): not a machine
 
 
 @event("table_opened")
@@ -152,6 +153,7 @@ class Table:
             wild=wild.WildState(),
             alarms=alarms.AlarmsState(),
             devices=devices.DevicesState(),
+            asks=AskState(),
         )
         self.now = 0.0  # the time of the input being handled or the event being applied
         # The table file's gaming day (not journalled: a setting of the casino, like the clock).
@@ -171,6 +173,7 @@ class Table:
     def emit(self, step: Step, e: Event) -> None:
         """Apply a decided event and add it to the step (to be journalled)."""
         TRANSITIONS[type(e)](self, e)
+        answered(self, e.kind)
         step.events.append(DomainEvent(e.kind, e.payload(), self.now))
 
     def apply(self, recorded: DomainEvent) -> None:
@@ -184,6 +187,7 @@ class Table:
             typed(recorded)  # raises the one-line error that says what is wrong with the record
             raise
         transition(self, e)
+        answered(self, recorded.kind)
 
     @classmethod
     def replay(cls, options: GameOptions, events: Iterable[DomainEvent], table_id: str = "table") -> Table:

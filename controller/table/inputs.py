@@ -109,6 +109,9 @@ class RecutOrdered(Input):
 @dataclass(frozen=True, slots=True)
 class BatchToShoe(Input):
     back: str
+    # The shoe reported the batch in it already (controller/supervisor/mapping.py): a
+    # direct-insert shuffler is not told to eject what it has put in the shoe.
+    in_shoe: bool = False
 
 
 # -- the shoe --------------------------------------------------------------------------------
@@ -332,6 +335,16 @@ class AlarmAcknowledged(Input):
 @dataclass(frozen=True, slots=True)
 class Tick(Input):
     """Time passing with nothing else happening (deck expiry warnings)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stalled(Input):
+    """The table waits for what cannot come: the devices show a state that cannot lead to what
+    it asks, or no device that could answer is there (controller/supervisor/stalls.py)."""
+
+    section: str
+    message: str
+    floor_action: str
 
 
 # -- the devices themselves (restarts, glitches, out of order) -------------------------------

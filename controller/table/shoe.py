@@ -114,7 +114,7 @@ def _to_shoe(t: Table, inp: I.BatchToShoe, step: Step) -> None:
         raise t.refuse(t.sec("3(c)"), f"the {inp.back} decks were opened over 24 hours ago; change them")
     _check_shuffled(t, batch)
     t.emit(step, BatchToShoe(back=inp.back))
-    if t.two_batches and not t.cuts_at_shuffler:  # a direct-insert shuffler loads the shoe itself
+    if t.two_batches and not t.cuts_at_shuffler and not inp.in_shoe:  # a direct-insert shuffler loads it
         step.commands.append(Command("shuffler", "eject_to_shoe", (inp.back,)))
 
 

@@ -92,7 +92,7 @@ def _key(t: Table, inp: I.KeyPressed, step: Step) -> None:
     if inp.key != "next" or not wild.dealt or inp.amount is not None:
         raise t.refuse("687a.9", f"{inp.key!r} has no meaning in this DJ Wild round now")
     not_halted(t, "the end of the round")  # e.g. a wrong stub count, 687a.9(h)
-    if _stub_count_due(t):
+    if stub_count_due(t):
         raise t.refuse("687a.9(f)", "the stub is counted at least once every 5 rounds; count it now")
     _finish(t, step)
 
@@ -108,7 +108,7 @@ def _dealt(t: Table, inp: I.WildHandsDealt, step: Step) -> None:
     t.emit(step, WildRoundDealt(t.state.round.number, dealt))
 
 
-def _stub_count_due(t: Table) -> bool:
+def stub_count_due(t: Table) -> bool:
     """687a.9(f): without a shuffler that counted 53 cards, the stub is counted at least once
     every 5 rounds."""
     back = t.state.shoe.back

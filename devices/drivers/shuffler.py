@@ -122,6 +122,11 @@ class ShufflerDriver(RegisterDriver):
                 out.append(ShuffleDone(self.name, slot, self._counted(cur), cur["cycle"][0]))
             elif new is ShufflerState.JAMMED:
                 out.append(ShufflerJammed(self.name, slot, cur["fault_code"][0]))
+            elif new is ShufflerState.EMPTY and prev is not None and cur["cycle"][0] != prev["cycle"][0]:
+                # Done and ejected between two polls (a direct-insert shuffler loading the shoe
+                # as soon as its cycle ends): the cycle counter moved, so the shuffle completed.
+                out.append(ShuffleDone(self.name, slot, self._counted(cur), cur["cycle"][0]))
+                out.append(EjectedToShoe(self.name, slot))
             else:
                 out.append(ShuffleIncomplete(self.name, slot, f"cycle stopped ({new.value})"))
         elif new is ShufflerState.JAMMED:

@@ -64,6 +64,22 @@ async def test_eject_moves_the_batch_into_the_shoe(rig: Rig) -> None:
     assert (loaded.back, loaded.cards) == ("red", 312)
 
 
+async def test_a_cycle_done_and_ejected_between_two_polls_is_done_not_incomplete(rig: Rig) -> None:
+    """A direct-insert shuffler may put the batch into the shoe the moment its cycle ends: read
+    shuffling, then empty. The cycle counter moved, so the shuffle completed (and was ejected);
+    it is no incomplete shuffle (673a.13(k)) with the batch lost to the table."""
+    await _start(rig)
+    rig.clock.advance(30)
+    model = rig.model("shuffler")
+    model.update()
+    model.eject(Slot.A)  # out of the slot before the driver reads it ready
+    d = rig.driver("shuffler")
+    _, seen = await poll_until(d, EjectedToShoe)
+    done = of_type(seen, ShuffleDone)
+    assert [(e.slot, e.cycle) for e in done] == [(Slot.A, 1)]
+    assert not of_type(seen, ShuffleIncomplete)
+
+
 async def test_an_emptied_slot_reads_no_back_colour_and_no_decks(rig: Rig) -> None:
     """docs/devices/shuffler.md: slot_a_back and slot_a_decks are 0 when the slot is empty."""
     await _start(rig)

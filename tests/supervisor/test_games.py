@@ -169,8 +169,8 @@ async def test_the_used_batch_may_come_back_to_its_slot_late(table_rig: MakeRig)
     """shuffler.md, "the used batch after an eject": the used batch is due in its slot before the
     first card of the new batch is drawn (673a.3(b)(5): one batch in the discard rack). Brought
     back five minutes late, the draw raises the non-halting 3(b)(5) alarm naming the batch and
-    Start Game is refused until it is back; then the table takes it as loaded, starts its shuffle
-    and plays on."""
+    the table asks for no bets (it says what it waits for) until it is back; then the table
+    takes it as loaded, starts its shuffle, asks for bets by a new ask id and plays on."""
     import asyncio
 
     from devices.events import ShufflerState
@@ -188,7 +188,6 @@ async def test_the_used_batch_may_come_back_to_its_slot_late(table_rig: MakeRig)
         assert t.batches[back].location.value == "discard"  # the table still has it in the rack
         model.load(slot, cards)
         await rig.link.touched(DeviceKind.SHUFFLER)
-        rig.dealer._answered = None  # Start Game was refused meanwhile (3(b)(5)): the dealer presses it again
 
     load_shoe = rig.sim.load_shoe
 

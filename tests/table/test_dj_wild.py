@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from controller.table import inputs as I
+from controller.table.asking import asking
 from controller.table.batches import Place
 from controller.table.core import Command
 from tests.table.helpers import WILD, Rig, ready
@@ -79,6 +80,20 @@ def test_nothing_is_dealt_without_a_shuffled_deck_in_hand() -> None:
     rig.open_batches()
     rig.refuse(I.WildRoundOpened(boxes=(1,)), "687a.9")
     rig.refuse(I.WildHandsDealt(), "687a.9(c)")
+
+
+def test_no_bets_are_asked_for_while_no_deck_is_in_the_dealers_hand() -> None:
+    """687a.9(a)(2): between the end of a round (its deck back to the shuffler) and the next deck
+    in the dealer's hand, the table asks for that deck, not for bets: Start Game would be refused."""
+    rig = ready(WILD, counted=False)
+    assert asking(rig.table)["what"] == "bets"
+    _round(rig)
+    assert rig.table.shoe_back is None
+    ask = asking(rig.table)
+    assert ask["what"] == "batch" and ask["into"] == "hand" and ask["section"] == "687a.9(a)(2)"
+    rig.refuse(I.WildRoundOpened(boxes=(1,)), "687a.9(a)(2)")
+    rig.next_shoe(counted=False)
+    assert asking(rig.table)["what"] == "bets"
 
 
 def test_the_stub_is_counted_after_the_deal_only() -> None:
