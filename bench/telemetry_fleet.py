@@ -242,7 +242,7 @@ async def fleet(port: int, tables: int, rate: float, seconds: float, procs: int,
     while time.time() < started + seconds + 3:
         await asyncio.sleep(0.5)
         t = time.perf_counter()
-        sink.print(render(view, 40, 0.0))  # the monitor's redraw, same cost
+        sink.print(render(view, 40))  # the monitor's redraw, same cost
         draw_ms.append((time.perf_counter() - t) * 1000)
         now = time.perf_counter()
         per_second.append(round((view.messages - last) / (now - last_t)))

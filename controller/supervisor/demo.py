@@ -367,12 +367,18 @@ def house_result(journal: Path) -> dict[str, dict[str, float | int]]:
         w: {
             "settled": count[w],
             "staked": float(stats[w].wagered),
-            "house_net": -stats[w].net,
-            "house_edge": round(stats[w].edge, 4),
-            "house_edge_stderr": round(stats[w].edge_stderr, 4),
+            "house_net": _figure(-stats[w].net),
+            "house_edge": _figure(round(stats[w].edge, 4)),
+            "house_edge_stderr": _figure(round(stats[w].edge_stderr, 4)),
         }
         for w in sorted(count)
     }
+
+
+def _figure(x: float) -> float:
+    """``x`` with a negative zero made plain zero: a wager that broke even (or an edge that rounds
+    to nothing) reads as -0.0 otherwise, which a person takes for a loss. -0.0 + 0.0 is +0.0."""
+    return x + 0.0
 
 
 def _summary(rig: Rig, seconds: float, url: str, kind: BrokerKind) -> dict[str, Any]:
