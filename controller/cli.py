@@ -79,7 +79,9 @@ def _show_round(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="tablectl", description="Table-side controller for Pennsylvania table games."
+        prog="tablectl",
+        description="Table-side controller for Pennsylvania table games.",
+        epilog="Where a help text or an error names a page docs/PAGE, tablectl docs PAGE prints it.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -102,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("users", help="people who may sign in to the table console (tablectl users --help)")
     sub.add_parser("device", help="tablectl device check: a device against its page in docs/devices/")
     sub.add_parser("monitor", help="live view of every table on an MQTT broker (tablectl monitor --help)")
+    sub.add_parser("docs", help="the manual: tablectl docs lists its pages, tablectl docs PAGE prints one")
 
     journal = sub.add_parser("journal", help="verify a journal or show a round from it")
     jsub = journal.add_subparsers(dest="journal_command", required=True, metavar="ACTION")
@@ -148,6 +151,10 @@ def _main(argv: list[str]) -> int:
         from controller.devcheck.cli import main as device_main
 
         return device_main(argv[1:])
+    if argv[:1] == ["docs"]:
+        from controller.manual import main as docs_main
+
+        return docs_main(argv[1:])
     if argv[:1] == ["monitor"]:
         from controller.telemetry.monitor import main as monitor_main
 

@@ -70,7 +70,18 @@ def route_stdlib_logging(level: int) -> None:
     logging.captureWarnings(True)
 
 
+# Where configure() sent the lines: a child process that logs for us (the console's) sends its own
+# to the same one, so a command whose stdout is its result (demo --no-ui) keeps stdout clean.
+_to_stderr = False
+
+
+def logs_to_stderr() -> bool:
+    return _to_stderr
+
+
 def configure(level: int = logging.INFO, stream: TextIO | None = None, *, cache: bool = True) -> None:
+    global _to_stderr
+    _to_stderr = stream is sys.stderr
     route_stdlib_logging(level)
     structlog.configure(
         processors=[

@@ -4,6 +4,7 @@ traceback, and --help works on every subcommand."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -98,3 +99,48 @@ def test_every_help_exits_0_with_the_usage_on_stdout(
     assert said.out.startswith(f"usage: tablectl {' '.join(command)}".rstrip()), said.out[:200]
     for action in NESTED.get(command[0], []) if len(command) == 1 else []:
         assert action in said.out  # a group's help names its actions
+
+
+POINTER = re.compile(r"docs/[A-Za-z0-9_./#-]*")
+
+
+def _help_text(command: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with contextlib.suppress(SystemExit):  # argparse's --help exits 0 (checked above)
+        main([*command, "--help"])
+    return capsys.readouterr().out
+
+
+def test_every_pointer_to_docs_in_a_help_or_an_error_opens_with_tablectl_docs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 37: help texts pointed to docs/ pages the wheel does not ship. Every pointer in every
+    --help, and in every message of the code (errors, log lines), names a page ``tablectl docs``
+    prints; tests/package/test_wheel.py checks the same from an installed wheel."""
+    helps = " ".join(_help_text(c, capsys) for c in _commands())
+    root = Path(__file__).resolve().parents[1]
+    sources = " ".join(
+        p.read_text(encoding="utf-8")
+        for part in ("controller", "devices", "sim")
+        for p in (root / part).rglob("*.py")
+    )
+    placeholders = {"docs/PAGE", "docs/..."}  # the words that say what a pointer is
+    pointers = (set(POINTER.findall(helps)) | set(POINTER.findall(sources))) - placeholders
+    assert "docs/mqtt.md" in pointers and any(p in helps for p in pointers)
+    for pointer in sorted(pointers):
+        assert main(["docs", pointer]) == 0, pointer
+        page = capsys.readouterr().out
+        # A page, or for docs/ itself the list of pages.
+        assert page.startswith("# ") or (pointer == "docs/" and "\nmqtt.md " in page), pointer
+
+
+def test_tablectl_docs_lists_the_pages_and_refuses_what_is_not_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["docs"]) == 0
+    listing = capsys.readouterr().out
+    assert "\nmqtt.md " in listing and "devices/shoe.md" in listing
+    assert main(["docs", "install", "--path"]) == 0
+    assert capsys.readouterr().out.strip().endswith("install.md")
+    for outside in ("../README.md", "../pyproject.toml", "/etc/passwd", "nothing-here"):
+        assert main(["docs", outside]) == 2
+        assert "tablectl docs: no page" in capsys.readouterr().err
