@@ -40,6 +40,13 @@ def library_text(message: str) -> str | None:
     return _HEX_RUN.sub("[bytes redacted] ", first).strip()[:MAX_LIBRARY_TEXT]
 
 
+def _said_by_us(logger: str, text: str) -> bool:
+    """A library line that our own code says better, once: pymodbus logs "Failed to connect ..."
+    for each failed connect, and the bus (devices/transport/modbus.py) logs the same failure as
+    ``connect_failed`` with the bus and the next attempt. One line per failure, ours."""
+    return logger.startswith("pymodbus") and text.startswith("Failed to connect")
+
+
 class _ToStructlog(logging.Handler):
     """Every standard-library log record (pymodbus, aiomqtt/paho, asyncio, serial) as one of our
     JSON lines, through ``library_text``; an exception is named by type only (its text and
@@ -48,7 +55,7 @@ class _ToStructlog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             text = library_text(record.getMessage())
-            if text is None:
+            if text is None or _said_by_us(record.name, text):
                 return
             fields: dict[str, Any] = {"logger": record.name}
             if record.exc_info and record.exc_info[0] is not None:
