@@ -11,10 +11,10 @@ import pytest
 
 from controller import logs
 from controller.backoff import BackoffPolicy
-from sim.clock import VirtualClock
 from devices.config import Endpoint, TransportKind
 from devices.errors import LinkDown
 from devices.transport.modbus import ModbusBus
+from sim.clock import VirtualClock
 
 
 def _closed_port() -> int:

@@ -87,7 +87,7 @@ def test_the_wheel_installed_alone_plays_a_demo_from_an_empty_folder(tmp_path: P
         shown = _run(tablectl, *command, "--help", cwd=empty)
         assert shown.returncode == 0 and shown.stdout.startswith("usage: tablectl"), (command, shown.stderr)
         pointers.update(re.findall(r"docs/[a-z0-9_./-]*[a-z0-9_/]", shown.stdout))
-    assert {"docs/mqtt.md", "docs/install.md"} <= pointers, pointers
+    assert {"docs/install.md", "docs/console.md"} <= pointers, pointers
     for pointer in sorted(pointers):
         page = _run(tablectl, "docs", pointer, cwd=empty)
         assert page.returncode == 0 and page.stdout.startswith("# "), (pointer, page.stderr)
