@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import signal
 import sys
@@ -27,7 +28,7 @@ from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
 from controller.supervisor.wiring import build_telemetry
 from controller.telemetry.metrics_http import MetricsServer, parse_address
-from devices.config import NETWORK_MODBUS, TransportKind
+from devices.config import NETWORK_MODBUS, TransportKind, add_relocation_arguments, relocated
 from devices.transport.block_watch import set_watch_priority
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ JOURNAL_DIR = Path("/var/lib/tablectl")
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tablectl run", description="Run the controller of one table.")
     p.add_argument("--config", required=True, type=Path, help="config/tables/<table>.toml")
+    add_relocation_arguments(p)
     p.add_argument("--journal", type=Path, default=None, help=f"journal file (default {JOURNAL_DIR}/<id>.db)")
     p.add_argument(
         "--broker",
@@ -75,6 +77,11 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         config = load_table_config(args.config)
+        if args.port_base is not None or args.run_dir is not None:
+            devices = relocated(
+                config.devices, config.table_id, port_base=args.port_base, run_dir=args.run_dir
+            )
+            config = dataclasses.replace(config, devices=devices)
         _require_endpoints(config)
     except TablectlError as e:
         print(f"tablectl run: {e}", file=sys.stderr)
