@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("sim", help="start the simulated devices of a table (tablectl sim --help)")
     sub.add_parser("run", help="run the controller of one table (tablectl run --help)")
     sub.add_parser("demo", help="a whole table on this machine, played by a virtual dealer")
+    sub.add_parser(
+        "broker", help="a local MQTT broker for sim, run and monitor on one machine (prints its URL)"
+    )
     sub.add_parser("config", help="tablectl config check FILE: validate a table config")
     sub.add_parser("archive", help="every table's events into PostgreSQL; archive verify, archive report")
     sub.add_parser("users", help="people who may sign in to the table console (tablectl users --help)")
@@ -129,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    if argv[:1] in (["run"], ["demo"], ["config"]):
+    if argv[:1] in (["run"], ["demo"], ["broker"], ["config"]):
         # The appliance's commands parse their own arguments (controller/supervisor/).
         from controller.supervisor.cli import dispatch
 

@@ -202,13 +202,17 @@ def _health(supervisor: Supervisor) -> tuple[bool, str]:
 
 
 def dispatch(argv: list[str]) -> int:
-    """Entry from controller/cli.py for ``run``, ``demo`` and ``config``."""
+    """Entry from controller/cli.py for ``run``, ``demo``, ``broker`` and ``config``."""
     if argv[:1] == ["run"]:
         return main(argv[1:])
     if argv[:1] == ["demo"]:
         from controller.supervisor.demo import main as demo_main
 
         return demo_main(argv[1:])
+    if argv[:1] == ["broker"]:
+        from controller.supervisor.local_broker import main as broker_main
+
+        return broker_main(argv[1:])
     args = _config_parser().parse_args(argv[1:])  # `tablectl config` alone: usage, exit 2
     return check_main([args.file])
 

@@ -157,16 +157,17 @@ def _mosquitto() -> str | None:
 
 
 @contextlib.contextmanager
-def broker(workdir: Path) -> Iterator[int]:
-    """Debian's mosquitto on a free port of 127.0.0.1 with its own config in ``workdir``, once its
-    log says it is running; stopped on exit. ConfigError in one line when it is not installed."""
+def broker(workdir: Path, port: int = 0) -> Iterator[int]:
+    """Debian's mosquitto on ``port`` of 127.0.0.1 (0: a free one) with its own config in
+    ``workdir``, once its log says it is running; stopped on exit. ConfigError in one line when it
+    is not installed or does not start (the port taken). The demo's broker and `tablectl broker`."""
     binary = _mosquitto()
     if binary is None:
         raise ConfigError(
-            "the demo's broker is Debian's mosquitto, which is not installed "
+            "the broker is Debian's mosquitto, which is not installed "
             "(apt-get install mosquitto, or bin/tablectl demo installs it), or give --broker URL"
         )
-    port = _free_port()
+    port = port or _free_port()
     conf = workdir / "mosquitto.conf"
     conf.write_text(
         f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\n",

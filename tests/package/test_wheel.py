@@ -22,6 +22,7 @@ COMMANDS = [
     "sim",
     "run",
     "demo",
+    "broker",
     "config",
     "archive",
     "users",
