@@ -319,8 +319,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="A broker that cannot be reached (down, wrong address, login or TLS refused) is said "
         "in one line on stderr and at the top of the view, and tried again with backoff (up to "
         "every 10 s) for as long as the monitor runs; it says so again when the broker is back. "
-        "Exit status: 0; 1 when the broker was out of reach as the monitor stopped (--duration), "
-        "so a scripted check fails; 2 for a usage error; 130 after Ctrl-C.",
+        "Piped (stdout not a terminal: tee, a log, a service manager) it writes a line per change as "
+        "it happens and the whole view when it stops. SIGTERM stops it as --duration does. "
+        "Exit status: 0; 1 when the broker was out of reach as the monitor stopped (--duration, "
+        "SIGTERM), so a scripted check fails; 2 for a usage error; 130 after Ctrl-C.",
     )
     p.add_argument("--broker", required=True, help="mqtt://host:port or mqtts://host:port")
     p.add_argument("--ca-file", type=Path, help="CA certificate for an mqtts:// broker")
