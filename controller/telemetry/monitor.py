@@ -375,6 +375,9 @@ def main(argv: Sequence[str]) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # piped into a reader that has gone (`| head`): nothing more to show
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (so the exit's flush cannot fail again)
+        return 0
     if not view.broker_connected:
         problem = view.broker_problem or f"broker {settings.url} not reached before the monitor stopped"
         print(f"monitor: {problem.removesuffix('; retrying')}", file=sys.stderr)
