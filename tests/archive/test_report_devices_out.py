@@ -75,6 +75,17 @@ def test_devices_out_counts_every_kind_marked_and_only_those(
     report = {t["table"]: t for t in json.loads(capsys.readouterr().out)["tables"]}
     for table_id, path in paths.items():
         assert report[table_id]["devices_out_of_order"] == dict(_marked_in_journal(path)), table_id
+        # The report's other figures, each against the journal too.
+        with Journal.open(path, create=False, readonly=True) as j:
+            kinds = Counter(r.kind for r in j.records())
+            last = j.last_seq
+        row = report[table_id]
+        assert (row["events"], row["first_seq"], row["last_seq"]) == (last, 1, last), table_id
+        assert row["rounds"] == kinds["round_settled"] == 2, table_id
+        assert (row["rounds_voided"], row["shoes"]) == (kinds["round_voided"], kinds["batch_to_shoe"]), (
+            table_id
+        )
+        assert sum(row["alarms_by_section"].values()) == kinds["alarm_raised"], table_id
     assert report["dub-01"]["devices_out_of_order"] == {"keypad": 1, "shuffler": 2}
     assert report["dab-01"]["devices_out_of_order"] == {}  # failed by itself: not marked
     assert report["dbj-01"]["devices_out_of_order"] == {"reader": 1}

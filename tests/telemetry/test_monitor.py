@@ -401,3 +401,25 @@ async def test_piped_the_monitor_writes_a_line_per_change_and_a_last_frame_on_si
     assert all(len(line) <= 80 for line in frame.splitlines())
     assert f"seq {last}," in lines[-1], lines  # the line says the seq at the change
     print("".join(lines) + frame)
+
+
+def test_piped_lines_come_with_a_change_and_not_with_a_seq_alone() -> None:
+    from controller.telemetry.monitor import ChangeLines
+
+    view = FleetView()
+    lines = ChangeLines()
+    view.ingest("tablectl/s/t1/status", b'{"version":1,"online":true,"game":"down-under"}')
+    first = lines.lines(view, "T0")
+    assert first[0].startswith("T0 fleet: 1 tables, 1 online") and first[1].startswith("T0 t1: status online")
+    for seq in (1, 2, 3):  # events alone: the seq moves, nothing a line is written for
+        view.ingest("tablectl/s/t1/events", _event(seq))
+    assert lines.lines(view, "T1") == []
+    alarm = {"id": 1, "section": "685a.12(i)", "message": "the card reader failed",
+             "floor_action": "replace the reader", "halts_dealing": True}  # fmt: skip
+    view.ingest("tablectl/s/t1/alarms", json.dumps({"version": 1, "alarms": [alarm]}).encode())
+    changed = lines.lines(view, "T2")
+    assert changed[0] == "T2 fleet: 1 tables, 1 online, 1 with alarms, 0 stream gaps; 5 messages (0/s)"
+    assert changed[1] == (
+        "T2 t1: status online, game down-under, round -, shoe -, alarms 685a.12(i): the card reader "
+        "failed -> replace the reader, devices 0 ok, seq 3, gaps 0"
+    )
