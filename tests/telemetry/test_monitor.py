@@ -423,3 +423,52 @@ def test_piped_lines_come_with_a_change_and_not_with_a_seq_alone() -> None:
         "T2 t1: status online, game down-under, round -, shoe -, alarms 685a.12(i): the card reader "
         "failed -> replace the reader, devices 0 ok, seq 3, gaps 0"
     )
+
+
+async def test_on_a_terminal_sigterm_stops_the_monitor_with_its_view_on_the_screen(broker: Broker) -> None:
+    """A terminal (a pty here): the view is drawn in place; SIGTERM (a service manager, `kill`)
+    is a normal stop, exit 0, and the last frame stays on the screen."""
+    import pty
+
+    env = {
+        **os.environ,
+        "TABLECTL_MQTT_USERNAME": "monitor-ops",
+        "TABLECTL_MQTT_PASSWORD": PASSWORD["monitor-ops"],
+        "COLUMNS": "120",
+        "LINES": "30",
+    }
+    ca = str(broker.pki / "ca.crt")
+    args = ["monitor", "--broker", f"mqtts://127.0.0.1:{broker.port}", "--ca-file", ca, "--refresh", "0.1"]
+    main_fd, terminal_fd = pty.openpty()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "controller.cli", *args, cwd=ROOT, env=env,
+        stdout=terminal_fd, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    os.close(terminal_fd)
+    assert proc.stderr is not None
+    screen = bytearray()
+    loop = asyncio.get_running_loop()
+    drawn = asyncio.Event()
+
+    def readable() -> None:
+        with contextlib.suppress(OSError):  # EIO once the monitor has closed its end
+            screen.extend(os.read(main_fd, 65536))
+        if b"0 tables" in screen and b"connected to the broker" in screen:
+            drawn.set()
+
+    loop.add_reader(main_fd, readable)
+    try:
+        async with asyncio.timeout(GUARD_S):
+            # On a terminal the line that says so is printed above the view (rich's Live).
+            await drawn.wait()  # connected and drawn while it runs
+            proc.send_signal(signal.SIGTERM)
+            await proc.wait()
+    finally:
+        loop.remove_reader(main_fd)
+        os.close(main_fd)
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0
+    assert b"\x1b[" in screen  # drawn as a terminal's view (in place), not as piped lines
+    assert b" fleet: " not in screen
