@@ -42,7 +42,9 @@ import aiomqtt
 from rich.console import Console
 
 from controller.backoff import BackoffPolicy
+from controller.game_config import default_options
 from controller.journal import Classification, Journal
+from controller.table.core import Table
 from controller.telemetry import BrokerSettings, TableIdentity, Telemetry
 from controller.telemetry.config import versions
 from controller.telemetry.fleet import FleetView
@@ -242,7 +244,7 @@ async def fleet(port: int, tables: int, rate: float, seconds: float, procs: int,
     while time.time() < started + seconds + 3:
         await asyncio.sleep(0.5)
         t = time.perf_counter()
-        sink.print(render(view, 40, 0.0))  # the monitor's redraw, same cost
+        sink.print(render(view, 40))  # the monitor's redraw, same cost
         draw_ms.append((time.perf_counter() - t) * 1000)
         now = time.perf_counter()
         per_second.append(round((view.messages - last) / (now - last_t)))
@@ -323,6 +325,9 @@ async def drain(port: int, backlog: int, directory: pathlib.Path) -> None:
     telemetry = Telemetry(
         BrokerSettings("127.0.0.1", port), identity, path, backoff=BackoffPolicy(0.05, 0.5), batch=BATCH
     )
+    # As on a table: a snapshot to publish, so each batch sends the retained state again too
+    # (its journal.published_seq, for monitors that start late).
+    telemetry.state_changed(Table(default_options("double-attack")).snapshot())
     t0 = time.perf_counter()
     await telemetry.start()
     while telemetry.acked_seq < backlog:  # noqa: ASYNC110 - a bench may poll

@@ -91,7 +91,9 @@ def _time_zone(name: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="tablectl", description="Table-side controller for Pennsylvania table games."
+        prog="tablectl",
+        description="Table-side controller for Pennsylvania table games.",
+        epilog="Where a help text or an error names a page docs/PAGE, tablectl docs PAGE prints it.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -109,11 +111,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("sim", help="start the simulated devices of a table (tablectl sim --help)")
     sub.add_parser("run", help="run the controller of one table (tablectl run --help)")
     sub.add_parser("demo", help="a whole table on this machine, played by a virtual dealer")
+    sub.add_parser(
+        "broker", help="a local MQTT broker for sim, run and monitor on one machine (prints its URL)"
+    )
     sub.add_parser("config", help="tablectl config check FILE: validate a table config")
     sub.add_parser("archive", help="every table's events into PostgreSQL; archive verify, archive report")
     sub.add_parser("users", help="people who may sign in to the table console (tablectl users --help)")
     sub.add_parser("device", help="tablectl device check: a device against its page in docs/devices/")
     sub.add_parser("monitor", help="live view of every table on an MQTT broker (tablectl monitor --help)")
+    sub.add_parser("docs", help="the manual: tablectl docs lists its pages, tablectl docs PAGE prints one")
 
     journal = sub.add_parser("journal", help="verify a journal or show a round from it")
     jsub = journal.add_subparsers(dest="journal_command", required=True, metavar="ACTION")
@@ -145,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    if argv[:1] in (["run"], ["demo"], ["config"]):
+    if argv[:1] in (["run"], ["demo"], ["broker"], ["config"]):
         # The appliance's commands parse their own arguments (controller/supervisor/).
         from controller.supervisor.cli import dispatch
 
@@ -167,6 +173,10 @@ def _main(argv: list[str]) -> int:
         from controller.devcheck.cli import main as device_main
 
         return device_main(argv[1:])
+    if argv[:1] == ["docs"]:
+        from controller.manual import main as docs_main
+
+        return docs_main(argv[1:])
     if argv[:1] == ["monitor"]:
         from controller.telemetry.monitor import main as monitor_main
 

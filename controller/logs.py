@@ -40,6 +40,13 @@ def library_text(message: str) -> str | None:
     return _HEX_RUN.sub("[bytes redacted] ", first).strip()[:MAX_LIBRARY_TEXT]
 
 
+def _said_by_us(logger: str, text: str) -> bool:
+    """A library line that our own code says better, once: pymodbus logs "Failed to connect ..."
+    for each failed connect, and the bus (devices/transport/modbus.py) logs the same failure as
+    ``connect_failed`` with the bus and the next attempt. One line per failure, ours."""
+    return logger.startswith("pymodbus") and text.startswith("Failed to connect")
+
+
 class _ToStructlog(logging.Handler):
     """Every standard-library log record (pymodbus, aiomqtt/paho, asyncio, serial) as one of our
     JSON lines, through ``library_text``; an exception is named by type only (its text and
@@ -48,7 +55,7 @@ class _ToStructlog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             text = library_text(record.getMessage())
-            if text is None:
+            if text is None or _said_by_us(record.name, text):
                 return
             fields: dict[str, Any] = {"logger": record.name}
             if record.exc_info and record.exc_info[0] is not None:
@@ -70,7 +77,18 @@ def route_stdlib_logging(level: int) -> None:
     logging.captureWarnings(True)
 
 
+# Where configure() sent the lines: a child process that logs for us (the console's) sends its own
+# to the same one, so a command whose stdout is its result (demo --no-ui) keeps stdout clean.
+_to_stderr = False
+
+
+def logs_to_stderr() -> bool:
+    return _to_stderr
+
+
 def configure(level: int = logging.INFO, stream: TextIO | None = None, *, cache: bool = True) -> None:
+    global _to_stderr
+    _to_stderr = stream is sys.stderr
     route_stdlib_logging(level)
     structlog.configure(
         processors=[

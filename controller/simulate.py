@@ -345,8 +345,16 @@ def simulate_through_core(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    # Every game is named here so that DJ Wild gets the reason it is refused, not "invalid choice".
-    p.add_argument("--game", required=True, choices=[g.value for g in GameId])
+    # Only the games simulate plays are offered (the choices --help shows are the ones accepted);
+    # DJ Wild, a game of the table's but not of simulate's, gets the reason rather than "invalid choice".
+    p.add_argument(
+        "--game",
+        required=True,
+        type=_simulated_game,
+        choices=[g.value for g in GameId if g in BLACKJACK_GAMES],
+        help="the blackjack game whose edges to measure (DJ Wild Stud Poker is played through its "
+        "devices instead: tablectl demo --game dj-wild)",
+    )
     p.add_argument("--config", help="a game TOML file (config/games/); overrides --game's defaults")
     p.add_argument("--decks", type=int, help="decks per batch (default: the game's usual)")
     p.add_argument("--seats", type=int, default=1, help="boxes in play, 1-6 (default 1)")
@@ -391,13 +399,19 @@ def _progress_bar(total: int, enabled: bool) -> Iterator[Callable[[int], None] |
         yield lambda done: bar.update(task, completed=done)
 
 
-def main(args: argparse.Namespace) -> int:
-    if GameId(args.game) not in BLACKJACK_GAMES:
-        raise TablectlError(
-            f"simulate --game {args.game}: simulate measures the blackjack games' edges from their rules"
-            " engine; DJ Wild Stud Poker (687a) is played at the table, not simulated here:"
-            f" tablectl demo --game {args.game} plays it through its devices"
+def _simulated_game(text: str) -> str:
+    """--game's value; a game of the table's that simulate does not play says why (argparse prints
+    the message as the usage error, exit 2)."""
+    if text in (g.value for g in GameId) and GameId(text) not in BLACKJACK_GAMES:
+        raise argparse.ArgumentTypeError(
+            f"{text}: simulate measures the blackjack games' edges from their rules engine; DJ Wild"
+            f" Stud Poker (687a) is played at the table, not simulated here: tablectl demo --game {text}"
+            " plays it through its devices"
         )
+    return text
+
+
+def main(args: argparse.Namespace) -> int:
     if args.config:
         options = load_game_options(args.config)
         if options.game.value != args.game:

@@ -4,6 +4,7 @@ the ``[devices.<name>]`` sections of a table file."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import pathlib
 import ssl
@@ -198,3 +199,61 @@ class DeviceConfig:
 
     def with_endpoint(self, **changes: Any) -> DeviceConfig:
         return replace(self, endpoint=replace(self.endpoint, **changes))
+
+
+# The example tables' serial lines are links to ptys the simulator makes under this folder, one
+# subfolder per table id (config/tables/*.toml).
+RUN_ROOT: Final = "/tmp/tablectl"
+
+
+def relocated(
+    devices: list[DeviceConfig], table_id: str, *, port_base: int | None = None, run_dir: str | None = None
+) -> list[DeviceConfig]:
+    """The table's devices moved for one copy of the table on a shared host, the same way by
+    `tablectl sim` and `tablectl run` given the same options, so the two find each other and no
+    other copy collides with them (docs/simulators.md, "Two tables on one host").
+
+    ``port_base``: the Modbus TCP (and TLS) devices, in the file's order, listen on port_base,
+    port_base + 1, ... instead of the file's ports. ``run_dir``: a serial path under
+    /tmp/tablectl/<table id>/ (where the simulator makes its ptys) moves to the same name under
+    run_dir. Other addresses (real hosts, MQTT brokers, /dev/tty*) are left as they are."""
+    out, offset = [], 0
+    prefix = f"{RUN_ROOT}/{table_id}/"
+    for d in devices:
+        ep = d.endpoint
+        if port_base is not None and ep.transport in NETWORK_MODBUS:
+            ep = replace(ep, port=port_base + offset)
+            offset += 1
+        if run_dir is not None and ep.path.startswith(prefix):
+            ep = replace(ep, path=str(pathlib.Path(run_dir) / ep.path.removeprefix(prefix)))
+        out.append(replace(d, endpoint=ep))
+    return out
+
+
+def port_base_arg(text: str) -> int:
+    """--port-base (sim and run): a TCP port from which the table's Modbus TCP devices are numbered."""
+    base = int(text) if text.isdigit() else -1
+    if not 1024 <= base <= 65_000:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a port from 1024 to 65000 (the devices take it, +1, ...)"
+        )
+    return base
+
+
+def add_relocation_arguments(p: argparse.ArgumentParser) -> None:
+    """--port-base and --run-dir, the same for `tablectl sim` and `tablectl run` (see ``relocated``)."""
+    p.add_argument(
+        "--port-base",
+        type=port_base_arg,
+        default=None,
+        metavar="PORT",
+        help="move the table's Modbus TCP devices to PORT, PORT+1, ... in the file's order (give sim and "
+        "run the same), so two copies of a table on one host do not collide (docs/simulators.md)",
+    )
+    p.add_argument(
+        "--run-dir",
+        default=None,
+        metavar="DIR",
+        help="make (sim) and find (run) the serial lines the file puts under /tmp/tablectl/<table id>/ "
+        "in DIR instead (give sim and run the same)",
+    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import pathlib
 import signal
@@ -25,6 +26,7 @@ import structlog
 
 from controller import logs
 from controller.errors import TablectlError
+from devices.config import add_relocation_arguments, relocated
 from sim.actions import ActionRefused
 from sim.control import ControlPort, parse_listen
 from sim.mqtt_link import MqttLink
@@ -39,6 +41,7 @@ MAX_PACE_S = 60.0
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tablectl sim", description="Run the simulated devices of one table.")
     p.add_argument("--config", required=True, type=pathlib.Path, help="config/tables/<table>.toml")
+    add_relocation_arguments(p)
     p.add_argument(
         "--seed",
         type=int,
@@ -95,6 +98,11 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         config = read_table_file(args.config)
+        if args.port_base is not None or args.run_dir is not None:
+            devices = relocated(
+                config.devices, config.table_id, port_base=args.port_base, run_dir=args.run_dir
+            )
+            config = dataclasses.replace(config, devices=devices)
         table = SimTable.from_config(config, seed=args.seed, at_configured=True, timing_seed=args.timing_seed)
         control = parse_listen(args.control) if args.control is not None else None
         link = (

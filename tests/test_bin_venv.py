@@ -58,3 +58,15 @@ def test_run_then_dev_adds_the_dev_tools_once_and_new_pins_install_again(tmp_pat
         f.write("# a new pin\n")
     _source(root, "run")
     assert len(_installs(root)) == 3
+
+
+def test_the_first_run_says_what_it_is_doing_and_a_later_one_says_nothing(tmp_path: Path) -> None:
+    """Issue 37: the first bin/tablectl was silent for 75 s while it built the venv."""
+    root = _checkout(tmp_path)
+    command = ["bash", "-c", f'source "{root}/bin/_venv.sh" run']
+    said = [subprocess.run(command, check=True, timeout=30, capture_output=True, text=True) for _ in range(2)]
+    first = said[0].stderr
+    assert "bin: installing tablectl and the pinned dependencies" in first, first
+    assert first.rstrip().endswith(f"bin: {root}/.venv is ready"), first
+    assert said[0].stdout == ""  # stdout stays the command's
+    assert said[1].stderr == "" and said[1].stdout == ""  # installed: nothing to say

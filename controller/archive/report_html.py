@@ -150,16 +150,37 @@ def _figure() -> tuple[Any, Any]:
     return fig, fig.add_subplot()
 
 
+# Ticks on the time axes: at least this many whatever the span (two hours of data had one tick at
+# a fixed two-hour step), at most that many (past it "09:00" and "09:30" run into each other).
+MIN_TICKS, MAX_TICKS = 4, 10
+
+
 def _time_axis(ax: Any, floor: FloorDay) -> None:
     import matplotlib.dates as mdates
 
+    # The locator picks the step (5 min, 15 min, 1 h, 2 h, ...) from the span shown.
+    locator = mdates.AutoDateLocator(minticks=MIN_TICKS, maxticks=MAX_TICKS)  # type: ignore[no-untyped-call]
+    ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))  # type: ignore[no-untyped-call]
-    ax.xaxis.set_major_locator(mdates.HourLocator(interval=2))  # type: ignore[no-untyped-call]
+    # Further down than the default: the first time, at the chart's corner, ran into the value
+    # axis's 0 (the layout test in Chromium measures it).
+    ax.tick_params(axis="x", pad=8)
     ax.set_xlabel("local time")
     ax.grid(True, alpha=0.3)
-    if floor.first is not None and floor.last is not None:
-        start = floor.first.replace(minute=0, second=0, microsecond=0)
-        ax.set_xlim(start, max(floor.last, start + timedelta(hours=1)) + timedelta(minutes=30))
+    start, end = _span(floor)
+    ax.set_xlim(start, end)
+
+
+def _span(floor: FloorDay) -> tuple[datetime, datetime]:
+    """The time shown: the day's first event to its last, from the quarter hour before to the
+    quarter hour after (at least an hour), the same on every chart of the page."""
+    if floor.first is None or floor.last is None:
+        midnight = datetime.combine(floor.day, datetime.min.time())
+        return midnight, midnight + timedelta(hours=1)
+    start = floor.first.replace(minute=floor.first.minute - floor.first.minute % 15, second=0, microsecond=0)
+    end = max(floor.last, start + timedelta(minutes=45))
+    end = end.replace(minute=end.minute - end.minute % 15, second=0, microsecond=0) + timedelta(minutes=15)
+    return start, end
 
 
 def _per_hour(title: str, series: dict[str, dict[datetime, int]], floor: FloorDay, unit: str) -> str:
@@ -206,25 +227,90 @@ def _house(floor: FloorDay) -> str:
     return _svg(fig)
 
 
+# The alarms chart: one row per table, split into as many lanes as its alarms need so that no bar
+# and no label lies over another (a label is as wide as its text; a browser's font is a little
+# wider than matplotlib's, hence the margin).
+_LANE_IN = 0.32  # the height of one lane
+_LABEL_PT = 7.0  # the labels' font size
+_LABEL_MARGIN = 1.35  # a browser's sans-serif against matplotlib's DejaVu Sans, and a gap
+_MIN_BAR_PX = 4.0  # an alarm acknowledged within the minute is still seen
+
+
+def alarm_lanes(spans: list[tuple[float, float]]) -> list[int]:
+    """For intervals (start, end) in one row, in any order: each one's lane, the lowest whose
+    intervals all end before it starts (first fit, by start). Pure, for the tests."""
+    order = sorted(range(len(spans)), key=lambda i: spans[i])
+    ends: list[float] = []  # per lane, where its last interval ends
+    lane = [0] * len(spans)
+    for i in order:
+        start, end = spans[i]
+        free = next((n for n, e in enumerate(ends) if e <= start), None)
+        if free is None:
+            free = len(ends)
+            ends.append(end)
+        ends[free] = end
+        lane[i] = free
+    return lane
+
+
 def _alarms(floor: FloorDay) -> str:
     import matplotlib.dates as mdates
+    from matplotlib.figure import Figure
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextPath
 
-    fig, ax = _figure()
-    tables = sorted({a.table for a in floor.alarms}) or ["(none)"]
-    end = floor.last or datetime.combine(floor.day, datetime.min.time())
+    tables = sorted({a.table for a in floor.alarms})
+    start, end = _span(floor)
+    x0, x1 = float(mdates.date2num(start)), float(mdates.date2num(end))  # type: ignore[no-untyped-call]
+    # The plot's width in points, as the figure is laid out below (the table names on the left
+    # take their share): a label's width in points, over this, is its width in days.
+    width_pt = (_WIDTH_IN - 0.7 - 0.075 * max((len(t) for t in tables), default=6)) * 72
+    per_pt = (x1 - x0) / width_pt
+    font = FontProperties(family="sans-serif", size=_LABEL_PT)
+    boxes: list[tuple[Alarm, float, float, str, bool]] = []  # alarm, bar start and width, label, at its right
+    spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for alarm in floor.alarms:
-        y = tables.index(alarm.table)
-        until = alarm.acknowledged or end
-        start = float(mdates.date2num(alarm.raised))  # type: ignore[no-untyped-call]
-        width = max(float(mdates.date2num(until)) - start, 1 / (24 * 60))  # type: ignore[no-untyped-call]
+        left = float(mdates.date2num(alarm.raised))  # type: ignore[no-untyped-call]
+        right = float(mdates.date2num(alarm.acknowledged or floor.last or end))  # type: ignore[no-untyped-call]
+        width = max(right - left, _MIN_BAR_PX * per_pt)
+        label = f"{alarm.section} {alarm.raised:%H:%M}" + ("" if alarm.acknowledged else " (open)")
+        text = (TextPath((0, 0), label, prop=font).get_extents().width * _LABEL_MARGIN + 4) * per_pt
+        # The label starts at the bar's start, or ends at the chart's right edge when it would
+        # run past it (an alarm late in the day).
+        at_right = left + text > x1
+        boxes.append((alarm, left, width, label, at_right))
+        # What the alarm takes in its lane: its bar and its label.
+        spans[alarm.table].append(
+            (min(left, x1 - text) if at_right else left, max(left + width, left + text))
+        )
+    lanes: dict[int, int] = {}
+    base: dict[str, int] = {}  # a table's first lane, counted from the top
+    used = 0
+    for table in tables:
+        mine = [i for i, b in enumerate(boxes) if b[0].table == table]
+        for i, lane in zip(mine, alarm_lanes(spans[table]), strict=True):
+            lanes[i] = lane
+        base[table] = used
+        used += max((lanes[i] for i in mine), default=0) + 1
+    rows = max(used, 1)
+    fig = Figure(figsize=(_WIDTH_IN, 1.3 + rows * _LANE_IN), layout="constrained")
+    ax = fig.add_subplot()
+    # Halting alarms drawn last, over the rest, so none hides under an advisory one.
+    # A lane (y to y + 1, the top of the chart at 0): the label in its upper half, the bar below.
+    for i, (alarm, left, width, label, at_right) in sorted(enumerate(boxes), key=lambda b: b[1][0].halts):
+        y = base[alarm.table] + lanes[i]
         colour = "#c0392b" if alarm.halts else "#e67e22"
-        ax.broken_barh([(start, width)], (y - 0.35, 0.7), facecolors=colour)
-        ax.annotate(alarm.section, (start, y + 0.38), fontsize="x-small", rotation=30, va="bottom")
-    ax.set_yticks(range(len(tables)), tables)
-    ax.set_ylim(-0.8, len(tables) - 0.2 + 0.6)
+        ax.broken_barh([(left, width)], (y + 0.52, 0.38), facecolors=colour, zorder=3 if alarm.halts else 2)
+        ax.text(x1 if at_right else left, y + 0.06, label, fontsize=_LABEL_PT, va="top",
+                ha="right" if at_right else "left")  # fmt: skip
+    ax.set_yticks([base[t] + 0.5 for t in tables], tables)
+    for table in tables[1:]:  # a line between tables, so a table's lanes read as one row
+        ax.axhline(base[table], color="#999", linewidth=0.6)
+    ax.set_ylim(rows, 0)  # the first table on top
     ax.set_title("Alarms: raised to acknowledged (red halts dealing, orange does not)")
     _time_axis(ax, floor)
     if not floor.alarms:
+        ax.set_yticks([])
         ax.text(0.5, 0.5, "no alarms", transform=ax.transAxes, ha="center")
     return _svg(fig)
 

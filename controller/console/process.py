@@ -6,7 +6,8 @@ for the lock (issue 23: a quarter of the pace left). In its own process the cons
 table only what crosses the socket pair: one display per turn of the table's loop that changed
 something, and the commands people send. The parent starts it (``ConsoleProcess``), the child
 (``python -m controller.console.process SPEC``) serves; when either goes away the other sees the
-socket close. The child inherits stdout, so its log lines go where the table's go.
+socket close. The child logs to the stream the table logs to (stdout, or stderr where stdout is a
+command's result), so its lines go where the table's go.
 
 A console's process that dies while the table runs (a crash, the kernel's OOM killer, a stray
 kill) is said in one line with its exit status and started again on the same address after the
@@ -95,6 +96,7 @@ class ConsoleProcess:
             "state": str(self.supervisor.journal_path),
             "fd": theirs.fileno(),
             "log_level": self.log_level,
+            "log_to_stderr": logs.logs_to_stderr(),  # the table's own lines' stream, for the child's
         }
         try:
             self.proc = await asyncio.create_subprocess_exec(
@@ -192,7 +194,7 @@ async def _child(spec: dict[str, Any]) -> int:
 
 def main(argv: list[str]) -> int:
     spec = json.loads(argv[0])
-    logs.configure(int(spec["log_level"]))
+    logs.configure(int(spec["log_level"]), sys.stderr if spec.get("log_to_stderr") else sys.stdout)
     # Below the table in the scheduler's eyes: when the CPU is short, the table gets it first.
     with contextlib.suppress(OSError):
         os.nice(NICE)

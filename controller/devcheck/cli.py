@@ -49,9 +49,15 @@ def _ask(step: str, text: str, seconds: float) -> None:
     print(f"ask {step}: {text} (waiting up to {seconds:g} s)", file=sys.stderr, flush=True)
 
 
+USAGE = "usage: tablectl device check --config TABLE --device NAME [--json]"
+
+
 def main(argv: Sequence[str]) -> int:
+    if list(argv[:1]) in (["-h"], ["--help"]):  # asked for: on stdout, exit 0
+        print(f"{USAGE}\n\nactions:\n  check  {build_parser().description} (tablectl device check --help)")
+        return EXIT_OK
     if list(argv[:1]) != ["check"]:
-        print("usage: tablectl device check --config TABLE --device NAME [--json]", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return EXIT_USAGE
     args = build_parser().parse_args(list(argv[1:]))
     from controller.supervisor.config import load_table_config

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import signal
 import sys
@@ -29,6 +30,7 @@ from controller.supervisor.telemetry import Telemetry
 from controller.supervisor.wiring import build_telemetry
 from controller.telemetry.metrics_http import parse_address
 from controller.telemetry.metrics_process import MetricsProcess
+from devices.config import add_relocation_arguments, relocated
 from devices.transport.block_watch import set_watch_priority
 
 if TYPE_CHECKING:
@@ -40,6 +42,7 @@ JOURNAL_DIR = Path("/var/lib/tablectl")
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tablectl run", description="Run the controller of one table.")
     p.add_argument("--config", required=True, type=Path, help="config/tables/<table>.toml")
+    add_relocation_arguments(p)
     p.add_argument("--journal", type=Path, default=None, help=f"journal file (default {JOURNAL_DIR}/<id>.db)")
     p.add_argument(
         "--broker",
@@ -76,6 +79,11 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         config = load_table_config(args.config)
+        if args.port_base is not None or args.run_dir is not None:
+            devices = relocated(
+                config.devices, config.table_id, port_base=args.port_base, run_dir=args.run_dir
+            )
+            config = dataclasses.replace(config, devices=devices)
         settings = _console_settings(config, args.console, args.users)
         check_for_run(config, settings, users_flag=args.users is not None)
     except TablectlError as e:
@@ -175,13 +183,17 @@ def _health(supervisor: Supervisor) -> tuple[bool, str]:
 
 
 def dispatch(argv: list[str]) -> int:
-    """Entry from controller/cli.py for ``run``, ``demo`` and ``config``."""
+    """Entry from controller/cli.py for ``run``, ``demo``, ``broker`` and ``config``."""
     if argv[:1] == ["run"]:
         return main(argv[1:])
     if argv[:1] == ["demo"]:
         from controller.supervisor.demo import main as demo_main
 
         return demo_main(argv[1:])
+    if argv[:1] == ["broker"]:
+        from controller.supervisor.local_broker import main as broker_main
+
+        return broker_main(argv[1:])
     args = _config_parser().parse_args(argv[1:])  # `tablectl config` alone: usage, exit 2
     return check_main([args.file])
 

@@ -157,16 +157,17 @@ def _mosquitto() -> str | None:
 
 
 @contextlib.contextmanager
-def broker(workdir: Path) -> Iterator[int]:
-    """Debian's mosquitto on a free port of 127.0.0.1 with its own config in ``workdir``, once its
-    log says it is running; stopped on exit. ConfigError in one line when it is not installed."""
+def broker(workdir: Path, port: int = 0) -> Iterator[int]:
+    """Debian's mosquitto on ``port`` of 127.0.0.1 (0: a free one) with its own config in
+    ``workdir``, once its log says it is running; stopped on exit. ConfigError in one line when it
+    is not installed or does not start (the port taken). The demo's broker and `tablectl broker`."""
     binary = _mosquitto()
     if binary is None:
         raise ConfigError(
-            "the demo's broker is Debian's mosquitto, which is not installed "
+            "the broker is Debian's mosquitto, which is not installed "
             "(apt-get install mosquitto, or bin/tablectl demo installs it), or give --broker URL"
         )
-    port = _free_port()
+    port = port or _free_port()
     conf = workdir / "mosquitto.conf"
     conf.write_text(
         f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\n",
@@ -367,12 +368,18 @@ def house_result(journal: Path) -> dict[str, dict[str, float | int]]:
         w: {
             "settled": count[w],
             "staked": float(stats[w].wagered),
-            "house_net": -stats[w].net,
-            "house_edge": round(stats[w].edge, 4),
-            "house_edge_stderr": round(stats[w].edge_stderr, 4),
+            "house_net": _figure(-stats[w].net),
+            "house_edge": _figure(round(stats[w].edge, 4)),
+            "house_edge_stderr": _figure(round(stats[w].edge_stderr, 4)),
         }
         for w in sorted(count)
     }
+
+
+def _figure(x: float) -> float:
+    """``x`` with a negative zero made plain zero: a wager that broke even (or an edge that rounds
+    to nothing) reads as -0.0 otherwise, which a person takes for a loss. -0.0 + 0.0 is +0.0."""
+    return x + 0.0
 
 
 def _summary(rig: Rig, seconds: float, url: str, kind: BrokerKind) -> dict[str, Any]:

@@ -272,10 +272,18 @@ class Snapshot(Open):
     )
 
 
+class StateJournal(Open):
+    published_seq: int = Field(
+        description="the last seq published on `events` when this state was sent (sent again after "
+        "each batch of events): a client that subscribes late knows how far the journal has gone"
+    )
+
+
 class State(Retained):
     game: str
     snapshot: Snapshot
     devices: dict[str, Health]
+    journal: StateJournal
 
 
 # -- alarms, devices -------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ and flags: the terminal view and the web page only style them, so the two cannot
 
 Gap detection follows the events' contract: sequence numbers are contiguous per table; a repeat
 (QoS 1 after a reconnect) is dropped by seq; a jump is a gap, counted and shown. The first event
-seen from a table sets the baseline (a monitor that starts late has not lost anything).
+seen from a table sets the baseline (a monitor that starts late has not lost anything). The seq
+shown is known before any event: the retained birth says the journal's last seq when the table
+connected, and the retained state the last seq the table has published since.
 
 Retained state, alarms and device health are shown only for the table's current process: each
 carries the ``incarnation`` of the `tablectl run` that published it, the status says which one is
@@ -16,6 +18,7 @@ round 0) is held back, never shown as the table's (docs/mqtt.md, "Incarnation").
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -34,7 +37,9 @@ class TableView:
     alarms: list[dict[str, Any]] = field(default_factory=list)
     devices: dict[str, str] = field(default_factory=dict)
     last_seq: int = 0
-    birth_seq: int = 0  # the journal's last seq as the retained birth said (a monitor started late)
+    # The journal's seq as the table last announced it on a retained message, for a monitor that
+    # started late: the birth's journal.last_seq, then each state's journal.published_seq.
+    announced_seq: int = 0
     events: int = 0
     repeats: int = 0
     gaps: int = 0
@@ -79,6 +84,13 @@ class FleetView:
         # when the broker is simply out of reach (wrong URL, down, refusing the login).
         self.broker_connected = False
         self.broker_problem: str | None = None  # one line, from the last failed attempt; None once in
+        self.rate = MessageRate()  # messages per second, sampled by whoever shows it (sample_rate)
+        self.rate_per_s = 0.0
+
+    def sample_rate(self, now: float) -> float:
+        """The message rate with the count as it is at ``now`` (a monotonic clock's seconds)."""
+        self.rate_per_s = self.rate.sample(now, self.messages)
+        return self.rate_per_s
 
     def broker_up(self) -> None:
         self.broker_connected, self.broker_problem = True, None
@@ -126,6 +138,11 @@ class FleetView:
             # Another process: what the one before left retained is not this one's.
             if view.incarnation is not None:
                 view.state, view.alarms, view.devices = {}, [], {}
+                # Its stream goes on after what its birth says it published (a fresh journal, a
+                # new gaming day, starts again at 1: those events are not repeats).
+                published = _journal_seq(doc, "published_seq")
+                if published is not None:
+                    view.last_seq = published
             view.incarnation = incarnation
             held, view.held = view.held, {}
             for key, (inc, message) in held.items():
@@ -136,10 +153,9 @@ class FleetView:
         if view.online:
             view.game = str(doc.get("game", view.game))
             view.clean_exit = None
-            journal = doc.get("journal")
-            seq = journal.get("last_seq") if isinstance(journal, dict) else None
-            if isinstance(seq, int) and not isinstance(seq, bool):
-                view.birth_seq = seq
+            seq = _journal_seq(doc, "last_seq")
+            if seq is not None:
+                view.announced_seq = seq
         else:
             view.clean_exit = doc.get("clean") is True
 
@@ -152,6 +168,9 @@ class FleetView:
             devices = doc.get("devices")
             if isinstance(devices, dict):
                 view.devices.update({str(k): str(v) for k, v in devices.items()})
+            seq = _journal_seq(doc, "published_seq")
+            if seq is not None:
+                view.announced_seq = max(view.announced_seq, seq)
         elif leaf == "alarms":
             alarms = doc.get("alarms")
             view.alarms = [a for a in alarms if isinstance(a, dict)] if isinstance(alarms, list) else []
@@ -190,6 +209,7 @@ class FleetView:
             with_alarms=sum(1 for t in tables if t.current_alarms),
             stream_gaps=sum(t.gaps for t in tables),
             messages=self.messages,
+            rate_per_s=round(self.rate_per_s, 1),
             broker_problem=self.broker_problem,
         )
 
@@ -249,10 +269,10 @@ class Row:
             game=view.game,
             round=str(view.state.get("round", "")),
             shoe=_shoe(view.state, view.game),
-            alarms="; ".join(f"{a.get('section')}: {a.get('floor_action')}" for a in alarms),
+            alarms=" | ".join(_alarm_text(a) for a in alarms),
             alarm_level="halt" if view.halted else ("alarm" if alarms else "none"),
             devices=", ".join(f"{n}={h}" for n, h in sorted(bad.items())) or f"{len(view.devices)} ok",
-            seq=max(view.last_seq, view.birth_seq),
+            seq=max(view.last_seq, view.announced_seq),
             gaps=view.gaps,
             missing=view.missing,
             gaps_text=f"{view.gaps} ({view.missing} missing)" if view.gaps else "0",
@@ -270,20 +290,65 @@ class Summary:
     with_alarms: int
     stream_gaps: int
     messages: int
+    rate_per_s: float = 0.0  # messages a second over the last MessageRate.window_s
     broker_problem: str | None = None  # the broker cannot be reached, and why (one line)
 
     @property
     def text(self) -> str:
-        """The fleet line without the message rate (each renderer measures that over its own period);
-        an unreachable broker comes first, so 0 tables never reads as an empty floor."""
+        """The fleet line; an unreachable broker comes first, so 0 tables never reads as an empty floor."""
         fleet = (
             f"{self.tables} tables, {self.online} online, {self.with_alarms} with alarms, "
-            f"{self.stream_gaps} stream gaps; {self.messages} messages"
+            f"{self.stream_gaps} stream gaps; {self.messages} messages ({self.rate_per_s:,.0f}/s)"
         )
         return f"{self.broker_problem}; {fleet}" if self.broker_problem else fleet
 
     def as_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__} | {"text": self.text}
+
+
+def _alarm_text(alarm: dict[str, Any]) -> str:
+    """One alarm as the floor reads it: its section, what happened, and what the floor must do."""
+    return f"{alarm.get('section')}: {alarm.get('message')} -> {alarm.get('floor_action')}"
+
+
+def _journal_seq(doc: dict[str, Any], key: str) -> int | None:
+    """``doc["journal"][key]`` when it is a seq (a whole number, not a bool), else None."""
+    journal = doc.get("journal")
+    seq = journal.get(key) if isinstance(journal, dict) else None
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0 else None
+
+
+class MessageRate:
+    """Messages per second over the last ``window_s`` seconds, from the running count sampled at
+    any moments (each redraw, each poll of the page). Bursts (a table publishes a batch, then
+    nothing for a second) do not make it flicker between 0 and a peak as a rate between two
+    redraws does: the count at the window's start is read between the samples around it."""
+
+    def __init__(self, window_s: float = 10.0) -> None:
+        self.window_s = window_s
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def sample(self, now: float, count: int) -> float:
+        """Take the count at ``now`` (a monotonic clock's) and return the rate."""
+        if self._samples and now <= self._samples[-1][0]:
+            self._samples[-1] = (self._samples[-1][0], count)
+        else:
+            self._samples.append((now, count))
+        start = now - self.window_s
+        while len(self._samples) > 2 and self._samples[1][0] <= start:
+            self._samples.popleft()  # the one before the window's start is kept, to read across it
+        return self.per_second()
+
+    def per_second(self) -> float:
+        if len(self._samples) < 2:
+            return 0.0
+        (t0, c0), (t1, c1) = self._samples[0], self._samples[1]
+        now, count = self._samples[-1]
+        start = now - self.window_s
+        at_start = float(c0)
+        if t0 < start < t1:  # the count at the window's start, read between its two samples
+            at_start, t0 = c0 + (c1 - c0) * (start - t0) / (t1 - t0), start
+        return max(count - at_start, 0.0) / (now - t0)
 
 
 def _status(view: TableView) -> tuple[str, StatusLevel]:

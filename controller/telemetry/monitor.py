@@ -9,6 +9,10 @@ Receiving and drawing are separate: messages are folded into the FleetView as th
 (cheap), and the screen is redrawn a few times a second from whatever the view holds, so a
 burst of 5,000 messages a second never waits on rich.
 
+Piped (into tee, a log file, a service manager's journal) there is no screen to redraw: the
+monitor writes one line per table whose row changed, as it changes, and the whole view as a last
+frame when it stops, SIGTERM included.
+
 ``--http HOST:PORT`` serves the same view as a web page (``controller/telemetry/web.py``) from the
 same FleetView; ``--no-terminal`` leaves the terminal alone, for running the page as a service.
 The page answers only requests that name it by IP address, localhost or an ``--http-allow-host``
@@ -22,10 +26,12 @@ import asyncio
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import aiomqtt
 from rich.console import Console, Group
@@ -38,7 +44,7 @@ from controller.errors import TablectlError, short_reason
 from controller.ids import is_host_name
 from controller.telemetry import web
 from controller.telemetry.broker import ENV_PASSWORD, ENV_USERNAME, BrokerSettings, parse_broker_url
-from controller.telemetry.fleet import COLUMNS, FleetView, Row
+from controller.telemetry.fleet import COLUMNS, FleetView, Row, Summary
 from controller.telemetry.topics import ROOT
 from devices.transport.mqtt_session import session
 
@@ -126,7 +132,7 @@ def columns_for(width: int) -> list[tuple[str, str]]:
     return [(h, k) for h, k in COLUMNS if k in keep]
 
 
-def render(view: FleetView, rows: int, rate: float, width: int = 160) -> Group:
+def render(view: FleetView, rows: int, width: int = 160) -> Group:
     summary = view.summary()
     shown = view.rows(max(rows, 1))
     grid = RichTable(expand=True, pad_edge=False)
@@ -144,21 +150,83 @@ def render(view: FleetView, rows: int, rate: float, width: int = 160) -> Group:
     hidden = summary.tables - len(shown)
     footer = Text(f"... and {hidden} quieter tables" if hidden else "", style="dim")
     style = "bold white on red" if summary.broker_problem else "bold"
-    return Group(Text(f"{summary.text} ({rate:,.0f}/s)", style=style), grid, footer)
+    return Group(Text(summary.text, style=style), grid, footer)
 
 
-async def _draw(view: FleetView, refresh_s: float, duration_s: float | None) -> None:
+# How the view is shown: redrawn in place on a terminal, a line per change when piped, or not at
+# all (--no-terminal: the web page only).
+Mode = Literal["screen", "lines", "none"]
+
+
+class ChangeLines:
+    """The piped view: one line per table whose row changed since the last look, and one for the
+    fleet when its counts or the broker's reachability changed. The seq alone moving (every event)
+    is not a change worth a line: it is in the next line written for the table."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, tuple[object, ...]] = {}
+        self._fleet: tuple[object, ...] | None = None
+
+    def lines(self, view: FleetView, when: str) -> list[str]:
+        out = []
+        summary = view.summary()
+        fleet = _fleet_key(summary)
+        if fleet != self._fleet:
+            self._fleet = fleet
+            out.append(f"{when} fleet: {summary.text}")
+        for row in view.rows():
+            key = tuple(getattr(row, k) for k in Row.__slots__ if k not in ("seq", "urgency"))
+            if self._rows.get(row.name) != key:
+                self._rows[row.name] = key
+                out.append(f"{when} {line_of(row)}")
+        return out
+
+
+def line_of(row: Row) -> str:
+    """A row as one line of text: every column, each named by its header."""
+    cells = (
+        f"{header} {getattr(row, key) if getattr(row, key) != '' else '-'}" for header, key in COLUMNS[1:]
+    )
+    return f"{row.name}: " + ", ".join(cells)
+
+
+def _fleet_key(summary: Summary) -> tuple[object, ...]:
+    return (summary.tables, summary.online, summary.with_alarms, summary.stream_gaps, summary.broker_problem)
+
+
+def _now_text() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+async def _show(
+    view: FleetView, refresh_s: float, duration_s: float | None, mode: Mode, stop: asyncio.Event
+) -> None:
+    """Sample the message rate and show the view every ``refresh_s`` until ``duration_s`` has passed
+    or ``stop`` is set (SIGTERM); then show it once more, whole (the last frame)."""
+    started = time.monotonic()
     console = Console()
-    with Live(console=console, auto_refresh=False, screen=False) as live:
-        last_count, last_t = 0, time.monotonic()
-        started = last_t
-        while duration_s is None or time.monotonic() - started < duration_s:
-            await asyncio.sleep(refresh_s)  # the redraw period
-            now = time.monotonic()
-            rate = (view.messages - last_count) / max(now - last_t, 1e-9)
-            last_count, last_t = view.messages, now
-            rows = shutil.get_terminal_size((120, 40)).lines - 7
-            live.update(render(view, rows, rate, console.width), refresh=True)
+    changes = ChangeLines()
+    with contextlib.ExitStack() as stack:
+        live = None
+        if mode == "screen":
+            live = stack.enter_context(Live(console=console, auto_refresh=False, screen=False))
+        while not stop.is_set():
+            left = None if duration_s is None else duration_s - (time.monotonic() - started)
+            if left is not None and left <= 0:
+                break
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(refresh_s if left is None else min(refresh_s, left)):
+                    await stop.wait()  # the redraw period, cut short by a stop
+            view.sample_rate(time.monotonic())
+            if live is not None:
+                rows = shutil.get_terminal_size((120, 40)).lines - 7
+                live.update(render(view, rows, console.width), refresh=True)
+            elif mode == "lines":
+                for line in changes.lines(view, _now_text()):
+                    print(line, flush=True)
+        if mode == "lines":  # the last frame: the whole view, as the screen would have shown it
+            console.print(render(view, max(len(view.tables), 1), console.width))
+            console.file.flush()
 
 
 async def run(
@@ -170,9 +238,15 @@ async def run(
     terminal: bool = True,
     allow_hosts: Sequence[str] = (),
 ) -> FleetView:
-    """Consume the broker into one FleetView; draw it in the terminal and/or serve it over HTTP.
-    Returns the view as it was when the monitor stopped."""
+    """Consume the broker into one FleetView; draw it in the terminal (redrawn in place, or a line
+    per change when stdout is not a terminal) and/or serve it over HTTP, until ``duration_s`` or
+    SIGTERM. Returns the view as it was when the monitor stopped."""
     view = FleetView()
+    mode: Mode = "none" if not terminal else "screen" if sys.stdout.isatty() else "lines"
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    # A service manager stops with SIGTERM: stop as after --duration (the last frame, exit 0).
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
     page = None
     if http is not None:
         try:
@@ -190,19 +264,15 @@ async def run(
 
     consumer = asyncio.create_task(consume(settings, view, say=say))
     try:
-        if terminal:
-            await _draw(view, refresh_s, duration_s)
-        elif duration_s is None:
-            await asyncio.Event().wait()  # serve until interrupted
-        else:
-            await asyncio.sleep(duration_s)
-        if not attempted.is_set():
+        await _show(view, refresh_s, duration_s, mode, stop)
+        if not attempted.is_set() and not stop.is_set():
             # A short --duration must not end before the broker has answered once: the exit
             # status of a scripted check would then depend on how fast the connect was.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(FIRST_ATTEMPT_S):
                     await attempted.wait()
     finally:
+        loop.remove_signal_handler(signal.SIGTERM)
         consumer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await consumer
@@ -249,8 +319,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="A broker that cannot be reached (down, wrong address, login or TLS refused) is said "
         "in one line on stderr and at the top of the view, and tried again with backoff (up to "
         "every 10 s) for as long as the monitor runs; it says so again when the broker is back. "
-        "Exit status: 0; 1 when the broker was out of reach as the monitor stopped (--duration), "
-        "so a scripted check fails; 2 for a usage error; 130 after Ctrl-C.",
+        "Piped (stdout not a terminal: tee, a log, a service manager) it writes a line per change as "
+        "it happens and the whole view when it stops. SIGTERM stops it as --duration does. "
+        "Exit status: 0; 1 when the broker was out of reach as the monitor stopped (--duration, "
+        "SIGTERM), so a scripted check fails; 2 for a usage error; 130 after Ctrl-C.",
     )
     p.add_argument("--broker", required=True, help="mqtt://host:port or mqtts://host:port")
     p.add_argument("--ca-file", type=Path, help="CA certificate for an mqtts:// broker")
@@ -303,6 +375,9 @@ def main(argv: Sequence[str]) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # piped into a reader that has gone (`| head`): nothing more to show
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (so the exit's flush cannot fail again)
+        return 0
     if not view.broker_connected:
         problem = view.broker_problem or f"broker {settings.url} not reached before the monitor stopped"
         print(f"monitor: {problem.removesuffix('; retrying')}", file=sys.stderr)

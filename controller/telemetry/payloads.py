@@ -90,9 +90,11 @@ def death(identity: Mapping[str, Any], birth_id: str, incarnation: str, *, clean
 
 
 def state(
-    snapshot: Mapping[str, Any], devices: Mapping[str, str], game: str, incarnation: str
+    snapshot: Mapping[str, Any], devices: Mapping[str, str], game: str, incarnation: str, published_seq: int
 ) -> dict[str, Any]:
-    """The retained ``state``: Table.snapshot() as given (it is the core's public view), plus device health.
+    """The retained ``state``: Table.snapshot() as given (it is the core's public view), plus device
+    health, and the last seq published on ``events`` so far: a monitor that subscribes after the
+    birth knows how far the journal has gone before the next event (docs/mqtt.md, "state").
 
     ``snapshot["cards_in_shoe"]`` is a count, not the cards: the one SECRET_FIELDS name that the
     public snapshot uses for a number.
@@ -104,6 +106,7 @@ def state(
         "game": game,
         "snapshot": dict(snapshot),
         "devices": dict(devices),
+        "journal": {"published_seq": published_seq},
     }
 
 

@@ -299,6 +299,10 @@ class Telemetry:
                     break
                 self.acked_seq = seq
         await self._mark_acked()
+        # The retained state says how far the stream has gone (its journal.published_seq): sent
+        # again after each batch, so a monitor that starts later shows the table's seq at once.
+        self._state_dirty = True
+        self._retained_wake.set()
         return len(messages)
 
     async def _heartbeat(self, client: aiomqtt.Client, identity: dict[str, Any]) -> None:
@@ -336,7 +340,9 @@ class Telemetry:
         if snapshot is not None and self._state_dirty:
             self._state_dirty = False
             try:
-                body = payloads.state(snapshot, self._devices, self.identity.game, self.incarnation)
+                body = payloads.state(
+                    snapshot, self._devices, self.identity.game, self.incarnation, self.acked_seq
+                )
                 await client.publish(self.topics.state, payloads.encode(body), qos=1, retain=True)
                 alarms = payloads.alarms(snapshot, self.incarnation)
                 if alarms != self._published_alarms:

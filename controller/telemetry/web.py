@@ -77,18 +77,9 @@ const COLUMNS = __COLUMNS__;
 const rowsEl = document.getElementById("rows");
 const summaryEl = document.getElementById("summary");
 const staleEl = document.getElementById("stale");
-let previous = null;
 
 function draw(doc) {
-  const s = doc.summary;
-  const now = performance.now();
-  let rate = "";
-  if (previous !== null && now > previous.t) {
-    const perS = Math.max(0, (s.messages - previous.messages) / ((now - previous.t) / 1000));
-    rate = " (" + Math.round(perS).toLocaleString("en-US") + "/s)";
-  }
-  previous = {messages: s.messages, t: now};
-  summaryEl.textContent = s.text + rate;
+  summaryEl.textContent = doc.summary.text;
   const fragment = document.createDocumentFragment();
   for (const row of doc.rows) {
     const tr = document.createElement("tr");
@@ -115,7 +106,6 @@ async function poll() {
   } catch (e) {
     // Keep the last rows but say they are old: a view that silently froze would look healthy.
     staleEl.textContent = "no answer from the monitor since " + new Date().toLocaleTimeString();
-    previous = null;
   } finally {
     setTimeout(poll, 1000);
   }
@@ -322,7 +312,7 @@ class FleetPage:
         self._runner: web.ServerRunner | None = None
         self._address: tuple[str, int] | None = None
         self._clients = 0  # open connections
-        self._json: tuple[tuple[int, str | None], bytes] | None = None  # (its source, /fleet.json)
+        self._json: tuple[tuple[int, str | None, float], bytes] | None = None  # (its source, /fleet.json)
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
         server = _Server(
@@ -387,7 +377,8 @@ class FleetPage:
         # once per request: the view changes only in ingest, which counts every message first, so
         # while the count stands the document does (a quiet fleet, several tabs, HEAD then GET).
         # The broker going out of reach or coming back changes the summary line but no count.
-        count = (self.view.messages, self.view.broker_problem)
+        # The rate is sampled by the monitor's ticker, not by a request (many tabs would each move it).
+        count = (self.view.messages, self.view.broker_problem, self.view.rate_per_s)
         if self._json is None or self._json[0] != count:
             self._json = (count, fleet_json(self.view))
         return self._json[1]

@@ -69,6 +69,13 @@ def test_the_day_as_pictures_in_one_self_contained_page(
     for words in ("example-floor/dub-01", "ann", "carla", "bet", "685a.7(a)", "local time"):
         assert words in texts, words
 
+    # The layout rules of tests/archive/test_report_layout.py hold for the archived day too.
+    from tests.archive.test_report_layout import layout, overlapping_texts
+
+    for figure in layout(out):
+        assert overlapping_texts(figure) == [], figure["id"]
+        assert len(figure["ticks"]) >= 4, figure["id"]
+
 
 def test_the_fold_counts_rounds_per_dealer_and_the_house_net(tmp_path: Path, db: str) -> None:
     import psycopg

@@ -4,6 +4,7 @@ folder, finds its shipped games, device profiles and example tables and plays a 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,25 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# Every command of tablectl and the actions of those that have some (tests/test_cli_usage.py walks
+# the same from the parser).
+COMMANDS = [
+    "round",
+    "simulate",
+    "sim",
+    "run",
+    "demo",
+    "broker",
+    "config",
+    "archive",
+    "users",
+    "device",
+    "monitor",
+    "docs",
+    "journal",
+]
+NESTED = ["config check", "archive verify", "archive report", "users add", "users list", "users remove",
+          "device check", "journal verify", "journal show"]  # fmt: skip
 
 
 def _run(*cmd: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -25,7 +45,7 @@ def test_the_wheel_installed_alone_plays_a_demo_from_an_empty_folder(tmp_path: P
     empty.mkdir()
     # Built from a copy: setuptools leaves build/ and *.egg-info in the tree it builds.
     junk = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for part in ("controller", "devices", "sim", "config"):
+    for part in ("controller", "devices", "sim", "config", "docs"):
         shutil.copytree(ROOT / part, src / part, symlinks=True, ignore=junk)
     for part in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / part, src / part)
@@ -58,3 +78,22 @@ def test_the_wheel_installed_alone_plays_a_demo_from_an_empty_folder(tmp_path: P
     summary = json.loads(demo.stdout)
     assert summary["rounds"] == 20
     assert list(empty.iterdir()) == []  # nothing written where it was started
+
+    # Every command's --help exits 0 from the wheel, and every docs/ page a help text points to is
+    # printed by `tablectl docs` from the installed package (issue 37: the wheel shipped no docs).
+    tablectl = env / "bin" / "tablectl"
+    commands = [[], *([c] for c in COMMANDS), *(c.split() for c in NESTED)]
+    pointers: set[str] = set()
+    for command in commands:
+        shown = _run(tablectl, *command, "--help", cwd=empty)
+        assert shown.returncode == 0 and shown.stdout.startswith("usage: tablectl"), (command, shown.stderr)
+        pointers.update(re.findall(r"docs/[a-z0-9_./-]*[a-z0-9_/]", shown.stdout))
+    assert {"docs/install.md", "docs/console.md"} <= pointers, pointers
+    for pointer in sorted(pointers):
+        page = _run(tablectl, "docs", pointer, cwd=empty)
+        assert page.returncode == 0 and page.stdout.startswith("# "), (pointer, page.stderr)
+    where = _run(tablectl, "docs", "install", "--path", cwd=empty)
+    assert where.stdout.startswith(str(env)), where.stdout  # the installed copy, not the checkout's
+    listing = _run(tablectl, "docs", cwd=empty).stdout
+    assert "devices/shoe.md" in listing and "scale-out.md" in listing
+    assert "tablectl[report]" in _run(tablectl, "docs", "install", cwd=empty).stdout  # the extra is said

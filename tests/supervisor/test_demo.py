@@ -48,12 +48,18 @@ def test_demo_headless_with_its_own_mosquitto(game: str, tmp_path: Path) -> None
     # The virtual clock starts at the real now: every record, table_opened first, is dated today
     # (give or take the virtual hours the demo plays), not in 1970 or 2027.
     with Journal.open(tmp_path / "j.db", create=False, readonly=True) as j:
-        times = [r.at for r in j.records()]
+        records = list(j.records())
+        times = [r.at for r in records]
     assert started - 1 <= times[0] <= time.time() and times == sorted(times)
     assert times[-1] - times[0] < 86_400
     summary = json.loads(done.stdout)
     assert summary["broker_kind"] == "mosquitto" and summary["broker"].startswith("mqtt://127.0.0.1:")
     assert summary["rounds"] == 3 and summary["journal_verified"] is True
+    # The summary's figures, read back against the journal they come from.
+    assert summary["journal_records"] == records[-1].seq == len(records)
+    if game != "dj-wild":
+        assert summary["rounds"] == sum(1 for r in records if r.kind == "round_settled")
+    assert "-0.0" not in done.stdout  # a figure that rounds to nothing reads 0.0 (issue 37)
     # Every field is explained in --help.
     documented = re.findall(r"(?m)^  ([a-z_]+(?:, [a-z_]+)*) ", SUMMARY_FIELDS)
     assert set(summary) == {name for names in documented for name in names.split(", ")}
@@ -135,3 +141,8 @@ def test_demo_with_the_console_says_where_it_is(tmp_path: Path) -> None:
         f"tablectl demo: table console at http://127.0.0.1:{port}/ (dealer display),"
         f" http://127.0.0.1:{port}/floor (floor console; sign in as a user of {users})\n"
     ) in done.stderr
+    # stdout carries what the command promises, the JSON summary, and nothing else: the console's
+    # process logged its lines there (issue 37); logs go to stderr like the table's own.
+    summary = json.loads(done.stdout)
+    assert summary["rounds"] == 1
+    assert '"event"' in done.stderr  # the logs are there, on stderr

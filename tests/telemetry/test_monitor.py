@@ -8,6 +8,8 @@ import io
 import json
 import os
 import pathlib
+import re
+import signal
 import sys
 from collections.abc import Callable
 
@@ -57,7 +59,7 @@ def test_alarms_first_and_highlighted() -> None:
     view.ingest("tablectl/s/zz-alarm/alarms", json.dumps(alarms).encode())
     assert [t.table for t in view.ordered()] == ["zz-alarm", "gone", "quiet"]
     console = Console(record=True, width=160)
-    console.print(render(view, rows=10, rate=0.0))
+    console.print(render(view, rows=10))
     text = console.export_text()
     assert text.index("zz-alarm") < text.index("gone") < text.index("quiet")
     assert "replace the reader" in text and "LOST" in text
@@ -280,7 +282,7 @@ def test_every_table_is_identifiable_at_80_columns_and_offline_tables_show_no_st
     )
     assert rows[names[3]].shoe == "blue deck, by hand"
     console = Console(record=True, width=80, file=io.StringIO())  # a pipe is drawn 80 wide
-    console.print(render(view, rows=10, rate=0.0, width=console.width))
+    console.print(render(view, rows=10, width=console.width))
     text = console.export_text()
     assert all(name in text for name in names), text
     assert "…" not in text and "example/" not in text, text
@@ -289,3 +291,184 @@ def test_every_table_is_identifiable_at_80_columns_and_offline_tables_show_no_st
     first = next(line for line in text.splitlines() if names[0] in line)
     assert "online" in first and "17" in first and "blue 250" in first, text
     assert "replace" in text and "reader" in text  # the alarm wraps, its words kept
+    # What happened, not only the section and the action (issue 37).
+    assert rows[names[0]].alarms == "673a.13(j): reader failed -> replace the reader"
+    assert "failed" in text
+
+
+async def test_a_monitor_started_late_shows_the_journals_seq(broker: Broker, tmp_path: pathlib.Path) -> None:
+    """Issue 37: a monitor started after the table's birth showed seq 1 for a table whose journal
+    (tablectl_journal_seq) was at 204: the birth said the seq at connect time and nothing said it
+    again. The retained state now carries the seq published so far."""
+    path = tmp_path / "j.db"
+    with Journal.open(path) as journal:
+        append_records(journal, 1)
+    telemetry = telemetry_for(broker, path)
+    early = NotifyingView()
+    watching = asyncio.create_task(consume(broker.settings("monitor-ops"), early))
+    key = ("site-a", "t1")
+    late = NotifyingView()
+    consumer: asyncio.Task[None] | None = None
+    await telemetry.start()
+    try:
+        telemetry.state_changed(snapshot_with_alarms())
+        await early.until(lambda: key in early.tables and early.tables[key].last_seq == 1)
+        with Journal.open(path) as journal:
+            last = append_records(journal, 203)
+            assert last == journal.last_seq == 204
+        telemetry.journal_appended()
+        await early.until(lambda: early.tables[key].last_seq == last)  # every event is out
+        consumer = asyncio.create_task(consume(broker.settings("monitor-ops"), late))
+        await late.until(lambda: key in late.tables and late.tables[key].online is True)
+        await late.until(lambda: late.rows()[0].seq == last)
+        assert late.tables[key].events == 0  # known from the retained messages alone, no event seen
+    finally:
+        await telemetry.stop()
+        for task in (watching, consumer):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+
+def test_the_message_rate_is_steady_under_bursts() -> None:
+    """Issue 37: the rate between two redraws flickered between 0/s and 6/s for a table that
+    publishes a burst of 6 each second. Over the window it reads 6/s at every redraw."""
+    view = FleetView()
+    seen: list[float] = []
+    for tick in range(1, 81):  # redraws every 0.5 s for 40 s; the burst lands at each whole second
+        now = tick * 0.5
+        if tick % 2 == 0:
+            for _ in range(6):
+                view.ingest("tablectl/s/t/events", _event(view.messages + 1))
+        seen.append(view.sample_rate(now))
+        assert view.summary().rate_per_s == round(seen[-1], 1)
+    steady = seen[len(seen) // 2 :]  # past the first window
+    assert all(abs(rate - 6.0) <= 0.6 for rate in steady), steady
+    assert f"{view.messages} messages (6/s)" in view.summary().text
+    for tick in range(81, 110):  # the table stops: the rate falls to 0 within the window
+        view.sample_rate(tick * 0.5)
+    assert view.rate_per_s == 0.0
+
+
+async def test_piped_the_monitor_writes_a_line_per_change_and_a_last_frame_on_sigterm(
+    broker: Broker, tmp_path: pathlib.Path
+) -> None:
+    """Issue 37: piped (tee, a log, a service manager) the monitor printed nothing until it exited,
+    and nothing at all when stopped with SIGTERM."""
+    path = tmp_path / "j.db"
+    with Journal.open(path) as journal:
+        last = append_records(journal, 12)
+    env = {
+        **os.environ,
+        "TABLECTL_MQTT_USERNAME": "monitor-ops",
+        "TABLECTL_MQTT_PASSWORD": PASSWORD["monitor-ops"],
+    }
+    ca = str(broker.pki / "ca.crt")
+    args = ["monitor", "--broker", f"mqtts://127.0.0.1:{broker.port}", "--ca-file", ca, "--refresh", "0.1"]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "controller.cli", *args, cwd=ROOT, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    telemetry = telemetry_for(broker, path)
+    try:
+        async with asyncio.timeout(GUARD_S):
+            # Connected (said on stderr) before the table starts, so every change is seen live.
+            assert (await proc.stderr.readline()).startswith(b"monitor: connected to the broker")
+            await telemetry.start()
+            telemetry.state_changed(snapshot_with_alarms())
+            lines: list[str] = []
+            while not any(" t1: " in line and "665a.13(i)" in line for line in lines):
+                lines.append((await proc.stdout.readline()).decode())
+            table_lines = [line for line in lines if " t1: " in line]
+            assert table_lines, lines  # written while the monitor runs, not at its exit
+            first = table_lines[0]
+            assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} t1: status ", first), first
+            await telemetry.stop()
+            while not any(" t1: status offline" in line for line in lines):
+                lines.append((await proc.stdout.readline()).decode())
+            proc.send_signal(signal.SIGTERM)
+            rest, err = await proc.communicate()
+    finally:
+        await telemetry.stop()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err.decode()
+    frame = rest.decode()
+    assert "1 tables, 0 online" in frame and "offline" in frame, frame  # the last frame, whole
+    assert all(len(line) <= 80 for line in frame.splitlines())
+    assert f"seq {last}," in lines[-1], lines  # the line says the seq at the change
+    print("".join(lines) + frame)
+
+
+def test_piped_lines_come_with_a_change_and_not_with_a_seq_alone() -> None:
+    from controller.telemetry.monitor import ChangeLines
+
+    view = FleetView()
+    lines = ChangeLines()
+    view.ingest("tablectl/s/t1/status", b'{"version":1,"online":true,"game":"down-under"}')
+    first = lines.lines(view, "T0")
+    assert first[0].startswith("T0 fleet: 1 tables, 1 online") and first[1].startswith("T0 t1: status online")
+    for seq in (1, 2, 3):  # events alone: the seq moves, nothing a line is written for
+        view.ingest("tablectl/s/t1/events", _event(seq))
+    assert lines.lines(view, "T1") == []
+    alarm = {"id": 1, "section": "685a.12(i)", "message": "the card reader failed",
+             "floor_action": "replace the reader", "halts_dealing": True}  # fmt: skip
+    view.ingest("tablectl/s/t1/alarms", json.dumps({"version": 1, "alarms": [alarm]}).encode())
+    changed = lines.lines(view, "T2")
+    assert changed[0] == "T2 fleet: 1 tables, 1 online, 1 with alarms, 0 stream gaps; 5 messages (0/s)"
+    assert changed[1] == (
+        "T2 t1: status online, game down-under, round -, shoe -, alarms 685a.12(i): the card reader "
+        "failed -> replace the reader, devices 0 ok, seq 3, gaps 0"
+    )
+
+
+async def test_on_a_terminal_sigterm_stops_the_monitor_with_its_view_on_the_screen(broker: Broker) -> None:
+    """A terminal (a pty here): the view is drawn in place; SIGTERM (a service manager, `kill`)
+    is a normal stop, exit 0, and the last frame stays on the screen."""
+    import pty
+
+    env = {
+        **os.environ,
+        "TABLECTL_MQTT_USERNAME": "monitor-ops",
+        "TABLECTL_MQTT_PASSWORD": PASSWORD["monitor-ops"],
+        "COLUMNS": "120",
+        "LINES": "30",
+    }
+    ca = str(broker.pki / "ca.crt")
+    args = ["monitor", "--broker", f"mqtts://127.0.0.1:{broker.port}", "--ca-file", ca, "--refresh", "0.1"]
+    main_fd, terminal_fd = pty.openpty()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "controller.cli", *args, cwd=ROOT, env=env,
+        stdout=terminal_fd, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    os.close(terminal_fd)
+    assert proc.stderr is not None
+    screen = bytearray()
+    loop = asyncio.get_running_loop()
+    drawn = asyncio.Event()
+
+    def readable() -> None:
+        with contextlib.suppress(OSError):  # EIO once the monitor has closed its end
+            screen.extend(os.read(main_fd, 65536))
+        if b"0 tables" in screen and b"connected to the broker" in screen:
+            drawn.set()
+
+    loop.add_reader(main_fd, readable)
+    try:
+        async with asyncio.timeout(GUARD_S):
+            # On a terminal the line that says so is printed above the view (rich's Live).
+            await drawn.wait()  # connected and drawn while it runs
+            proc.send_signal(signal.SIGTERM)
+            await proc.wait()
+    finally:
+        loop.remove_reader(main_fd)
+        os.close(main_fd)
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0
+    assert b"\x1b[" in screen  # drawn as a terminal's view (in place), not as piped lines
+    assert b" fleet: " not in screen
