@@ -38,20 +38,13 @@ from controller.archive.gaps import RESULTS, Ask
 from controller.archive.messages import ArchivedEvent, Unreadable, parse_event
 from controller.archive.upkeep import upkeep
 from controller.backoff import Backoff, BackoffPolicy
+from controller.telemetry.nats_link import subject_of, topic_of
 from controller.telemetry.topics import ROOT
 
 log = structlog.get_logger("tablectl.archive")
 
 EVENTS_SUBJECT = f"{ROOT}.*.*.events"
-
-
-def subject_of(topic: str) -> str:
-    """NATS's MQTT listener maps topic levels to subject tokens ('/' to '.')."""
-    return topic.replace("/", ".")
-
-
-def topic_of(subject: str) -> str:
-    return subject.replace(".", "/")
+DUPLICATE_WINDOW_S = 120.0  # nats-server's default; ids are kept in memory for this long
 
 
 @dataclass(frozen=True)
@@ -89,6 +82,9 @@ async def ensure_stream(js: JetStreamContext, s: JetStreamSettings) -> None:
                 retention=RetentionPolicy.WORK_QUEUE,  # a message is gone once the archive has it
                 storage=StorageType.FILE,
                 num_replicas=s.replicas,
+                # A record sent again within this window (a PubAck lost, a republish) is stored
+                # once: the tables' Nats-Msg-Id. After it, the archive's primary key still is.
+                duplicate_window=DUPLICATE_WINDOW_S,
             )
         )
 
