@@ -38,7 +38,13 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", required=True, help=_DB_HELP)
     p.add_argument("--group", default="archive", help="the shared subscription's group (default archive)")
     p.add_argument("--client-id", help="fixed per worker: the broker keeps its queue under this id")
-    p.add_argument("--ca-file", help="CA certificate for an mqtts:// broker")
+    p.add_argument("--ca-file", help="CA certificate for an mqtts:// broker or tls:// NATS servers")
+    p.add_argument(
+        "--setup",
+        action="store_true",
+        help="--nats: make the stream and the workers' consumer, then exit (as the admin user: "
+        "TABLECTL_NATS_USERNAME=admin and TABLECTL_NATS_PASSWORD)",
+    )
     p.add_argument(
         "--gap-grace", type=float, default=10.0, help="seconds before a gap is asked for (default 10)"
     )
@@ -126,9 +132,12 @@ def _report_parser() -> argparse.ArgumentParser:
 
 
 def _run_nats(args: argparse.Namespace) -> int:
-    from controller.archive.jetstream import JetStreamSettings, JetStreamWorker
+    from controller.archive.jetstream import JetStreamSettings, JetStreamWorker, setup
+    from controller.telemetry.nats_link import nats_settings
 
-    servers = [s.strip() for s in args.nats.split(",") if s.strip()]
+    ca_file = Path(args.ca_file).resolve() if args.ca_file else None
+    connection = nats_settings(args.nats, os.environ, username=args.client_id, ca_file=ca_file)
+    servers = list(connection.servers)
     client_id = args.client_id or f"tablectl-archive-{socket.gethostname()}"
     check_level("archive group", args.group)
     tables = known_tables(args.table, args.tables_from)
@@ -141,7 +150,12 @@ def _run_nats(args: argparse.Namespace) -> int:
         ack_wait_s=args.ack_wait,
         tables=tuple(tables),
         tables_source=f"--tables-from {args.tables_from}" if args.tables_from else "--table",
+        nats=connection,
     )
+    if args.setup:
+        asyncio.run(setup(settings))
+        print(f"stream {settings.stream} and consumer {settings.durable} are there")
+        return 0
     # JSON lines on stdout, as on the MQTT path (not cached: see _run).
     logs.configure(getattr(logging, args.log_level.upper()), cache=False)
 

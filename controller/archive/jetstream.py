@@ -38,7 +38,7 @@ from controller.archive.gaps import RESULTS, Ask
 from controller.archive.messages import ArchivedEvent, Unreadable, parse_event
 from controller.archive.upkeep import upkeep
 from controller.backoff import Backoff, BackoffPolicy
-from controller.telemetry.nats_link import subject_of, topic_of
+from controller.telemetry.nats_link import NatsSettings, subject_of, topic_of
 from controller.telemetry.topics import ROOT
 
 log = structlog.get_logger("tablectl.archive")
@@ -68,6 +68,11 @@ class JetStreamSettings:
     # of a table not there are an unknown_table alarm, not rows (as on the MQTT path).
     tables: tuple[tuple[str, str], ...] = ()
     tables_source: str = "tablectl archive --table"
+    # User, password and TLS; None: servers as they are, no user (a test's or a bench's cluster).
+    nats: NatsSettings | None = None
+
+    def connection(self) -> NatsSettings:
+        return self.nats or NatsSettings(tuple(self.servers))
 
 
 async def ensure_stream(js: JetStreamContext, s: JetStreamSettings) -> None:
@@ -89,6 +94,47 @@ async def ensure_stream(js: JetStreamContext, s: JetStreamSettings) -> None:
         )
 
 
+async def _ack(msgs: list[Msg]) -> None:
+    for msg in msgs:
+        with contextlib.suppress(Exception):
+            await msg.ack()  # buffered by the client; flushed with the next fetch
+
+
+class Lag:
+    """The archive's lag, an event's ``at`` to its commit, as the worst of the last ``window_s``."""
+
+    def __init__(self, window_s: float = 10.0) -> None:
+        self.window_s = window_s
+        self._worst: list[tuple[float, float]] = []  # (when, worst lag of a batch)
+
+    def observe(self, when: float, events: list[ArchivedEvent]) -> None:
+        if events:
+            ats = [e.at for e in events if e.at is not None]
+            if ats:
+                self._worst.append((when, max(0.0, when - min(ats))))
+
+    def recent_s(self) -> float:
+        now = time.time()
+        self._worst = [(w, lag) for w, lag in self._worst if now - w <= self.window_s]
+        return max((lag for _, lag in self._worst), default=0.0)
+
+
+async def setup(settings: JetStreamSettings) -> None:
+    """``tablectl archive --nats ... --setup``: an admin makes the stream and the workers' durable
+    consumer (the workers' own permissions cannot make a stream)."""
+    nc = await settings.connection().connect("tablectl-archive-setup", on_error=_quiet)
+    try:
+        js = nc.jetstream(timeout=10)
+        await ensure_stream(js, settings)
+        await js.add_consumer(settings.stream, JetStreamWorker(settings)._consumer_config())
+    finally:
+        await nc.close()
+
+
+async def _quiet(_e: Exception) -> None:
+    pass  # the setup's one request fails or not; its result says
+
+
 class JetStreamWorker:
     def __init__(self, settings: JetStreamSettings) -> None:
         self.settings = settings
@@ -104,6 +150,10 @@ class JetStreamWorker:
         self._pg = ArchiveConnection(settings.dsn, "", settings.tables, settings.tables_source)
         self._log = log.bind(client_id=settings.client_id)
         self._progress = asyncio.Event()
+        self.stream_problem: str | None = None  # the stream or consumer is missing: /healthz fails
+        self._problem_logged = 0.0
+        self.pending = 0  # the consumer's messages not yet delivered, at the last check
+        self._lag = Lag()
 
     # nats-py prints its connection errors with tracebacks unless given these: one line each.
     async def _on_error(self, e: Exception) -> None:
@@ -147,86 +197,148 @@ class JetStreamWorker:
     async def run(self, stop: asyncio.Event) -> None:
         s = self.settings
         await self._db_ready(stop)
-        nc = await nats.connect(
-            servers=s.servers,
-            name=s.client_id,
-            allow_reconnect=True,
-            max_reconnect_attempts=-1,
-            reconnect_time_wait=0.5,
-            connect_timeout=2,
-            error_cb=self._on_error,
-            disconnected_cb=self._on_disconnected,
-            reconnected_cb=self._on_reconnected,
+        nc = await s.connection().connect(
+            s.client_id,
+            on_error=self._on_error,
+            on_disconnected=self._on_disconnected,
+            on_reconnected=self._on_reconnected,
         )
         self._nc = nc
         try:
             js = nc.jetstream(timeout=5)
-            await self._until(lambda: ensure_stream(js, s), stop)
-            config = ConsumerConfig(
-                durable_name=s.durable,
-                ack_policy=AckPolicy.EXPLICIT,
-                ack_wait=s.ack_wait_s,
-                max_ack_pending=s.max_ack_pending,
-                num_replicas=s.replicas,
-            )
-            sub = await js.pull_subscribe(EVENTS_SUBJECT, durable=s.durable, stream=s.stream, config=config)
+            await self._until(lambda: self._check_stream(js), stop)
+            sub = await js.pull_subscribe_bind(s.durable, s.stream)
             await nc.subscribe(subject_of(RESULTS).replace("+", "*"), cb=self._on_answer)
             self.ready.set()
             self._log.info("archive.started", stream=s.stream, durable=s.durable)
-            await self._loop(sub, stop)
+            await self._loop(js, sub, stop)
         finally:
             with contextlib.suppress(Exception):
                 await nc.close()
             await self._pg.drop()
             self._log.info("archive.stopped", stored=self.stored, duplicates=self.duplicates)
 
+    def _consumer_config(self) -> ConsumerConfig:
+        s = self.settings
+        return ConsumerConfig(
+            durable_name=s.durable,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=s.ack_wait_s,
+            max_ack_pending=s.max_ack_pending,
+            num_replicas=s.replicas,
+            filter_subject=EVENTS_SUBJECT,
+        )
+
+    async def _check_stream(self, js: JetStreamContext) -> None:
+        """The stream and the durable consumer are there, checked every loop: a missing consumer
+        is made again (a worker's own right); a missing stream is made again only by a worker
+        allowed to (no user: a lab's open cluster), else it is the ``stream_missing`` alarm,
+        logged at once and every minute while it lasts. Meanwhile the tables get no PubAck and
+        keep their records: nothing is lost, the floor's record waits."""
+        s = self.settings
+        try:
+            await js.stream_info(s.stream)
+        except NotFoundError:
+            if s.connection().username is not None:
+                self._stream_problem(f"stream {s.stream} does not exist; an admin must make it (--setup)")
+                return
+            await ensure_stream(js, s)
+            self._stream_problem(f"stream {s.stream} did not exist; made again", recovered=True)
+        try:
+            info = await js.consumer_info(s.stream, s.durable)
+        except NotFoundError:
+            await js.add_consumer(s.stream, self._consumer_config())
+            self._log.error("archive.consumer_recreated", stream=s.stream, durable=s.durable)
+            info = await js.consumer_info(s.stream, s.durable)
+        self.pending = info.num_pending
+        if self.stream_problem is not None:
+            self._log.warning("archive.stream_back", stream=s.stream, was=self.stream_problem)
+            self.stream_problem = None
+            self._problem_logged = 0.0
+
+    def _stream_problem(self, problem: str, *, recovered: bool = False) -> None:
+        now = time.monotonic()
+        if recovered or problem != self.stream_problem or now - self._problem_logged >= 60.0:
+            self._log.error("archive.stream_missing", stream=self.settings.stream, problem=problem)
+            self._problem_logged = now
+        self.stream_problem = None if recovered else problem
+
     async def _until(self, attempt: Any, stop: asyncio.Event) -> None:
         backoff = Backoff(BackoffPolicy(initial_s=0.2, max_s=self.settings.retry_max_s))
         while not stop.is_set():
             try:
                 await attempt()
-                return
+                if self.stream_problem is None:
+                    return
             except (TimeoutError, NatsTimeout, NoServersError, ConnectionClosedError, nats.errors.Error) as e:
                 self._log.warning("archive.cluster_unavailable", error=type(e).__name__)
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(backoff.failed()):
-                        await stop.wait()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(backoff.failed()):
+                    await stop.wait()
 
-    async def _loop(self, sub: JetStreamContext.PullSubscription, stop: asyncio.Event) -> None:
+    async def _fetch(
+        self, sub: JetStreamContext.PullSubscription, batches: asyncio.Queue[list[Msg]], stop: asyncio.Event
+    ) -> None:
+        """Pulls the next batch while the one before is committed (two in hand at most)."""
         s = self.settings
-        next_sweep = time.monotonic() + s.sweep_s
         while not stop.is_set():
             try:
                 msgs = await sub.fetch(s.batch, timeout=0.5)
             except (NatsTimeout, TimeoutError):
-                msgs = []
+                continue
             except (ConnectionClosedError, NoServersError, nats.errors.Error) as e:
                 # A node went away under the fetch: the client reconnects to another on its own.
                 self._log.warning("archive.cluster_unavailable", error=type(e).__name__)
-                msgs = []
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(0.2):
                         await stop.wait()
-            if msgs:
-                received = datetime.now(UTC)
-                events: list[ArchivedEvent] = []
-                for msg in msgs:
-                    try:
-                        events.append(parse_event(topic_of(msg.subject), msg.data, received))
-                    except Unreadable as e:
-                        self.unreadable += 1
-                        self._log.warning("archive.unreadable", error=str(e))
-                if not await self._until_committed(events, stop):
-                    return  # asked to stop while PostgreSQL was away: nothing acknowledged
-                for msg in msgs:
+                continue
+            await batches.put(msgs)
+
+    async def _loop(
+        self, js: JetStreamContext, sub: JetStreamContext.PullSubscription, stop: asyncio.Event
+    ) -> None:
+        s = self.settings
+        next_sweep = time.monotonic() + s.sweep_s
+        batches: asyncio.Queue[list[Msg]] = asyncio.Queue(maxsize=1)
+        fetcher = asyncio.create_task(self._fetch(sub, batches, stop))
+        acking: asyncio.Task[None] | None = None
+        try:
+            while not stop.is_set():
+                try:
+                    async with asyncio.timeout(max(0.0, next_sweep - time.monotonic())):
+                        msgs = await batches.get()
+                except TimeoutError:
+                    msgs = []
+                if msgs:
+                    received = datetime.now(UTC)
+                    events: list[ArchivedEvent] = []
+                    for msg in msgs:
+                        try:
+                            events.append(parse_event(topic_of(msg.subject), msg.data, received))
+                        except Unreadable as e:
+                            self.unreadable += 1
+                            self._log.warning("archive.unreadable", error=str(e))
+                    if not await self._until_committed(events, stop):
+                        return  # asked to stop while PostgreSQL was away: nothing acknowledged
+                    self._lag.observe(received.timestamp(), events)
+                    if acking is not None:
+                        await acking  # acks go out in order, one batch behind at most
                     # After the commit: a lost ack only means the message comes again.
-                    with contextlib.suppress(Exception):
-                        await msg.ack()
-                self._notify()
-            if time.monotonic() >= next_sweep:
-                await self._sweep()
-                self._notify()
-                next_sweep = time.monotonic() + s.sweep_s
+                    acking = asyncio.create_task(_ack(msgs))
+                    self._notify()
+                if time.monotonic() >= next_sweep:
+                    with contextlib.suppress(NatsTimeout, TimeoutError, nats.errors.Error):
+                        await self._check_stream(js)
+                    await self._sweep()
+                    self._notify()
+                    next_sweep = time.monotonic() + s.sweep_s
+        finally:
+            fetcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await fetcher
+            if acking is not None:
+                await acking
 
     async def _until_committed(self, events: list[ArchivedEvent], stop: asyncio.Event) -> bool:
         backoff = Backoff(BackoffPolicy(initial_s=0.2, max_s=self.settings.retry_max_s))
@@ -250,15 +362,18 @@ class JetStreamWorker:
 
     async def _sweep(self) -> None:
         s = self.settings
+        # A gap is asked for only once its records, had they been sent, would have come: the
+        # grace and the first re-ask follow the lag now measured and what waits in the consumer.
+        behind = self._lag.recent_s() + (s.gap_grace_s if self.pending > s.batch else 0.0)
         try:
             conn = (await self._pg.open()).conn
             answers, self._answers = self._answers, []
             found, asks = await upkeep(
                 conn,
                 answers,
-                gap_grace_s=s.gap_grace_s,
+                gap_grace_s=s.gap_grace_s + 2 * behind,
                 gap_alarm_s=s.gap_alarm_s,
-                ask_initial_s=s.gap_ask_initial_s,
+                ask_initial_s=max(s.gap_ask_initial_s, behind),
                 ask_max_s=s.gap_ask_max_s,
             )
         except psycopg.OperationalError as e:

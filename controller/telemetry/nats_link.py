@@ -120,8 +120,9 @@ def nats_settings(
 ) -> NatsSettings:
     """Settings from the servers, the environment (which wins) and the caller's defaults."""
     servers = parse_servers(spec)
-    user = environ.get(ENV_USERNAME) or username
     password = environ.get(ENV_PASSWORD)
+    # The caller's default user only with a password: an open cluster (a lab's) has no users.
+    user = environ.get(ENV_USERNAME) or (username if password is not None else None)
     if password is not None and user is None:
         raise ConfigError(f"nats: a password but no user ({ENV_USERNAME})")
     if ca_file is not None and not ca_file.is_file():

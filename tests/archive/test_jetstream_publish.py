@@ -32,10 +32,10 @@ async def stream_messages(js: Any, sub: Any, distinct: int) -> list[bytes]:
     out: list[bytes] = []
     async with asyncio.timeout(GUARD_S):
         while True:
-            with contextlib.suppress(nats.errors.TimeoutError):
+            with contextlib.suppress(TimeoutError, nats.errors.Error):  # the killed node's answer
                 out += [m.data for m in await sub.fetch(100, timeout=1)]
             if len(set(out)) >= distinct:
-                with contextlib.suppress(nats.errors.TimeoutError):
+                with contextlib.suppress(TimeoutError, nats.errors.Error):
                     if len(out) >= (await js.stream_info("TABLECTL_EVENTS")).state.messages:
                         return out
 
