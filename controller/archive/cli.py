@@ -112,6 +112,30 @@ def _verify_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _accounts_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tablectl archive nats-accounts",
+        description="Print the NATS cluster's accounts block (config/nats/node.conf includes it): "
+        "each user's permissions by its name (SITE/TABLE, archive-*, floor-*, monitor-*, admin).",
+    )
+    p.add_argument("--passwords", required=True, help="a file of NAME:PASSWORD lines, one per user")
+    return p
+
+
+def _nats_accounts(path: str) -> int:
+    from controller.archive.nats_accounts import render
+
+    try:
+        text = read_text(Path(path))
+    except InputRefused as e:
+        raise TablectlError(f"archive nats-accounts: {path}: {e}") from None
+    pairs = [line.split(":", 1) for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    if any(len(pair) != 2 for pair in pairs):
+        raise TablectlError(f"archive nats-accounts: {path}: every line is NAME:PASSWORD")
+    print(render({name.strip(): password.strip() for name, password in pairs}), end="")
+    return 0
+
+
 def _report_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tablectl archive report", description="Per table, one day.")
     p.add_argument("--db", required=True, help=_DB_HELP)
@@ -238,6 +262,9 @@ def main(argv: Sequence[str]) -> int:
 
             a = _verify_parser().parse_args(argv[1:])
             return verify_main(a.db, a.journal, a.site, a.table)
+        if argv[:1] == ["nats-accounts"]:
+            a = _accounts_parser().parse_args(argv[1:])
+            return _nats_accounts(a.passwords)
         if argv[:1] == ["report"]:
             from controller.archive.report import report_main
 
