@@ -55,7 +55,10 @@ class JetStreamSettings:
     stream: str = "TABLECTL_EVENTS"
     durable: str = "archive"
     replicas: int = 3  # the stream and the consumer, on three nodes: one may be lost
-    batch: int = 500  # messages pulled (and committed) at a time
+    batch: int = 500  # messages pulled at a time
+    fetch_ahead: int = 8  # batches fetched while a commit runs
+    fetchers: int = 4  # pulls outstanding at once
+    commit_max: int = 4000  # messages committed together at most (well under max_ack_pending)
     ack_wait_s: float = 30.0  # a message taken by a worker that died goes to another after this
     max_ack_pending: int = 20_000
     sweep_s: float = 1.0
@@ -207,11 +210,13 @@ class JetStreamWorker:
         try:
             js = nc.jetstream(timeout=5)
             await self._until(lambda: self._check_stream(js), stop)
-            sub = await js.pull_subscribe_bind(s.durable, s.stream)
+            # Several pulls outstanding at once (each its own inbox): one pull at a time left the
+            # worker waiting on the cluster's delivery between fetches.
+            subs = [await js.pull_subscribe_bind(s.durable, s.stream) for _ in range(s.fetchers)]
             await nc.subscribe(subject_of(RESULTS).replace("+", "*"), cb=self._on_answer)
             self.ready.set()
             self._log.info("archive.started", stream=s.stream, durable=s.durable)
-            await self._loop(js, sub, stop)
+            await self._loop(js, subs, stop)
         finally:
             with contextlib.suppress(Exception):
                 await nc.close()
@@ -296,12 +301,15 @@ class JetStreamWorker:
             await batches.put(msgs)
 
     async def _loop(
-        self, js: JetStreamContext, sub: JetStreamContext.PullSubscription, stop: asyncio.Event
+        self, js: JetStreamContext, subs: list[JetStreamContext.PullSubscription], stop: asyncio.Event
     ) -> None:
         s = self.settings
         next_sweep = time.monotonic() + s.sweep_s
-        batches: asyncio.Queue[list[Msg]] = asyncio.Queue(maxsize=1)
-        fetcher = asyncio.create_task(self._fetch(sub, batches, stop))
+        # A fetch returns what the server had at hand, often a few dozen: the commit takes every
+        # batch fetched meanwhile (up to commit_max), so a commit's cost (an fsync) is shared by
+        # as many rows as are waiting.
+        batches: asyncio.Queue[list[Msg]] = asyncio.Queue(maxsize=s.fetch_ahead)
+        fetchers = [asyncio.create_task(self._fetch(sub, batches, stop)) for sub in subs]
         acking: asyncio.Task[None] | None = None
         try:
             while not stop.is_set():
@@ -310,6 +318,8 @@ class JetStreamWorker:
                         msgs = await batches.get()
                 except TimeoutError:
                     msgs = []
+                while msgs and len(msgs) < s.commit_max and not batches.empty():
+                    msgs += batches.get_nowait()
                 if msgs:
                     received = datetime.now(UTC)
                     events: list[ArchivedEvent] = []
@@ -334,9 +344,9 @@ class JetStreamWorker:
                     self._notify()
                     next_sweep = time.monotonic() + s.sweep_s
         finally:
-            fetcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await fetcher
+            for fetcher in fetchers:
+                fetcher.cancel()
+            await asyncio.gather(*fetchers, return_exceptions=True)
             if acking is not None:
                 await acking
 
