@@ -60,6 +60,12 @@ def refused(site: str, table_id: str, seq: int, reason: str) -> ChainAlarm:
     return ChainAlarm(site, table_id, seq, "refused", f"record {seq}: {reason}; not archived")
 
 
+def unreadable(site: str, table_id: str, seq: int, text: str) -> ChainAlarm:
+    """A message on a table's events topic that is not a record (not JSON, nested, cut short):
+    ``text`` is the parser's one line, which names the rule and never quotes the body."""
+    return ChainAlarm(site, table_id, seq, "refused", f"unreadable events message: {text}; not archived")
+
+
 def unknown_table(site: str, table_id: str, seq: int) -> ChainAlarm:
     detail = f"events from {site}/{table_id}, which is not a registered table; not archived"
     return ChainAlarm(site, table_id, seq, "unknown_table", detail)

@@ -9,9 +9,9 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from controller import logs
 from controller.bounded import InputRefused, read_text
@@ -19,7 +19,7 @@ from controller.errors import TablectlError
 from controller.telemetry.topics import TableTopics, check_level
 
 if TYPE_CHECKING:
-    from controller.archive.worker import ArchiveWorker
+    from controller.archive.ingest import Ingest
 
 _DB_HELP = "PostgreSQL URL, postgresql://user@host:port/db (a password from PGPASSWORD or ~/.pgpass)"
 
@@ -155,7 +155,8 @@ def _report_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _run_nats(args: argparse.Namespace) -> int:
+def _run_nats(args: argparse.Namespace) -> Callable[[], Ingest[Any]]:
+    """The worker to run (made later, once logging is configured); refusals raised now."""
     from controller.archive.jetstream import JetStreamSettings, JetStreamWorker, setup
     from controller.telemetry.nats_link import nats_settings
 
@@ -179,30 +180,13 @@ def _run_nats(args: argparse.Namespace) -> int:
     if args.setup:
         asyncio.run(setup(settings))
         print(f"stream {settings.stream} and consumer {settings.durable} are there")
-        return 0
-    # JSON lines on stdout, as on the MQTT path (not cached: see _run).
-    logs.configure(getattr(logging, args.log_level.upper()), cache=False)
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await JetStreamWorker(settings).run(stop)
-
-    asyncio.run(main())
-    return 0
+        raise SystemExit(0)
+    return lambda: JetStreamWorker(settings)
 
 
-def _run(args: argparse.Namespace) -> int:
-    if args.nats:
-        return _run_nats(args)
-    import structlog
-
-    from controller.archive.metrics import registry_for
+def _run_mqtt(args: argparse.Namespace) -> Callable[[], Ingest[Any]]:
     from controller.archive.worker import ArchiveSettings, ArchiveWorker
     from controller.telemetry.broker import broker_settings
-    from controller.telemetry.metrics_http import MetricsServer, parse_address
 
     check_level("archive group", args.group)
     section = {"ca_file": str(Path(args.ca_file).resolve())} if args.ca_file else {}
@@ -219,19 +203,31 @@ def _run(args: argparse.Namespace) -> int:
         tables=tuple(tables),
         tables_source=source,
     )
+    return lambda: ArchiveWorker(settings)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """One worker, on either transport, with the same /metrics and /healthz."""
+    import structlog
+
+    from controller.archive.metrics import registry_for
+    from controller.telemetry.metrics_http import MetricsServer, parse_address
+
     metrics_at = None if args.metrics is None else parse_address(args.metrics, "--metrics")
+    make = _run_nats(args) if args.nats else _run_mqtt(args)
     # JSON lines on stdout, as `tablectl run` logs: one log pipeline for the whole floor. Not
     # cached: the worker logs a few lines an hour, and a logger cached on its first use would keep
-    # the stream of that moment for good (a test's capture, in-process).
+    # the stream of that moment for good (a test's capture, in-process). The worker is made after,
+    # so its bound logger writes to this configuration.
     logs.configure(getattr(logging, args.log_level.upper()), cache=False)
+    worker = make()
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        worker = ArchiveWorker(settings)
-        server = MetricsServer(registry_for(worker), lambda: _health(worker))
+        server = MetricsServer(registry_for(worker), worker.health)
         if metrics_at is not None:
             host, port = await server.start(*metrics_at)
             structlog.get_logger("tablectl.archive").info(
@@ -244,14 +240,6 @@ def _run(args: argparse.Namespace) -> int:
 
     asyncio.run(main())
     return 0
-
-
-def _health(worker: ArchiveWorker) -> tuple[bool, str]:
-    if not worker.db_connected:
-        return False, "no PostgreSQL connection"
-    if not worker.subscribed.is_set():
-        return False, "not subscribed to the broker"
-    return True, "ok"
 
 
 def main(argv: Sequence[str]) -> int:

@@ -1,14 +1,15 @@
 """``tablectl archive --nats``: one worker of a JetStream cluster's durable consumer.
 
-The clustered events pipeline (docs/scale-out.md): the tables publish over MQTT to the NATS
-servers' MQTT listener as they do to mosquitto; a stream replicated on three nodes captures every
-table's events subject (MQTT ``tablectl/<site>/<table>/events`` is NATS
-``tablectl.<site>.<table>.events``), and the archive's workers pull from one durable consumer,
+The clustered events pipeline (docs/scale-out.md): the tables publish their events with JetStream
+(controller/telemetry/jetstream_events.py) into a stream replicated on three nodes (MQTT
+``tablectl/<site>/<table>/events`` is NATS ``tablectl.<site>.<table>.events``, as the cluster's
+MQTT listener maps it), and the archive's workers pull from one durable consumer,
 so they share the load, and acknowledge each message only after PostgreSQL committed it. A
 message a worker took and never acknowledged (it died) goes to another after ``ack_wait_s``; a
 repeat costs nothing (the insert is idempotent). Gaps, the chain sweep and the alarms are the
-MQTT worker's (controller/archive/upkeep.py): republish requests and chain alarms go out as NATS
-messages, which the MQTT listener hands to the tables and the floor.
+MQTT worker's: this module is the JetStream transport only, and the pipeline (parse, refusals,
+commit, alarms, sweep, /metrics) is controller/archive/ingest.py. Republish requests and chain
+alarms go out as NATS messages, which the MQTT listener hands to the tables and the floor.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import nats
-import psycopg
 import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -33,10 +34,8 @@ from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType,
 from nats.js.errors import NotFoundError
 
 from controller.archive.alarms import ChainAlarm
-from controller.archive.connection import ArchiveConnection
 from controller.archive.gaps import RESULTS, Ask
-from controller.archive.messages import ArchivedEvent, Unreadable, parse_event
-from controller.archive.upkeep import upkeep
+from controller.archive.ingest import Ingest, IngestSettings
 from controller.backoff import Backoff, BackoffPolicy
 from controller.telemetry.nats_link import NatsSettings, subject_of, topic_of
 from controller.telemetry.topics import ROOT
@@ -71,11 +70,28 @@ class JetStreamSettings:
     # of a table not there are an unknown_table alarm, not rows (as on the MQTT path).
     tables: tuple[tuple[str, str], ...] = ()
     tables_source: str = "tablectl archive --table"
+    start_attempts: int = 5
     # User, password and TLS; None: servers as they are, no user (a test's or a bench's cluster).
     nats: NatsSettings | None = None
 
     def connection(self) -> NatsSettings:
         return self.nats or NatsSettings(tuple(self.servers))
+
+    @property
+    def ingest(self) -> IngestSettings:
+        return IngestSettings(
+            self.dsn,
+            self.client_id,
+            sweep_s=self.sweep_s,
+            gap_grace_s=self.gap_grace_s,
+            gap_alarm_s=self.gap_alarm_s,
+            gap_ask_initial_s=self.gap_ask_initial_s,
+            gap_ask_max_s=self.gap_ask_max_s,
+            retry_max_s=self.retry_max_s,
+            tables=self.tables,
+            tables_source=self.tables_source,
+            start_attempts=self.start_attempts,
+        )
 
 
 async def ensure_stream(js: JetStreamContext, s: JetStreamSettings) -> None:
@@ -97,24 +113,21 @@ async def ensure_stream(js: JetStreamContext, s: JetStreamSettings) -> None:
         )
 
 
-async def _ack(msgs: list[Msg]) -> None:
-    for msg in msgs:
-        with contextlib.suppress(Exception):
-            await msg.ack()  # buffered by the client; flushed with the next fetch
-
-
 class Lag:
-    """The archive's lag, an event's ``at`` to its commit, as the worst of the last ``window_s``."""
+    """How long records waited in the stream before their commit (the stream's own timestamp of
+    each to the acknowledgement), as the worst of the last ``window_s``."""
 
     def __init__(self, window_s: float = 10.0) -> None:
         self.window_s = window_s
-        self._worst: list[tuple[float, float]] = []  # (when, worst lag of a batch)
+        self._worst: list[tuple[float, float]] = []  # (when, worst wait of a batch)
 
-    def observe(self, when: float, events: list[ArchivedEvent]) -> None:
-        if events:
-            ats = [e.at for e in events if e.at is not None]
-            if ats:
-                self._worst.append((when, max(0.0, when - min(ats))))
+    def observe(self, when: float, batch: list[Pulled]) -> None:
+        stored = []
+        for item in batch:
+            with contextlib.suppress(Exception):  # a message without JetStream metadata: not timed
+                stored.append(item.msg.metadata.timestamp.timestamp())
+        if stored:
+            self._worst.append((when, max(0.0, when - min(stored))))
 
     def recent_s(self) -> float:
         now = time.time()
@@ -138,25 +151,43 @@ async def _quiet(_e: Exception) -> None:
     pass  # the setup's one request fails or not; its result says
 
 
-class JetStreamWorker:
+@dataclass(frozen=True, slots=True)
+class Pulled:
+    """One message fetched from the consumer."""
+
+    msg: Msg
+    topic: str
+    body: bytes
+    received: datetime
+
+
+class JetStreamWorker(Ingest[Pulled]):
     def __init__(self, settings: JetStreamSettings) -> None:
+        super().__init__(settings.ingest)
         self.settings = settings
-        self.stored = 0
-        self.duplicates = 0  # redeliveries the idempotent insert absorbed
-        self.unreadable = 0
-        self.gap_requests = 0
-        self.db_failures = 0
-        self.alarms: list[ChainAlarm] = []
-        self.ready = asyncio.Event()  # subscribed to the durable consumer
         self._answers: list[tuple[str, bytes]] = []
         self._nc: NATS | None = None
-        self._pg = ArchiveConnection(settings.dsn, "", settings.tables, settings.tables_source)
-        self._log = log.bind(client_id=settings.client_id)
-        self._progress = asyncio.Event()
+        self._batches: asyncio.Queue[list[Msg]] = asyncio.Queue(maxsize=settings.fetch_ahead)
+        self._fetched = 0  # fetched and not yet acknowledged
         self.stream_problem: str | None = None  # the stream or consumer is missing: /healthz fails
         self._problem_logged = 0.0
         self.pending = 0  # the consumer's messages not yet delivered, at the last check
         self._lag = Lag()
+
+    def health(self) -> tuple[bool, str]:
+        if self.stream_problem is not None:
+            return False, self.stream_problem
+        return super().health()
+
+    def behind_s(self) -> float:
+        """How long records now wait in the stream (the worst of the last 10 s, by the stream's own
+        timestamps), and the grace again while more than a batch waits in the consumer."""
+        s = self.settings
+        return self._lag.recent_s() + (s.gap_grace_s if self.pending > s.batch else 0.0)
+
+    @property
+    def inbox_depth(self) -> int:
+        return self._fetched
 
     # nats-py prints its connection errors with tracebacks unless given these: one line each.
     async def _on_error(self, e: Exception) -> None:
@@ -176,30 +207,11 @@ class JetStreamWorker:
         if len(self._answers) < 10_000:
             self._answers.append((topic_of(msg.subject), msg.data))
 
-    async def progressed(self) -> None:
-        """Returns after the next commit or sweep: for whoever waits on this worker."""
-        await self._progress.wait()
+    # -- the transport ----------------------------------------------------------------------------
 
-    def _notify(self) -> None:
-        self._progress.set()
-        self._progress = asyncio.Event()
-
-    async def _db_ready(self, stop: asyncio.Event) -> None:
-        # The schema is brought up to date before anything is taken from the stream.
-        backoff = Backoff(BackoffPolicy(initial_s=0.2, max_s=self.settings.retry_max_s))
-        while not stop.is_set():
-            try:
-                await self._pg.open()
-                return
-            except psycopg.OperationalError as e:
-                self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(backoff.failed()):
-                        await stop.wait()
-
-    async def run(self, stop: asyncio.Event) -> None:
+    @contextlib.asynccontextmanager
+    async def connected(self, stop: asyncio.Event) -> AsyncIterator[None]:
         s = self.settings
-        await self._db_ready(stop)
         nc = await s.connection().connect(
             s.client_id,
             on_error=self._on_error,
@@ -207,21 +219,27 @@ class JetStreamWorker:
             on_reconnected=self._on_reconnected,
         )
         self._nc = nc
+        tasks: list[asyncio.Task[None]] = []
         try:
             js = nc.jetstream(timeout=5)
             await self._until(lambda: self._check_stream(js), stop)
             # Several pulls outstanding at once (each its own inbox): one pull at a time left the
             # worker waiting on the cluster's delivery between fetches.
-            subs = [await js.pull_subscribe_bind(s.durable, s.stream) for _ in range(s.fetchers)]
+            for _ in range(s.fetchers):
+                sub = await js.pull_subscribe_bind(s.durable, s.stream)
+                tasks.append(asyncio.create_task(self._fetch(sub, stop)))
+            tasks.append(asyncio.create_task(self._watch_stream(js, stop)))
             await nc.subscribe(subject_of(RESULTS).replace("+", "*"), cb=self._on_answer)
             self.ready.set()
             self._log.info("archive.started", stream=s.stream, durable=s.durable)
-            await self._loop(js, subs, stop)
+            yield
         finally:
+            self.ready.clear()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await nc.close()
-            await self._pg.drop()
-            self._log.info("archive.stopped", stored=self.stored, duplicates=self.duplicates)
 
     def _consumer_config(self) -> ConsumerConfig:
         s = self.settings
@@ -233,6 +251,13 @@ class JetStreamWorker:
             num_replicas=s.replicas,
             filter_subject=EVENTS_SUBJECT,
         )
+
+    async def _watch_stream(self, js: JetStreamContext, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await self._pause(self.settings.sweep_s, stop)
+            with contextlib.suppress(NatsTimeout, TimeoutError, nats.errors.Error):
+                await self._check_stream(js)
+            self._notify()
 
     async def _check_stream(self, js: JetStreamContext) -> None:
         """The stream and the durable consumer are there, checked every loop: a missing consumer
@@ -277,135 +302,55 @@ class JetStreamWorker:
                     return
             except (TimeoutError, NatsTimeout, NoServersError, ConnectionClosedError, nats.errors.Error) as e:
                 self._log.warning("archive.cluster_unavailable", error=type(e).__name__)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(backoff.failed()):
-                    await stop.wait()
+            await self._pause(backoff.failed(), stop)
 
-    async def _fetch(
-        self, sub: JetStreamContext.PullSubscription, batches: asyncio.Queue[list[Msg]], stop: asyncio.Event
-    ) -> None:
-        """Pulls the next batch while the one before is committed (two in hand at most)."""
-        s = self.settings
+    async def _fetch(self, sub: JetStreamContext.PullSubscription, stop: asyncio.Event) -> None:
+        """One of the pulls: batches into the queue ``take`` reads, ``fetch_ahead`` at most."""
         while not stop.is_set():
             try:
-                msgs = await sub.fetch(s.batch, timeout=0.5)
+                msgs = await sub.fetch(self.settings.batch, timeout=0.5)
             except (NatsTimeout, TimeoutError):
                 continue
             except (ConnectionClosedError, NoServersError, nats.errors.Error) as e:
                 # A node went away under the fetch: the client reconnects to another on its own.
                 self._log.warning("archive.cluster_unavailable", error=type(e).__name__)
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(0.2):
-                        await stop.wait()
+                await self._pause(0.2, stop)
                 continue
-            await batches.put(msgs)
+            await self._batches.put(msgs)
 
-    async def _loop(
-        self, js: JetStreamContext, subs: list[JetStreamContext.PullSubscription], stop: asyncio.Event
-    ) -> None:
-        s = self.settings
-        next_sweep = time.monotonic() + s.sweep_s
-        # A fetch returns what the server had at hand, often a few dozen: the commit takes every
-        # batch fetched meanwhile (up to commit_max), so a commit's cost (an fsync) is shared by
-        # as many rows as are waiting.
-        batches: asyncio.Queue[list[Msg]] = asyncio.Queue(maxsize=s.fetch_ahead)
-        fetchers = [asyncio.create_task(self._fetch(sub, batches, stop)) for sub in subs]
-        acking: asyncio.Task[None] | None = None
+    async def take(self, wait_s: float) -> list[Pulled]:
+        """What the pulls brought: a fetch returns what the server had at hand, often a few dozen,
+        so every batch waiting is taken (up to commit_max) and a commit's fsync serves them all."""
         try:
-            while not stop.is_set():
-                try:
-                    async with asyncio.timeout(max(0.0, next_sweep - time.monotonic())):
-                        msgs = await batches.get()
-                except TimeoutError:
-                    msgs = []
-                while msgs and len(msgs) < s.commit_max and not batches.empty():
-                    msgs += batches.get_nowait()
-                if msgs:
-                    received = datetime.now(UTC)
-                    events: list[ArchivedEvent] = []
-                    for msg in msgs:
-                        try:
-                            events.append(parse_event(topic_of(msg.subject), msg.data, received))
-                        except Unreadable as e:
-                            self.unreadable += 1
-                            self._log.warning("archive.unreadable", error=str(e))
-                    if not await self._until_committed(events, stop):
-                        return  # asked to stop while PostgreSQL was away: nothing acknowledged
-                    self._lag.observe(received.timestamp(), events)
-                    if acking is not None:
-                        await acking  # acks go out in order, one batch behind at most
-                    # After the commit: a lost ack only means the message comes again.
-                    acking = asyncio.create_task(_ack(msgs))
-                    self._notify()
-                if time.monotonic() >= next_sweep:
-                    with contextlib.suppress(NatsTimeout, TimeoutError, nats.errors.Error):
-                        await self._check_stream(js)
-                    await self._sweep()
-                    self._notify()
-                    next_sweep = time.monotonic() + s.sweep_s
-        finally:
-            for fetcher in fetchers:
-                fetcher.cancel()
-            await asyncio.gather(*fetchers, return_exceptions=True)
-            if acking is not None:
-                await acking
+            async with asyncio.timeout(wait_s):
+                msgs = await self._batches.get()
+        except TimeoutError:
+            return []
+        while len(msgs) < self.settings.commit_max and not self._batches.empty():
+            msgs += self._batches.get_nowait()
+        received = datetime.now(UTC)
+        self._fetched += len(msgs)
+        return [Pulled(m, topic_of(m.subject), m.data, received) for m in msgs]
 
-    async def _until_committed(self, events: list[ArchivedEvent], stop: asyncio.Event) -> bool:
-        backoff = Backoff(BackoffPolicy(initial_s=0.2, max_s=self.settings.retry_max_s))
-        while True:
-            try:
-                result = await (await self._pg.open()).store(events)
-            except psycopg.OperationalError as e:
-                self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
-                self.db_failures += 1
-                await self._pg.drop()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(backoff.failed()):
-                        await stop.wait()
-                if stop.is_set():
-                    return False
-                continue
-            self.stored += result.inserted
-            self.duplicates += result.duplicates
-            await self._publish_alarms(result.alarms)
-            return True
+    async def acknowledge(self, batch: list[Pulled]) -> None:
+        for item in batch:
+            # After the commit: a lost ack only means the message comes again. Buffered by the
+            # client and written with the next fetch: no round trip each.
+            with contextlib.suppress(Exception):
+                await item.msg.ack()
+        self._fetched -= len(batch)
+        self._lag.observe(time.time(), batch)
 
-    async def _sweep(self) -> None:
-        s = self.settings
-        # A gap is asked for only once its records, had they been sent, would have come: the
-        # grace and the first re-ask follow the lag now measured and what waits in the consumer.
-        behind = self._lag.recent_s() + (s.gap_grace_s if self.pending > s.batch else 0.0)
-        try:
-            conn = (await self._pg.open()).conn
-            answers, self._answers = self._answers, []
-            found, asks = await upkeep(
-                conn,
-                answers,
-                gap_grace_s=s.gap_grace_s + 2 * behind,
-                gap_alarm_s=s.gap_alarm_s,
-                ask_initial_s=max(s.gap_ask_initial_s, behind),
-                ask_max_s=s.gap_ask_max_s,
-            )
-        except psycopg.OperationalError as e:
-            self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
-            await self._pg.drop()
-            return
-        await self._publish_alarms(found)
-        await self._ask(asks)
+    async def send_alarm(self, alarm: ChainAlarm) -> None:
+        if self._nc is not None:
+            with contextlib.suppress(Exception):
+                await self._nc.publish(subject_of(alarm.topic), json.dumps(alarm.message()).encode())
 
-    async def _publish_alarms(self, found: list[ChainAlarm]) -> None:
-        for alarm in found:
-            self._log.error(
-                "archive.chain_alarm", site=alarm.site, table=alarm.table_id, seq=alarm.seq, alarm=alarm.kind
-            )
-            self.alarms.append(alarm)
-            if self._nc is not None:
-                with contextlib.suppress(Exception):
-                    await self._nc.publish(subject_of(alarm.topic), json.dumps(alarm.message()).encode())
+    async def send_ask(self, ask: Ask) -> None:
+        if self._nc is not None:
+            with contextlib.suppress(Exception):
+                await self._nc.publish(subject_of(ask.topic), ask.message(self.settings.client_id))
 
-    async def _ask(self, asks: list[Ask]) -> None:
-        for ask in asks:
-            if self._nc is not None:
-                with contextlib.suppress(Exception):
-                    await self._nc.publish(subject_of(ask.topic), ask.message(self.settings.client_id))
-                    self.gap_requests += 1
+    def answers(self) -> list[tuple[str, bytes]]:
+        answers, self._answers = self._answers, []
+        return answers

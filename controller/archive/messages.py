@@ -18,7 +18,7 @@ from controller.archive.kinds import refusal
 from controller.gaming_day import zone
 from controller.ids import EVENT_KIND, matches
 from controller.journal import Classification, canonical_json, record_hash
-from controller.telemetry.topics import parse_topic
+from controller.telemetry.topics import ParsedTopic, parse_topic
 
 MAX_BODY = 64 * 1024  # a journal record is a few hundred bytes; a bigger body is not one of ours
 _HASH = re.compile(r"[0-9a-f]{64}\Z")
@@ -32,7 +32,14 @@ _DAY_SLACK = timedelta(days=2)
 
 
 class Unreadable(ValueError):
-    """The message is not an events message of ours; the text is one line, never the body."""
+    """The message is not an events message of ours; the text is one line, never the body.
+
+    ``site`` and ``table_id`` are set when the topic is a table's events topic (the refusal is then
+    an alarm about that table, ``seq`` the record it claimed to be, 0 when it named none)."""
+
+    site: str | None = None
+    table_id: str | None = None
+    seq: int = 0
 
 
 class Refused(Unreadable):
@@ -40,9 +47,13 @@ class Refused(Unreadable):
     classification or payload shape) or one whose published hash is not that of its contents
     (``bad_hash``). Raised as an alarm naming the table and seq."""
 
+    site: str
+    table_id: str
+
     def __init__(self, site: str, table_id: str, seq: int, alarm: str, reason: str) -> None:
         super().__init__(f"{site}/{table_id} seq {seq}: {reason}")
-        self.site, self.table_id, self.seq, self.alarm, self.reason = site, table_id, seq, alarm, reason
+        self.refused_seq, self.alarm, self.reason = seq, alarm, reason
+        self.site, self.table_id, self.seq = site, table_id, seq
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +99,27 @@ def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
     parsed = parse_topic(topic)
     if parsed is None or parsed.leaf != "events":
         raise Unreadable(f"{topic[:200]}: not a tablectl/<site>/<table>/events topic")
+    try:
+        return _parse_body(parsed, body, received)
+    except Unreadable as e:
+        # Whatever came on a table's own topic is about that table: its alarm names it.
+        e.site, e.table_id = parsed.site, parsed.table
+        e.seq = e.refused_seq if isinstance(e, Refused) else _claimed_seq(body)
+        raise
+
+
+def _claimed_seq(body: bytes) -> int:
+    """The seq an unreadable message claimed, for its alarm; 0 when it names none."""
+    if len(body) > MAX_BODY:
+        return 0
+    try:
+        seq = json.loads(body).get("seq")
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        return 0
+    return seq if type(seq) is int and 1 <= seq < 2**62 else 0
+
+
+def _parse_body(parsed: ParsedTopic, body: bytes, received: datetime) -> ArchivedEvent:
     where = f"{parsed.site}/{parsed.table}"
     if len(body) > MAX_BODY:
         raise Unreadable(f"{where}: events message of {len(body)} bytes (at most {MAX_BODY})")

@@ -17,11 +17,14 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector
 
+from controller.archive.alarms import KINDS
+
 
 class Ingest(Protocol):
     stored: int
     duplicates: int
     unreadable: int
+    refused: int
     db_failures: int
     batches: int
     lag_s: float | None
@@ -50,7 +53,12 @@ class _IngestCollector(Collector):
             (
                 "tablectl_archive_unreadable",
                 w.unreadable,
-                "Messages refused as not ours (logged, acknowledged)",
+                "Messages on a table's events topic that are not a record (each a refused alarm)",
+            ),
+            (
+                "tablectl_archive_refused",
+                w.refused,
+                "Records refused: kind, classification, payload shape or hash (each an alarm)",
             ),
             (
                 "tablectl_archive_db_failures",
@@ -60,7 +68,7 @@ class _IngestCollector(Collector):
         ):
             yield CounterMetricFamily(name, text, value=value)
         alarms = CounterMetricFamily("tablectl_archive_chain_alarms", "Chain alarms raised", labels=["kind"])
-        for kind in ("fork", "gap", "changed_hash", "bad_hash"):
+        for kind in KINDS:
             alarms.add_metric([kind], w.chain_alarms.get(kind, 0))
         yield alarms
         yield SummaryMetricFamily(

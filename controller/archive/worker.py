@@ -1,5 +1,8 @@
 """``tablectl archive``: one worker of the shared subscription, from the broker to PostgreSQL.
 
+This module is the MQTT transport only; the pipeline (parse, refusals, commit, alarms, sweep) is
+controller/archive/ingest.py, the same for the JetStream worker.
+
 Why paho-mqtt and not aiomqtt here: aiomqtt acknowledges a QoS 1 message as soon as it is queued,
 so a worker that died between receiving and committing would lose it. paho's ``manual_ack``
 lets the PUBACK wait for the commit; with a persistent session (a fixed client id,
@@ -20,31 +23,23 @@ import collections
 import contextlib
 import json
 import threading
-import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import paho.mqtt.client as mqtt
-import psycopg
-import structlog
 from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
-from controller.archive import alarms, gaps
+from controller.archive import gaps
 from controller.archive.alarms import ChainAlarm
-from controller.archive.connection import ArchiveConnection
-from controller.archive.messages import ArchivedEvent, Refused, Unreadable, parse_event
+from controller.archive.ingest import Ingest, IngestSettings
 from controller.archive.mqtt_client import BufferedClient
-from controller.archive.upkeep import upkeep
-from controller.backoff import Backoff, BackoffPolicy
-from controller.errors import TablectlError
 from controller.telemetry.broker import BrokerSettings
 from controller.telemetry.topics import ROOT
-
-log = structlog.get_logger("tablectl.archive")
 
 
 @dataclass(frozen=True)
@@ -55,7 +50,10 @@ class ArchiveSettings:
     client_id: str = "tablectl-archive"
     batch: int = 2000  # messages per transaction at most
     receive_maximum: int = 10_000  # unacknowledged messages the broker may have out to us
-    session_expiry_s: int = 7 * 86400  # how long the broker keeps our queue while we are away
+    # How long the broker keeps our session (and our share of the events) while we are away. Short:
+    # a worker that is gone for good gives its share back to the group within a minute, and the
+    # records it would have missed meanwhile stay in the tables' journals (gaps are asked for).
+    session_expiry_s: int = 60
     sweep_s: float = 1.0
     gap_grace_s: float = 10.0  # a missing record this long after the next one is a gap: ask for it
     gap_alarm_s: float = 120.0  # a gap still open this long (the table does not answer) is raised
@@ -66,14 +64,28 @@ class ArchiveSettings:
     # of a table not there are an unknown_table alarm, not rows.
     tables: tuple[tuple[str, str], ...] = ()
     tables_source: str = "tablectl archive --table"
-    # At start, how often PostgreSQL may refuse before the worker gives up with one line (a wrong
-    # URL or database never comes right by waiting); once running, it waits for PostgreSQL for
-    # as long as it takes, holding the messages unacknowledged.
+    # At start, how often PostgreSQL may refuse before the worker gives up with one line.
     start_attempts: int = 5
 
     @property
     def subscription(self) -> str:
         return f"$share/{self.group}/{ROOT}/+/+/events"
+
+    @property
+    def ingest(self) -> IngestSettings:
+        return IngestSettings(
+            self.dsn,
+            self.client_id,
+            sweep_s=self.sweep_s,
+            gap_grace_s=self.gap_grace_s,
+            gap_alarm_s=self.gap_alarm_s,
+            gap_ask_initial_s=self.gap_ask_initial_s,
+            gap_ask_max_s=self.gap_ask_max_s,
+            retry_max_s=self.retry_max_s,
+            tables=self.tables,
+            tables_source=self.tables_source,
+            start_attempts=self.start_attempts,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,32 +98,13 @@ class Incoming:
     received: datetime
 
 
-_REFUSALS_REMEMBERED = 10_000
-
-# A batch as received, the events parsed from it, and the alarms for the records refused.
-Parsed = tuple[list[Incoming], list[ArchivedEvent], list[ChainAlarm]]
-
-
-class ArchiveWorker:
+class ArchiveWorker(Ingest[Incoming]):
     def __init__(self, settings: ArchiveSettings) -> None:
+        super().__init__(settings.ingest)
         self.settings = settings
-        self.stored = 0  # rows this worker inserted
-        self.duplicates = 0
-        self.unreadable = 0
-        self.refused = 0  # records parsed and refused (kind, classification, shape or hash)
-        # Refusals already raised: one alarm each, however often the same record comes (bounded).
-        self._refusals_said: set[tuple[str, str, int, str]] = set()
-        self.dropped = 0  # events of unknown tables, and records quarantined at arrival
-        self.timings = {"parse_s": 0.0, "commit_s": 0.0, "ack_s": 0.0}  # where a batch's time goes
-        self.db_failures = 0  # attempts PostgreSQL refused (it was away); the batch was kept
-        self.batches = 0  # batches committed (with timings["commit_s"]: /metrics' commit summary)
-        self.lag_s: float | None = None  # the newest record of the last batch: its age at commit
-        self.last_commit: float | None = None  # when (epoch seconds)
-        self.alarms: list[ChainAlarm] = []
-        self.gap_requests = 0  # cmd/republish sent by this worker
+        self.subscribed = self.ready  # the MQTT name of the same event
         # Tables' answers to republish (paho's thread appends, the loop pops): see controller/archive/gaps.py.
         self._answers: collections.deque[tuple[str, bytes]] = collections.deque(maxlen=10_000)
-        self.subscribed = asyncio.Event()
         self._connection = 0
         # paho's thread appends, the event loop pops: deque's append and popleft are atomic. The
         # loop is woken once per burst, not once per message (call_soon_threadsafe writes to the
@@ -121,34 +114,10 @@ class ArchiveWorker:
         self._wake_pending = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: mqtt.Client | None = None
-        self._pg = ArchiveConnection(
-            settings.dsn, settings.client_id, settings.tables, settings.tables_source
-        )
-        self._log = log.bind(client_id=settings.client_id)
-        self._progress = asyncio.Event()
 
     @property
     def inbox_depth(self) -> int:
         return len(self._inbox)
-
-    @property
-    def db_connected(self) -> bool:
-        return self._pg.store is not None
-
-    @property
-    def chain_alarms(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for alarm in self.alarms:
-            counts[alarm.kind] = counts.get(alarm.kind, 0) + 1
-        return counts
-
-    async def progressed(self) -> None:
-        """Returns after the next commit, sweep or failed attempt: for whoever waits on this worker."""
-        await self._progress.wait()
-
-    def _notify(self) -> None:
-        self._progress.set()
-        self._progress = asyncio.Event()
 
     # -- MQTT: paho's thread ---------------------------------------------------------------------
 
@@ -170,11 +139,11 @@ class ArchiveWorker:
                 "archive.subscribe_refused", subscription=self.settings.subscription, reason=refused[0]
             )
         elif self._loop is not None:
-            self._loop.call_soon_threadsafe(self.subscribed.set)
+            self._loop.call_soon_threadsafe(self.ready.set)
 
     def _on_disconnect(self, _c: mqtt.Client, _u: object, _f: object, reason: Any, _p: object) -> None:
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self.subscribed.clear)
+            self._loop.call_soon_threadsafe(self.ready.clear)
         self._log.warning("archive.broker_disconnected", reason=str(reason))
 
     def _on_message(self, _c: mqtt.Client, _u: object, msg: mqtt.MQTTMessage) -> None:
@@ -211,90 +180,20 @@ class ArchiveWorker:
         client.loop_start()
         return client
 
-    def _ack(self, items: list[Incoming]) -> None:
-        client = self._client
-        assert client is not None
-        for item in items:
-            if item.qos > 0 and item.connection == self._connection:
-                client.ack(item.mid, item.qos)
+    # -- the transport ----------------------------------------------------------------------------
 
-    def _publish_alarms(self, found: list[ChainAlarm]) -> None:
-        client = self._client
-        for alarm in found:
-            self._log.error(
-                "archive.chain_alarm",
-                site=alarm.site,
-                table=alarm.table_id,
-                seq=alarm.seq,
-                alarm=alarm.kind,
-                detail=alarm.detail,
-            )
-            self.alarms.append(alarm)
-            if client is not None:
-                client.publish(alarm.topic, json.dumps(alarm.message()), qos=1)
-
-    def _ask(self, asks: list[gaps.Ask]) -> None:
-        client = self._client
-        for ask in asks:
-            if client is not None:
-                client.publish(ask.topic, ask.message(self.settings.client_id), qos=1)
-                self.gap_requests += 1
-
-    # -- PostgreSQL -------------------------------------------------------------------------------
-
-    async def _until_committed(
-        self, events: list[ArchivedEvent], refused: list[ChainAlarm], stop: asyncio.Event
-    ) -> bool:
-        """Store the batch, retrying while PostgreSQL is away; False when asked to stop first."""
-        backoff = Backoff(BackoffPolicy(initial_s=0.2, max_s=self.settings.retry_max_s))
-        while True:
-            try:
-                store = await self._pg.open()
-                result = await store.store(events, refused)
-            except psycopg.OperationalError as e:
-                self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
-                self.db_failures += 1
-                self._notify()
-                await self._pg.drop()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(backoff.failed()):
-                        await stop.wait()
-                if stop.is_set():
-                    return False
-                continue
-            self.stored += result.inserted
-            self.duplicates += result.duplicates
-            self.dropped += result.dropped
-            self.batches += 1
-            self.last_commit = time.time()
-            dated = [e.at for e in events if e.at is not None]
-            if dated:
-                self.lag_s = max(0.0, self.last_commit - max(dated))
-            self._publish_alarms(result.alarms)
-            return True
-
-    async def _sweep(self) -> None:
-        s = self.settings
+    @contextlib.asynccontextmanager
+    async def connected(self, stop: asyncio.Event) -> AsyncIterator[None]:
+        self._loop = asyncio.get_running_loop()
+        client = self._client = self._start_mqtt()
+        self._log.info("archive.started", subscription=self.settings.subscription)
         try:
-            conn = (await self._pg.open()).conn
-            answers = [self._answers.popleft() for _ in range(len(self._answers))]
-            found, asks = await upkeep(
-                conn,
-                answers,
-                gap_grace_s=s.gap_grace_s,
-                gap_alarm_s=s.gap_alarm_s,
-                ask_initial_s=s.gap_ask_initial_s,
-                ask_max_s=s.gap_ask_max_s,
-            )
-            self._publish_alarms(found)
-            self._ask(asks)
-        except psycopg.OperationalError as e:
-            self._log.warning("archive.db_unavailable", error=str(e).splitlines()[0][:200])
-            await self._pg.drop()
+            yield
+        finally:
+            client.disconnect()
+            client.loop_stop()
 
-    # -- the loop ---------------------------------------------------------------------------------
-
-    async def _next_batch(self, wait_s: float) -> list[Incoming]:
+    async def take(self, wait_s: float) -> list[Incoming]:
         if not self._inbox:
             try:
                 async with asyncio.timeout(wait_s):
@@ -311,99 +210,20 @@ class ArchiveWorker:
             self._arrived.set()
         return batch
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Archive until ``stop`` is set; what was received but not committed is left unacknowledged."""
-        self._loop = asyncio.get_running_loop()
-        await self._db_ready(stop)
-        self._client = self._start_mqtt()
-        self._log.info("archive.started", subscription=self.settings.subscription)
-        # Two stages, so the next batch is parsed while PostgreSQL commits this one. The queue holds
-        # one parsed batch: commits (and so acknowledgements) stay in the order messages came.
-        parsed: asyncio.Queue[Parsed] = asyncio.Queue(maxsize=1)
-        parser = asyncio.create_task(self._parse_loop(parsed, stop))
-        try:
-            await self._commit_loop(parsed, stop)
-        finally:
-            parser.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await parser
-            self._client.disconnect()
-            self._client.loop_stop()
-            await self._pg.drop()
-            spent = {k: round(v, 2) for k, v in self.timings.items()}
-            self._log.info("archive.stopped", stored=self.stored, duplicates=self.duplicates, **spent)
+    async def acknowledge(self, batch: list[Incoming]) -> None:
+        client = self._client
+        assert client is not None
+        for item in batch:
+            if item.qos > 0 and item.connection == self._connection:
+                client.ack(item.mid, item.qos)
 
-    async def _db_ready(self, stop: asyncio.Event) -> None:
-        # The schema is brought up to date before anything is received: a worker that cannot reach
-        # PostgreSQL does not take messages off the broker for nothing. A few attempts with the
-        # one backoff (a database restarting with the worker), then one line and out.
-        backoff = Backoff(BackoffPolicy(initial_s=0.25, max_s=self.settings.retry_max_s))
-        for attempt in range(1, self.settings.start_attempts + 1):
-            if stop.is_set():
-                return
-            try:
-                await self._pg.open()
-                return
-            except psycopg.OperationalError as e:
-                reason = str(e).splitlines()[0][:200]
-                self._log.warning("archive.db_unavailable", error=reason, attempt=attempt)
-                if attempt == self.settings.start_attempts:
-                    raise TablectlError(
-                        f"archive: PostgreSQL unreachable after {attempt} attempts: {reason}"
-                    ) from None
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(backoff.failed()):
-                        await stop.wait()
+    async def send_alarm(self, alarm: ChainAlarm) -> None:
+        if self._client is not None:
+            self._client.publish(alarm.topic, json.dumps(alarm.message()), qos=1)
 
-    async def _parse_loop(self, parsed: asyncio.Queue[Parsed], stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            batch = await self._next_batch(0.5)
-            if not batch:
-                continue
-            t0 = time.perf_counter()
-            events: list[ArchivedEvent] = []
-            refused: list[ChainAlarm] = []
-            for item in batch:
-                try:
-                    events.append(parse_event(item.topic, item.body, item.received))
-                except Refused as e:
-                    self.refused += 1
-                    said = (e.site, e.table_id, e.seq, e.reason)
-                    if said in self._refusals_said:
-                        continue  # the same refusal again (a redelivery, or a flood): counted only
-                    if len(self._refusals_said) >= _REFUSALS_REMEMBERED:
-                        self._refusals_said.clear()
-                    self._refusals_said.add(said)
-                    make = alarms.bad_hash if e.alarm == "bad_hash" else None
-                    refused.append(
-                        make(e.site, e.table_id, e.seq)
-                        if make is not None
-                        else alarms.refused(e.site, e.table_id, e.seq, e.reason)
-                    )
-                except Unreadable as e:
-                    self.unreadable += 1
-                    self._log.warning("archive.unreadable", error=str(e))
-            self.timings["parse_s"] += time.perf_counter() - t0
-            await parsed.put((batch, events, refused))
+    async def send_ask(self, ask: gaps.Ask) -> None:
+        if self._client is not None:
+            self._client.publish(ask.topic, ask.message(self.settings.client_id), qos=1)
 
-    async def _commit_loop(self, parsed: asyncio.Queue[Parsed], stop: asyncio.Event) -> None:
-        next_sweep = time.monotonic() + self.settings.sweep_s
-        while not stop.is_set():
-            try:
-                async with asyncio.timeout(max(0.0, min(next_sweep - time.monotonic(), 0.5))):
-                    batch, events, refused = await parsed.get()
-            except TimeoutError:
-                pass
-            else:
-                t1 = time.perf_counter()
-                if not await self._until_committed(events, refused, stop):
-                    return  # asked to stop while PostgreSQL was away: nothing acknowledged
-                t2 = time.perf_counter()
-                self._ack(batch)
-                self.timings["commit_s"] += t2 - t1
-                self.timings["ack_s"] += time.perf_counter() - t2
-                self._notify()
-            if time.monotonic() >= next_sweep:
-                await self._sweep()
-                self._notify()
-                next_sweep = time.monotonic() + self.settings.sweep_s
+    def answers(self) -> list[tuple[str, bytes]]:
+        return [self._answers.popleft() for _ in range(len(self._answers))]
