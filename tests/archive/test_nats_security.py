@@ -86,7 +86,7 @@ async def client(settings: NatsSettings, errors: Errors | None = None) -> AsyncI
         inbox_prefix=inbox_prefix(settings.username).encode(),
         allow_reconnect=False,
         max_reconnect_attempts=0,
-        connect_timeout=5,
+        connect_timeout=20,
         error_cb=(errors or Errors()).record,
     )
     try:
@@ -110,7 +110,7 @@ async def let_in(settings: NatsSettings) -> bool:
     then fails.)"""
     try:
         async with client(settings) as nc:
-            await nc.flush(timeout=5)
+            await nc.flush(timeout=GUARD_S)  # a refused one fails at once: the connection is closed
             return True
     except (nats.errors.Error, OSError, TimeoutError):
         return False
