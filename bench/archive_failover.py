@@ -46,6 +46,7 @@ from controller.gaming_day import PENNSYLVANIA
 from controller.journal import GENESIS_HASH, Classification, Record, canonical_json, record_hash
 from controller.telemetry.jetstream_events import (
     PUBACK_TIMEOUT_S,
+    RECONNECT_AFTER_S,
     ConfirmedSender,
     msg_id,
     publish_confirmed,
@@ -74,6 +75,7 @@ class FleetTable:
     confirmed: int = 0  # every seq up to this one is in the stream
     reconnects: int = 0
     resent: int = 0  # records sent again after the stream did not confirm them
+    fresh_connections: int = 0  # connections closed and made again after 30 s with no PubAck
     nc: Any = None
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -125,6 +127,13 @@ class FleetTable:
             got = await sender.send(js, self.subject, self.batch(self.confirmed + 1, last), never)
             self.confirmed = max(self.confirmed, got)
             self.resent = sender.unconfirmed
+            if sender.stuck_s > RECONNECT_AFTER_S:  # as the real publisher: a fresh connection
+                self.fresh_connections += 1
+                await self.nc.close()
+                await self.connect()
+                js = self.nc.jetstream(timeout=PUBACK_TIMEOUT_S)
+                resent, sender = sender.unconfirmed, ConfirmedSender()
+                sender.unconfirmed = resent
 
 
 async def fleet(tables: list[FleetTable], rate: float, seconds: float, events: dict[str, Any]) -> None:
@@ -360,6 +369,7 @@ async def run(
             "lag_s_after_worker_loss": lag(marks["worker_killed"], marks["published_until"]),
             "drain_s": round(marks["drained"] - marks["published_until"], 1),
             "table_reconnects": sum(t.reconnects for t in tables),
+            "table_fresh_connections": sum(t.fresh_connections for t in tables),
             "gap_requests": query(pg.dsn, "SELECT count(*) FROM gap_requests")[0][0],
             "open_gaps": open_gaps,
             "republish_asks": asked["asks"],

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import time
 from collections.abc import Sequence
 
 import nats.errors
@@ -35,6 +36,7 @@ PUBACK_TIMEOUT_S = 5.0  # longer than a stream leader's election (about 4.5 s me
 # Waiting again after a publish the stream did not confirm: no storm of re-sends at an electing
 # cluster, and back within 5 s of its return.
 UNCONFIRMED_BACKOFF = BackoffPolicy(initial_s=0.2, max_s=5.0, jitter=0.2)
+RECONNECT_AFTER_S = 30.0  # nothing confirmed this long: a fresh connection (an election is ~5 s)
 
 
 def msg_id(topics: TableTopics, seq: int, body: bytes) -> str:
@@ -78,7 +80,13 @@ class ConfirmedSender:
     def __init__(self) -> None:
         self._backoff = Backoff(UNCONFIRMED_BACKOFF)
         self._probing = False
+        self._failing_since: float | None = None
         self.unconfirmed = 0  # records the stream did not confirm (each sent again)
+
+    @property
+    def stuck_s(self) -> float:
+        """How long nothing has been confirmed (0 while publishes are)."""
+        return 0.0 if self._failing_since is None else time.monotonic() - self._failing_since
 
     async def send(
         self,
@@ -94,8 +102,13 @@ class ConfirmedSender:
         confirmed = await publish_confirmed(js, subject, messages)
         if confirmed == messages[-1][0]:
             self._probing = False
+            self._failing_since = None
             self._backoff.succeeded()
             return confirmed
+        if confirmed == 0 and self._failing_since is None:
+            self._failing_since = time.monotonic()
+        elif confirmed:
+            self._failing_since = None
         self.unconfirmed += sum(1 for seq, _, _ in messages if seq > confirmed)
         self._probing = True
         with contextlib.suppress(TimeoutError):
@@ -142,6 +155,10 @@ class JetStreamEvents:
         confirmed = await self._sender.send(js, self.subject, batch, stopping)
         if confirmed < messages[-1][0]:
             self._log.warning("telemetry.events_unconfirmed", after_seq=confirmed or messages[0][0] - 1)
+        if self._sender.stuck_s > RECONNECT_AFTER_S:
+            # Longer than any election: the connection itself may be what fails; a new one.
+            self._log.warning("telemetry.nats_reconnect", unconfirmed_s=round(self._sender.stuck_s))
+            await self.close()
         return confirmed
 
     async def close(self) -> None:
