@@ -296,6 +296,7 @@ async def test_a_deleted_stream_is_an_alarm_within_a_loop_and_loses_nothing(
             await nc.jetstream(timeout=5).delete_stream("TABLECTL_EVENTS")
         await until(lambda: worker.stream_problem is not None, worker)  # type: ignore[arg-type]
         assert "does not exist" in (worker.stream_problem or "")
+        assert worker.health() == (False, worker.stream_problem)  # /healthz says it too
         assert await table.publish(numbered[10:], never) == 0  # not stored: kept by the table
         await make_stream(cluster)
         confirmed = 10
