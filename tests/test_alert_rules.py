@@ -44,6 +44,7 @@ class _Worker:
     stored: int = 0
     duplicates: int = 0
     unreadable: int = 0
+    refused: int = 0
     db_failures: int = 0
     batches: int = 0
     lag_s: float | None = 1.0

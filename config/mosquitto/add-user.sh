@@ -60,5 +60,5 @@ mosquitto_passwd -b "$passwd_file" "$name" "$password"
 case "$role" in
   floor) printf '\nuser %s\ntopic read tablectl/#\ntopic write tablectl/+/+/cmd/+\n' "$name" >> "$acl_file" ;;
   monitor) printf '\nuser %s\ntopic read tablectl/#\n' "$name" >> "$acl_file" ;;
-  archive) printf '\nuser %s\ntopic read tablectl/+/+/events\ntopic read tablectl/+/+/cmd/republish/result\ntopic write tablectl/+/+/cmd/republish\ntopic write tablectl/+/archive/alarms\n' "$name" >> "$acl_file" ;;
+  archive) printf '\nuser %s\ntopic read tablectl/+/+/events\ntopic read tablectl/+/+/status\ntopic read tablectl/+/+/heartbeat\ntopic read tablectl/+/+/cmd/republish/result\ntopic write tablectl/+/+/cmd/republish\ntopic write tablectl/+/archive/alarms\n' "$name" >> "$acl_file" ;;
 esac

@@ -19,6 +19,7 @@ class ChainAlarm:
     seq: int
     kind: str  # one of KINDS
     detail: str  # one line; names records, never a payload
+    journal: str = ""  # the journal the record is of (its first record's hash), '' when unsaid
 
     @property
     def topic(self) -> str:
@@ -33,6 +34,7 @@ class ChainAlarm:
             "seq": self.seq,
             "alarm": self.kind,
             "detail": self.detail,
+            **({"journal": self.journal} if self.journal else {}),
         }
 
 
@@ -43,12 +45,12 @@ def copy_of(hash_: str | None, kind: str, received_at: datetime, received_by: st
     return f"{what} received {when} by {received_by or 'an earlier worker'}"
 
 
-def changed(site: str, table_id: str, seq: int, first: str, second: str) -> ChainAlarm:
+def changed(site: str, table_id: str, seq: int, first: str, second: str, journal: str = "") -> ChainAlarm:
     detail = (
         f"record {seq} came again with another hash, kind or classification than archived: "
         f"archived {first}; also {second}; both kept in quarantine"
     )
-    return ChainAlarm(site, table_id, seq, "changed_hash", detail)
+    return ChainAlarm(site, table_id, seq, "changed_hash", detail, journal)
 
 
 def bad_hash(site: str, table_id: str, seq: int) -> ChainAlarm:
@@ -71,25 +73,28 @@ def unknown_table(site: str, table_id: str, seq: int) -> ChainAlarm:
     return ChainAlarm(site, table_id, seq, "unknown_table", detail)
 
 
-def fork_on_arrival(site: str, table_id: str, seq: int, copy: str) -> ChainAlarm:
+def fork_on_arrival(site: str, table_id: str, seq: int, copy: str, journal: str = "") -> ChainAlarm:
     detail = (
         f"record {seq}: its prev_hash is not the archived hash of record {seq - 1} ({copy}); "
         "kept in quarantine, not archived"
     )
-    return ChainAlarm(site, table_id, seq, "fork", detail)
+    return ChainAlarm(site, table_id, seq, "fork", detail, journal)
 
 
-def fork(site: str, table_id: str, seq: int) -> ChainAlarm:
+def fork(site: str, table_id: str, seq: int, journal: str = "") -> ChainAlarm:
     detail = f"record {seq}: its prev_hash is not the archived hash of record {seq - 1}"
-    return ChainAlarm(site, table_id, seq, "fork", detail)
+    return ChainAlarm(site, table_id, seq, "fork", detail, journal)
 
 
-def gap(site: str, table_id: str, first: int, last: int, *, in_journal: bool) -> ChainAlarm:
+def gap(
+    site: str, table_id: str, first: int, last: int, *, in_journal: bool, journal: str = ""
+) -> ChainAlarm:
     """A gap the table could not fill: ``in_journal`` False when it said it does not hold the
     records, True while it is still asked for them and has not sent them (nor answered)."""
     span = f"record {first}" if first == last else f"records {first}-{last}"
     if in_journal:
-        return ChainAlarm(
-            site, table_id, first, "gap", f"{span} never arrived; still asking the table to republish"
-        )
-    return ChainAlarm(site, table_id, first, "gap", f"{span} never arrived and not in the table's journal")
+        asking = f"{span} never arrived; still asking the table to republish"
+        return ChainAlarm(site, table_id, first, "gap", asking, journal)
+    return ChainAlarm(
+        site, table_id, first, "gap", f"{span} never arrived and not in the table's journal", journal
+    )

@@ -23,6 +23,7 @@ here; ``tablectl archive verify`` checks it against the journal.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -33,33 +34,91 @@ from controller.archive.gaps import GapState, close_filled, load_gaps, open_gaps
 from controller.archive.store import record_alarms
 
 _LOCK = 0x61726368  # any fixed key: the one advisory lock the sweep takes
+_SETTLE_ROUNDS = 16  # contests settled one below another per sweep; the rest at the next sweep
 
 _PENDING = """
-SELECT c.site, c.table_id, c.checked_seq, c.checked_hash, e.seq, e.hash, e.prev_hash,
+SELECT c.site, c.table_id, c.journal, c.checked_seq, c.checked_hash, c.announced_seq,
+       coalesce(now() - c.announced_at > make_interval(secs => %(grace)s), false) AS announced_overdue,
+       e.seq, e.hash, e.prev_hash,
        now() - e.received_at > make_interval(secs => %(grace)s) AS overdue,
        EXISTS (SELECT 1 FROM quarantine q WHERE q.site = c.site AND q.table_id = c.table_id
-               AND q.seq = e.seq - 1 AND q.hash = e.prev_hash) AS links_quarantined
+               AND q.journal = c.journal AND q.seq = e.seq - 1 AND q.hash = e.prev_hash) AS links_quarantined
 FROM chain_state c
-JOIN LATERAL (
+LEFT JOIN LATERAL (
     SELECT seq, hash, prev_hash, received_at FROM events e
-    WHERE e.site = c.site AND e.table_id = c.table_id AND e.seq > c.checked_seq
+    WHERE e.site = c.site AND e.table_id = c.table_id AND e.journal = c.journal AND e.seq > c.checked_seq
+    UNION ALL
+    -- A contested seq is there, its hash not settled yet: no gap, and the next link is not checked.
+    SELECT q.seq, NULL, NULL, min(q.received_at) FROM quarantine q
+    WHERE q.site = c.site AND q.table_id = c.table_id AND q.journal = c.journal AND q.seq > c.checked_seq
+      AND q.reason = 'changed_hash' AND q.settled_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM events x WHERE x.site = q.site AND x.table_id = q.table_id
+                      AND x.journal = q.journal AND x.seq = q.seq)
+    GROUP BY q.seq
     ORDER BY seq LIMIT %(limit)s
 ) e ON true
-ORDER BY c.site, c.table_id, e.seq
+WHERE e.seq IS NOT NULL OR c.announced_seq > c.checked_seq
+ORDER BY c.site, c.table_id, c.journal, e.seq
 """
+
+# Contests the table's chain settles: the copy its next record (in events, not itself contested)
+# links to goes back to events; every copy of that seq is marked settled, the one restored chosen.
+_SETTLE = """
+WITH open AS (
+    SELECT DISTINCT site, table_id, journal, seq FROM quarantine
+    WHERE reason = 'changed_hash' AND settled_at IS NULL
+), linked AS (
+    SELECT o.site, o.table_id, o.journal, o.seq, n.prev_hash FROM open o
+    JOIN events n ON n.site = o.site AND n.table_id = o.table_id AND n.journal = o.journal
+                 AND n.seq = o.seq + 1 AND n.prev_hash IS NOT NULL
+    WHERE NOT EXISTS (SELECT 1 FROM open x WHERE x.site = o.site AND x.table_id = o.table_id
+                      AND x.journal = o.journal AND x.seq = o.seq + 1)
+), won AS (
+    SELECT DISTINCT ON (q.site, q.table_id, q.journal, q.seq) q.* FROM quarantine q
+    JOIN linked l ON q.site = l.site AND q.table_id = l.table_id AND q.journal = l.journal
+                 AND q.seq = l.seq AND q.hash = l.prev_hash
+    WHERE q.reason = 'changed_hash' AND q.settled_at IS NULL
+    ORDER BY q.site, q.table_id, q.journal, q.seq, q.received_at
+), restored AS (
+    INSERT INTO events (site, table_id, journal, seq, day, at, kind, classification, withheld, payload,
+                        hash, prev_hash, tz, received_at, received_by)
+    SELECT site, table_id, journal, seq,
+           coalesce(day, (to_timestamp(coalesce(at, 0)) AT TIME ZONE 'UTC')::date),
+           at, kind, classification, withheld, payload, hash, prev_hash, tz, received_at, received_by
+    FROM won ON CONFLICT DO NOTHING
+)
+UPDATE quarantine q SET settled_at = now(), chosen = (q.hash = w.hash)
+FROM won w WHERE q.site = w.site AND q.table_id = w.table_id AND q.journal = w.journal
+             AND q.seq = w.seq AND q.reason = 'changed_hash' AND q.settled_at IS NULL
+"""
+
+# Every moved watermark in one statement, however many tables moved.
+_MOVE = """
+UPDATE chain_state c SET checked_seq = m.seq, checked_hash = m.hash, updated_at = now()
+FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[], %s::text[])
+     AS m(site, table_id, journal, seq, hash)
+WHERE c.site = m.site AND c.table_id = m.table_id AND c.journal = m.journal
+"""
+
+Chain = tuple[str, str, str]  # (site, table_id, journal)
 
 
 class _Walk:
-    """One table's records past its watermark, in seq order."""
+    """One journal's records past its watermark, in seq order."""
 
     def __init__(
-        self, site: str, table_id: str, checked_seq: int, checked_hash: str | None, gaps: dict[int, GapState]
+        self,
+        chain: Chain,
+        checked_seq: int,
+        checked_hash: str | None,
+        gaps: dict[int, GapState],
     ) -> None:
-        self.site, self.table_id = site, table_id
+        self.site, self.table_id, self.journal = chain
         self.seq, self.hash = checked_seq, checked_hash
         self.start = checked_seq
-        self.gaps = gaps  # this table's gaps being asked for, by first seq
+        self.gaps = gaps  # this journal's gaps being asked for, by first seq
         self.blocked = False  # an open gap: nothing after it is checked yet
+        self.fed = 0  # records seen (the query reads at most `limit` of them)
         self.found: list[ChainAlarm] = []
         self.opened: list[tuple[int, int]] = []  # new gaps to ask for: (first, last)
         self.alarmed: list[int] = []  # gaps whose "still asking" alarm is raised now
@@ -69,42 +128,63 @@ class _Walk:
     def feed(
         self, seq: int, hash_: str | None, prev_hash: str | None, overdue: bool, links_quarantined: bool
     ) -> None:
+        self.fed += 1
         if self.blocked:
             return
-        if seq != self.seq + 1:
-            first, last = self.seq + 1, seq - 1
-            # The gap asked for, even when its first records have come since (then it narrows).
-            state = next((g for g in self.gaps.values() if g.first <= first <= g.last), None)
-            if state is not None and state.first != first:
-                self.narrowed.append((state.first, first))
-            if state is not None and state.status == "not_in_journal":
-                self.found.append(alarms.gap(self.site, self.table_id, first, last, in_journal=False))
-                self.passed.append(first)
-                self.hash = None  # the record before this one is unknown: its link cannot be checked
-            else:
-                self.blocked = True
-                if state is None and overdue:
-                    self.opened.append((first, last))
-                elif state is not None and state.overdue and not state.alarmed:
-                    self.found.append(alarms.gap(self.site, self.table_id, first, last, in_journal=True))
-                    self.alarmed.append(first)
-                return
-        elif (
+        if seq != self.seq + 1 and not self._missing(self.seq + 1, seq - 1, overdue):
+            return
+        if (
             prev_hash is not None
             and self.hash is not None
             and prev_hash != self.hash
             and not links_quarantined
+            and seq == self.seq + 1
         ):
             # (A link to a quarantined copy of the record before is the contest its changed_hash
             # alarm named already; archive verify says which copy the journal holds.)
-            self.found.append(alarms.fork(self.site, self.table_id, seq))
+            self.found.append(alarms.fork(self.site, self.table_id, seq, self.journal))
         self.seq, self.hash = seq, hash_
+
+    def tail(self, announced_seq: int, overdue: bool) -> None:
+        """The table said its broker confirmed records up to ``announced_seq``: those not here
+        after the grace are a gap like any other, though no later record has come to show it."""
+        if (
+            not self.blocked
+            and announced_seq > self.seq
+            and self._missing(self.seq + 1, announced_seq, overdue)
+        ):
+            self.seq = announced_seq  # raised and moved past: the next record's link is not checked
+
+    def _missing(self, first: int, last: int, overdue: bool) -> bool:
+        """Records ``first``..``last`` are not here: True when the walk moves past them (the table
+        said its journal does not hold them: raised), False when it waits at them."""
+        # The gap asked for, even when its first records have come since (then it narrows).
+        state = next((g for g in self.gaps.values() if g.first <= first <= g.last), None)
+        if state is not None and state.first != first:
+            self.narrowed.append((state.first, first))
+        if state is not None and state.status == "not_in_journal":
+            self.found.append(
+                alarms.gap(self.site, self.table_id, first, last, in_journal=False, journal=self.journal)
+            )
+            self.passed.append(first)
+            self.hash = None  # the record before the next one is unknown: its link cannot be checked
+            return True
+        self.blocked = True
+        if state is None and overdue:
+            self.opened.append((first, last))
+        elif state is not None and state.overdue and not state.alarmed:
+            self.found.append(
+                alarms.gap(self.site, self.table_id, first, last, in_journal=True, journal=self.journal)
+            )
+            self.alarmed.append(first)
+        return False
 
 
 async def sweep(
     conn: psycopg.AsyncConnection[Any], *, gap_grace_s: float, gap_alarm_s: float = 120.0, limit: int = 20_000
 ) -> list[ChainAlarm]:
-    """Check every table's new records once; the alarms raised (already kept in chain_alarms).
+    """Check every journal's new records once; the alarms raised (already kept in chain_alarms).
+    Set-based: one query reads every chain's pending records, one statement moves the watermarks.
 
     Returns [] at once when another worker is sweeping.
     """
@@ -113,30 +193,72 @@ async def sweep(
         row = await cur.fetchone()
         if row is None or not row[0]:
             return []
+        # Top down: a contest whose next record was itself contested settles once that one has.
+        for _ in range(_SETTLE_ROUNDS):
+            await cur.execute(_SETTLE)
+            if cur.rowcount <= 0:
+                break
         gaps = await load_gaps(cur, gap_alarm_s=gap_alarm_s)
         await cur.execute(_PENDING, {"grace": gap_grace_s, "limit": limit})
-        walks: dict[tuple[str, str], _Walk] = {}
-        for site, table_id, checked_seq, checked_hash, *record in await cur.fetchall():
-            walk = walks.get((site, table_id))
+        walks: dict[Chain, _Walk] = {}
+        tails: dict[Chain, tuple[int, bool]] = {}
+        for (
+            site,
+            table_id,
+            journal,
+            checked_seq,
+            checked_hash,
+            announced,
+            a_overdue,
+            *record,
+        ) in await cur.fetchall():
+            chain = (site, table_id, journal)
+            walk = walks.get(chain)
             if walk is None:
-                table_gaps = gaps.get((site, table_id), {})
-                walk = walks[(site, table_id)] = _Walk(site, table_id, checked_seq, checked_hash, table_gaps)
-            walk.feed(*record)
+                walk = walks[chain] = _Walk(chain, checked_seq, checked_hash, gaps.get(chain, {}))
+                tails[chain] = (announced, a_overdue)
+            if record[0] is not None:
+                walk.feed(*record)
+        for chain, walk in walks.items():
+            if walk.fed < limit:  # else there are records past what this sweep read
+                walk.tail(*tails[chain])
         moved = [w for w in walks.values() if w.seq != w.start]
         if moved:
-            await cur.executemany(
-                "UPDATE chain_state SET checked_seq = %s, checked_hash = %s, updated_at = now() "
-                "WHERE site = %s AND table_id = %s",
-                [(w.seq, w.hash, w.site, w.table_id) for w in moved],
-            )
+            columns = [[getattr(w, f) for w in moved] for f in ("site", "table_id", "journal", "seq", "hash")]
+            await cur.execute(_MOVE, columns)
         await open_gaps(
             cur,
-            opened=[(w.site, w.table_id, f, last) for w in walks.values() for f, last in w.opened],
-            alarmed=[(w.site, w.table_id, f) for w in walks.values() for f in w.alarmed],
-            passed=[(w.site, w.table_id, f) for w in walks.values() for f in w.passed],
-            narrowed=[(w.site, w.table_id, old, new) for w in walks.values() for old, new in w.narrowed],
+            opened=[(w.site, w.table_id, w.journal, f, last) for w in walks.values() for f, last in w.opened],
+            alarmed=[(w.site, w.table_id, w.journal, f) for w in walks.values() for f in w.alarmed],
+            passed=[(w.site, w.table_id, w.journal, f) for w in walks.values() for f in w.passed],
+            narrowed=[
+                (w.site, w.table_id, w.journal, old, new) for w in walks.values() for old, new in w.narrowed
+            ],
         )
-        await close_filled(cur, [(w.site, w.table_id, w.seq) for w in moved])
+        await close_filled(cur, [(w.site, w.table_id, w.journal, w.seq) for w in moved])
         found = [a for w in walks.values() for a in w.found]
         await record_alarms(cur, found)
         return found
+
+
+async def announce(conn: psycopg.AsyncConnection[Any], marks: Sequence[tuple[str, str, str, int]]) -> None:
+    """Keep what tables announced, (site, table, journal, published_seq), in one statement: the
+    sweep then treats records up to it that never came as a gap. Only registered tables' journals
+    get a chain this way; announced_at moves only when the announced seq does, so the grace
+    counts from when the record was first said to be confirmed."""
+    latest: dict[Chain, int] = {}
+    for site, table_id, journal, seq in marks:
+        latest[(site, table_id, journal)] = max(seq, latest.get((site, table_id, journal), 0))
+    if not latest:
+        return
+    columns = [list(c) for c in zip(*((*k, v) for k, v in latest.items()), strict=True)]
+    await conn.execute(
+        "INSERT INTO chain_state AS c (site, table_id, journal, announced_seq, announced_at) "
+        "SELECT k.site, k.table_id, k.journal, k.seq, now() "
+        "FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[]) AS k(site, table_id, journal, seq) "
+        "JOIN known_tables USING (site, table_id) "
+        "ON CONFLICT (site, table_id, journal) DO UPDATE "
+        "SET announced_seq = EXCLUDED.announced_seq, announced_at = now() "
+        "WHERE c.announced_seq < EXCLUDED.announced_seq",
+        columns,
+    )

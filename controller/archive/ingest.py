@@ -136,7 +136,8 @@ class Ingest(abc.ABC, Generic[D]):
 
     @abc.abstractmethod
     def answers(self) -> list[tuple[str, bytes]]:
-        """The tables' republish results (MQTT topic, body) received since the last call."""
+        """The tables' republish results, births and heartbeats (MQTT topic, body) received since
+        the last call."""
 
     @property
     @abc.abstractmethod

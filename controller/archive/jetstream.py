@@ -34,7 +34,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType,
 from nats.js.errors import NotFoundError
 
 from controller.archive.alarms import ChainAlarm
-from controller.archive.gaps import RESULTS, Ask
+from controller.archive.gaps import ANNOUNCEMENTS, RESULTS, Ask
 from controller.archive.ingest import Ingest, IngestSettings
 from controller.backoff import Backoff, BackoffPolicy
 from controller.telemetry.nats_link import NatsSettings, subject_of, topic_of
@@ -229,7 +229,8 @@ class JetStreamWorker(Ingest[Pulled]):
                 sub = await js.pull_subscribe_bind(s.durable, s.stream)
                 tasks.append(asyncio.create_task(self._fetch(sub, stop)))
             tasks.append(asyncio.create_task(self._watch_stream(js, stop)))
-            await nc.subscribe(subject_of(RESULTS).replace("+", "*"), cb=self._on_answer)
+            for topic in (RESULTS, *ANNOUNCEMENTS):
+                await nc.subscribe(subject_of(topic).replace("+", "*"), cb=self._on_answer)
             self.ready.set()
             self._log.info("archive.started", stream=s.stream, durable=s.durable)
             yield

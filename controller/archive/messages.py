@@ -24,7 +24,7 @@ MAX_BODY = 64 * 1024  # a journal record is a few hundred bytes; a bigger body i
 _HASH = re.compile(r"[0-9a-f]{64}\Z")
 _CLASSES = frozenset(c.value for c in Classification)
 _PLACEHOLDER_KEYS = frozenset(
-    {"version", "schema_version", "seq", "kind", "classification", "withheld", "at", "day", "tz"}
+    {"version", "schema_version", "seq", "kind", "classification", "withheld", "at", "day", "tz", "journal"}
 )
 # How far a table's gaming day may lie from the UTC date of the instant it dates: a zone's offset
 # (-12 to +14 hours) and a day that starts late in the evening move it at most two days.
@@ -71,10 +71,13 @@ class ArchivedEvent:
     hash: str | None
     prev_hash: str | None
     received: datetime  # when this worker took it off the broker
+    # Which journal (the hash of its first record): every gaming day starts on a fresh journal
+    # whose seq starts at 1 again. '' from a table that does not say (one journal, as before).
+    journal: str = ""
 
     @property
-    def key(self) -> tuple[str, str, int]:
-        return (self.site, self.table_id, self.seq)
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.site, self.table_id, self.journal, self.seq)
 
     def hash_holds(self) -> bool | None:
         """Whether the published hash is that of the published contents; None when it cannot be told
@@ -139,6 +142,9 @@ def _parse_body(parsed: ParsedTopic, body: bytes, received: datetime) -> Archive
         raise Unreadable(f"{where} seq {seq}: kind is not a journal kind")
     if classification not in _CLASSES:
         raise Unreadable(f"{where} seq {seq}: classification is not one of {', '.join(sorted(_CLASSES))}")
+    journal = doc.get("journal", "")
+    if journal != "" and (not isinstance(journal, str) or not _HASH.match(journal)):
+        raise Unreadable(f"{where} seq {seq}: journal is not 64 lowercase hex digits")
     if classification != Classification.PUBLIC.value:
         # Stored as published: the placeholder only; its hash never left the table.
         if doc.get("withheld") is not True or set(doc) - _PLACEHOLDER_KEYS:
@@ -163,6 +169,7 @@ def _parse_body(parsed: ParsedTopic, body: bytes, received: datetime) -> Archive
             None,
             None,
             received,
+            journal,
         )
     at_f, payload = _instant(doc.get("at"), where, seq), doc.get("payload")
     day, tz = _gaming_day(doc, at_f, where, seq)
@@ -193,7 +200,12 @@ def _parse_body(parsed: ParsedTopic, body: bytes, received: datetime) -> Archive
         hash_,
         prev,
         received,
+        journal,
     )
+    if seq == 1 and journal and journal != hash_:
+        # A journal is named by its first record's hash: a record 1 that is not that record is
+        # not the first of the journal it names.
+        raise Refused(parsed.site, parsed.table, seq, "refused", "journal is not the hash of record 1")
     if event.hash_holds() is False:
         # Not the chain's record whatever else it is: kept out, so that the table's own copy,
         # when it comes, is the one archived (a record with a made-up hash must not take its seq).
@@ -252,5 +264,5 @@ def copy_line(e: ArchivedEvent, received_by: str = "") -> str:
     return (
         f"{_text(e.site)}\t{_text(e.table_id)}\t{e.seq}\t{e.day.isoformat()}\t{at}\t{_text(e.kind)}\t"
         f"{e.classification}\t{'t' if e.withheld else 'f'}\t{_text(e.payload_json)}\t{_text(e.hash)}\t"
-        f"{_text(e.prev_hash)}\t{_text(e.tz)}\t{_text(received_by)}\n"
+        f"{_text(e.prev_hash)}\t{_text(e.tz)}\t{_text(received_by)}\t{_text(e.journal)}\n"
     )

@@ -5,8 +5,8 @@ config/nats/node.conf includes, made from one list of who is who (docs/scale-out
 Every user is in the account FLOOR (the tables' MQTT sessions, the stream and its consumer live
 there); what each may do is its permissions, and anything not granted is refused:
 
-- ``<site>/<table>``: the table over MQTT only: its own status, state, events, alarms, devices
-  and command results; its own commands and status to read;
+- ``<site>/<table>``: the table over MQTT only: its own status, state, events, heartbeat,
+  alarms, devices and command results; its own commands and status to read;
 - ``<site>/<table>/events``: the same table over NATS only (its JetStream publisher): its own
   events subject, and its own inbox for the PubAcks;
 - ``archive-<name>``: a worker: the stream's and its consumer's info, the next messages and their
@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 
+from controller.archive.gaps import ANNOUNCEMENTS
 from controller.errors import ConfigError
 from controller.telemetry.nats_link import inbox_prefix, subject_of
 from controller.telemetry.topics import ARCHIVE_LEVEL, ROOT, TableTopics
@@ -51,7 +52,7 @@ def _user(name: str, password: str, publish: Iterable[str], subscribe: Iterable[
 
 def _table(site: str, table: str, password: str) -> list[str]:
     t = TableTopics(site, table)
-    mqtt_pub = [t.status, t.state, t.events, t.alarms, t.device("*"), t.command_result("*")]
+    mqtt_pub = [t.status, t.state, t.events, t.heartbeat, t.alarms, t.device("*"), t.command_result("*")]
     mqtt_sub = [t.command("*"), t.status]  # the MQTT filter cmd/+ is the subject cmd.*
     nats_user = events_user(site, table)
     return [
@@ -80,7 +81,10 @@ def _archive(name: str, password: str) -> str:
         f"{ROOT}.*.*.cmd.republish",
         f"{ROOT}.*.{ARCHIVE_LEVEL}.alarms",
     ]
-    subscribe = [inbox_prefix(name) + ".>", f"{ROOT}.*.*.cmd.republish.result", f"{ROOT}.*.*.status"]
+    # The tables' republish results and their announcements (status, heartbeat: where each
+    # journal stands, controller/archive/gaps.py ANNOUNCEMENTS).
+    subscribe = [inbox_prefix(name) + ".>", f"{ROOT}.*.*.cmd.republish.result"]
+    subscribe += [subject_of(topic).replace("+", "*") for topic in ANNOUNCEMENTS]
     return _user(name, password, publish, subscribe, "STANDARD")
 
 

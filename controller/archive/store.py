@@ -1,4 +1,4 @@
-"""Writing a batch of events: one transaction, idempotent on (site, table_id, seq).
+"""Writing a batch of events: one transaction, idempotent on (site, table_id, journal, seq).
 
 Before anything is written, a batch is sifted:
 
@@ -30,46 +30,69 @@ from controller.archive.alarms import ChainAlarm, copy_of
 from controller.archive.messages import ArchivedEvent, copy_line
 
 COLUMNS = (
-    "site, table_id, seq, day, at, kind, classification, withheld, payload, hash, prev_hash, tz, received_by"
+    "site, table_id, seq, day, at, kind, classification, withheld, payload, hash, prev_hash, tz, "
+    "received_by, journal"
 )
-_RECORD = "at, kind, classification, withheld, payload, hash, prev_hash"
+_RECORD = "at, kind, classification, withheld, payload, hash, prev_hash, day, tz"
 
 _INCOMING = "CREATE TEMP TABLE IF NOT EXISTS incoming (LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
 _INSERT = (
     f"INSERT INTO events ({COLUMNS}) SELECT {COLUMNS} FROM incoming "
-    "ON CONFLICT DO NOTHING RETURNING site, table_id, seq"
+    "ON CONFLICT DO NOTHING RETURNING site, table_id, journal, seq"
 )
-_KEYS = "unnest(%s::text[], %s::text[], %s::bigint[]) AS k(site, table_id, seq)"
+_KEYS = "unnest(%s::text[], %s::text[], %s::text[], %s::bigint[]) AS k(site, table_id, journal, seq)"
 # Only for the rows the INSERT skipped (usually none): a join of the whole batch with events cost
 # more than the insert itself.
 _ARCHIVED = (
-    "SELECT e.site, e.table_id, e.seq, e.hash, e.kind, e.classification, e.withheld, e.received_at, "
-    f"e.received_by FROM {_KEYS} JOIN events e USING (site, table_id, seq)"
+    "SELECT e.site, e.table_id, e.journal, e.seq, e.hash, e.kind, e.classification, e.withheld, "
+    f"e.received_at, e.received_by FROM {_KEYS} JOIN events e USING (site, table_id, journal, seq)"
 )
 # The archived hashes a record may link to: the row in events and every quarantined copy.
 _LINKS = (
-    f"SELECT e.site, e.table_id, e.seq, e.hash, e.withheld FROM {_KEYS} "
-    "JOIN events e USING (site, table_id, seq) "
-    f"UNION ALL SELECT q.site, q.table_id, q.seq, q.hash, q.withheld FROM {_KEYS} "
-    "JOIN quarantine q USING (site, table_id, seq)"
+    f"SELECT e.site, e.table_id, e.journal, e.seq, e.hash, e.withheld FROM {_KEYS} "
+    "JOIN events e USING (site, table_id, journal, seq) "
+    f"UNION ALL SELECT q.site, q.table_id, q.journal, q.seq, q.hash, q.withheld FROM {_KEYS} "
+    "JOIN quarantine q USING (site, table_id, journal, seq)"
 )
 _QUARANTINE_ARCHIVED = (
-    f"INSERT INTO quarantine (site, table_id, seq, reason, archived, {_RECORD}, received_at, received_by) "
-    f"SELECT site, table_id, seq, 'changed_hash', true, {_RECORD}, received_at, received_by FROM events "
-    "WHERE site = %s AND table_id = %s AND seq = %s AND NOT EXISTS (SELECT 1 FROM quarantine q "
-    "WHERE q.site = %s AND q.table_id = %s AND q.seq = %s AND q.archived)"
+    f"INSERT INTO quarantine (site, table_id, journal, seq, reason, archived, {_RECORD}, received_at, "
+    f"received_by) SELECT site, table_id, journal, seq, 'changed_hash', true, {_RECORD}, received_at, "
+    "received_by FROM events WHERE site = %s AND table_id = %s AND journal = %s AND seq = %s "
+    "AND NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.site = %s AND q.table_id = %s "
+    "AND q.journal = %s AND q.seq = %s AND q.archived)"
 )
 # Once per different copy: a redelivered contender is neither kept nor raised again.
 _QUARANTINE_NEW = (
-    f"INSERT INTO quarantine (site, table_id, seq, reason, archived, {_RECORD}, received_at, received_by) "
-    "SELECT %(site)s, %(table_id)s, %(seq)s, %(reason)s, false, %(at)s, %(kind)s, %(classification)s, "
-    "%(withheld)s, %(payload)s::jsonb, %(hash)s, %(prev_hash)s, %(received_at)s, %(received_by)s "
-    "WHERE NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.site = %(site)s AND q.table_id = %(table_id)s "
+    f"INSERT INTO quarantine (site, table_id, journal, seq, reason, archived, {_RECORD}, received_at, "
+    "received_by) SELECT %(site)s, %(table_id)s, %(journal)s, %(seq)s, %(reason)s, false, %(at)s, "
+    "%(kind)s, %(classification)s, %(withheld)s, %(payload)s::jsonb, %(hash)s, %(prev_hash)s, "
+    "%(day)s, %(tz)s, %(received_at)s, %(received_by)s WHERE NOT EXISTS (SELECT 1 FROM quarantine q "
+    "WHERE q.site = %(site)s AND q.table_id = %(table_id)s AND q.journal = %(journal)s "
     "AND q.seq = %(seq)s AND q.hash IS NOT DISTINCT FROM %(hash)s AND q.kind = %(kind)s "
     "AND q.classification = %(classification)s)"
 )
 
-Key = tuple[str, str, int]
+# A contest not settled yet: its seq has no row in events, and any copy that comes meanwhile joins
+# the others in quarantine (controller/archive/chain.py: settle).
+_CONTESTED = (
+    f"SELECT DISTINCT q.site, q.table_id, q.journal, q.seq FROM {_KEYS} JOIN quarantine q "
+    "USING (site, table_id, journal, seq) WHERE q.reason = 'changed_hash' AND q.settled_at IS NULL"
+)
+# The first copy leaves events once a second, different one has come: neither is the row until
+# the table's chain settles which is real.
+_UNSEAT = (
+    "DELETE FROM events WHERE site = %s AND table_id = %s AND journal = %s AND seq = %s "
+    "AND NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.site = %s AND q.table_id = %s "
+    "AND q.journal = %s AND q.seq = %s AND q.settled_at IS NOT NULL)"
+)
+# A copy that comes after the chain settled its seq is a loser at once: the settled row stays.
+_LATE = (
+    "UPDATE quarantine SET settled_at = now(), chosen = false WHERE site = %s AND table_id = %s "
+    "AND journal = %s AND seq = %s AND settled_at IS NULL AND EXISTS (SELECT 1 FROM quarantine q "
+    "WHERE q.site = %s AND q.table_id = %s AND q.journal = %s AND q.seq = %s AND q.settled_at IS NOT NULL)"
+)
+
+Key = tuple[str, str, str, int]
 
 
 @dataclass
@@ -82,14 +105,14 @@ class StoreResult:
 
 def _keys(keys: Iterable[Key]) -> list[list[Any]]:
     columns = list(zip(*keys, strict=True))
-    return [list(c) for c in columns] if columns else [[], [], []]
+    return [list(c) for c in columns] if columns else [[], [], [], []]
 
 
 class EventStore:
     def __init__(self, conn: psycopg.AsyncConnection[Any], worker: str = "") -> None:
         self.conn = conn
         self.worker = worker
-        self._chained_tables: set[tuple[str, str]] = set()
+        self._chained: set[tuple[str, str, str]] = set()  # (site, table, journal) in chain_state
         self._known: set[tuple[str, str]] = set()
         self._unknown_said: set[tuple[str, str]] = set()
         self._prepared = False
@@ -152,6 +175,7 @@ class EventStore:
                     self._unknown_said.add((a.site, a.table_id))
                     result.alarms.append(alarms.unknown_table(a.site, a.table_id, a.seq))
             await self._unlinked(cur, unique, result)
+            await self._while_contested(cur, unique, result)
             inserted: set[Key] = set()
             if unique:
                 async with cur.copy(f"COPY incoming ({COLUMNS}) FROM STDIN") as copy:
@@ -159,19 +183,20 @@ class EventStore:
                         "".join(copy_line(e, self.worker) for e in unique.values()).encode("utf-8")
                     )
                 await cur.execute(_INSERT)
-                inserted = {(r[0], r[1], r[2]) for r in await cur.fetchall()}
+                inserted = {(r[0], r[1], r[2], r[3]) for r in await cur.fetchall()}
             skipped = [k for k in unique if k not in inserted]
             contenders += [unique[k] for k in skipped]
             if contenders:
                 await self._conflicts(cur, contenders, result)
-            new_tables = {(e.site, e.table_id) for e in unique.values()} - self._chained_tables
-            if new_tables:
+            new_chains = {(e.site, e.table_id, e.journal) for e in unique.values()} - self._chained
+            if new_chains:
                 await cur.executemany(
-                    "INSERT INTO chain_state (site, table_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                    sorted(new_tables),
+                    "INSERT INTO chain_state (site, table_id, journal) VALUES (%s, %s, %s) "
+                    "ON CONFLICT DO NOTHING",
+                    sorted(new_chains),
                 )
             await record_alarms(cur, result.alarms)
-        self._chained_tables |= new_tables
+        self._chained |= new_chains
         result.inserted = len(inserted)
         result.duplicates = len(events) - len(inserted) - result.dropped
         return result
@@ -187,7 +212,7 @@ class EventStore:
         before: dict[Key, set[str | None]] = {}
         ask: set[Key] = set()
         for e in linked:
-            key = (e.site, e.table_id, e.seq - 1)
+            key = (e.site, e.table_id, e.journal, e.seq - 1)
             mine = unique.get(key)
             if mine is not None:
                 before.setdefault(key, set()).add(mine.hash if not mine.withheld else None)
@@ -196,10 +221,10 @@ class EventStore:
         if ask:
             columns = _keys(sorted(ask))
             await cur.execute(_LINKS, [*columns, *columns])
-            for site, table_id, seq, hash_, withheld in await cur.fetchall():
-                before.setdefault((site, table_id, seq), set()).add(None if withheld else hash_)
+            for site, table_id, journal, seq, hash_, withheld in await cur.fetchall():
+                before.setdefault((site, table_id, journal, seq), set()).add(None if withheld else hash_)
         for e in linked:
-            known = before.get((e.site, e.table_id, e.seq - 1))
+            known = before.get((e.site, e.table_id, e.journal, e.seq - 1))
             if not known or None in known or e.prev_hash in known:
                 # Nothing archived to link to, or a withheld record there: the sweep and verify
                 # see this link later.
@@ -209,13 +234,30 @@ class EventStore:
             if not await self._quarantine(cur, e, "fork"):
                 continue
             here = copy_of(e.hash, e.kind, e.received, self.worker)
-            result.alarms.append(alarms.fork_on_arrival(e.site, e.table_id, e.seq, here))
+            result.alarms.append(alarms.fork_on_arrival(e.site, e.table_id, e.seq, here, e.journal))
+
+    async def _while_contested(
+        self, cur: psycopg.AsyncCursor[Any], unique: dict[Key, ArchivedEvent], result: StoreResult
+    ) -> None:
+        """Take out of ``unique`` (into quarantine) each record whose seq is contested and not
+        settled: a copy that comes meanwhile is kept with the others, never made the row."""
+        if not unique:
+            return
+        await cur.execute(_CONTESTED, _keys(unique))
+        for row in await cur.fetchall():
+            e = unique.pop((row[0], row[1], row[2], row[3]))
+            result.dropped += 1
+            if await self._quarantine(cur, e, "changed_hash"):
+                here = copy_of(e.hash, e.kind, e.received, self.worker)
+                result.alarms.append(
+                    alarms.changed(e.site, e.table_id, e.seq, "a contested record", here, e.journal)
+                )
 
     async def _conflicts(
         self, cur: psycopg.AsyncCursor[Any], contenders: list[ArchivedEvent], result: StoreResult
     ) -> None:
         await cur.execute(_ARCHIVED, _keys([e.key for e in contenders]))
-        archived = {(r[0], r[1], r[2]): r[3:] for r in await cur.fetchall()}
+        archived = {(r[0], r[1], r[2], r[3]): r[4:] for r in await cur.fetchall()}
         for mine in contenders:
             row = archived.get(mine.key)
             if row is None:
@@ -229,11 +271,15 @@ class EventStore:
             ]:
                 continue  # a repeat of the archived record
             await cur.execute(_QUARANTINE_ARCHIVED, [*mine.key, *mine.key])
+            await cur.execute(_UNSEAT, [*mine.key, *mine.key])
             if not await self._quarantine(cur, mine, "changed_hash"):
                 continue  # this copy is in quarantine already: its alarm was raised
+            await cur.execute(_LATE, [*mine.key, *mine.key])
             first = copy_of(hash_, kind, received_at, received_by)
             second = copy_of(mine.hash, mine.kind, mine.received, self.worker)
-            result.alarms.append(alarms.changed(mine.site, mine.table_id, mine.seq, first, second))
+            result.alarms.append(
+                alarms.changed(mine.site, mine.table_id, mine.seq, first, second, mine.journal)
+            )
 
     async def _quarantine(self, cur: psycopg.AsyncCursor[Any], e: ArchivedEvent, reason: str) -> bool:
         """Keep ``e`` in quarantine; False when the same copy is there already."""
@@ -242,6 +288,7 @@ class EventStore:
             {
                 "site": e.site,
                 "table_id": e.table_id,
+                "journal": e.journal,
                 "seq": e.seq,
                 "reason": reason,
                 "at": e.at,
@@ -251,6 +298,8 @@ class EventStore:
                 "payload": e.payload_json,
                 "hash": e.hash,
                 "prev_hash": e.prev_hash,
+                "day": e.day,
+                "tz": e.tz,
                 "received_at": e.received,
                 "received_by": self.worker,
             },
@@ -261,6 +310,7 @@ class EventStore:
 async def record_alarms(cur: psycopg.AsyncCursor[Any], found: Sequence[ChainAlarm]) -> None:
     if found:
         await cur.executemany(
-            "INSERT INTO chain_alarms (site, table_id, seq, kind, detail) VALUES (%s, %s, %s, %s, %s)",
-            [(a.site, a.table_id, a.seq, a.kind, a.detail) for a in found],
+            "INSERT INTO chain_alarms (site, table_id, journal, seq, kind, detail) "
+            "VALUES (%s, %s, %s, %s, %s, %s)",
+            [(a.site, a.table_id, a.journal, a.seq, a.kind, a.detail) for a in found],
         )

@@ -12,7 +12,7 @@ import structlog
 
 from controller.archive import gaps
 from controller.archive.alarms import ChainAlarm
-from controller.archive.chain import sweep
+from controller.archive.chain import announce, sweep
 
 log = structlog.get_logger("tablectl.archive")
 
@@ -26,8 +26,15 @@ async def upkeep(
     ask_initial_s: float,
     ask_max_s: float,
 ) -> tuple[list[ChainAlarm], list[gaps.Ask]]:
-    """(alarms raised, requests due); ``answers`` are (MQTT topic, body) of republish results."""
+    """(alarms raised, requests due); ``answers`` are (MQTT topic, body) of republish results and
+    of the tables' announcements (birth, heartbeat)."""
+    marks: list[tuple[str, str, str, int]] = []
     for topic, body in answers:
+        mark = gaps.parse_announcement(topic, body)
+        if mark is not None:
+            if mark.published_seq > 0:
+                marks.append((mark.site, mark.table_id, mark.journal, mark.published_seq))
+            continue
         answer = gaps.parse_answer(topic, body)
         if answer is not None:
             log.warning(
@@ -38,6 +45,7 @@ async def upkeep(
                 last=answer.missing_to,
             )
             await gaps.not_in_journal(conn, answer)
+    await announce(conn, marks)
     found = await sweep(conn, gap_grace_s=gap_grace_s, gap_alarm_s=gap_alarm_s)
     asks = await gaps.due(conn, initial_s=ask_initial_s, max_s=ask_max_s)
     for ask in asks:

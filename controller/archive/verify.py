@@ -23,6 +23,22 @@ from controller.journal import BrokenChainError, Journal, JournalError, Record, 
 from controller.journal.damage import DamagedJournalError
 
 
+class _UnreadableRecord(Exception):
+    """A record of the journal cannot be read (its payload is not JSON, or nested past the
+    reader's bound): the journal does not hold together, a disagreement (exit 1)."""
+
+
+def _records(journal: Journal) -> Iterator[Record]:
+    try:
+        yield from journal.records()
+    except JournalError as e:
+        raise _UnreadableRecord(f"{journal.path}: {e}") from None
+
+
+def _first(journal: Journal) -> Record | None:
+    return next(_records(journal), None)
+
+
 @dataclass(frozen=True, slots=True)
 class Agreement:
     ok: bool
@@ -32,12 +48,14 @@ class Agreement:
     notes: list[str] = field(default_factory=list)  # one line per contested record
 
 
-def _archived(conn: psycopg.Connection[Any], site: str, table_id: str) -> Iterator[tuple[Any, ...]]:
+def _archived(
+    conn: psycopg.Connection[Any], site: str, table_id: str, journal: str
+) -> Iterator[tuple[Any, ...]]:
     with conn.cursor(name="archived") as cur:  # server-side: a year of one table is millions of rows
         cur.execute(
             "SELECT seq, kind, classification, withheld, hash, prev_hash FROM events "
-            "WHERE site = %s AND table_id = %s ORDER BY seq",
-            (site, table_id),
+            "WHERE site = %s AND table_id = %s AND journal = %s ORDER BY seq",
+            (site, table_id, journal),
         )
         yield from cur
 
@@ -63,13 +81,16 @@ class Copy:
         return f"the copy {first} ({copy_of(self.hash, self.kind, self.received_at, self.received_by)})"
 
 
-def _quarantined(conn: psycopg.Connection[Any], site: str, table_id: str) -> dict[int, list[Copy]]:
-    """Every contested seq of the table and its copies, first received first."""
+def _quarantined(
+    conn: psycopg.Connection[Any], site: str, table_id: str, journal: str
+) -> dict[int, list[Copy]]:
+    """Every contested seq of the journal and its copies, first received first."""
     out: dict[int, list[Copy]] = {}
     for seq, *fields in conn.execute(
         "SELECT seq, archived, kind, classification, withheld, hash, received_at, received_by "
-        "FROM quarantine WHERE site = %s AND table_id = %s ORDER BY seq, NOT archived, received_at, id",
-        (site, table_id),
+        "FROM quarantine WHERE site = %s AND table_id = %s AND journal = %s "
+        "ORDER BY seq, NOT archived, received_at, id",
+        (site, table_id, journal),
     ):
         out.setdefault(seq, []).append(Copy(*fields))
     return out
@@ -109,7 +130,7 @@ def compare(
     of its copies (the archived row among them), and a line in ``notes`` says which."""
     contested = contested or {}
     notes: list[str] = []
-    records = journal.records()
+    records = _records(journal)
     record = next(records, None)
     compared = 0
     pending = sorted(contested)
@@ -166,33 +187,83 @@ def compare(
 
 
 def find_site(conn: psycopg.Connection[Any], table_id: str) -> str:
-    sites = [r[0] for r in conn.execute("SELECT site FROM chain_state WHERE table_id = %s", (table_id,))]
+    sites = [
+        r[0] for r in conn.execute("SELECT DISTINCT site FROM chain_state WHERE table_id = %s", (table_id,))
+    ]
     if len(sites) != 1:
         found = "no site" if not sites else f"sites {', '.join(sorted(sites))}"
         raise TablectlError(f"archive verify: the archive has {found} for table {table_id}; give --site")
     return str(sites[0])
 
 
+def find_journal(conn: psycopg.Connection[Any], site: str, table_id: str, first: Record | None) -> str:
+    """The key the archive holds this journal under: its first record's hash (as the table
+    publishes it with every event), or '' for a table that published none and so kept one chain."""
+    if first is not None:
+        row = conn.execute(
+            "SELECT 1 FROM chain_state WHERE site = %s AND table_id = %s AND journal = %s",
+            (site, table_id, first.hash),
+        ).fetchone()
+        if row is not None:
+            return first.hash
+    row = conn.execute(
+        "SELECT 1 FROM chain_state WHERE site = %s AND table_id = %s AND journal = ''", (site, table_id)
+    ).fetchone()
+    if row is not None:
+        return ""
+    raise TablectlError(
+        f"archive verify: the archive has no record of this journal of {site}/{table_id}"
+        + (f" (journal {first.hash[:12]})" if first is not None else "")
+    )
+
+
+# The seqs the archive holds of one journal: rows in events, and contests not settled yet (compare
+# has checked that the journal holds one of their copies).
+_HELD = (
+    "SELECT seq FROM events WHERE site = %(site)s AND table_id = %(table)s AND journal = %(journal)s "
+    "UNION SELECT seq FROM quarantine WHERE site = %(site)s AND table_id = %(table)s "
+    "AND journal = %(journal)s AND reason = 'changed_hash'"
+)
+
+
+def _missing(conn: psycopg.Connection[Any], site: str, table_id: str, journal: str, journal_seqs: int) -> str:
+    """'' when every record 1..``journal_seqs`` is archived, else the line naming what is not."""
+    params = {"site": site, "table": table_id, "journal": journal, "n": journal_seqs}
+    row = conn.execute(
+        f"SELECT count(*), (SELECT min(s) FROM generate_series(1, %(n)s::bigint) s WHERE s NOT IN ({_HELD})) "
+        f"FROM ({_HELD}) h WHERE seq <= %(n)s",
+        params,
+    ).fetchone()
+    archived, first = (int(row[0]), row[1]) if row else (0, 1)
+    if archived == journal_seqs:
+        return ""
+    where = f"; the first missing is record {first}" if first is not None else ""
+    return f"incomplete: {archived} of the journal's {journal_seqs} records are archived{where}"
+
+
 def verify_main(dsn: str, journal_path: str, site: str | None, table_id: str | None) -> int:
-    """0 when every archived record agrees with the journal; 1 naming the first that does not (a
-    journal cut short, damaged or whose own chain breaks included); 2 (TablectlError) when it
-    cannot run: no journal, no database, no such table in the archive."""
+    """0 when every record of the journal is archived and agrees with it; 1 naming the first that
+    does not (a record never archived, a journal cut short, damaged, whose own chain breaks, or
+    whose records cannot be read, included); 2 (TablectlError) when it cannot run: no journal, no
+    database, no such table or journal in the archive."""
     path = Path(journal_path)
     if not path.is_file():
         raise TablectlError(f"archive verify: {path}: no such journal")
     try:
         own = verify_journal(path)
         with Journal.open(path, create=False, readonly=True) as journal:
-            first = next(journal.records(), None)
+            first = _first(journal)
             if table_id is None:
                 if first is None or first.kind != "table_opened":
                     raise TablectlError(f"archive verify: {path}: no table_opened record; give --table")
                 table_id = str(first.payload.get("table"))
             with psycopg.connect(dsn, connect_timeout=10) as conn:
                 site = site or find_site(conn, table_id)
-                contested = _quarantined(conn, site, table_id)
-                result = compare(journal, _archived(conn, site, table_id), contested)
-    except (BrokenChainError, DamagedJournalError) as e:
+                key = find_journal(conn, site, table_id, first)
+                contested = _quarantined(conn, site, table_id, key)
+                result = compare(journal, _archived(conn, site, table_id, key), contested)
+                missing = _missing(conn, site, table_id, key, journal.last_seq) if result.ok else ""
+    except (BrokenChainError, DamagedJournalError, _UnreadableRecord) as e:
         # The journal is ours but does not hold together: that is a disagreement, not a failure to run.
         print(f"archive verify: {e}")
         return 1
@@ -200,7 +271,8 @@ def verify_main(dsn: str, journal_path: str, site: str | None, table_id: str | N
         raise TablectlError(f"archive verify: {e}") from None
     except psycopg.Error as e:
         raise TablectlError(f"archive verify: database: {str(e).splitlines()[0][:200]}") from None
-    where = f"{path} ({site}/{table_id})"
+    name = f"journal {key[:12]}" if key else "its one unnamed journal"
+    where = f"{path} ({site}/{table_id}, {name})"
     for note in result.notes:
         print(f"{where}: {note}")
     if not own.ok:
@@ -211,7 +283,8 @@ def verify_main(dsn: str, journal_path: str, site: str | None, table_id: str | N
         return 1
     if not own.ok:
         return 1
-    print(
-        f"{where}: {result.compared} archived records agree with the journal ({own.records} in the journal)"
-    )
+    if missing:
+        print(f"{where}: {missing}")
+        return 1
+    print(f"{where}: complete: all {own.records} records of the journal are archived and agree with it")
     return 0

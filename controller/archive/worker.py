@@ -126,9 +126,14 @@ class ArchiveWorker(Ingest[Incoming]):
             self._log.warning("archive.broker_refused", reason=str(reason))
             return
         self._connection += 1
-        # The answers to our republish requests: QoS 0, as a lost answer is asked for again.
+        # The answers to our republish requests, and where each table's journal stands (its
+        # retained birth, its heartbeat): QoS 0, as a lost one is followed by another.
         client.subscribe(
-            [(self.settings.subscription, SubscribeOptions(qos=1)), (gaps.RESULTS, SubscribeOptions(qos=0))]
+            [
+                (self.settings.subscription, SubscribeOptions(qos=1)),
+                (gaps.RESULTS, SubscribeOptions(qos=0)),
+                *((t, SubscribeOptions(qos=0)) for t in gaps.ANNOUNCEMENTS),
+            ]
         )
 
     def _on_subscribe(self, _c: mqtt.Client, _u: object, _mid: int, reasons: Any, _p: object) -> None:
@@ -148,7 +153,7 @@ class ArchiveWorker(Ingest[Incoming]):
 
     def _on_message(self, _c: mqtt.Client, _u: object, msg: mqtt.MQTTMessage) -> None:
         if not msg.topic.endswith("/events"):
-            self._answers.append((msg.topic, bytes(msg.payload)))  # a republish result (QoS 0)
+            self._answers.append((msg.topic, bytes(msg.payload)))  # a republish result, birth or heartbeat
             return
         self._inbox.append(
             Incoming(self._connection, msg.mid, msg.qos, msg.topic, bytes(msg.payload), datetime.now(UTC))

@@ -112,6 +112,7 @@ def _a(
 _SEAT = Arg(int, "seat number", minimum=1, maximum=6)
 _BACK = Arg(str, "the batch's back colour", pattern=BACK_COLOUR)
 # Why a destructive action was taken, in the floor's words: one printable line (the journal's).
+JOURNAL_ID = re.compile(r"[0-9a-f]{64}")  # a journal's identity: its first record's hash
 REASON = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
 _REASON = Arg(
     str, "why, one line (journalled with who; the console asks for it)", required=False, pattern=REASON
@@ -368,6 +369,9 @@ _ALL: list[Action] = [
         telemetry=True,
         from_seq=Arg(int, "the first record", minimum=1),
         to_seq=Arg(int, "the last record", minimum=1),
+        # Which journal the records are of (its first record's hash): every gaming day starts on
+        # a fresh journal whose seq starts at 1 again, and a table holds only its current one.
+        journal=Arg(str, "the journal the records are of", required=False, pattern=JOURNAL_ID),
     ),
 ]
 ACTIONS: dict[str, Action] = {a.name: a for a in _ALL}

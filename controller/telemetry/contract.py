@@ -56,9 +56,29 @@ class Retained(Versioned):
 
 
 # -- status ----------------------------------------------------------------------------------------
+JournalId = Annotated[
+    str,
+    Field(
+        description="the journal's identity: the hash of its first record (64 hex digits). Every "
+        "gaming day starts on a fresh journal whose seq starts at 1 again; seq is unique within one "
+        "journal, and (site, table, journal, seq) names one record for good"
+    ),
+]
+
+
 class JournalMark(Open):
     last_seq: int
     published_seq: int
+    id: JournalId | None = None
+
+
+class Heartbeat(Versioned):
+    """``tablectl/<site>/<table>/heartbeat``: where the table's journal stands, every few seconds."""
+
+    incarnation: Incarnation
+    site: str
+    table: str
+    journal: JournalMark
 
 
 class Birth(Retained):
@@ -289,6 +309,7 @@ class ArchiveAlarm(Versioned):
     seq: int
     alarm: Literal["fork", "gap", "changed_hash", "bad_hash", "refused", "unknown_table"]
     detail: str
+    journal: JournalId | None = None
 
 
 # -- events (one schema per kind, from the core's event types) -------------------------------------
@@ -300,6 +321,7 @@ class Withheld(Versioned):
     at: float | None = Field(default=None, description="the record's UTC instant (seconds since the epoch)")
     day: str | None = Field(default=None, description="the gaming day it belongs to, YYYY-MM-DD, local time")
     tz: str | None = Field(default=None, description="the IANA zone the gaming day is counted in")
+    journal: JournalId | None = None
 
 
 def _event_models() -> list[type[BaseModel]]:
@@ -320,6 +342,7 @@ def _event_models() -> list[type[BaseModel]]:
             "prev_hash": (str | None, None),
             "day": (str | None, None),  # the gaming day, YYYY-MM-DD, in the casino's time
             "tz": (str | None, None),  # the IANA zone it is counted in
+            "journal": (JournalId | None, None),  # which journal: its first record's hash
         }
         out.append(create_model(f"event_{kind}", __base__=Versioned, **fields))
     return out
@@ -433,6 +456,9 @@ def schemas() -> dict[str, dict[str, Any]]:
             "events",
             _union([*_event_models(), Withheld]),
             "tablectl/<site>/<table>/events: one journal record",
+        ),
+        "heartbeat.json": _schema(
+            "heartbeat", Heartbeat, "tablectl/<site>/<table>/heartbeat: the journal's last_seq"
         ),
         "alarms.json": _schema("alarms", Alarms, "tablectl/<site>/<table>/alarms: active alarms"),
         "devices.json": _schema(

@@ -29,6 +29,7 @@ class JournalOutbox:
         self.gaming_day = gaming_day
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="telemetry-journal")
         self._journal: Journal | None = None  # touched only in the worker thread
+        self._journal_id: str | None = None  # the first record's hash, once there is one
         self._closed = False
 
     def _open(self) -> Journal:
@@ -39,6 +40,19 @@ class JournalOutbox:
     async def _run(self, fn: Callable[[Journal], T]) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, lambda: fn(self._open()))
+
+    def _identity(self, journal: Journal) -> str | None:
+        """The journal's identity: the hash of its first record when that record is public (a
+        ``table_opened``, whose hash is published with it anyway); None for an empty journal, or
+        one whose first record is withheld (its hash must not leave the table)."""
+        if self._journal_id is None:
+            first = next(journal.records(), None)
+            if first is not None and first.classification is Classification.PUBLIC:
+                self._journal_id = first.hash
+        return self._journal_id
+
+    async def journal_id(self) -> str | None:
+        return await self._run(self._identity)
 
     async def cursor(self) -> tuple[int, int]:
         """(published_seq, last_seq)."""
@@ -56,10 +70,18 @@ class JournalOutbox:
             # One record before the batch is read too: whether it is public decides whether the
             # first message may carry its prev_hash (payloads.event_message).
             prev_public = False
+            journal_id = self._identity(journal)
             for record in journal.records(after_seq=max(0, seq - 1)):
                 if record.seq > seq:
                     out.append(
-                        (record.seq, encode(event_message(record, self.gaming_day, prev_public=prev_public)))
+                        (
+                            record.seq,
+                            encode(
+                                event_message(
+                                    record, self.gaming_day, prev_public=prev_public, journal_id=journal_id
+                                )
+                            ),
+                        )
                     )
                     if len(out) >= limit:
                         break

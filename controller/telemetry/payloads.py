@@ -25,8 +25,22 @@ def encode(payload: Mapping[str, Any]) -> bytes:
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
+def journal_mark(last_seq: int, published_seq: int, journal_id: str | None) -> dict[str, Any]:
+    """Where the journal stands, as the birth and the heartbeat say it: an archive compares what
+    it holds of this journal (``id``) with ``published_seq`` and asks for what it never got."""
+    mark: dict[str, Any] = {"last_seq": last_seq, "published_seq": published_seq}
+    if journal_id is not None:
+        mark["id"] = journal_id
+    return mark
+
+
 def birth(
-    identity: Mapping[str, Any], birth_id: str, last_seq: int, published_seq: int, incarnation: str
+    identity: Mapping[str, Any],
+    birth_id: str,
+    last_seq: int,
+    published_seq: int,
+    incarnation: str,
+    journal_id: str | None = None,
 ) -> dict[str, Any]:
     """The retained ``status`` of a connection that just came up (Sparkplug's birth, in our JSON).
 
@@ -41,7 +55,23 @@ def birth(
         "online": True,
         "birth": birth_id,
         **identity,
-        "journal": {"last_seq": last_seq, "published_seq": published_seq},
+        "journal": journal_mark(last_seq, published_seq, journal_id),
+    }
+
+
+def heartbeat(
+    identity: Mapping[str, Any], last_seq: int, published_seq: int, incarnation: str, journal_id: str | None
+) -> dict[str, Any]:
+    """``heartbeat`` (not retained, QoS 0), every few seconds while connected: a table that has gone
+    quiet still says how far its journal goes, so a record lost on the way is seen without waiting
+    for the table's next one."""
+    return {
+        "version": PAYLOAD_VERSION,
+        "schema_version": SCHEMA_VERSION,
+        "incarnation": incarnation,
+        "site": identity.get("site"),
+        "table": identity.get("table"),
+        "journal": journal_mark(last_seq, published_seq, journal_id),
     }
 
 
@@ -111,7 +141,9 @@ def device(name: str, health: str, incarnation: str) -> dict[str, Any]:
     }
 
 
-def event_message(record: Record, gaming_day: GamingDay, *, prev_public: bool = False) -> dict[str, Any]:
+def event_message(
+    record: Record, gaming_day: GamingDay, *, prev_public: bool = False, journal_id: str | None = None
+) -> dict[str, Any]:
     """One journal record on ``events``: public ones whole, any other as a numbered placeholder.
 
     The hash goes out only with a public record: a withheld record's hash covers its payload,
@@ -125,8 +157,14 @@ def event_message(record: Record, gaming_day: GamingDay, *, prev_public: bool = 
     instant: when something happened at the table is public there) and which gaming day that is
     in the casino's time (``day``, with the ``tz`` it was counted in), so an archive counts each
     record in the day it belongs to, not the day it arrived.
+
+    ``journal`` names the journal (the hash of its first record, which is public: the
+    ``table_opened`` record): every gaming day starts on a fresh journal whose seq starts at 1
+    again, so an archive keys a record by journal and seq.
     """
-    when = {"day": gaming_day.day_of(record.at).isoformat(), "tz": gaming_day.time_zone}
+    when: dict[str, Any] = {"day": gaming_day.day_of(record.at).isoformat(), "tz": gaming_day.time_zone}
+    if journal_id is not None:
+        when["journal"] = journal_id
     if record.classification is Classification.PUBLIC:
         message: dict[str, Any] = {
             "version": PAYLOAD_VERSION,
@@ -156,7 +194,17 @@ def event_message(record: Record, gaming_day: GamingDay, *, prev_public: bool = 
 
 # What a command result may carry back from the supervisor, as plain scalars; anything else it
 # returns (a list of events, a snapshot) stays in: the result topic is no side door for payloads.
-_RESULT_KEYS = ("ok", "error", "section", "message", "seq", "republished", "missing_from", "missing_to")
+_RESULT_KEYS = (
+    "ok",
+    "error",
+    "section",
+    "message",
+    "seq",
+    "republished",
+    "missing_from",
+    "missing_to",
+    "journal",
+)
 
 
 def command_result(

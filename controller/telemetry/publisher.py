@@ -85,6 +85,7 @@ class Telemetry:
         poll_s: float = 1.0,
         drain_on_stop_s: float = 2.0,
         events_stream: JetStreamEvents | None = None,
+        heartbeat_s: float = 5.0,
     ) -> None:
         self.broker = broker
         self.identity = identity
@@ -95,6 +96,7 @@ class Telemetry:
         self._batch = batch
         self._poll_s = poll_s  # journal_appended is the signal; this is the safety net for a missed one
         self._drain_on_stop_s = drain_on_stop_s
+        self._heartbeat_s = heartbeat_s
         self._outbox = JournalOutbox(journal_path, identity.gaming_day)
         # On a NATS cluster the events go through JetStream, confirmed once stored in the stream
         # (controller/telemetry/jetstream_events.py); status, state and commands stay on MQTT.
@@ -202,8 +204,9 @@ class Telemetry:
             self.acked_seq = self._marked_seq = max(self.acked_seq, published)
             await client.subscribe(self.topics.status, qos=1)
             await client.subscribe(self.topics.commands, qos=1)
+            journal_id = await self._outbox.journal_id()
             birth = payloads.encode(
-                payloads.birth(identity, birth_id, last, self.acked_seq, self.incarnation)
+                payloads.birth(identity, birth_id, last, self.acked_seq, self.incarnation, journal_id)
             )
             await client.publish(self.topics.status, birth, qos=1, retain=True)
             self._log.info("telemetry.online", birth=birth_id, resume_after_seq=self.acked_seq, last_seq=last)
@@ -215,6 +218,7 @@ class Telemetry:
                 asyncio.create_task(self._listen(client, birth_id, birth)),
                 asyncio.create_task(self._pump_events(client)),
                 asyncio.create_task(self._pump_retained(client)),
+                asyncio.create_task(self._heartbeat(client, identity)),
             ]
             events = loops[1]
             stopping = asyncio.create_task(self._stopping.wait())
@@ -305,6 +309,20 @@ class Telemetry:
         await self._mark_acked()
         return len(messages)
 
+    async def _heartbeat(self, client: aiomqtt.Client, identity: dict[str, Any]) -> None:
+        """Where the journal stands, every ``heartbeat_s`` while connected (QoS 0, not retained):
+        an archive that lost the table's last records sees it without waiting for a next one."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._heartbeat_s):
+                    await self._stopping.wait()
+            if self._stopping.is_set():
+                return
+            _, last = await self._outbox.cursor()
+            journal_id = await self._outbox.journal_id()
+            beat = payloads.heartbeat(identity, last, self.acked_seq, self.incarnation, journal_id)
+            await client.publish(self.topics.heartbeat, payloads.encode(beat), qos=0)
+
     async def _mark_acked(self) -> None:
         if self.acked_seq > self._marked_seq:
             seq = self.acked_seq
@@ -381,23 +399,38 @@ class Telemetry:
             request_id, who = refused.request_id, refused.who
         else:
             if command.name == "republish":  # from the journal, by the telemetry: the game is not involved
-                result = await self._republish(client, command.args["from_seq"], command.args["to_seq"])
+                args = command.args
+                result = await self._republish(client, args["from_seq"], args["to_seq"], args.get("journal"))
             else:
                 result = await self._call_supervisor(command.name, command.args, command.who, command.role)
         self._log.info("telemetry.command", command=name, id=request_id, who=who, ok=bool(result.get("ok")))
         out = payloads.command_result(name, request_id, who, result)
         await client.publish(self.topics.command_result(name), payloads.encode(out), qos=1)
 
-    async def _republish(self, client: aiomqtt.Client, first: int, last: int) -> dict[str, Any]:
+    async def _republish(
+        self, client: aiomqtt.Client, first: int, last: int, journal: str | None = None
+    ) -> dict[str, Any]:
         """Publish records ``first``..``last`` again from the journal, exactly as the first time.
 
         For the archive's gaps (a broker that acknowledged a record and lost it). The result names
-        what the journal does not hold, so the archive can stop asking and raise its alarm.
+        what the journal does not hold, so the archive can stop asking and raise its alarm; and
+        the journal it answers for, since a table holds only the current gaming day's: records
+        of another ``journal`` are all "not in this journal".
         """
         if last < first:
             return {"ok": False, "error": "republish: to_seq is before from_seq"}
         if last - first + 1 > MAX_REPUBLISH:
             return {"ok": False, "error": f"republish: at most {MAX_REPUBLISH} records at a time"}
+        current = await self._outbox.journal_id()
+        if journal is not None and journal != current:
+            return {
+                "ok": False,
+                "error": f"republish: records {first}-{last} are of another journal than this table's",
+                "republished": 0,
+                "missing_from": first,
+                "missing_to": last,
+                "journal": journal,
+            }
         messages = await self._outbox.encoded_range(first, last)
         if self._jetstream is not None:
             confirmed = await self._jetstream.publish(messages, self._stopping) if messages else 0
@@ -425,6 +458,7 @@ class Telemetry:
                 "republished": len(messages),
                 "missing_from": missing[0],
                 "missing_to": missing[-1],
+                **({"journal": current} if current is not None else {}),
             }
         return {"ok": True, "republished": len(messages)}
 

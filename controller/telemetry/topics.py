@@ -58,6 +58,10 @@ class TableTopics:
     def alarms(self) -> str:
         return f"{self.base}/alarms"
 
+    @property
+    def heartbeat(self) -> str:
+        return f"{self.base}/heartbeat"
+
     def device(self, name: str) -> str:
         return f"{self.base}/devices/{name}"
 
@@ -77,7 +81,7 @@ class TableTopics:
 class ParsedTopic:
     site: str
     table: str
-    leaf: str  # status | state | events | alarms | devices | cmd
+    leaf: str  # status | state | events | alarms | heartbeat | devices | cmd
     name: str | None = None  # the device or command name
     result: bool = False  # a cmd/<name>/result
 
@@ -90,7 +94,7 @@ def parse_topic(topic: str) -> ParsedTopic | None:
     site, table, leaf, rest = parts[1], parts[2], parts[3], parts[4:]
     if table == ARCHIVE_LEVEL:
         return None
-    if leaf in ("status", "state", "events", "alarms") and not rest:
+    if leaf in ("status", "state", "events", "alarms", "heartbeat") and not rest:
         return ParsedTopic(site, table, leaf)
     if leaf == "devices" and len(rest) == 1:
         return ParsedTopic(site, table, leaf, rest[0])

@@ -60,14 +60,17 @@ def payload_of(kind: str, seq: int, salt: str = "") -> dict[str, Any]:
     return payload
 
 
-def fill_journal(path: pathlib.Path, table_id: str, n: int, *, salt: str = "") -> None:
-    """A real journal of ``n`` records; ``salt`` changes record payloads from seq 2 (a forked twin)."""
+def fill_journal(
+    path: pathlib.Path, table_id: str, n: int, *, salt: str = "", start: float = 1_800_000_000.0
+) -> None:
+    """A real journal of ``n`` records; ``salt`` changes record payloads from seq 2 (a forked twin);
+    ``start`` is when it was opened (another gaming day's journal starts later: another identity)."""
     entries: list[tuple[str, dict[str, Any], Classification, float]] = [
-        ("table_opened", {"table": table_id, "options": {}}, P, 1_800_000_000.0)
+        ("table_opened", {"table": table_id, "options": {}}, P, start)
     ]
     for seq in range(2, n + 1):
         kind, cls = _CYCLE[seq % len(_CYCLE)]
-        entries.append((kind, payload_of(kind, seq, salt), cls, 1_800_000_000.0 + seq * 0.25))
+        entries.append((kind, payload_of(kind, seq, salt), cls, start + seq * 0.25))
     with Journal.open(path) as journal:
         journal.append_many(entries)
 

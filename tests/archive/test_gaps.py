@@ -49,9 +49,11 @@ def append(path: pathlib.Path, table_id: str, n: int) -> None:
 
 
 @contextlib.asynccontextmanager
-async def table(broker: Broker, journal: pathlib.Path, table_id: str) -> AsyncIterator[Telemetry]:
+async def table(
+    broker: Broker, journal: pathlib.Path, table_id: str, heartbeat_s: float = 5.0
+) -> AsyncIterator[Telemetry]:
     identity = TableIdentity(SITE, table_id, "double-back-jack", "c0ffee", {"tablectl": "test"})
-    telemetry = Telemetry(broker.settings, identity, journal, poll_s=0.1)
+    telemetry = Telemetry(broker.settings, identity, journal, poll_s=0.1, heartbeat_s=heartbeat_s)
     await telemetry.start()
     try:
         yield telemetry

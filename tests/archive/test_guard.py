@@ -48,6 +48,7 @@ async def test_records_published_ahead_of_the_table_do_not_take_its_place(
         "round_started",
     ]
     forged_7 = forge(real[6], outcome="forged")  # self-consistent: hash recomputed over the real link
+    real_7, fake_7 = json.loads(real[6])["hash"], json.loads(forged_7)["hash"]
     placeholder_8 = json.dumps(
         {"version": 1, "seq": 8, "kind": "round_settled", "classification": "secret", "withheld": True}
     ).encode()
@@ -59,10 +60,14 @@ async def test_records_published_ahead_of_the_table_do_not_take_its_place(
         # (The placeholder twice: a refusal is raised once, however often the record comes.)
         await publish(broker.port, events_topic("dab-07"), [forged_7, placeholder_8, random_9, placeholder_8])
         await until(lambda: worker.stored == 7 and worker.refused == 3, worker)
-        await publish(broker.port, events_topic("dab-07"), real[6:])
-        await until(
-            lambda: worker.stored == 20 and any(a.kind == "changed_hash" for a in worker.alarms), worker
-        )
+        # The table's own 7 alone: the forgery leaves events, and both copies wait in quarantine
+        # (no report counts either) until the table's chain settles which is real.
+        await publish(broker.port, events_topic("dab-07"), real[6:7])
+        await until(lambda: any(a.kind == "changed_hash" for a in worker.alarms), worker)
+        assert rows(db, "SELECT count(*) FROM events WHERE seq = 7") == [(0,)]
+        assert rows(db, "SELECT sum(events) FROM archive_table_day") == [(6,)]
+        await publish(broker.port, events_topic("dab-07"), real[7:])
+        await until(lambda: rows(db, "SELECT count(*) FROM events") == [(20,)], worker)
         # The sweep has walked the whole chain: record 8 links to the table's own 7, which is in
         # quarantine, so that is no fork.
         await until(lambda: rows(db, "SELECT checked_seq FROM chain_state") == [(20,)], worker)
@@ -70,17 +75,17 @@ async def test_records_published_ahead_of_the_table_do_not_take_its_place(
     assert [(k, s) for k, s, _ in alarms] == [("refused", 8), ("bad_hash", 9), ("changed_hash", 7)]
     assert alarms[0][2] == "record 8: kind 'round_settled' is public, not secret; not archived"
     assert alarms[1][2] == "record 9: published hash is not that of its contents; not archived"
-    real_7, fake_7 = json.loads(real[6])["hash"], json.loads(forged_7)["hash"]
     assert (
         f"archived hash {fake_7[:12]} received" in alarms[2][2]
         and f"also hash {real_7[:12]} received" in alarms[2][2]
     )
-    # 8 and 9 are the table's own; 7 is contested, both copies kept with where they came from.
-    hashes = dict(rows(db, "SELECT seq, hash FROM events WHERE seq IN (8, 9)"))
-    assert hashes == {8: json.loads(real[7])["hash"], 9: json.loads(real[8])["hash"]}
-    assert rows(db, "SELECT seq, archived, hash, received_by FROM quarantine ORDER BY id") == [
-        (7, True, fake_7, "archive-1"),
-        (7, False, real_7, "archive-1"),
+    # 7, 8 and 9 are the table's own: its 8 links to its own 7, which settled the contest; both
+    # copies of 7 are kept with where they came from, the forgery not chosen.
+    hashes = dict(rows(db, "SELECT seq, hash FROM events WHERE seq IN (7, 8, 9)"))
+    assert hashes == {7: real_7, 8: json.loads(real[7])["hash"], 9: json.loads(real[8])["hash"]}
+    assert rows(db, "SELECT seq, archived, hash, received_by, chosen FROM quarantine ORDER BY id") == [
+        (7, True, fake_7, "archive-1", False),
+        (7, False, real_7, "archive-1", True),
     ]
     # The honest journal agrees, and verify says which copy of 7 it holds.
     assert await asyncio.to_thread(_verify, db, journal) == 0
@@ -90,7 +95,7 @@ async def test_records_published_ahead_of_the_table_do_not_take_its_place(
         + real_7[:12]
         in out
     )
-    assert "20 archived records agree with the journal" in out
+    assert "complete: all 20 records of the journal are archived and agree with it" in out
 
 
 async def test_a_record_that_does_not_link_is_quarantined_not_archived(

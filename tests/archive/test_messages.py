@@ -66,7 +66,8 @@ def test_a_public_record_and_a_placeholder_as_published() -> None:
     assert public.hash_holds() is None  # no prev_hash published: nothing to recompute with
     # COPY's text format: tab, newline and backslash escaped, so the payload is one field.
     line = copy_line(public)
-    assert line.count("\t") == 12 and line.endswith("\t\\N\t\\N\t\n") and "tab\\\\there\\\\\\\\" in line
+    # (received_by and journal empty: no worker named, a table that does not name its journal)
+    assert line.count("\t") == 13 and line.endswith("\t\\N\t\\N\t\t\n") and "tab\\\\there\\\\\\\\" in line
     # A table from before the gaming day: its placeholder has no time, so it counts on arrival.
     body = {"version": 1, "seq": 4, "kind": "card_burned", "classification": "secret", "withheld": True}
     withheld = parse_event(TOPIC, json.dumps(body).encode(), NOW)

@@ -87,9 +87,10 @@ def test_add_user_refuses_an_existing_account(tmp_path: pathlib.Path, role: str,
 def test_add_user_archive_account_gets_its_block(tmp_path: pathlib.Path) -> None:
     assert _add_user(tmp_path, "archive", "archive-db1").returncode == 0
     block = (
-        "user archive-db1\ntopic read tablectl/+/+/events\ntopic read tablectl/+/+/cmd/republish/result\n"
+        "user archive-db1\ntopic read tablectl/+/+/events\ntopic read tablectl/+/+/status\n"
+        "topic read tablectl/+/+/heartbeat\ntopic read tablectl/+/+/cmd/republish/result\n"
         "topic write tablectl/+/+/cmd/republish\ntopic write tablectl/+/archive/alarms\n"
-    )  # events in, gaps asked for (cmd/republish and its answer), its alarms out
+    )  # events in, where each journal stands (status, heartbeat), gaps asked for, its alarms out
     assert (tmp_path / "acl").read_text().endswith(block)
 
 

@@ -36,7 +36,11 @@ async def test_birth_then_clean_death(broker: Broker, tmp_path: pathlib.Path) ->
         assert birth["version"] == 1 and birth["site"] == "site-a" and birth["table"] == "t1"
         assert birth["game"] == "double-attack" and birth["config_hash"] == "sha256:test"
         assert {"tablectl", "python", "aiomqtt", "journal_format", "payload"} <= set(birth["versions"])
-        assert birth["journal"] == {"last_seq": 3, "published_seq": 0}
+        with Journal.open(path, create=False, readonly=True) as journal:
+            first = next(journal.records())
+        # The journal's identity (its first record's hash) with where it stands: every gaming day
+        # starts on a fresh journal whose seq starts at 1 again.
+        assert birth["journal"] == {"last_seq": 3, "published_seq": 0, "id": first.hash}
         await telemetry.stop()
         await obs.wait_for(lambda ms: any(m.topic == STATUS and m.json()["online"] is False for m in ms))
         death = {"version": 1, "schema_version": 1, "online": False, "clean": True, "birth": birth["birth"],
