@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from nats.aio.msg import Msg
 
+from controller.archive.jetstream import JetStreamSettings, JetStreamWorker, Pulled
 from controller.archive.nats_accounts import render
 from controller.errors import ConfigError
 from controller.telemetry.nats_link import inbox_prefix, nats_settings, parse_servers, subject_of, topic_of
@@ -78,3 +82,20 @@ def test_credentials_come_from_the_environment_and_a_user_only_with_a_password()
     s = nats_settings("tls://a:4222", {"TABLECTL_NATS_PASSWORD": "pw"}, username="archive-1")
     assert (s.username, s.password, s.tls) == ("archive-1", "pw", True)
     assert "pw" not in repr(s)
+
+
+def test_the_gap_grace_follows_how_long_records_wait_in_the_stream() -> None:
+    """35.5: records 20 s old in the stream, or a backlog in the consumer, make the sweep wait
+    longer before asking a table again (the grace is --gap-grace + 2 x this)."""
+    worker = JetStreamWorker(JetStreamSettings(["nats://127.0.0.1:1"], gap_grace_s=10.0))
+    assert worker.behind_s() == 0.0
+    stored_ns = int((time.time() - 20.0) * 1e9)  # the stream's timestamp of the message, 20 s ago
+    msg = Msg(
+        _client=None,
+        subject="tablectl.f.t.events",
+        reply=f"$JS.ACK.TABLECTL_EVENTS.archive.1.7.7.{stored_ns}.0",
+    )  # type: ignore[arg-type]
+    worker._lag.observe(time.time(), [Pulled(msg, "tablectl/f/t/events", b"", datetime.now(UTC))])
+    assert 19.0 < worker.behind_s() < 30.0
+    worker.pending = 10_000  # more than a batch waits in the consumer
+    assert worker.behind_s() > 29.0
