@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import pathlib
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -38,12 +38,21 @@ from typing import Any
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import nats
+import nats.errors
 import psycopg
 
-from bench.fleet_load import card_dealt, connect_frame, publish_frame, utf8_field
+from bench.fleet_load import card_dealt
 from controller.gaming_day import PENNSYLVANIA
 from controller.journal import GENESIS_HASH, Classification, Record, canonical_json, record_hash
-from controller.telemetry.payloads import death, encode, event_message
+from controller.telemetry.jetstream_events import (
+    PUBACK_TIMEOUT_S,
+    RECONNECT_AFTER_S,
+    ConfirmedSender,
+    msg_id,
+    publish_confirmed,
+)
+from controller.telemetry.nats_link import subject_of
+from controller.telemetry.payloads import encode, event_message
 from controller.telemetry.topics import TableTopics
 from tests import postgres_fixtures
 from tests.nats_fixtures import NatsCluster
@@ -52,65 +61,26 @@ SITE = "bench"
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-class _Link(asyncio.Protocol):
-    """One table's connection: a CONNACK, then 4-byte PUBACKs (nothing is subscribed)."""
-
-    def __init__(self, table: FleetTable) -> None:
-        self.table = table
-        self.connected: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.transport: asyncio.Transport | None = None
-        self.buffer = b""
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        data = self.buffer + data
-        if not self.connected.done():
-            if len(data) < 4:
-                self.buffer = data
-                return
-            if data[:2] != b"\x20\x02" or data[3] != 0:
-                self.connected.set_exception(ConnectionError(f"CONNACK refused: {data[:4].hex()}"))
-                return
-            self.connected.set_result(None)
-            data = data[4:]
-        whole = len(data) - len(data) % 4
-        for i in range(0, whole, 4):
-            if data[i] == 0x40:
-                self.table.acked(struct.unpack("!H", data[i + 2 : i + 4])[0])
-        self.buffer = data[whole:]
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.connected.done():
-            self.connected.set_exception(exc or ConnectionError("closed before CONNACK"))
-        self.table.lost(self)
-
-
 @dataclass
 class FleetTable:
-    """A table with an outbox: every event kept, each resent until the broker acknowledges it."""
+    """A table with an outbox: every event kept, each sent again until the stream confirms it
+    (a JetStream PubAck: stored on a quorum of the stream's replicas), as the real table's
+    JetStream publisher does (controller/telemetry/jetstream_events.py, the same function)."""
 
     topics: TableTopics
-    ports: list[int]
-    node: int  # which node's MQTT listener it uses now
+    servers: list[str]
     seq: int = 0
     prev_hash: str = GENESIS_HASH
     bodies: dict[int, bytes] = field(default_factory=dict)
-    outstanding: set[int] = field(default_factory=set)  # seqs no node has acknowledged yet
-    unacked: dict[int, int] = field(default_factory=dict)  # packet id -> seq, on this connection
-    packet_id: int = 0
-    link: _Link | None = None
-    connecting: bool = False
+    confirmed: int = 0  # every seq up to this one is in the stream
     reconnects: int = 0
+    resent: int = 0  # records sent again after the stream did not confirm them
+    fresh_connections: int = 0  # connections closed and made again after 30 s with no PubAck
+    nc: Any = None
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
-        self.events_topic = utf8_field(self.topics.events)
-
-    def _next_id(self) -> int:
-        self.packet_id = self.packet_id % 0xFFFF + 1
-        return self.packet_id
+        self.subject = subject_of(self.topics.events)
 
     def make_event(self, now: float) -> None:
         self.seq += 1
@@ -120,120 +90,108 @@ class FleetTable:
         record = Record(self.seq, now, "card_dealt", public, dealt, self.prev_hash, digest)
         self.prev_hash = digest
         self.bodies[self.seq] = encode(event_message(record, PENNSYLVANIA, prev_public=True))
-        self.outstanding.add(self.seq)
-        self.send(self.seq)
-
-    def send(self, seq: int) -> None:
-        link = self.link
-        if link is None or link.transport is None or link.transport.is_closing():
-            return  # sent again on the next connection
-        pid = self._next_id()
-        self.unacked[pid] = seq
-        link.transport.write(publish_frame(self.events_topic, pid, self.bodies[seq]))
-
-    def acked(self, pid: int) -> None:
-        seq = self.unacked.pop(pid, None)
-        if seq is not None:
-            self.outstanding.discard(seq)
-
-    def lost(self, link: _Link) -> None:
-        if link is self.link:
-            self.link = None
+        self.wake.set()
 
     async def connect(self) -> None:
-        self.connecting = True
-        loop = asyncio.get_running_loop()
-        while True:
-            port = self.ports[self.node % len(self.ports)]
-            try:
-                _, link = await loop.create_connection(lambda: _Link(self), "127.0.0.1", port)
-                assert link.transport is not None
-                identity = {"site": SITE, "table": self.topics.table, "game": "double-attack"}
-                will = encode(death(identity, "bench", "bench", clean=False))
-                link.transport.write(connect_frame(f"bench-{self.topics.table}", self.topics.status, will))
-                await asyncio.wait_for(link.connected, 5)
-            except (OSError, ConnectionError, TimeoutError):
-                self.node += 1  # that node is gone: the next one
-                await asyncio.sleep(0.2)
+        async def quiet(_e: Exception) -> None:
+            pass  # a node killed on purpose: the client moves to another by itself
+
+        async def moved() -> None:
+            self.reconnects += 1
+
+        self.nc = await nats.connect(
+            servers=self.servers,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=0.5,
+            error_cb=quiet,
+            reconnected_cb=moved,
+        )
+
+    def batch(self, first: int, last: int) -> list[tuple[int, str, bytes]]:
+        return [(s, msg_id(self.topics, s, self.bodies[s]), self.bodies[s]) for s in range(first, last + 1)]
+
+    async def send(self, stop: asyncio.Event) -> None:
+        """The outbox: what is not confirmed, in seq order, 256 at a time, until ``stop`` and all
+        confirmed, by the real publisher's sender (backoff and probe after a shortfall)."""
+        js = self.nc.jetstream(timeout=PUBACK_TIMEOUT_S)
+        sender = ConfirmedSender()
+        never = asyncio.Event()
+        while not (stop.is_set() and self.confirmed == self.seq):
+            if self.confirmed == self.seq:
+                self.wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(0.5):
+                        await self.wake.wait()
                 continue
-            self.link = link
-            self.connecting = False
-            # What no node acknowledged goes again, in seq order (the outbox's rule).
-            self.unacked.clear()
-            for seq in sorted(self.outstanding):
-                self.send(seq)
-            return
+            last = min(self.seq, self.confirmed + 256)
+            got = await sender.send(js, self.subject, self.batch(self.confirmed + 1, last), never)
+            self.confirmed = max(self.confirmed, got)
+            self.resent = sender.unconfirmed
+            if sender.stuck_s > RECONNECT_AFTER_S:  # as the real publisher: a fresh connection
+                self.fresh_connections += 1
+                await self.nc.close()
+                await self.connect()
+                js = self.nc.jetstream(timeout=PUBACK_TIMEOUT_S)
+                resent, sender = sender.unconfirmed, ConfirmedSender()
+                sender.unconfirmed = resent
 
 
 async def fleet(tables: list[FleetTable], rate: float, seconds: float, events: dict[str, Any]) -> None:
-    """Every table ``rate`` events a second, spread evenly; a table that lost its node reconnects."""
+    """Every table ``rate`` events a second, spread evenly; each table's outbox sends on its own."""
     period = 1.0 / rate
     slices = 10
     began = time.monotonic()
     step = 0
-    reconnecting: set[asyncio.Task[None]] = set()
-
-    def reconnect(t: FleetTable) -> None:
-        if t.connecting:
-            return
-        t.reconnects += 1
-        t.node += 1
-        t.connecting = True
-        task = asyncio.create_task(t.connect())
-        reconnecting.add(task)
-        task.add_done_callback(reconnecting.discard)
-
+    stop = asyncio.Event()
+    senders = [asyncio.create_task(t.send(stop)) for t in tables]
     while time.monotonic() - began < seconds:
         now = time.time()
         for t in tables[step % slices :: slices]:
-            if t.link is None:
-                reconnect(t)
             t.make_event(now)
         step += 1
         await asyncio.sleep(max(0.0, began + step * period / slices - time.monotonic()))
     events["published_until"] = time.time()
-    # Until every event is acknowledged by a node.
-    deadline = time.monotonic() + 60
-    while any(t.outstanding for t in tables):
-        for t in tables:
-            if t.link is None:
-                reconnect(t)
-        if time.monotonic() > deadline:
-            left = {
-                t.topics.table: (len(t.outstanding), t.link is not None, t.node)
-                for t in tables
-                if t.outstanding
-            }
-            raise TimeoutError(f"the fleet's events were not all acknowledged: {left}")
-        await asyncio.sleep(0.1)
+    stop.set()
+    # Until the stream confirmed every event.
+    try:
+        async with asyncio.timeout(90):
+            await asyncio.gather(*senders)
+    except TimeoutError:
+        left = {t.topics.table: t.seq - t.confirmed for t in tables if t.confirmed < t.seq}
+        raise TimeoutError(f"the fleet's events were not all confirmed: {left}") from None
 
 
-async def republisher(servers: list[str], tables: dict[str, FleetTable], stop: asyncio.Event) -> int:
-    """Answers cmd/republish for the simulated tables (a real table answers from its journal)."""
+async def republisher(
+    servers: list[str], tables: dict[str, FleetTable], stop: asyncio.Event, answer: bool
+) -> dict[str, int]:
+    """Answers cmd/republish for the simulated tables (a real table answers from its journal),
+    through JetStream with the same message ids; with ``answer`` False only counts the asks."""
 
     async def quiet(_e: Exception) -> None:
-        pass  # a node killed on purpose: the client moves to another by itself
+        pass
 
     nc = await nats.connect(
         servers=servers, max_reconnect_attempts=-1, reconnect_time_wait=0.2, error_cb=quiet
     )
-    answered = 0
+    js = nc.jetstream(timeout=PUBACK_TIMEOUT_S)
+    counts = {"asks": 0, "records_resent": 0}
 
     async def on_request(msg: Any) -> None:
-        nonlocal answered
         table = tables.get(msg.subject.split(".")[2])
-        doc = json.loads(msg.data)
         if table is None:
             return
-        first, last = doc["args"]["from_seq"], doc["args"]["to_seq"]
-        for seq in range(first, min(last, table.seq) + 1):
-            await nc.publish(f"tablectl.{SITE}.{table.topics.table}.events", table.bodies[seq])
-        answered += 1
+        counts["asks"] += 1
+        if not answer:
+            return
+        doc = json.loads(msg.data)
+        first, last = doc["args"]["from_seq"], min(doc["args"]["to_seq"], table.seq)
+        counts["records_resent"] += max(0, last - first + 1)
+        await publish_confirmed(js, table.subject, table.batch(first, last))
 
     await nc.subscribe(f"tablectl.{SITE}.*.cmd.republish", cb=on_request)
     await stop.wait()
     await nc.close()
-    return answered
+    return counts
 
 
 def start_worker(
@@ -288,8 +246,29 @@ def query(dsn: str, sql: str) -> list[tuple[Any, ...]]:
         return list(conn.execute(sql))
 
 
+async def stream_leader(servers: list[str]) -> str:
+    """The name of the node that leads TABLECTL_EVENTS now."""
+    nc = await nats.connect(servers=servers)
+    try:
+        for _ in range(10):  # a loaded machine may take a while to answer
+            with contextlib.suppress(nats.errors.TimeoutError):
+                info = await nc.jetstream(timeout=5).stream_info("TABLECTL_EVENTS")
+                assert info.cluster is not None and info.cluster.leader is not None
+                return info.cluster.leader
+        raise TimeoutError("no answer to STREAM.INFO TABLECTL_EVENTS")
+    finally:
+        await nc.close()
+
+
 async def run(
-    tables_n: int, rate: float, seconds: float, ack_wait: float, work: pathlib.Path
+    tables_n: int,
+    rate: float,
+    seconds: float,
+    ack_wait: float,
+    work: pathlib.Path,
+    *,
+    kill_leader: bool = False,
+    republish: bool = True,
 ) -> dict[str, Any]:
     cluster = NatsCluster(work / "nats")
     pg = postgres_fixtures.make_cluster()
@@ -301,17 +280,19 @@ async def run(
         names = [f"t{i:04d}" for i in range(tables_n)]
         workers = [start_worker(servers, pg.dsn, f"worker-{i}", work, ack_wait, names) for i in (1, 2)]
         await wait_stream(servers)
-        ports = [n.mqtt_port for n in cluster.nodes]
-        tables = [FleetTable(TableTopics(SITE, name), ports, node=i % 3) for i, name in enumerate(names)]
+        tables = [FleetTable(TableTopics(SITE, name), servers) for name in names]
         for t in tables:
             await t.connect()
         stop = asyncio.Event()
-        answers = asyncio.create_task(republisher(servers, {t.topics.table: t for t in tables}, stop))
+        by_name = {t.topics.table: t for t in tables}
+        answers = asyncio.create_task(republisher(servers, by_name, stop, republish))
         marks: dict[str, Any] = {"start": time.time()}
         load = asyncio.create_task(fleet(tables, rate, seconds, marks))
-        # Kill the node most tables do not use first? No: the first node, whatever it leads.
         await asyncio.sleep(seconds * 0.3)
-        victim = cluster.nodes[0]
+        # The first node, whatever it leads; or (kill_leader) the one that leads the stream, whose
+        # loss costs an election during which no publish is confirmed.
+        leader = await stream_leader(servers)
+        victim = next(n for n in cluster.nodes if n.name == leader) if kill_leader else cluster.nodes[0]
         marks["node_killed"] = time.time()
         cluster.kill(victim)
         await asyncio.sleep(seconds * 0.3)
@@ -343,7 +324,7 @@ async def run(
         finally:
             await nc.close()
         stop.set()
-        answered = await answers
+        asked = await answers
         distinct = query(pg.dsn, "SELECT count(DISTINCT (table_id, seq)) FROM events")[0][0]
         max_lag = query(pg.dsn, "SELECT max(extract(epoch FROM received_at) - at) FROM events")[0][0]
 
@@ -371,6 +352,8 @@ async def run(
             "rate_per_table": rate,
             "seconds": seconds,
             "node_killed": victim.name,
+            "node_killed_led_stream": victim.name == leader,
+            "republish_answered": republish,
             "worker_killed": "worker-1",
             "events_published": published,
             "events_archived": archived,
@@ -386,8 +369,16 @@ async def run(
             "lag_s_after_worker_loss": lag(marks["worker_killed"], marks["published_until"]),
             "drain_s": round(marks["drained"] - marks["published_until"], 1),
             "table_reconnects": sum(t.reconnects for t in tables),
+            "table_fresh_connections": sum(t.fresh_connections for t in tables),
             "gap_requests": query(pg.dsn, "SELECT count(*) FROM gap_requests")[0][0],
-            "republish_answered": answered,
+            "open_gaps": open_gaps,
+            "republish_asks": asked["asks"],
+            # Records sent again: asked for by the archive, and unconfirmed by the stream.
+            "records_resent_on_request": asked["records_resent"],
+            "records_resent_unconfirmed": sum(t.resent for t in tables),
+            "resent_share": round(
+                (asked["records_resent"] + sum(t.resent for t in tables)) / max(published, 1), 4
+            ),
             "chain_alarms": query(pg.dsn, "SELECT count(*) FROM chain_alarms")[0][0],
             "consumer_at_end": stream_state,
         }
@@ -410,11 +401,34 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=60.0)
     p.add_argument("--ack-wait", type=float, default=5.0)
     p.add_argument("--keep", help="a directory for the logs, kept afterwards")
+    p.add_argument(
+        "--kill-leader",
+        action="store_true",
+        default=os.environ.get("KILL_LEADER") == "1",
+        help="kill the node that leads the stream (or KILL_LEADER=1)",
+    )
+    p.add_argument(
+        "--no-republish",
+        action="store_true",
+        default=os.environ.get("NO_REPUBLISH") == "1",
+        help="the tables do not answer republish requests (or NO_REPUBLISH=1): every record must "
+        "arrive by the outbox alone",
+    )
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="archive-failover-") as d:
         work = pathlib.Path(args.keep or d)
         work.mkdir(parents=True, exist_ok=True)
-        result = asyncio.run(run(args.tables, args.rate, args.seconds, args.ack_wait, work))
+        result = asyncio.run(
+            run(
+                args.tables,
+                args.rate,
+                args.seconds,
+                args.ack_wait,
+                work,
+                kill_leader=args.kill_leader,
+                republish=not args.no_republish,
+            )
+        )
     print(json.dumps(result))
     return 0 if result["lost"] == 0 and result["duplicated"] == 0 else 1
 

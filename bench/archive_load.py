@@ -1,7 +1,20 @@
-"""The archive under a floor's load: tables x rate events a second through mosquitto into
-PostgreSQL, with 1 and then 2 archive workers.
+"""The archive under a floor's load: tables x rate events a second through mosquitto (or a
+three-node NATS JetStream cluster, ``--nats``) into PostgreSQL, with 1 and then 2 archive workers.
 
     .venv/bin/python bench/archive_load.py [--tables 500] [--rate 10] [--seconds 30] [--workers 1,2]
+                                           [--nats] [--durable]
+
+With ``--nats`` the simulated tables are bench/archive_failover.py's: each publishes through
+JetStream and counts an event sent on the stream's PubAck (the shipped path); the workers are
+``tablectl archive --nats`` on an open cluster (no users: the permissions cost nothing per
+message). With ``--durable`` PostgreSQL runs with ``fsync`` on (and ``synchronous_commit`` on, as
+always). After the drain the same rows are copied by one bare ``COPY`` into a table like
+``events`` (its keys and indexes) in the same database: ``copy_ceiling_rows_per_s`` is what the
+database takes at best, and ``archive_share_of_ceiling`` the archive's sustained rate over it.
+``load_cpu_s`` is the load generator's own CPU (its processes'), apart from the archive's.
+With ``--preload`` (``--nats``) the workers start only once the stream holds the whole load, so
+the archive's rate is its drain's (``drain_events_per_s``, first commit to last) with no load
+generator running beside it.
 
 For each worker count: a fresh mosquitto (plain TCP on a free port, max_queued_messages 0) and a
 fresh PostgreSQL cluster (initdb on a free port, fsync off as in the tests; synchronous_commit on),
@@ -58,7 +71,45 @@ def load_main(
         await publish(tables, rate, seconds, start_at)
         return sum(t.seq for t in tables)
 
-    q.put(asyncio.run(run()))
+    published = asyncio.run(run())
+    q.put((published, sum(os.times()[:2])))
+
+
+def load_main_nats(
+    servers: list[str], first: int, count: int, rate: float, seconds: float, start_at: float, q: Any
+) -> None:
+    from bench.archive_failover import SITE, FleetTable, fleet
+    from controller.telemetry.topics import TableTopics
+
+    async def run() -> int:
+        tables = [FleetTable(TableTopics(SITE, f"t{i:04d}"), servers) for i in range(first, first + count)]
+        for t in tables:
+            await t.connect()
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+        await fleet(tables, rate, seconds, {})  # returns once the stream confirmed every event
+        return sum(t.seq for t in tables)
+
+    published = asyncio.run(run())
+    q.put((published, sum(os.times()[:2])))
+
+
+def copy_ceiling(dsn: str) -> tuple[int, float]:
+    """The archived rows again, by one bare COPY into a table like events (keys, indexes) in the
+    same database, committed: (rows, seconds). What the database takes at best."""
+    with psycopg.connect(dsn) as conn:
+        buf = bytearray()
+        with conn.cursor().copy("COPY (SELECT * FROM events) TO STDOUT (FORMAT binary)") as out:
+            for chunk in out:
+                buf += chunk
+        conn.execute("CREATE TABLE events_ceiling (LIKE events INCLUDING ALL)")
+        conn.commit()
+        began = time.perf_counter()
+        with conn.cursor().copy("COPY events_ceiling FROM STDIN (FORMAT binary)") as into:
+            into.write(bytes(buf))
+        conn.commit()
+        took = time.perf_counter() - began
+        row = conn.execute("SELECT count(*) FROM events_ceiling").fetchone()
+        return (int(row[0]) if row else 0), took
 
 
 def cpu_seconds(pid: int) -> float:
@@ -76,64 +127,90 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
     load_before = os.getloadavg()[0]
     d = pathlib.Path(tempfile.mkdtemp(prefix="archive-bench-"))
     port = free_port()
-    broker = start_broker(d, port)
-    cluster = postgres_fixtures.make_cluster()
+    nats_cluster = None
+    if args.nats:
+        from tests.nats_fixtures import NatsCluster
+
+        nats_cluster = NatsCluster(d / "nats")
+        nats_cluster.start()
+        broker_args = ["--nats", ",".join(nats_cluster.servers)]
+    else:
+        broker = start_broker(d, port)
+        broker_args = ["--broker", f"mqtt://127.0.0.1:{port}"]
+    cluster = postgres_fixtures.make_cluster(durable=args.durable)
     procs: list[subprocess.Popen[bytes]] = []
     # The simulated tables, registered as the broker's password file would list them (the archive
     # keeps no rows of a table nobody registered).
     known = d / "tables.passwd"
     known.write_text("".join(f"bench/t{i:04d}:-\n" for i in range(args.tables)), encoding="utf-8")
     try:
-        for i in range(workers):
-            with open(d / f"worker{i}.log", "wb") as log:
-                procs.append(
-                    subprocess.Popen(
-                        [
-                            sys.executable,
-                            "-m",
-                            "controller.cli",
-                            "archive",
-                            "--broker",
-                            f"mqtt://127.0.0.1:{port}",
-                            "--db",
-                            cluster.dsn,
-                            "--client-id",
-                            f"bench-archive-{i}",
-                            "--tables-from",
-                            str(known),
-                        ],
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
+
+        def start_workers() -> None:
+            for i in range(workers):
+                with open(d / f"worker{i}.log", "wb") as log:
+                    procs.append(
+                        subprocess.Popen(
+                            [
+                                sys.executable,
+                                "-m",
+                                "controller.cli",
+                                "archive",
+                                *broker_args,
+                                "--db",
+                                cluster.dsn,
+                                "--client-id",
+                                f"bench-archive-{i}",
+                                "--tables-from",
+                                str(known),
+                            ],
+                            stdout=log,
+                            stderr=subprocess.STDOUT,
+                        )
                     )
-                )
-        # The workers have subscribed once their migrations ran and the broker logged them in.
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with psycopg.connect(cluster.dsn) as conn:
-                    if conn.execute("SELECT to_regclass('events') IS NOT NULL").fetchone() == (True,):
-                        break
-            except psycopg.Error:
-                pass
-            time.sleep(0.2)
-        time.sleep(2.0)  # a benchmark may wait: the subscriptions are in place well before this
-        for i, p in enumerate(procs):
-            if p.poll() is not None:
-                raise SystemExit(f"archive worker {i} exited: see {d}/worker{i}.log")
+            # The workers have subscribed once their migrations ran and the broker logged them in.
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    with psycopg.connect(cluster.dsn) as conn:
+                        if conn.execute("SELECT to_regclass('events') IS NOT NULL").fetchone() == (True,):
+                            break
+                except psycopg.Error:
+                    pass
+                time.sleep(0.2)
+            time.sleep(2.0)  # a benchmark may wait: the subscriptions are in place well before this
+            for i, p in enumerate(procs):
+                if p.poll() is not None:
+                    raise SystemExit(f"archive worker {i} exited: see {d}/worker{i}.log")
+
+        if args.preload and nats_cluster is not None:
+            # The stream first, then the whole load into it with no worker running: the workers
+            # then drain a backlog, the archive's own best rate.
+            from controller.archive.jetstream import JetStreamSettings, setup
+
+            asyncio.run(setup(JetStreamSettings(nats_cluster.servers)))
+        else:
+            start_workers()
         ctx = multiprocessing.get_context("spawn")
         q = ctx.Queue()
         start_at = time.time() + 3.0
         per = args.tables // args.load_procs
+        target: Any = load_main if nats_cluster is None else load_main_nats
+        where: Any = port if nats_cluster is None else nats_cluster.servers
         loads = [
-            ctx.Process(target=load_main, args=(port, p * per, per, args.rate, args.seconds, start_at, q))
+            ctx.Process(target=target, args=(where, p * per, per, args.rate, args.seconds, start_at, q))
             for p in range(args.load_procs)
         ]
         for p in loads:
             p.start()
         cpu0 = [cpu_seconds(p.pid) for p in procs]
-        published = sum(q.get(timeout=args.seconds + 120) for _ in loads)
+        results = [q.get(timeout=args.seconds + 180) for _ in loads]
+        published = sum(n for n, _ in results)
+        load_cpu = round(sum(c for _, c in results), 1)
         for p in loads:
             p.join()
+        if args.preload and nats_cluster is not None:
+            start_workers()
+            cpu0 = [cpu_seconds(p.pid) for p in procs]
         # Drain: wait until every published event is archived, or nothing has moved for 15 s.
         last, still_since = -1, time.monotonic()
         while True:
@@ -161,17 +238,27 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
                 " extract(epoch FROM max(received_at) - min(received_at)) FROM events"
             ).fetchone()
             archived = count(cluster.dsn)
+        ceiling_rows, ceiling_s = copy_ceiling(cluster.dsn)
         assert lag is not None and alarms is not None and commits is not None
         busy_s = max(float(commits[1]), 1.0)
         in_window = int(lag[1])
+        ceiling = ceiling_rows / max(ceiling_s, 1e-9)
+        # Preloaded: the archive's rate is the drain's (first commit to last), not the window's.
+        sustained = archived / busy_s if args.preload else in_window / args.seconds
         return {
+            "transport": "nats" if nats_cluster is not None else "mqtt",
+            "durable_postgres": args.durable,
             "workers": workers,
             "tables": args.tables,
             "offered_events_per_s": round(published / args.seconds),
             "published": published,
             "archived": archived,
             "rows_lost": published - archived,
-            "sustained_events_per_s": round(in_window / args.seconds),
+            "sustained_events_per_s": round(sustained),
+            "drain_events_per_s": round(archived / busy_s),
+            "copy_ceiling_rows_per_s": round(ceiling),
+            "archive_share_of_ceiling": round(sustained / ceiling, 2),
+            "load_cpu_s": load_cpu,
             "lag_p50_ms": round(lag[0][0] * 1000, 1),
             "lag_p99_ms": round(lag[0][1] * 1000, 1),
             "chain_alarms": int(alarms[0]),
@@ -192,8 +279,11 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
             except subprocess.TimeoutExpired:
                 p.kill()
         postgres_fixtures.remove(cluster)
-        broker.kill()
-        broker.wait()
+        if nats_cluster is not None:
+            nats_cluster.stop()
+        else:
+            broker.kill()
+            broker.wait()
 
 
 def main() -> int:
@@ -203,6 +293,13 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--load-procs", type=int, default=2)
+    parser.add_argument("--nats", action="store_true", help="a three-node JetStream cluster, not mosquitto")
+    parser.add_argument("--durable", action="store_true", help="PostgreSQL with fsync on")
+    parser.add_argument(
+        "--preload",
+        action="store_true",
+        help="--nats: the whole load into the stream first, then the workers drain it",
+    )
     args = parser.parse_args()
     for n in (int(x) for x in args.workers.split(",")):
         print(json.dumps(run_once(args, n)), flush=True)

@@ -78,6 +78,9 @@ class TelemetrySection(Document):
     ca_file: NonEmpty | None = None
     keepalive_s: Annotated[int, Rule("must be a whole number of seconds from 2 to 600", ge=2, le=600)] = 10
     require_tls: Annotated[bool, Rule("must be true or false")] = False
+    # A NATS cluster's nodes (docs/scale-out.md): the events go through its JetStream stream,
+    # confirmed once stored; status, state and commands stay on the MQTT broker above.
+    events_nats: Annotated[str, Rule("must be nats:// or tls:// URLs, comma-separated")] | None = None
 
 
 class ConsoleSection(Document):

@@ -1,7 +1,11 @@
 """A three-node NATS cluster of its own (Debian's nats-server 2.9: JetStream and the MQTT
 listener) on free loopback ports, for the clustered archive's tests and bench/archive_failover.py.
 Never the machine's own server. A node is ready when its log says so; the cluster is ready when
-one node's log names a JetStream metadata leader."""
+one node's log names a JetStream metadata leader.
+
+Open (no users, no TLS) by default; with ``Secure`` each node runs the shipped
+config/nats/node.conf (TLS on clients, routes and MQTT; the accounts `tablectl archive
+nats-accounts` makes), only its ports, paths and names replaced."""
 
 from __future__ import annotations
 
@@ -13,9 +17,23 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from controller.archive.nats_accounts import render
 from tests.ports import free_port
 
 CLUSTER = "tablectl"
+SHIPPED = pathlib.Path(__file__).resolve().parents[1] / "config" / "nats" / "node.conf"
+
+
+@dataclass(frozen=True)
+class Secure:
+    pki: pathlib.Path  # ca.crt, server.crt, server.key (tests/mosquitto_fixtures.make_pki)
+    passwords: dict[str, str]  # user -> password, as `tablectl archive nats-accounts` reads them
+
+
+def _replace(text: str, old: str, new: str) -> str:
+    if old not in text:  # the shipped file changed: the tests must follow it, never drift from it
+        raise AssertionError(f"config/nats/node.conf no longer has {old!r}")
+    return text.replace(old, new)
 
 
 def nats_binary() -> str:
@@ -42,6 +60,20 @@ class Node:
     def log(self) -> pathlib.Path:
         return self.dir / f"{self.name}.log"
 
+    def secure_conf(self, routes: list[int], secure: Secure, accounts: pathlib.Path) -> str:
+        text = SHIPPED.read_text(encoding="utf-8")
+        text = _replace(text, "server_name: nats-1", f"server_name: {self.name}")
+        text = _replace(text, "listen: 0.0.0.0:4222", f"listen: 127.0.0.1:{self.port}")
+        text = _replace(text, "listen: 0.0.0.0:6222", f"listen: 127.0.0.1:{self.cluster_port}")
+        text = _replace(text, "listen: 0.0.0.0:8883", f"listen: 127.0.0.1:{self.mqtt_port}")
+        text = _replace(text, "/etc/nats/tls/", f"{secure.pki}/")
+        text = _replace(text, '"/var/lib/nats/jetstream"', f'"{self.dir / self.name}"')
+        text = _replace(text, "max_file_store: 200GB", "max_file_store: 4GB, max_memory_store: 256MB")
+        shipped_routes = text[text.index("  routes: [") : text.index("]", text.index("  routes: [")) + 1]
+        route_list = ", ".join(f'"nats-route://127.0.0.1:{p}"' for p in routes)
+        text = _replace(text, shipped_routes, f"  routes: [{route_list}]")
+        return _replace(text, 'include "accounts.conf"', f'include "{accounts.name}"')
+
     def conf(self, routes: list[int]) -> str:
         route_list = ", ".join(f'"nats-route://127.0.0.1:{p}"' for p in routes)
         return (
@@ -57,6 +89,7 @@ class Node:
 class NatsCluster:
     dir: pathlib.Path
     nodes: list[Node] = field(default_factory=list)
+    secure: Secure | None = None
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -64,12 +97,19 @@ class NatsCluster:
 
     @property
     def servers(self) -> list[str]:
+        if self.secure is not None:
+            return [f"tls://127.0.0.1:{n.port}" for n in self.nodes]
         return [n.url for n in self.nodes]
 
     def start_node(self, node: Node) -> None:
         routes = [n.cluster_port for n in self.nodes if n is not node]
         conf = self.dir / f"{node.name}.conf"
-        conf.write_text(node.conf(routes), encoding="utf-8")
+        if self.secure is None:
+            conf.write_text(node.conf(routes), encoding="utf-8")
+        else:
+            accounts = self.dir / "accounts.conf"
+            accounts.write_text(render(self.secure.passwords), encoding="utf-8")
+            conf.write_text(node.secure_conf(routes, self.secure, accounts), encoding="utf-8")
         node.proc = subprocess.Popen(
             [nats_binary(), "-c", str(conf), "-l", str(node.log)],
             stdout=subprocess.DEVNULL,

@@ -44,6 +44,7 @@ class Cluster:
     dir: pathlib.Path
     port: int = field(default_factory=free_port)
     running: bool = False
+    durable: bool = False  # fsync on, as a floor's archive runs (the benches that compare rates)
 
     @property
     def data(self) -> pathlib.Path:
@@ -79,7 +80,8 @@ class Cluster:
         # fsync off: a test needs no protection from a power cut, and a killed server still keeps
         # every commit (the OS has it). synchronous_commit stays on: the archive acknowledges to the
         # broker after a commit, and the restart test kills the server.
-        options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1"
+        options += " -c fsync=on" if self.durable else " -c fsync=off"
         self._run(
             str(bin_dir() / "pg_ctl"),
             "-D",
@@ -101,12 +103,12 @@ class Cluster:
             self.running = False
 
 
-def make_cluster() -> Cluster:
+def make_cluster(*, durable: bool = False) -> Cluster:
     """A new cluster, started; in a fresh directory under the system temp dir (which ``postgres``
     can reach, unlike a root-owned pytest tmp_path under /tmp/pytest-of-root)."""
     d = pathlib.Path(tempfile.mkdtemp(prefix="tablectl-pg-"))
     d.chmod(0o755)
-    cluster = Cluster(d)
+    cluster = Cluster(d, durable=durable)
     cluster.init()
     cluster.start()
     return cluster

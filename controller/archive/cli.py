@@ -38,7 +38,13 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", required=True, help=_DB_HELP)
     p.add_argument("--group", default="archive", help="the shared subscription's group (default archive)")
     p.add_argument("--client-id", help="fixed per worker: the broker keeps its queue under this id")
-    p.add_argument("--ca-file", help="CA certificate for an mqtts:// broker")
+    p.add_argument("--ca-file", help="CA certificate for an mqtts:// broker or tls:// NATS servers")
+    p.add_argument(
+        "--setup",
+        action="store_true",
+        help="--nats: make the stream and the workers' consumer, then exit (as the admin user: "
+        "TABLECTL_NATS_USERNAME=admin and TABLECTL_NATS_PASSWORD)",
+    )
     p.add_argument(
         "--gap-grace", type=float, default=10.0, help="seconds before a gap is asked for (default 10)"
     )
@@ -106,6 +112,30 @@ def _verify_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _accounts_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tablectl archive nats-accounts",
+        description="Print the NATS cluster's accounts block (config/nats/node.conf includes it): "
+        "each user's permissions by its name (SITE/TABLE, archive-*, floor-*, monitor-*, admin).",
+    )
+    p.add_argument("--passwords", required=True, help="a file of NAME:PASSWORD lines, one per user")
+    return p
+
+
+def _nats_accounts(path: str) -> int:
+    from controller.archive.nats_accounts import render
+
+    try:
+        text = read_text(Path(path))
+    except InputRefused as e:
+        raise TablectlError(f"archive nats-accounts: {path}: {e}") from None
+    pairs = [line.split(":", 1) for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    if any(len(pair) != 2 for pair in pairs):
+        raise TablectlError(f"archive nats-accounts: {path}: every line is NAME:PASSWORD")
+    print(render({name.strip(): password.strip() for name, password in pairs}), end="")
+    return 0
+
+
 def _report_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tablectl archive report", description="Per table, one day.")
     p.add_argument("--db", required=True, help=_DB_HELP)
@@ -127,9 +157,12 @@ def _report_parser() -> argparse.ArgumentParser:
 
 def _run_nats(args: argparse.Namespace) -> Callable[[], Ingest[Any]]:
     """The worker to run (made later, once logging is configured); refusals raised now."""
-    from controller.archive.jetstream import JetStreamSettings, JetStreamWorker
+    from controller.archive.jetstream import JetStreamSettings, JetStreamWorker, setup
+    from controller.telemetry.nats_link import nats_settings
 
-    servers = [s.strip() for s in args.nats.split(",") if s.strip()]
+    ca_file = Path(args.ca_file).resolve() if args.ca_file else None
+    connection = nats_settings(args.nats, os.environ, username=args.client_id, ca_file=ca_file)
+    servers = list(connection.servers)
     client_id = args.client_id or f"tablectl-archive-{socket.gethostname()}"
     check_level("archive group", args.group)
     tables = known_tables(args.table, args.tables_from)
@@ -142,7 +175,12 @@ def _run_nats(args: argparse.Namespace) -> Callable[[], Ingest[Any]]:
         ack_wait_s=args.ack_wait,
         tables=tuple(tables),
         tables_source=f"--tables-from {args.tables_from}" if args.tables_from else "--table",
+        nats=connection,
     )
+    if args.setup:
+        asyncio.run(setup(settings))
+        print(f"stream {settings.stream} and consumer {settings.durable} are there")
+        raise SystemExit(0)
     return lambda: JetStreamWorker(settings)
 
 
@@ -212,6 +250,9 @@ def main(argv: Sequence[str]) -> int:
 
             a = _verify_parser().parse_args(argv[1:])
             return verify_main(a.db, a.journal, a.site, a.table)
+        if argv[:1] == ["nats-accounts"]:
+            a = _accounts_parser().parse_args(argv[1:])
+            return _nats_accounts(a.passwords)
         if argv[:1] == ["report"]:
             from controller.archive.report import report_main
 

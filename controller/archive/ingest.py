@@ -144,6 +144,11 @@ class Ingest(abc.ABC, Generic[D]):
     def inbox_depth(self) -> int:
         """Messages received and not yet committed."""
 
+    def behind_s(self) -> float:
+        """How long records now wait in the transport before their commit (0: not measured): the
+        sweep's gap grace grows by twice this, so records still queued are not asked for again."""
+        return 0.0
+
     # -- what both transports share ---------------------------------------------------------------
 
     @property
@@ -349,12 +354,15 @@ class Ingest(abc.ABC, Generic[D]):
         s = self.ingest
         try:
             conn = (await self._upkeep_pg.open()).conn
+            # A gap is asked for only once its records, had they been sent, would have come: the
+            # grace and the first re-ask follow how far behind the transport says records wait.
+            behind = self.behind_s()
             found, asks = await upkeep(
                 conn,
                 self.answers(),
-                gap_grace_s=s.gap_grace_s,
+                gap_grace_s=s.gap_grace_s + 2 * behind,
                 gap_alarm_s=s.gap_alarm_s,
-                ask_initial_s=s.gap_ask_initial_s,
+                ask_initial_s=max(s.gap_ask_initial_s, behind),
                 ask_max_s=s.gap_ask_max_s,
             )
         except psycopg.OperationalError as e:

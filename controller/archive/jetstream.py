@@ -1,9 +1,9 @@
 """``tablectl archive --nats``: one worker of a JetStream cluster's durable consumer.
 
-The clustered events pipeline (docs/scale-out.md): the tables publish over MQTT to the NATS
-servers' MQTT listener as they do to mosquitto; a stream replicated on three nodes captures every
-table's events subject (MQTT ``tablectl/<site>/<table>/events`` is NATS
-``tablectl.<site>.<table>.events``), and the archive's workers pull from one durable consumer,
+The clustered events pipeline (docs/scale-out.md): the tables publish their events with JetStream
+(controller/telemetry/jetstream_events.py) into a stream replicated on three nodes (MQTT
+``tablectl/<site>/<table>/events`` is NATS ``tablectl.<site>.<table>.events``, as the cluster's
+MQTT listener maps it), and the archive's workers pull from one durable consumer,
 so they share the load, and acknowledge each message only after PostgreSQL committed it. A
 message a worker took and never acknowledged (it died) goes to another after ``ack_wait_s``; a
 repeat costs nothing (the insert is idempotent). Gaps, the chain sweep and the alarms are the
@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,20 +37,13 @@ from controller.archive.alarms import ChainAlarm
 from controller.archive.gaps import ANNOUNCEMENTS, RESULTS, Ask
 from controller.archive.ingest import Ingest, IngestSettings
 from controller.backoff import Backoff, BackoffPolicy
+from controller.telemetry.nats_link import NatsSettings, subject_of, topic_of
 from controller.telemetry.topics import ROOT
 
 log = structlog.get_logger("tablectl.archive")
 
 EVENTS_SUBJECT = f"{ROOT}.*.*.events"
-
-
-def subject_of(topic: str) -> str:
-    """NATS's MQTT listener maps topic levels to subject tokens ('/' to '.')."""
-    return topic.replace("/", ".")
-
-
-def topic_of(subject: str) -> str:
-    return subject.replace(".", "/")
+DUPLICATE_WINDOW_S = 120.0  # nats-server's default; ids are kept in memory for this long
 
 
 @dataclass(frozen=True)
@@ -60,7 +54,10 @@ class JetStreamSettings:
     stream: str = "TABLECTL_EVENTS"
     durable: str = "archive"
     replicas: int = 3  # the stream and the consumer, on three nodes: one may be lost
-    batch: int = 500  # messages pulled (and committed) at a time
+    batch: int = 500  # messages pulled at a time
+    fetch_ahead: int = 8  # batches fetched while a commit runs
+    fetchers: int = 4  # pulls outstanding at once
+    commit_max: int = 4000  # messages committed together at most (well under max_ack_pending)
     ack_wait_s: float = 30.0  # a message taken by a worker that died goes to another after this
     max_ack_pending: int = 20_000
     sweep_s: float = 1.0
@@ -74,6 +71,11 @@ class JetStreamSettings:
     tables: tuple[tuple[str, str], ...] = ()
     tables_source: str = "tablectl archive --table"
     start_attempts: int = 5
+    # User, password and TLS; None: servers as they are, no user (a test's or a bench's cluster).
+    nats: NatsSettings | None = None
+
+    def connection(self) -> NatsSettings:
+        return self.nats or NatsSettings(tuple(self.servers))
 
     @property
     def ingest(self) -> IngestSettings:
@@ -104,8 +106,49 @@ async def ensure_stream(js: JetStreamContext, s: JetStreamSettings) -> None:
                 retention=RetentionPolicy.WORK_QUEUE,  # a message is gone once the archive has it
                 storage=StorageType.FILE,
                 num_replicas=s.replicas,
+                # A record sent again within this window (a PubAck lost, a republish) is stored
+                # once: the tables' Nats-Msg-Id. After it, the archive's primary key still is.
+                duplicate_window=DUPLICATE_WINDOW_S,
             )
         )
+
+
+class Lag:
+    """How long records waited in the stream before their commit (the stream's own timestamp of
+    each to the acknowledgement), as the worst of the last ``window_s``."""
+
+    def __init__(self, window_s: float = 10.0) -> None:
+        self.window_s = window_s
+        self._worst: list[tuple[float, float]] = []  # (when, worst wait of a batch)
+
+    def observe(self, when: float, batch: list[Pulled]) -> None:
+        stored = []
+        for item in batch:
+            with contextlib.suppress(Exception):  # a message without JetStream metadata: not timed
+                stored.append(item.msg.metadata.timestamp.timestamp())
+        if stored:
+            self._worst.append((when, max(0.0, when - min(stored))))
+
+    def recent_s(self) -> float:
+        now = time.time()
+        self._worst = [(w, lag) for w, lag in self._worst if now - w <= self.window_s]
+        return max((lag for _, lag in self._worst), default=0.0)
+
+
+async def setup(settings: JetStreamSettings) -> None:
+    """``tablectl archive --nats ... --setup``: an admin makes the stream and the workers' durable
+    consumer (the workers' own permissions cannot make a stream)."""
+    nc = await settings.connection().connect("tablectl-archive-setup", on_error=_quiet)
+    try:
+        js = nc.jetstream(timeout=10)
+        await ensure_stream(js, settings)
+        await js.add_consumer(settings.stream, JetStreamWorker(settings)._consumer_config())
+    finally:
+        await nc.close()
+
+
+async def _quiet(_e: Exception) -> None:
+    pass  # the setup's one request fails or not; its result says
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +167,23 @@ class JetStreamWorker(Ingest[Pulled]):
         self.settings = settings
         self._answers: list[tuple[str, bytes]] = []
         self._nc: NATS | None = None
-        self._sub: JetStreamContext.PullSubscription | None = None
+        self._batches: asyncio.Queue[list[Msg]] = asyncio.Queue(maxsize=settings.fetch_ahead)
         self._fetched = 0  # fetched and not yet acknowledged
+        self.stream_problem: str | None = None  # the stream or consumer is missing: /healthz fails
+        self._problem_logged = 0.0
+        self.pending = 0  # the consumer's messages not yet delivered, at the last check
+        self._lag = Lag()
+
+    def health(self) -> tuple[bool, str]:
+        if self.stream_problem is not None:
+            return False, self.stream_problem
+        return super().health()
+
+    def behind_s(self) -> float:
+        """How long records now wait in the stream (the worst of the last 10 s, by the stream's own
+        timestamps), and the grace again while more than a batch waits in the consumer."""
+        s = self.settings
+        return self._lag.recent_s() + (s.gap_grace_s if self.pending > s.batch else 0.0)
 
     @property
     def inbox_depth(self) -> int:
@@ -154,31 +212,23 @@ class JetStreamWorker(Ingest[Pulled]):
     @contextlib.asynccontextmanager
     async def connected(self, stop: asyncio.Event) -> AsyncIterator[None]:
         s = self.settings
-        nc = await nats.connect(
-            servers=s.servers,
-            name=s.client_id,
-            allow_reconnect=True,
-            max_reconnect_attempts=-1,
-            reconnect_time_wait=0.5,
-            connect_timeout=2,
-            error_cb=self._on_error,
-            disconnected_cb=self._on_disconnected,
-            reconnected_cb=self._on_reconnected,
+        nc = await s.connection().connect(
+            s.client_id,
+            on_error=self._on_error,
+            on_disconnected=self._on_disconnected,
+            on_reconnected=self._on_reconnected,
         )
         self._nc = nc
+        tasks: list[asyncio.Task[None]] = []
         try:
             js = nc.jetstream(timeout=5)
-            await self._until(lambda: ensure_stream(js, s), stop)
-            config = ConsumerConfig(
-                durable_name=s.durable,
-                ack_policy=AckPolicy.EXPLICIT,
-                ack_wait=s.ack_wait_s,
-                max_ack_pending=s.max_ack_pending,
-                num_replicas=s.replicas,
-            )
-            self._sub = await js.pull_subscribe(
-                EVENTS_SUBJECT, durable=s.durable, stream=s.stream, config=config
-            )
+            await self._until(lambda: self._check_stream(js), stop)
+            # Several pulls outstanding at once (each its own inbox): one pull at a time left the
+            # worker waiting on the cluster's delivery between fetches.
+            for _ in range(s.fetchers):
+                sub = await js.pull_subscribe_bind(s.durable, s.stream)
+                tasks.append(asyncio.create_task(self._fetch(sub, stop)))
+            tasks.append(asyncio.create_task(self._watch_stream(js, stop)))
             for topic in (RESULTS, *ANNOUNCEMENTS):
                 await nc.subscribe(subject_of(topic).replace("+", "*"), cb=self._on_answer)
             self.ready.set()
@@ -186,41 +236,111 @@ class JetStreamWorker(Ingest[Pulled]):
             yield
         finally:
             self.ready.clear()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await nc.close()
+
+    def _consumer_config(self) -> ConsumerConfig:
+        s = self.settings
+        return ConsumerConfig(
+            durable_name=s.durable,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=s.ack_wait_s,
+            max_ack_pending=s.max_ack_pending,
+            num_replicas=s.replicas,
+            filter_subject=EVENTS_SUBJECT,
+        )
+
+    async def _watch_stream(self, js: JetStreamContext, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await self._pause(self.settings.sweep_s, stop)
+            with contextlib.suppress(NatsTimeout, TimeoutError, nats.errors.Error):
+                await self._check_stream(js)
+            self._notify()
+
+    async def _check_stream(self, js: JetStreamContext) -> None:
+        """The stream and the durable consumer are there, checked every loop: a missing consumer
+        is made again (a worker's own right); a missing stream is made again only by a worker
+        allowed to (no user: a lab's open cluster), else it is the ``stream_missing`` alarm,
+        logged at once and every minute while it lasts. Meanwhile the tables get no PubAck and
+        keep their records: nothing is lost, the floor's record waits."""
+        s = self.settings
+        try:
+            await js.stream_info(s.stream)
+        except NotFoundError:
+            if s.connection().username is not None:
+                self._stream_problem(f"stream {s.stream} does not exist; an admin must make it (--setup)")
+                return
+            await ensure_stream(js, s)
+            self._stream_problem(f"stream {s.stream} did not exist; made again", recovered=True)
+        try:
+            info = await js.consumer_info(s.stream, s.durable)
+        except NotFoundError:
+            await js.add_consumer(s.stream, self._consumer_config())
+            self._log.error("archive.consumer_recreated", stream=s.stream, durable=s.durable)
+            info = await js.consumer_info(s.stream, s.durable)
+        self.pending = info.num_pending
+        if self.stream_problem is not None:
+            self._log.warning("archive.stream_back", stream=s.stream, was=self.stream_problem)
+            self.stream_problem = None
+            self._problem_logged = 0.0
+
+    def _stream_problem(self, problem: str, *, recovered: bool = False) -> None:
+        now = time.monotonic()
+        if recovered or problem != self.stream_problem or now - self._problem_logged >= 60.0:
+            self._log.error("archive.stream_missing", stream=self.settings.stream, problem=problem)
+            self._problem_logged = now
+        self.stream_problem = None if recovered else problem
 
     async def _until(self, attempt: Any, stop: asyncio.Event) -> None:
         backoff = Backoff(BackoffPolicy(initial_s=0.2, max_s=self.settings.retry_max_s))
         while not stop.is_set():
             try:
                 await attempt()
-                return
+                if self.stream_problem is None:
+                    return
             except (TimeoutError, NatsTimeout, NoServersError, ConnectionClosedError, nats.errors.Error) as e:
                 self._log.warning("archive.cluster_unavailable", error=type(e).__name__)
-                await self._pause(backoff.failed(), stop)
+            await self._pause(backoff.failed(), stop)
+
+    async def _fetch(self, sub: JetStreamContext.PullSubscription, stop: asyncio.Event) -> None:
+        """One of the pulls: batches into the queue ``take`` reads, ``fetch_ahead`` at most."""
+        while not stop.is_set():
+            try:
+                msgs = await sub.fetch(self.settings.batch, timeout=0.5)
+            except (NatsTimeout, TimeoutError):
+                continue
+            except (ConnectionClosedError, NoServersError, nats.errors.Error) as e:
+                # A node went away under the fetch: the client reconnects to another on its own.
+                self._log.warning("archive.cluster_unavailable", error=type(e).__name__)
+                await self._pause(0.2, stop)
+                continue
+            await self._batches.put(msgs)
 
     async def take(self, wait_s: float) -> list[Pulled]:
-        sub = self._sub
-        assert sub is not None
+        """What the pulls brought: a fetch returns what the server had at hand, often a few dozen,
+        so every batch waiting is taken (up to commit_max) and a commit's fsync serves them all."""
         try:
-            msgs = await sub.fetch(self.settings.batch, timeout=wait_s)
-        except (NatsTimeout, TimeoutError):
+            async with asyncio.timeout(wait_s):
+                msgs = await self._batches.get()
+        except TimeoutError:
             return []
-        except (ConnectionClosedError, NoServersError, nats.errors.Error) as e:
-            # A node went away under the fetch: the client reconnects to another on its own.
-            self._log.warning("archive.cluster_unavailable", error=type(e).__name__)
-            await asyncio.sleep(0.2)  # not a synchronisation: a pause before fetching again
-            return []
+        while len(msgs) < self.settings.commit_max and not self._batches.empty():
+            msgs += self._batches.get_nowait()
         received = datetime.now(UTC)
         self._fetched += len(msgs)
         return [Pulled(m, topic_of(m.subject), m.data, received) for m in msgs]
 
     async def acknowledge(self, batch: list[Pulled]) -> None:
         for item in batch:
-            # After the commit: a lost ack only means the message comes again.
+            # After the commit: a lost ack only means the message comes again. Buffered by the
+            # client and written with the next fetch: no round trip each.
             with contextlib.suppress(Exception):
                 await item.msg.ack()
         self._fetched -= len(batch)
+        self._lag.observe(time.time(), batch)
 
     async def send_alarm(self, alarm: ChainAlarm) -> None:
         if self._nc is not None:

@@ -9,6 +9,10 @@ The table file may carry a ``[telemetry]`` section::
     # password: TABLECTL_MQTT_PASSWORD (preferred), or password = "..." in a file only root reads
     require_tls = true                              # refuse an mqtt:// URL
     keepalive_s = 10
+    # On a NATS cluster (docs/scale-out.md): the events through its JetStream stream, as the
+    # user <site>/<table>/events (or TABLECTL_NATS_USERNAME) with TABLECTL_NATS_PASSWORD (default:
+    # the MQTT password); tls:// servers are checked against ca_file.
+    events_nats = "tls://nats-1.floor.example:4222,tls://nats-2.floor.example:4222"
 """
 
 from __future__ import annotations
@@ -27,9 +31,11 @@ from controller.gaming_day import PENNSYLVANIA, GamingDay, start_time
 from controller.journal import canonical_json
 from controller.journal.store import FORMAT_VERSION
 from controller.telemetry.broker import broker_settings, telemetry_section
+from controller.telemetry.jetstream_events import JetStreamEvents
+from controller.telemetry.nats_link import ENV_PASSWORD, nats_settings
 from controller.telemetry.payloads import PAYLOAD_VERSION
 from controller.telemetry.publisher import CommandHandler, TableIdentity, Telemetry
-from controller.telemetry.topics import check_level
+from controller.telemetry.topics import TableTopics, check_level
 
 
 def versions() -> dict[str, str | int]:
@@ -106,7 +112,19 @@ def telemetry_from_config(
         versions=versions(),
         gaming_day=_gaming_day(table),
     )
-    return Telemetry(settings, identity, journal_path, command=command)
+    events = None
+    if section.events_nats is not None:
+        env = os.environ if environ is None else environ
+        nats = nats_settings(
+            section.events_nats,
+            {ENV_PASSWORD: settings.password, **env} if settings.password else env,
+            username=f"{identity.site}/{identity.table}/events",
+            ca_file=settings.ca_file,
+        )
+        events = JetStreamEvents(
+            nats, TableTopics(identity.site, identity.table), f"tablectl-{identity.site}-{identity.table}"
+        )
+    return Telemetry(settings, identity, journal_path, command=command, events_stream=events)
 
 
 def _gaming_day(table: dict[str, Any]) -> GamingDay:

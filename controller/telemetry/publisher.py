@@ -30,6 +30,7 @@ from controller.telemetry import payloads
 from controller.telemetry.broker import BrokerSettings
 from controller.telemetry.commands import Refused, parse_command
 from controller.telemetry.inbox import QUIET_S, Overflow
+from controller.telemetry.jetstream_events import JetStreamEvents
 from controller.telemetry.outbox import JournalOutbox
 from controller.telemetry.topics import TableTopics, check_level
 from devices.drivers.base import stop_if_cancelling
@@ -84,6 +85,7 @@ class Telemetry:
         batch: int = 256,
         poll_s: float = 1.0,
         drain_on_stop_s: float = 2.0,
+        events_stream: JetStreamEvents | None = None,
         heartbeat_s: float = 5.0,
     ) -> None:
         self.broker = broker
@@ -97,6 +99,9 @@ class Telemetry:
         self._drain_on_stop_s = drain_on_stop_s
         self._heartbeat_s = heartbeat_s
         self._outbox = JournalOutbox(journal_path, identity.gaming_day)
+        # On a NATS cluster the events go through JetStream, confirmed once stored in the stream
+        # (controller/telemetry/jetstream_events.py); status, state and commands stay on MQTT.
+        self._jetstream = events_stream
         # This process, on every retained message (docs/mqtt.md, "Incarnation"): a client tells
         # the state this process publishes from what an earlier one left retained on the broker.
         self.incarnation = incarnation or secrets.token_hex(8)
@@ -138,6 +143,8 @@ class Telemetry:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        if self._jetstream is not None:
+            await self._jetstream.close()
         await self._outbox.close()
 
     def state_changed(self, snapshot: dict[str, Any]) -> None:
@@ -276,6 +283,11 @@ class Telemetry:
         messages = await self._outbox.encoded_after(self.acked_seq, self._batch)
         if not messages:
             return 0
+        if self._jetstream is not None:
+            confirmed = await self._jetstream.publish(messages, self._stopping)
+            self.acked_seq = max(self.acked_seq, confirmed)
+            await self._mark_acked()
+            return sum(1 for seq, _ in messages if seq <= confirmed)
         # Every message is handed to paho at once, in seq order (aiomqtt's publish enqueues before
         # its first await and tasks start in creation order), so many are in flight; PUBACKs are
         # then taken in order and the cursor only ever moves over an unbroken run of them.
@@ -448,12 +460,21 @@ class Telemetry:
                 "journal": journal,
             }
         messages = await self._outbox.encoded_range(first, last)
-        for start in range(0, len(messages), self._batch):
-            chunk = messages[start : start + self._batch]
-            # Handed to paho at once, in seq order, like the outbox's own batches.
-            await asyncio.gather(
-                *(client.publish(self.topics.events, body, qos=1, timeout=60) for _, body in chunk)
-            )
+        if self._jetstream is not None:
+            confirmed = await self._jetstream.publish(messages, self._stopping) if messages else 0
+            if messages and confirmed < messages[-1][0]:
+                # The archive asks again after its backoff; what was stored is then a duplicate.
+                return {
+                    "ok": False,
+                    "error": f"republish: the stream did not confirm records after {confirmed}",
+                }
+        else:
+            for start in range(0, len(messages), self._batch):
+                chunk = messages[start : start + self._batch]
+                # Handed to paho at once, in seq order, like the outbox's own batches.
+                await asyncio.gather(
+                    *(client.publish(self.topics.events, body, qos=1, timeout=60) for _, body in chunk)
+                )
         held = {seq for seq, _ in messages}
         missing = [seq for seq in range(first, last + 1) if seq not in held]
         self._log.info("telemetry.republished", from_seq=first, to_seq=last, count=len(messages))

@@ -18,10 +18,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.archive.ingest import Ingest
-from controller.archive.jetstream import JetStreamSettings, JetStreamWorker, subject_of
+from controller.archive.jetstream import JetStreamSettings, JetStreamWorker
 from controller.archive.metrics import registry_for
 from controller.archive.worker import ArchiveWorker
 from controller.telemetry.metrics_http import MetricsServer
+from controller.telemetry.nats_link import subject_of
 from tests.archive.conftest import (
     GUARD_S,
     TABLES,
