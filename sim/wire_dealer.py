@@ -112,6 +112,7 @@ class WireDealer:
         self._cuts = 0  # cut steps taken on the stack in the hands (refusals, cuts)
         self._recut = False  # the floor has ordered this stack recut
         self._cover = 0  # where the cover card went, cards from the bottom
+        self._coming_in = False  # came in during a round: new_dealer once it is settled
 
     # ------------------------------------------------------------------ the devices
     @property
@@ -171,9 +172,30 @@ class WireDealer:
             if devices and all(h == "online" for h in devices.values()):
                 break  # the controller takes commands once every device has answered
             snap = await self.link.wait()
-        for back in snap.get("batches", {}):
+        # A table already in play (this dealer started again beside a running table) is played on
+        # from its public state: only decks still new are inspected (673a.4: a batch in play is
+        # never inspected again), and the dealer comes in between rounds.
+        for back, batch in (snap.get("batches") or {}).items():
+            if isinstance(batch, dict) and batch.get("location") not in (None, "new"):
+                self._opened[back] = self.sim.clock.now()  # in use: the floor opened it earlier
+                continue
             await self.link.floor("inspection_verified", {"back": back, "dealer": self.dealer})
             self._opened[back] = self.sim.clock.now()
+        snap = await self.link.state()
+        if (
+            snap.get("batch_in_shoe") is not None
+            and self.hands.has(DeviceKind.SHOE)
+            and not self.shoe.remaining
+        ):
+            # The table has a batch in its shoe but this dealer's shoe is empty: the devices were
+            # started again (their cards are gone). The floor has the batch reshuffled (673a.5(f)).
+            await self.link.floor(
+                "reshuffle_ordered", {"reason": "the devices were restarted; the shoe is empty"}
+            )
+            snap = await self.link.state()
+        if snap.get("in_round"):
+            self._coming_in = True  # 673a.7(c): between rounds; the round under way is played on first
+            return
         await self.link.floor("new_dealer", {"name": self.dealer})
         self._snap = await self.link.state()
         for _ in range(MAX_WAITS):
@@ -200,7 +222,8 @@ class WireDealer:
         """One round from the chips on the sensors to its settlement."""
         snap = self._snap = await self.link.state()
         await self._change_old_decks(snap)
-        started: int | None = None
+        # A round already under way when this dealer came in is played on to its settlement.
+        started = int(snap.get("round", 0)) if snap.get("in_round") else None
         for _ in range(MAX_ASKS_PER_ROUND + MAX_WAITS):
             ask = snap.get("asking")
             if started is not None and not snap.get("in_round") and int(snap.get("round", 0)) >= started:
@@ -220,6 +243,9 @@ class WireDealer:
             raise TableStopped(f"the round does not end; table: {self._where()}")
         self.stats.rounds += 1
         self.hands.clear_bets(self.boxes)
+        if self._coming_in:
+            self._coming_in = False
+            await self.link.floor("new_dealer", {"name": self.dealer})
         if self.hands.wild_deck is not None:
             self.hands.deck_to_shuffler()  # DJ Wild: the used deck back into its slot
             await self.link.touched(DeviceKind.SHUFFLER)
