@@ -36,7 +36,7 @@ from controller.journal import Journal
 from controller.supervisor.config import load_table_config
 from tests.relocated import relocated_table
 from tests.support.wire_journal import judge
-from tests.support.wire_processes import Run, Sim, StateWatch, Stuck
+from tests.support.wire_processes import Run, Sim, StateWatch, Stuck, progress
 
 READY_GUARD_S = 60.0  # failure guards only: a table that does not move within them is stuck
 STOP_GUARD_S = 20.0
@@ -147,10 +147,10 @@ async def _deal(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timelin
     began = time.monotonic()
     killer = asyncio.create_task(_kills(plan, run, watch, line))
     assert sim.proc is not None
-    exited = asyncio.create_task(sim.proc.wait())
+    exited = asyncio.create_task(_dealer_ends(sim))
     try:
         moved = time.monotonic()  # the last time the game moved (a device's health is no move)
-        last = _progress(watch.snap)
+        last = progress(watch.snap)
         while not (not plan.wild and len(watch.batches_in_play) > plan.shoes) and not exited.done():
             watch.changed.clear()
             changed = asyncio.create_task(watch.changed.wait())
@@ -159,8 +159,8 @@ async def _deal(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timelin
             changed.cancel()
             if killer.done() and not killer.cancelled() and killer.exception() is not None:
                 raise killer.exception()  # type: ignore[misc]
-            if watch.snap.get("round") is not None and _progress(watch.snap) != last:
-                moved, last = time.monotonic(), _progress(watch.snap)
+            if watch.snap.get("round") is not None and progress(watch.snap) != last:
+                moved, last = time.monotonic(), progress(watch.snap)
                 line.dealt_s = moved - began  # a game that stops is timed to its last move
             elif time.monotonic() - moved > plan.idle_guard_s:
                 raise Stuck(f"the game did not move for {plan.idle_guard_s:g}s; state: {_where(watch)}")
@@ -172,15 +172,28 @@ async def _deal(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timelin
             await run.start()  # killed as the dealing ended: up again for what follows
     if exited.done():
         done_at = min(sim.dealer_done_at, time.time())
-        line.dealer_exit = exited.result()
-        await sim.wait(STOP_GUARD_S)
-        line.dealer_said = sim.stderr[-1] if sim.stderr else ""
+        line.dealer_said = sim.dealer_said
+        # Its rounds settled, the process ends by itself (0); a dealer the table stopped leaves the
+        # devices serving (exit 1 once stopped, in the finally of soak()).
+        settled = sim.dealer_said.endswith("rounds settled") or sim.proc.returncode is not None
+        line.dealer_exit = await sim.wait(STOP_GUARD_S) if settled else 1
         if line.dealer_exit != 0 or not plan.wild:
             line.stopped = done_at  # the devices went with the dealer: what run says next is no finding
             raise Stuck(f"the dealer stopped (exit {line.dealer_exit}): {line.dealer_said}")
         # DJ Wild's dealer is done: the simulators stopped with it, a person's doing (until what
         # follows, if anything, closes the window).
         line.person.append((done_at, float("inf"), DEALER_DONE))
+
+
+async def _dealer_ends(sim: Sim) -> None:
+    """The dealer's last line (its rounds settled, or the table stopped it), or the process gone."""
+    assert sim.proc is not None
+    said, gone = asyncio.ensure_future(sim.dealer_done.wait()), asyncio.ensure_future(sim.proc.wait())
+    try:
+        await asyncio.wait((said, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        said.cancel()
+        gone.cancel()
 
 
 def _where(watch: StateWatch) -> str:
@@ -238,13 +251,6 @@ def _resets_read(journal: Path) -> bool:
             if isinstance(seen, dict) and isinstance(seen.get("counters"), dict):
                 counters.setdefault(str(seen.get("device")), {}).update(seen["counters"])
     return all(c.get(k, 0) == 0 for c in counters.values() for k in RESET_COUNTERS)
-
-
-def _progress(snap: dict[str, Any]) -> tuple[object, ...]:
-    """What moves when the game does (not a device's health, which may flap while nothing moves;
-    nor a restarting table's first state, which lacks the core's fields until it has read its
-    journal and devices)."""
-    return tuple(str(snap.get(k)) for k in ("round", "in_round", "asking", "batch_in_shoe", "cards_in_shoe"))
 
 
 def _asked(snap: dict[str, Any]) -> str | None:
