@@ -26,7 +26,8 @@ same it lets time pass.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -39,9 +40,6 @@ from sim.table import SimTable
 
 MAIN_SPOT, SIDE_SPOT = 1, 2  # docs/install.md: spot 1 the main wager, spot 2 the optional one
 DEALER_NAME, FLOOR_NAME = "dealer-1", "floor-1"
-# The eject that puts a batch in the shoe, after the table shows it in play (a shuffler's eject
-# takes seconds at most; a test's shuffler none).
-SHOE_WAIT_S = 30.0
 MAX_WAITS = 720  # the link's waits (5 s of table time each, or one state) before giving up
 MAX_ASKS_PER_ROUND = 400
 # 673a.3(c): decks are changed within 24 hours of opening; the floor changes them between shoes
@@ -157,6 +155,31 @@ class WireDealer:
                 return
             self._snap = await self.link.wait()
         raise TableStopped(f"waited too long for {what}; table: {self._where()}")
+
+    async def _watch(self, seen: Callable[[], Awaitable[bool]], what: str) -> None:
+        """Until the devices show ``what`` (the shuffler's eject carried out: the stack or deck out,
+        the batch in the shoe), however long that takes while the table waits for it: the
+        table shows the eject as soon as it has journalled it, a moment (on a busy machine, more)
+        before the shuffler carries it out. A table that asks something else meanwhile (a halting
+        alarm) stops the dealer; one that says nothing for the link's idle bound does too."""
+        device = asyncio.ensure_future(seen())
+        try:
+            # One turn of the loop for the device's look: what it shows already needs no table
+            # state (the in-process link's wait moves the table's clock on).
+            await asyncio.sleep(0)
+            while not device.done():
+                table = asyncio.ensure_future(self.link.wait())
+                try:
+                    await asyncio.wait((device, table), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    table.cancel()
+                if not table.cancelled() and table.done():
+                    self._snap = table.result()  # TimeoutError: the table said nothing for too long
+                    now = self._snap.get("asking")
+                    if not device.done() and isinstance(now, dict) and now.get("what") == "floor":
+                        raise TableStopped(f"waiting for {what}: {now.get('section')}: {now.get('message')}")
+        finally:
+            device.cancel()
 
     def _where(self) -> str:
         keys = ("round", "in_round", "batch_in_shoe", "batches", "halted", "asking", "devices")
@@ -277,8 +300,7 @@ class WireDealer:
         if deck is None or deck.back != back:
             # DJ Wild: the table shows the next deck in play once it has journalled the eject; the
             # dealer takes it up when the shuffler puts it out.
-            if not await self.hands.stack_out(SHOE_WAIT_S):
-                raise TableStopped(f"the table has deck {back} in play but the shuffler put out none")
+            await self._watch(lambda: self.hands.stack_out(None), f"deck {back} out of the shuffler")
             self.hands.take_deck()
         return self.hands.wild_deck is not None and self.hands.wild_deck.back == back
 
@@ -299,8 +321,7 @@ class WireDealer:
         back = snap.get("batch_in_shoe")
         if back is None or not self.hands.has(DeviceKind.SHOE):
             return
-        if not await self.hands.shoe_holds(str(back), SHOE_WAIT_S):
-            raise TableStopped(f"the table has batch {back} in play but the shoe does not hold it")
+        await self._watch(lambda: self.hands.shoe_holds(str(back), None), f"batch {back} in the shoe")
 
     async def _act(self, ask: dict[str, Any], snap: dict[str, Any]) -> bool:
         """Answer one ask; True when it was Start Game (a round begins)."""
@@ -354,9 +375,7 @@ class WireDealer:
         (cut_refused, cut_made, cover_card_placed). The choices are a function of the shoe count,
         so a seeded run repeats."""
         if self.hands.stack is None:
-            if not await self.hands.stack_out(SHOE_WAIT_S):
-                where = self._where()
-                raise TableStopped(f"the cut is asked for but the shuffler put out no stack; table: {where}")
+            await self._watch(lambda: self.hands.stack_out(None), "the stack to cut out of the shuffler")
             self.hands.take_stack()
             self._cuts, self._recut = 0, False
         # The answer names its ask: the table refuses it if it asks something else by then.
