@@ -26,12 +26,12 @@ from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
 from controller.supervisor.wiring import build_telemetry
-from controller.telemetry.metrics_http import MetricsServer, parse_address
 from devices.config import NETWORK_MODBUS, TransportKind
 from devices.transport.block_watch import set_watch_priority
 
 if TYPE_CHECKING:
     from controller.console.process import ConsoleProcess
+    from controller.telemetry.metrics_http import MetricsServer
 
 JOURNAL_DIR = Path("/var/lib/tablectl")
 
@@ -123,7 +123,13 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
                 server_context(settings.tls_cert, settings.tls_key)
         listen = args.metrics or config.metrics_listen
         where = "--metrics" if args.metrics else f"{config.path}: metrics.listen"
-        metrics = None if listen is None else parse_address(listen, where)
+        metrics = None
+        if listen is not None:
+            # aiohttp with it: a tenth of run's imports, paid only by a table that serves /metrics
+            # (the table is dark until it is ready; what can wait does).
+            from controller.telemetry.metrics_http import parse_address
+
+            metrics = parse_address(listen, where)
         level = getattr(logging, args.log_level.upper())
         return asyncio.run(_run(supervisor, settings, level, metrics))
     except TablectlError as e:
@@ -167,9 +173,12 @@ async def _run(
         loop.add_signal_handler(sig, stop.set)
     console: ConsoleProcess | None = None
     await supervisor.start()
-    metrics = MetricsServer(supervisor.metrics.registry, lambda: _health(supervisor))
+    metrics: MetricsServer | None = None
     try:
         if metrics_at is not None:
+            from controller.telemetry.metrics_http import MetricsServer
+
+            metrics = MetricsServer(supervisor.metrics.registry, lambda: _health(supervisor))
             host, port = await metrics.start(*metrics_at)
             supervisor.log.info("metrics_listening", url=f"http://{host}:{port}/metrics")
         if settings is not None:
@@ -179,7 +188,8 @@ async def _run(
             await console.start()  # in a process of its own: it cannot take the table's pace
         await stop.wait()
     finally:
-        await metrics.stop()
+        if metrics is not None:
+            await metrics.stop()
         if console is not None:
             await console.stop()
         await supervisor.stop()
