@@ -8,6 +8,7 @@ two-minute idle timeout)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -107,3 +108,32 @@ async def test_the_dealer_plays_on_through_a_broker_restart(tmp_path: Path) -> N
     assert "dealer_mqtt_lost" in said and "dealer_mqtt_reconnected" in said, sim.stderr
     assert len(_records(journal, "round_settled")) == 4
     assert verify_journal(journal).ok
+
+
+async def test_a_dealer_the_table_stops_leaves_the_devices_serving(tmp_path: Path, broker: str) -> None:
+    """The reader fails mid-play (a halting alarm): the dealer says why in one line and stops; the
+    simulated devices are the table's and keep serving (issue: they went down with the dealer, so
+    the table alarmed for every device besides). SIGTERM ends the process, exit 1."""
+    config = _table("down-under", tmp_path)
+    cfg = load_table_config(config)
+    run = Run(config, tmp_path / "j.db", broker)
+    sim = Sim(config, seed=6, timing_seed=6, broker_url=broker)
+    watch = StateWatch(broker, cfg.site, cfg.table_id)
+    await watch.start()
+    try:
+        await sim.start(50, GUARD_S)
+        await run.start()
+        await watch.until(lambda s: int(s.get("round") or 0) >= 1, "the first round", GUARD_S)
+        await sim.post("fault", {"fault": "reader_failure"})
+        async with asyncio.timeout(GUARD_S):
+            await sim.dealer_done.wait()
+        assert "dealing is stopped" in sim.dealer_said, sim.stderr
+        devices = await sim.devices()  # the control port, and the devices behind it, still serve
+        assert devices["reader"]["failed"] is True and devices["shoe"]["powered"] is True
+        await watch.until(lambda s: s.get("devices", {}).get("shoe") == "online", "the shoe online", GUARD_S)
+        assert sim.proc is not None and sim.proc.returncode is None
+    finally:
+        await run.stop(GUARD_S)
+        code = await sim.stop(GUARD_S)
+        await watch.stop()
+    assert code == 1
