@@ -9,6 +9,10 @@ Only the state of the table's current process is acted on: every retained messag
 ``incarnation`` of the `tablectl run` that published it, and the retained ``status`` says which
 one is running. A state left on the broker by an earlier process (a restart on a fresh journal
 starts again at round 0) is held back until its process is the current one, which it never is.
+
+The connection is the link's to keep (aiomqtt does not reconnect): lost, it is logged and made
+again with backoff, subscribed again; a floor command waits for it. A broker that restarted
+without persistence has no retained status or state until the table has connected again too.
 """
 
 from __future__ import annotations
