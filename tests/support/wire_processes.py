@@ -51,6 +51,7 @@ class Run:
         self.ready = asyncio.Event()
         self.started_at = 0.0  # when this incarnation was spawned (time.time())
         self.ready_at: float | None = None  # when it said it was ready: journal read, devices answered
+        self.on_ready: Callable[[], None] = lambda: None
         self._reader: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -73,6 +74,7 @@ class Run:
                 if line.get("event") == "ready":
                     self.ready_at = time.time()
                     self.ready.set()
+                    self.on_ready()
 
     async def wait_ready(self, guard_s: float) -> None:
         try:
@@ -212,6 +214,8 @@ class StateWatch:
         # guess of how long the moves they wait for take on a busy machine.
         self.moved_at = time.monotonic()
         self._last: tuple[object, ...] = ()
+        # While this says so (the table's process is starting), time does not count as stillness.
+        self.paused: Callable[[], bool] = lambda: False
         self.batches_in_play: list[str] = []  # the batch in the shoe, each time it changed
         self._task: asyncio.Task[None] | None = None
 
@@ -231,6 +235,11 @@ class StateWatch:
                     if isinstance(snap, dict):
                         self._seen(snap, str(body.get("incarnation")))
 
+    def resumed(self) -> None:
+        """The table's process is up again: its stillness counts from now."""
+        self.moved_at = time.monotonic()
+        self.changed.set()
+
     def _seen(self, snap: dict[str, Any], incarnation: str = "") -> None:
         self.snap, self.count = snap, self.count + 1
         now = (incarnation, *progress(snap))
@@ -246,6 +255,8 @@ class StateWatch:
         naming ``what`` and the last state once the table has not moved for ``guard_s``."""
         start = time.monotonic()
         while not cond(self.snap):
+            if self.paused():
+                start = time.monotonic()
             still_s = time.monotonic() - max(start, self.moved_at)
             if still_s >= guard_s:
                 keys = ("round", "in_round", "batch_in_shoe", "halted", "asking", "devices")

@@ -39,6 +39,10 @@ from tests.support.wire_journal import judge
 from tests.support.wire_processes import Run, Sim, StateWatch, Stuck, progress
 
 READY_GUARD_S = 60.0  # failure guards only: a table that does not move within them is stuck
+# A process coming up (`run` ready, `sim` listening) shows nothing until it has imported and read
+# its files and devices: on a loaded machine that took 25-29 s of wall time for ~1 s of CPU. This
+# only catches a process that never comes up; the table's own stillness is judged while it is up.
+START_GUARD_S = 300.0
 STOP_GUARD_S = 20.0
 PORT_ATTEMPTS = 3
 DEALER_DONE = "the dealer finished; its simulators stopped with it"
@@ -111,10 +115,12 @@ async def soak(plan: Plan, broker_url: str, folder: Path) -> dict[str, Any]:
     line = Timeline()
     await watch.start()
     run = Run(config, journal, broker_url)
+    watch.paused = lambda: not run.ready.is_set()  # the table's stillness counts while run is up
+    run.on_ready = watch.resumed
     try:
         for attempt in range(PORT_ATTEMPTS):
             try:
-                await sim.start(plan.rounds if plan.wild else 1_000_000, plan.guard_s)
+                await sim.start(plan.rounds if plan.wild else 1_000_000, START_GUARD_S)
                 break
             except Stuck as e:
                 # A free port picked for the table file was taken before the simulator bound it
@@ -162,7 +168,9 @@ async def _deal(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timelin
             if watch.snap.get("round") is not None and progress(watch.snap) != last:
                 moved, last = time.monotonic(), progress(watch.snap)
                 line.dealt_s = moved - began  # a game that stops is timed to its last move
-            elif time.monotonic() - moved > plan.idle_guard_s:
+            elif watch.paused():
+                moved = time.monotonic()  # run is starting: a table that is not up is not still
+            elif time.monotonic() - max(moved, watch.moved_at) > plan.idle_guard_s:
                 raise Stuck(f"the game did not move for {plan.idle_guard_s:g}s; state: {_where(watch)}")
         line.dealt_s = time.monotonic() - began
     finally:
@@ -216,11 +224,11 @@ async def _kills(plan: Plan, run: Run, watch: StateWatch, line: Timeline) -> Non
             await asyncio.sleep(rng.uniform(0.0, 0.15))
             moment = f"first {first}"
         else:
-            await run.wait_ready(plan.guard_s)  # the seeded moment counts from when run is up
+            await run.wait_ready(START_GUARD_S)  # the seeded moment counts from when run is up
             await asyncio.sleep(rng.uniform(2.0, 10.0))
             moment = "random"
         down_s = rng.uniform(0.1, 1.5)
-        await run.wait_ready(plan.guard_s)  # a run killed before it is up tells nothing of the table
+        await run.wait_ready(START_GUARD_S)  # a run killed before it is up tells nothing of the table
         await _kill(run, watch, line, moment, down_s)
         await asyncio.sleep(down_s)  # the table is down this long: the dealer may act meanwhile
         await run.start()
@@ -275,14 +283,14 @@ async def _people(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timel
     if line.person and line.person[-1][2] == DEALER_DONE:
         began = line.person.pop()[0]  # the simulators already stopped with the dealer
     await sim.stop(STOP_GUARD_S)
-    await sim.start(None, plan.guard_s)
+    await sim.start(None, START_GUARD_S)
     await watch.until(_all_online, "every device back after the simulators restarted", plan.guard_s)
     await sim.post("fault", {"fault": "power_off", "device": "keypad"})
     await watch.until(lambda s: (s.get("devices") or {}).get("keypad") not in (None, "online"),
                       "the keypad seen off", plan.guard_s)  # fmt: skip
     await sim.post("fault", {"fault": "power_on", "device": "keypad"})
     await watch.until(_all_online, "the keypad back", plan.guard_s)
-    await run.wait_ready(plan.guard_s)  # whatever run was doing: it has read every device
+    await run.wait_ready(START_GUARD_S)  # whatever run was doing: it has read every device
     # A device back online may still have its reset held back for a second look (a glitch is
     # shorter than the settle window, devices/drivers/registers.py): the person's doing ends once
     # run has decided every reset and journalled its counters, each alarm raised once.
@@ -291,7 +299,7 @@ async def _people(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timel
     await _kill(run, watch, line, "after the simulators restarted", 0.0)
     seen = watch.count
     await run.start()
-    await run.wait_ready(plan.guard_s)
+    await run.wait_ready(START_GUARD_S)
     # The restarted table publishes its state once it has read every device and reconciled.
     await watch.until(
         lambda s: watch.count > seen and _all_online(s), "the state after the restart", plan.guard_s
