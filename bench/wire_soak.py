@@ -10,6 +10,11 @@ against the cards journalled, and whether the journal verifies (tests/support/wi
 
     .venv/bin/python bench/wire_soak.py [--shoes 20] [--wild-rounds 200] [--kills 0]
         [--restart-sim] [--seed 1] [--timing-seed 1] [--games G,G] [--parallel 2] [--cycle-s 2]
+        [--load [--spinners-per-core 2]]
+
+``--load`` runs the Start Game bench's background load through the soak (bench/background_load.py:
+CPU spinners, two per core by default, and an fsync writer beside the journals); the one-minute
+load average is printed before and after.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -30,6 +36,8 @@ from controller.supervisor.demo import broker
 # The harness lives beside the tests (tests/support/), which are not installed with the package:
 # the checkout's root is put on the path, so the command in docs/benchmarks.md runs as written.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from background_load import BackgroundLoad, load_average  # bench/, beside this script
 
 from tests.support.wire_soak import UNCOUNTED, Plan, soak
 
@@ -62,6 +70,8 @@ def main() -> None:
     p.add_argument("--parallel", type=int, default=2, help="games at once")
     p.add_argument("--cycle-s", type=float, default=2.0, help="the simulated shuffler's cycle")
     p.add_argument("--keep", type=Path, default=None, help="keep the journals and logs here")
+    p.add_argument("--load", action="store_true", help="CPU spinners on every core and an fsync writer")
+    p.add_argument("--spinners-per-core", type=int, default=2, help="with --load (default 2)")
     args = p.parse_args()
     games = [g for g in args.games.split(",") if g]
     plans = [
@@ -74,8 +84,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="wire-soak-") as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        with broker(folder) as port:
-            games_out = asyncio.run(_all(plans, f"mqtt://127.0.0.1:{port}", folder, args.parallel))
+        background = None
+        if args.load:
+            background = BackgroundLoad(folder, spinners=args.spinners_per_core * (os.cpu_count() or 1))
+            background.start()
+        load_before = load_average()
+        try:
+            with broker(folder) as port:
+                games_out = asyncio.run(_all(plans, f"mqtt://127.0.0.1:{port}", folder, args.parallel))
+        finally:
+            load_after = load_average()
+            if background is not None:
+                background.stop()
     ran = [g for g in games_out if g.get("ran")]
     out = {
         "benchmark": "wire_soak",
@@ -87,6 +107,8 @@ def main() -> None:
         "simulators_restarted": args.restart_sim,
         "shuffler_cycle_s": args.cycle_s,
         "parallel": args.parallel,
+        "background_load": background.describe() if background is not None else None,
+        "load_average_1m": [load_before, load_after],
         "all_ok": all(g.get("ok") for g in ran),
         "alarms_by_nobody": sum(len(g["alarms_by_nobody"]) for g in ran),
         "keys_refused": sum(len(g["keys_refused"]) for g in ran),

@@ -49,9 +49,12 @@ class Stack:
     cards: list[DealtCard]
 
 
-async def _sees(condition: Callable[[], bool], told: list[Callable[[], None]], within_s: float) -> bool:
-    """Whether ``condition`` holds, waiting up to ``within_s``; re-checked whenever a device
-    calls the hooks in ``told`` (what a person at the table would see happen)."""
+async def _sees(
+    condition: Callable[[], bool], told: list[Callable[[], None]], within_s: float | None
+) -> bool:
+    """Whether ``condition`` holds, waiting up to ``within_s`` (None: until it does, for a caller
+    that bounds the wait on what else it watches); re-checked whenever a device calls the hooks in
+    ``told`` (what a person at the table would see happen)."""
     if condition():
         return True
     changed = asyncio.Event()
@@ -129,7 +132,7 @@ class TableHands:
             raise ActionRefused(str(e)) from None
         return dealt.card
 
-    async def shoe_holds(self, back: str, within_s: float) -> bool:
+    async def shoe_holds(self, back: str, within_s: float | None) -> bool:
         """Whether the batch ``back`` is in the shoe, waiting up to ``within_s`` for the shuffler's
         eject to put it there. The table shows a batch in play as soon as it has journalled the
         eject, a moment before the shuffler carries it out; a dealer looks at the shoe before
@@ -137,7 +140,7 @@ class TableHands:
         shoe = self.model(DeviceKind.SHOE)
         return await _sees(lambda: shoe.batch_back == back and shoe.remaining > 0, shoe.on_load, within_s)
 
-    async def stack_out(self, within_s: float) -> bool:
+    async def stack_out(self, within_s: float | None) -> bool:
         """Whether the shuffler has put shuffled cards out (a stack to cut, DJ Wild's deck for the
         hand), waiting up to ``within_s`` for its eject. The table asks for the cut (or shows the
         deck in play) as soon as it has journalled the eject, a moment before the shuffler carries

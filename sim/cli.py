@@ -5,8 +5,10 @@ Starts the simulated devices of one table, prints one line per device (name, kin
 where it listens, Modbus device id) and runs until SIGINT or SIGTERM. With ``--timing-seed`` the
 devices keep time of their own, varied by the seed (sim/timing.py). With ``--dealer`` a virtual
 dealer plays rounds at the table through those devices, reading the table's public MQTT state
-(sim/wire_dealer.py); it exits 0 once N rounds have settled, 1 with one line if the table stopped
-it; ``--pace`` has it take about that long over each action, as a person would. With
+(sim/wire_dealer.py); it exits 0 once N rounds have settled. If the table stops the dealer it says
+why in one line and the devices keep serving until SIGINT or SIGTERM (then exit 1): the devices
+are the table's, and a table that lost them would alarm for them too. ``--pace`` has it take
+about that long over each action, as a person would. With
 ``--control`` a test drives the devices itself over a small HTTP/JSON port (sim/control.py,
 docs/simulators.md).
 """
@@ -34,6 +36,7 @@ from sim.table import SimTable
 from sim.table_file import read_table_file
 from sim.wire_dealer import TableStopped, WireDealer
 
+STILL_SERVING = "tablectl sim: the simulated devices keep serving; stop with Ctrl-C or SIGTERM"
 DEFAULT_PACE_S = 1.5  # about a person's time over a card or a key
 MAX_PACE_S = 60.0
 
@@ -177,7 +180,11 @@ async def _deal(dealer: WireDealer, link: MqttLink, rounds: int, stop: asyncio.E
         settled = playing.result()
     except (TableStopped, ActionRefused, TimeoutError, aiomqtt.MqttError) as exc:
         why = str(exc) or "no new state from the table in time"
-        print(f"tablectl sim: dealer: {why}", file=sys.stderr)
+        # The devices are the table's, not the dealer's: a dealer that stops leaves them serving
+        # (a table that lost its devices would alarm for them too), until a signal ends the process.
+        print(f"tablectl sim: dealer: {why}", file=sys.stderr, flush=True)
+        print(STILL_SERVING, file=sys.stderr, flush=True)
+        await stop.wait()
         return 1
     print(f"tablectl sim: dealer: {settled} rounds settled", file=sys.stderr, flush=True)
     return 0

@@ -9,11 +9,16 @@ Only the state of the table's current process is acted on: every retained messag
 ``incarnation`` of the `tablectl run` that published it, and the retained ``status`` says which
 one is running. A state left on the broker by an earlier process (a restart on a fresh journal
 starts again at round 0) is held back until its process is the current one, which it never is.
+
+The connection is the link's to keep (aiomqtt does not reconnect): lost, it is logged and made
+again with backoff, subscribed again; a floor command waits for it. A broker that restarted
+without persistence has no retained status or state until the table has connected again too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import uuid
@@ -22,8 +27,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import aiomqtt
+import structlog
 
+from controller.backoff import Backoff, BackoffPolicy
+from controller.errors import short_reason
 from devices.profiles import DeviceKind
+from devices.transport.links import close_quietly
+from devices.transport.mqtt_session import session
 from sim.wire_dealer import TableStopped
 
 ROOT = "tablectl"
@@ -32,6 +42,11 @@ MAX_STATE_BYTES = 1 << 20  # a state document is a few KiB; anything larger is n
 RESEND_S = 5.0  # a floor command with no result this long is sent again (the table was down)
 SEND_AGAIN = "send it again"  # the end of a refusal that changed nothing (docs/mqtt.md)
 AGAIN_S = 1.0  # ... sent again this much later
+# A lost connection to the broker is tried again after 0.2 s, doubling up to 5 s (jittered): a
+# broker restart takes seconds, and the table's state is retained again once the table is back.
+RECONNECT = BackoffPolicy(initial_s=0.2, max_s=5.0)
+
+_log = structlog.get_logger("sim.dealer")
 
 
 def parse_mqtt_url(url: str) -> tuple[str, int]:
@@ -67,7 +82,10 @@ class MqttLink:
         # times it, as a person's hands vary), so that someone can follow the table on a console.
         self.pace_s = pace_s
         self._pace_rng = random.Random(pace_seed)
-        self._client: aiomqtt.Client | None = None
+        self._conn: tuple[aiomqtt.Client, contextlib.AsyncExitStack] | None = None
+        self._connected = asyncio.Event()  # set while a connection is up
+        self._lost = asyncio.Event()  # set when a connection has been given up
+        self._backoff = Backoff(RECONNECT, rng=random.Random(pace_seed))
         self._reader: asyncio.Task[None] | None = None
         self._latest: dict[str, Any] | None = None
         self._seen = 0  # states received
@@ -78,13 +96,10 @@ class MqttLink:
         self._held: dict[str, dict[str, Any]] = {}  # incarnation -> its newest state, not yet current
 
     async def __aenter__(self) -> MqttLink:
-        client = aiomqtt.Client(self.host, self.port, identifier=f"sim-dealer-{uuid.uuid4().hex[:8]}")
-        await client.__aenter__()
-        self._client = client
-        await client.subscribe(f"{self.base}/status", qos=1)
-        await client.subscribe(f"{self.base}/state", qos=1)
-        await client.subscribe(f"{self.base}/cmd/+/result", qos=1)
-        self._reader = asyncio.create_task(self._read_messages(client), name="sim-dealer-mqtt")
+        # The first connection is made here: a broker that is not there at all is said at once.
+        self._conn = await self._connect()
+        self._connected.set()
+        self._reader = asyncio.create_task(self._run(), name="sim-dealer-mqtt")
         return self
 
     async def __aexit__(
@@ -93,8 +108,56 @@ class MqttLink:
         if self._reader is not None:
             self._reader.cancel()
             await asyncio.gather(self._reader, return_exceptions=True)
-        if self._client is not None:
-            await self._client.__aexit__(et, e, tb)
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await close_quietly(conn[1])
+
+    async def _connect(self) -> tuple[aiomqtt.Client, contextlib.AsyncExitStack]:
+        """One login, subscribed to the table's status, state and command results (a broker that
+        restarted without persistence has none of them retained until the table sends them again)."""
+        stack = contextlib.AsyncExitStack()
+        client = aiomqtt.Client(
+            self.host, self.port, identifier=f"sim-dealer-{uuid.uuid4().hex[:8]}", timeout=5, keepalive=10
+        )
+        try:
+            await stack.enter_async_context(session(client))
+            await client.subscribe(f"{self.base}/status", qos=1)
+            await client.subscribe(f"{self.base}/state", qos=1)
+            await client.subscribe(f"{self.base}/cmd/+/result", qos=1)
+        except BaseException:
+            await close_quietly(stack)
+            raise
+        return client, stack
+
+    async def _run(self) -> None:
+        """Read while connected; after a loss (a broker restart, a network cut), log it and connect
+        again with backoff until the dealer is done (PITFALLS: reconnection is the client's)."""
+        while True:
+            conn = self._conn
+            if conn is not None:
+                with contextlib.suppress(aiomqtt.MqttError):
+                    await self._read_messages(conn[0])
+                self._connected.clear()
+                self._conn = None
+                self._lost.set()
+                await close_quietly(conn[1])
+                _log.warning("dealer_mqtt_lost", broker=f"{self.host}:{self.port}")
+            delay = self._backoff.failed()
+            await asyncio.sleep(delay)
+            try:
+                conn = await self._connect()
+            except (aiomqtt.MqttError, OSError) as exc:
+                _log.warning(
+                    "dealer_mqtt_reconnect_failed",
+                    broker=f"{self.host}:{self.port}",
+                    reason=short_reason(exc),
+                    attempt=self._backoff.failures,
+                )
+                continue
+            self._conn = conn
+            self._backoff.succeeded()
+            self._connected.set()
+            _log.warning("dealer_mqtt_reconnected", broker=f"{self.host}:{self.port}")
 
     async def _read_messages(self, client: aiomqtt.Client) -> None:
         async for message in client.messages:
@@ -176,14 +239,24 @@ class MqttLink:
     async def _command(self, command: str, args: dict[str, Any]) -> dict[str, Any]:
         """One floor command's result. docs/mqtt.md: a command sent while the table is
         disconnected (restarting) is not queued for it; a console that sees no result sends it
-        again, with the same id."""
-        assert self._client is not None
+        again, with the same id. While the dealer's own link is down it is sent once the link is
+        back."""
         request_id = uuid.uuid4().hex[:12]
         body = {"version": 1, "id": request_id, "who": "floor-sim", "role": "floor", "args": args}
         waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._results[request_id] = waiter
         while True:
-            await self._client.publish(f"{self.base}/cmd/{command}", json.dumps(body), qos=1)
+            await self._connected.wait()
+            conn = self._conn
+            assert conn is not None
+            try:
+                await conn[0].publish(f"{self.base}/cmd/{command}", json.dumps(body), qos=1)
+            except aiomqtt.MqttError:
+                # The connection went; the reader notices and connects again. Not sent: wait for it.
+                while self._conn is conn:
+                    self._lost.clear()
+                    await self._lost.wait()
+                continue
             try:
                 async with asyncio.timeout(self.resend_s):
                     return await asyncio.shield(waiter)
@@ -191,7 +264,6 @@ class MqttLink:
                 continue
 
     async def floor(self, command: str, args: dict[str, Any]) -> None:
-        assert self._client is not None
         await self._pace()
         async with asyncio.timeout(self.idle_timeout_s):
             result = await self._command(command, args)

@@ -26,7 +26,8 @@ same it lets time pass.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -39,9 +40,6 @@ from sim.table import SimTable
 
 MAIN_SPOT, SIDE_SPOT = 1, 2  # docs/install.md: spot 1 the main wager, spot 2 the optional one
 DEALER_NAME, FLOOR_NAME = "dealer-1", "floor-1"
-# The eject that puts a batch in the shoe, after the table shows it in play (a shuffler's eject
-# takes seconds at most; a test's shuffler none).
-SHOE_WAIT_S = 30.0
 MAX_WAITS = 720  # the link's waits (5 s of table time each, or one state) before giving up
 MAX_ASKS_PER_ROUND = 400
 ANSWERED_KEPT = 4 * MAX_ASKS_PER_ROUND  # ask ids a dealer remembers having answered
@@ -117,6 +115,7 @@ class WireDealer:
         self._cuts = 0  # cut steps taken on the stack in the hands (refusals, cuts)
         self._recut = False  # the floor has ordered this stack recut
         self._cover = 0  # where the cover card went, cards from the bottom
+        self._coming_in = False  # came in during a round: new_dealer once it is settled
 
     # ------------------------------------------------------------------ the devices
     @property
@@ -162,6 +161,31 @@ class WireDealer:
             self._snap = await self.link.wait()
         raise TableStopped(f"waited too long for {what}; table: {self._where()}")
 
+    async def _watch(self, seen: Callable[[], Awaitable[bool]], what: str) -> None:
+        """Until the devices show ``what`` (the shuffler's eject carried out: the stack or deck out,
+        the batch in the shoe), however long that takes while the table waits for it: the
+        table shows the eject as soon as it has journalled it, a moment (on a busy machine, more)
+        before the shuffler carries it out. A table that asks something else meanwhile (a halting
+        alarm) stops the dealer; one that says nothing for the link's idle bound does too."""
+        device = asyncio.ensure_future(seen())
+        try:
+            # One turn of the loop for the device's look: what it shows already needs no table
+            # state (the in-process link's wait moves the table's clock on).
+            await asyncio.sleep(0)
+            while not device.done():
+                table = asyncio.ensure_future(self.link.wait())
+                try:
+                    await asyncio.wait((device, table), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    table.cancel()
+                if not table.cancelled() and table.done():
+                    self._snap = table.result()  # TimeoutError: the table said nothing for too long
+                    now = self._snap.get("asking")
+                    if not device.done() and isinstance(now, dict) and now.get("what") == "floor":
+                        raise TableStopped(f"waiting for {what}: {now.get('section')}: {now.get('message')}")
+        finally:
+            device.cancel()
+
     def _where(self) -> str:
         keys = ("round", "in_round", "batch_in_shoe", "batches", "halted", "asking", "devices")
         return str({k: self._snap.get(k) for k in keys})
@@ -176,9 +200,30 @@ class WireDealer:
             if devices and all(h == "online" for h in devices.values()):
                 break  # the controller takes commands once every device has answered
             snap = await self.link.wait()
-        for back in snap.get("batches", {}):
+        # A table already in play (this dealer started again beside a running table) is played on
+        # from its public state: only decks still new are inspected (673a.4: a batch in play is
+        # never inspected again), and the dealer comes in between rounds.
+        for back, batch in (snap.get("batches") or {}).items():
+            if isinstance(batch, dict) and batch.get("location") not in (None, "new"):
+                self._opened[back] = self.sim.clock.now()  # in use: the floor opened it earlier
+                continue
             await self.link.floor("inspection_verified", {"back": back, "dealer": self.dealer})
             self._opened[back] = self.sim.clock.now()
+        snap = await self.link.state()
+        if (
+            snap.get("batch_in_shoe") is not None
+            and self.hands.has(DeviceKind.SHOE)
+            and not self.shoe.remaining
+        ):
+            # The table has a batch in its shoe but this dealer's shoe is empty: the devices were
+            # started again (their cards are gone). The floor has the batch reshuffled (673a.5(f)).
+            await self.link.floor(
+                "reshuffle_ordered", {"reason": "the devices were restarted; the shoe is empty"}
+            )
+            snap = await self.link.state()
+        if snap.get("in_round"):
+            self._coming_in = True  # 673a.7(c): between rounds; the round under way is played on first
+            return
         await self.link.floor("new_dealer", {"name": self.dealer})
         self._snap = await self.link.state()
         for _ in range(MAX_WAITS):
@@ -205,7 +250,8 @@ class WireDealer:
         """One round from the chips on the sensors to its settlement."""
         snap = self._snap = await self.link.state()
         await self._change_old_decks(snap)
-        started: int | None = None
+        # A round already under way when this dealer came in is played on to its settlement.
+        started = int(snap.get("round", 0)) if snap.get("in_round") else None
         for _ in range(MAX_ASKS_PER_ROUND + MAX_WAITS):
             ask = snap.get("asking")
             if started is not None and not snap.get("in_round") and int(snap.get("round", 0)) >= started:
@@ -225,6 +271,9 @@ class WireDealer:
             raise TableStopped(f"the round does not end; table: {self._where()}")
         self.stats.rounds += 1
         self.hands.clear_bets(self.boxes)
+        if self._coming_in:
+            self._coming_in = False
+            await self.link.floor("new_dealer", {"name": self.dealer})
         if self.hands.wild_deck is not None:
             self.hands.deck_to_shuffler()  # DJ Wild: the used deck back into its slot
             await self.link.touched(DeviceKind.SHUFFLER)
@@ -265,8 +314,7 @@ class WireDealer:
         if deck is None or deck.back != back:
             # DJ Wild: the table shows the next deck in play once it has journalled the eject; the
             # dealer takes it up when the shuffler puts it out.
-            if not await self.hands.stack_out(SHOE_WAIT_S):
-                raise TableStopped(f"the table has deck {back} in play but the shuffler put out none")
+            await self._watch(lambda: self.hands.stack_out(None), f"deck {back} out of the shuffler")
             self.hands.take_deck()
         return self.hands.wild_deck is not None and self.hands.wild_deck.back == back
 
@@ -287,8 +335,7 @@ class WireDealer:
         back = snap.get("batch_in_shoe")
         if back is None or not self.hands.has(DeviceKind.SHOE):
             return
-        if not await self.hands.shoe_holds(str(back), SHOE_WAIT_S):
-            raise TableStopped(f"the table has batch {back} in play but the shoe does not hold it")
+        await self._watch(lambda: self.hands.shoe_holds(str(back), None), f"batch {back} in the shoe")
 
     async def _act(self, ask: dict[str, Any], snap: dict[str, Any]) -> bool:
         """Answer one ask; True when it was Start Game (a round begins)."""
@@ -342,9 +389,7 @@ class WireDealer:
         (cut_refused, cut_made, cover_card_placed). The choices are a function of the shoe count,
         so a seeded run repeats."""
         if self.hands.stack is None:
-            if not await self.hands.stack_out(SHOE_WAIT_S):
-                where = self._where()
-                raise TableStopped(f"the cut is asked for but the shuffler put out no stack; table: {where}")
+            await self._watch(lambda: self.hands.stack_out(None), "the stack to cut out of the shuffler")
             self.hands.take_stack()
             self._cuts, self._recut = 0, False
         # The answer names its ask: the table refuses it if it asks something else by then.

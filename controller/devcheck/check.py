@@ -15,6 +15,7 @@ from __future__ import annotations
 from controller.devcheck.frame_check import FrameCheck
 from controller.devcheck.modbus_check import ModbusCheck
 from controller.devcheck.report import Ask, Outcome, Report
+from controller.devcheck.sim_port import SimPort
 from devices.config import DeviceConfig, TransportKind
 from devices.spec import CommandRow
 
@@ -26,12 +27,15 @@ async def check_device(
     step_timeout_s: float,
     neighbours: list[DeviceConfig],
     out_of_order: bool = False,
+    sim_control: str | None = None,
 ) -> Report:
     """``out_of_order``: also drive mark_out_of_order, which nothing but the vendor's service
-    procedure undoes on the device."""
+    procedure undoes on the device. ``sim_control``: the simulator's control port, through which
+    the check puts the device into the states a real one is put into by hand (sim_port.py)."""
     report = Report()
     if config.profile.registers:
-        check = ModbusCheck(config, report, ask, step_timeout_s, neighbours)
+        sim = SimPort(sim_control, config.name) if sim_control is not None else None
+        check = ModbusCheck(config, report, ask, step_timeout_s, neighbours, sim)
         check.out_of_order = out_of_order
         await check.run()
     else:

@@ -1,4 +1,4 @@
-"""``tablectl device check --config TABLE --device NAME [--json]``.
+"""``tablectl device check --config TABLE --device NAME [--json] [--sim-control URL]``.
 
 Prints one line per requirement (pass, fail with what was expected and what came, or not
 checked and why); with ``--json`` one JSON document instead. The steps the person at the device
@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from controller.devcheck.check import check_device, transport_note
+from controller.devcheck.sim_port import parse_control_url
 from controller.errors import TablectlError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -42,6 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also mark the shuffler out of order (only its vendor's service procedure clears it)",
     )
+    p.add_argument(
+        "--sim-control",
+        default=None,
+        metavar="URL",
+        help="a simulated device: its simulator's control port (as `tablectl sim --control` prints it),"
+        " through which the check puts it into the states a real device is put into by hand (a jam,"
+        " a device fault, a failed reader)",
+    )
     return p
 
 
@@ -63,6 +72,12 @@ def main(argv: Sequence[str]) -> int:
     from controller.supervisor.config import load_table_config
 
     try:
+        sim_control = None if args.sim_control is None else parse_control_url(args.sim_control)
+    except ValueError as e:
+        print(f"tablectl device check: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+    try:
         table = load_table_config(args.config)
     except TablectlError as e:
         print(e, file=sys.stderr)
@@ -78,7 +93,12 @@ def main(argv: Sequence[str]) -> int:
     step_timeout = 0.0 if args.no_steps else args.step_timeout
     report = asyncio.run(
         check_device(
-            device, ask=_ask, step_timeout_s=step_timeout, neighbours=others, out_of_order=args.out_of_order
+            device,
+            ask=_ask,
+            step_timeout_s=step_timeout,
+            neighbours=others,
+            out_of_order=args.out_of_order,
+            sim_control=sim_control,
         )
     )
     if args.json:

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 
 from controller.devcheck.master import Master, read_pdu, write_pdu
 from controller.devcheck.report import POLL_S, Ask, Report, Unreachable
+from controller.devcheck.sim_port import SimPort
 from controller.devcheck.steps import PHYSICAL, REACH, STATE_OF
 from devices.config import DeviceConfig
 from devices.errors import FrameDecodeError, TransportError
@@ -27,6 +28,7 @@ class ModbusCheck:
         ask: Ask,
         step_timeout_s: float,
         neighbours: list[DeviceConfig],
+        sim: SimPort | None = None,
     ) -> None:
         self.cfg, self.report, self.ask, self.step_timeout_s = config, report, ask, step_timeout_s
         self.profile: Profile = config.profile
@@ -36,6 +38,8 @@ class ModbusCheck:
         self.neighbours = neighbours  # the table's other devices (ids taken on the same line/address)
         self.command_reg = self.profile.registers.get("command")
         self.out_of_order = False
+        # A simulator's control port: the states a real device is put into by hand (sim_port.py).
+        self.sim = sim
 
     async def run(self) -> None:
         try:
@@ -55,10 +59,18 @@ class ModbusCheck:
             await self.exceptions()
             await self.addressing()
             await self.framing()
-            await self.commands()
+            # The rows that mark the device out of order go last: only its vendor's service
+            # procedure undoes that, and the physical steps need a device in service.
+            await self.commands(out_of_order=False)
             await self.physical()
+            await self.commands(out_of_order=True)
             self.timing()
         finally:
+            try:
+                if self.sim is not None:
+                    await self.sim.mend()
+            except Unreachable:
+                pass  # the port went away meanwhile: the report already says what was checked
             await self.master.close()
 
     def _where(self) -> str:
@@ -256,12 +268,15 @@ class ModbusCheck:
             return "(unreadable)"
         return STATE_OF[self.kind](self.profile, snap)
 
-    async def commands(self) -> None:
+    async def commands(self, *, out_of_order: bool) -> None:
+        """The rows of the page's command table that involve out_of_order, or the others."""
         rows = COMMAND_ROWS.get(self.kind, ())
         if not rows or self.command_reg is None:
             return
         codes = dict(self.profile.commands)
         for i, row in enumerate(rows, start=1):
+            if ("out_of_order" in (row.state, row.then)) != out_of_order:
+                continue
             id_ = f"state.{i:02d}"
             args = "".join(f" {a}" for a in row.args)
             text = f"{row.state}: {row.command}{args} -> {row.answer}, {row.then}"
@@ -318,6 +333,8 @@ class ModbusCheck:
 
     async def leave(self) -> None:
         """Leave the device as a table expects it after the check."""
+        if self.sim is not None:
+            await self.sim.mend()  # what the check caused through the control port
         if self.kind is DeviceKind.READER:
             await self.command("reset")
         elif self.kind is DeviceKind.KEYPAD:

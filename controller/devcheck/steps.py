@@ -8,11 +8,15 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from controller.devcheck.report import Unreachable
+from controller.devcheck.sim_port import BY_HAND
 from devices.errors import FrameDecodeError
-from devices.profiles import DeviceKind, Profile
+from devices.profiles import LATCHES, DeviceKind, Profile
 
 if TYPE_CHECKING:
     from controller.devcheck.modbus_check import ModbusCheck
+
+JAM_CODE = 11  # shuffler.md: fault_code 11 while a jam is uncleared
+VENDOR_FAULT = 13  # a vendor fault code the simulator is told to report (any non-jam code)
 
 
 def _shuffler_state(p: Profile, s: dict[str, list[int]]) -> str:
@@ -55,12 +59,19 @@ STATE_OF: dict[DeviceKind, Callable[[Profile, dict[str, list[int]]], str]] = {
 
 async def _reach_shuffler(c: ModbusCheck, state: str) -> None:
     now = await c.state()
+    if now in ("fault", "A jammed") and c.sim is not None and state != now:
+        await c.sim.mend()  # a state the check caused through the simulator's control port
+        now = await c.state()
     if now in ("out_of_order", "fault") or now == "A jammed":
         raise Unreachable(f"the shuffler reads {now}; a power cycle or repair comes first")
-    if state in ("A jammed", "fault"):
-        raise Unreachable(
-            f"{state} cannot be caused safely from outside; cause it at the device and run again"
-        )
+    if state == "fault":
+        if c.sim is None:
+            raise Unreachable(f"{state} cannot be caused safely from outside ({BY_HAND})")
+        await c.sim.fault("shuffler_fault", code=VENDOR_FAULT)
+        return
+    if state == "A jammed":
+        await _jam(c)
+        return
     if state == "out_of_order":
         await _reach_shuffler(c, "A idle")
         await c.command("mark_out_of_order")
@@ -94,9 +105,27 @@ async def _reach_shuffler(c: ModbusCheck, state: str) -> None:
     raise Unreachable(f"no way to {state!r}")
 
 
+async def _jam(c: ModbusCheck) -> None:
+    """Slot A jammed: its batch loaded, the simulator told to jam at the first card, a cycle
+    started; the jam is seen within the profile's max_cycle_s."""
+    if c.sim is None:
+        raise Unreachable(f"a jam cannot be caused safely from outside ({BY_HAND})")
+    await _reach_shuffler(c, "A idle")
+    await c.sim.fault("jam", at_card=1)
+    await c.command("start_shuffle", 1)
+    max_cycle = float(c.cfg.options.get("max_cycle_s", 120.0))
+    if not await c.wait_for("jammed", lambda: c._is("A jammed"), max_cycle):
+        raise Unreachable(f"slot A did not jam within max_cycle_s ({max_cycle:g} s)")
+
+
 async def _reach_reader(c: ModbusCheck, state: str) -> None:
     if state == "failed":
-        raise Unreachable("a failed reader cannot be caused safely from outside")
+        if c.sim is None:
+            raise Unreachable(f"a failed reader cannot be caused safely from outside ({BY_HAND})")
+        await c.sim.fault("reader_failure")
+        return
+    if c.sim is not None and await c.state() == "failed":
+        await c.sim.mend()  # the failure the check caused, mended: a reset is not a repair
     await c.command("reset")
     if state.startswith("up card "):
         await c.command("set_up_card", c.profile.enum_value("rank", state.removeprefix("up card ")))
@@ -190,6 +219,9 @@ async def _physical_reader(c: ModbusCheck) -> None:
     before = await c.snapshot()
     assert before is not None
     seq = before["insert_seq"][0]
+    # reader.md: a card inserted in any state counts; a failed reader (health non-zero) answers
+    # no result. A failed reader is judged by that, not by a healthy one's answer.
+    failed = before["health"][0] != 0
 
     async def inserted() -> bool:
         s = await c.snapshot()
@@ -200,19 +232,26 @@ async def _physical_reader(c: ModbusCheck) -> None:
         return
     after = await c.snapshot()
     assert after is not None
-    ok = after["insert_seq"][0] == (seq + 1) & 0xFFFF and after["result"][0] != 0
+    answered = after["result"][0] != 0
+    ok = after["insert_seq"][0] == (seq + 1) & 0xFFFF and answered != failed
+    if failed:
+        requirement = "an insertion into a failed reader: insert_seq + 1 and result none (no answer)"
+        expected = "insert_seq + 1 and no result"
+    else:
+        requirement = "an insertion: insert_seq + 1 and a result code other than none, in one update"
+        expected = "insert_seq + 1 and a result"
     c.report.add(
         "step.insert",
-        "an insertion: insert_seq + 1 and a result code other than none, in one update",
+        requirement,
         ok,
-        "insert_seq + 1 and a result",
-        f"insert_seq + {(after['insert_seq'][0] - seq) & 0xFFFF}, "
-        f"{'a result' if after['result'][0] else 'no result'}",
+        expected,
+        f"insert_seq + {(after['insert_seq'][0] - seq) & 0xFFFF}, {'a result' if answered else 'no result'}",
     )
     await c.command("reset")
 
 
 async def _physical_keypad(c: ModbusCheck) -> None:
+    await c.command("unlock")  # the press is looked at from unlocked sensors: a latch shows
     before = await c.snapshot()
     assert before is not None
     seq = before["key_seq"][0]
@@ -234,10 +273,12 @@ async def _physical_keypad(c: ModbusCheck) -> None:
             f"key_seq + 1, key code {want}",
             f"key_seq + {(n - seq) & 0xFFFF}, key code {key}",
         )
+        await _latch(c, after)
     else:
         c.report.skip(
             "step.key", "a key press: key_seq + 1 and the key in key_ring", "no key was pressed in time"
         )
+        c.report.skip("step.latch", LATCH, "no key was pressed in time")
 
     async def chip() -> bool:
         s = await c.snapshot()
@@ -250,8 +291,35 @@ async def _physical_keypad(c: ModbusCheck) -> None:
         c.report.skip("step.sensor", "a chip on box 1 spot 1 is sensed", "no chip was sensed in time")
 
 
+LATCH = "a Start Game press latches the sensors: locked = 1 in the same update (687a.9(b))"
+
+
+async def _latch(c: ModbusCheck, after: dict[str, list[int]]) -> None:
+    """keypad.md: a profile with latches_on_start_game is a keypad that freezes its own sensors
+    at the press; the driver then trusts the latch, so one that does not latch fails here."""
+    if not c.profile.options.get(LATCHES, False):
+        c.report.skip("step.latch", LATCH, f"the profile says the keypad does not latch ({LATCHES} false)")
+        return
+    c.report.add("step.latch", LATCH, after["locked"][0] == 1, "locked 1", f"locked {after['locked'][0]}")
+
+
 async def _physical_shuffler(c: ModbusCheck) -> None:
-    c.report.skip("step.jam", "a jam reads jammed with fault_code 11", "a jam is not caused on purpose")
+    text = "a jam reads jammed with fault_code 11"
+    try:
+        await _jam(c)
+    except Unreachable as exc:
+        c.report.skip("step.jam", text, str(exc))
+        return
+    snap = await c.snapshot()
+    code = -1 if snap is None else snap["fault_code"][0]
+    c.report.add(
+        "step.jam",
+        text,
+        code == JAM_CODE,
+        f"jammed, fault_code {JAM_CODE}",
+        f"{await c.state()}, fault_code {code}",
+    )
+    await c.command("clear_fault")
 
 
 PHYSICAL: dict[DeviceKind, Callable[[ModbusCheck], Awaitable[None]]] = {

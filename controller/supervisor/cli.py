@@ -28,13 +28,12 @@ from controller.supervisor.preflight import check_for_run
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
 from controller.supervisor.wiring import build_telemetry
-from controller.telemetry.metrics_http import parse_address
-from controller.telemetry.metrics_process import MetricsProcess
 from devices.config import add_relocation_arguments, relocated
 from devices.transport.block_watch import set_watch_priority
 
 if TYPE_CHECKING:
     from controller.console.process import ConsoleProcess
+    from controller.telemetry.metrics_process import MetricsProcess
 
 JOURNAL_DIR = Path("/var/lib/tablectl")
 
@@ -123,7 +122,13 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
             forwarder.supervisor = supervisor
         listen = args.metrics or config.metrics_listen
         where = "--metrics" if args.metrics else f"{config.path}: metrics.listen"
-        metrics = None if listen is None else parse_address(listen, where)
+        metrics = None
+        if listen is not None:
+            # aiohttp with it: a tenth of run's imports, paid only by a table that serves /metrics
+            # (the table is dark until it is ready; what can wait does).
+            from controller.telemetry.metrics_http import parse_address
+
+            metrics = parse_address(listen, where)
         level = getattr(logging, args.log_level.upper())
         return asyncio.run(_run(supervisor, settings, level, metrics))
     except TablectlError as e:
@@ -150,10 +155,13 @@ async def _run(
         loop.add_signal_handler(sig, stop.set)
     console: ConsoleProcess | None = None
     await supervisor.start()
-    # In a process of its own: no flood of scrapers can take the table's pace or its files.
-    metrics = MetricsProcess(supervisor.metrics.registry, lambda: _health(supervisor), log_level)
+    metrics: MetricsProcess | None = None
     try:
         if metrics_at is not None:
+            from controller.telemetry.metrics_process import MetricsProcess
+
+            # In a process of its own: no flood of scrapers can take the table's pace or its files.
+            metrics = MetricsProcess(supervisor.metrics.registry, lambda: _health(supervisor), log_level)
             host, port = await metrics.start(*metrics_at)
             supervisor.log.info("metrics_listening", url=f"http://{host}:{port}/metrics")
         if settings is not None:
@@ -163,7 +171,8 @@ async def _run(
             await console.start()  # in a process of its own: it cannot take the table's pace
         await stop.wait()
     finally:
-        await metrics.stop()
+        if metrics is not None:
+            await metrics.stop()
         if console is not None:
             await console.stop()
         await supervisor.stop()

@@ -14,13 +14,17 @@ the discard rack, the first draw or key of another device opens a window: the sh
 at once (out of turn), and the window closes at the first poll of the shuffler, begun after it
 opened, that has answered, been handled and shows the used batch back in its slot (a shuffler
 may take a moment to sense cards put into it: a read that still shows the slot empty waits for
-the next), or ``SETTLE_S`` after it opened on the table's clock, whichever is first. Then what
-was held is handled, in the order it was read, against what the shuffler said. Meanwhile every
-other device's events wait behind it (each device's events keep their order); the shuffler's go
-straight on, being what the window waits for.
+the next), or once ``SETTLE_READS`` shuffler polls begun after it opened have finished without
+showing it (answered or not), whichever is first: decided by what the shuffler showed, never by a
+guess of how long a poll takes on a busy machine. ``SETTLE_S`` on the table's clock is only a
+backstop for a shuffler not polled at all (its driver restarting). Then what was held is handled,
+in the order it was read, against what the shuffler said. Meanwhile every other device's events
+wait behind it (each device's events keep their order); the shuffler's go straight on, being what
+the window waits for.
 
 So a legitimate order raises nothing and refuses nothing, and a real wrong batch (the used batch
-not back in its slot) is still alarmed, ``SETTLE_S`` after the draw at the latest (under a second).
+not back in its slot) is still alarmed, at the third shuffler poll after the draw at the latest
+(300 ms at the shipped 100 ms poll; a shuffler that does not answer, its polls' timeouts).
 One window a shoe: once one has closed with the batch still in the rack, the table's alarm
 stands and nothing more is held until the rack is clear, so cards are never delayed one by one.
 
@@ -44,11 +48,16 @@ from controller.table.core import Table
 from controller.table.shoe import other_batch_in_rack
 from devices import events as dev
 
-# How long a draw or key may wait for the shuffler to be read (at least one of its poll intervals,
-# where that is longer): five of its 100 ms polls as shipped, and the poll is asked for at once,
-# so one round trip on a loaded line is well inside it. A real wrong batch is still alarmed within
-# a second.
-SETTLE_S = 0.5
+# The shuffler's reads decide a window, not the clock: it closes at the first read (a poll begun
+# after it opened, answered and handled) that shows the used batch back, or once SETTLE_READS polls
+# begun after it opened have finished without showing it (answered or not: a shuffler that does
+# not answer is decided by its own failed polls, which also raise its own alarm). On a busy machine
+# a poll takes what it takes; a fixed time (it was 0.5 s) closed windows before the shuffler had
+# been read at all and alarmed a batch that was back in its slot.
+SETTLE_READS = 3
+# Only a backstop, never reached while the shuffler is polled: nothing is held for ever if its
+# driver is not polling at all (restarting after a crash). On the table's clock.
+SETTLE_S = 10.0
 # What opens a window: what the core would alarm on or refuse for the rack (a burn or a card; a
 # key, Start Game among them). Anything else waits behind an open window but opens none.
 _OPENS = (dev.CardDrawn, dev.ButtonPressed)
@@ -97,6 +106,7 @@ class SettleWindow:
         self.spent = False  # a window closed at this shoe with the rack still in doubt
         self._since = 0.0
         self._after_poll = 0  # a successful shuffler poll that began after this one closes it
+        self._opened_at_poll = 0  # the shuffler's polls_started when the window opened
         self._opened = asyncio.Event()
 
     @property
@@ -109,10 +119,9 @@ class SettleWindow:
         if isinstance(event, Settled):
             if not self.held or event.window != self.window:
                 return []
-            due = self._since + self.settle_s
-            if event.by == "shuffler_read" and self.later_reads and in_doubt() and self.clock.now() < due:
+            if event.by == "shuffler_read" and self.later_reads and in_doubt() and self._polls_left() > 0:
                 # Read, but the slot does not show the used batch back yet: a shuffler may take a
-                # moment to sense cards put into it. Its next read decides, or the deadline.
+                # moment to sense cards put into it. Its next read decides, within SETTLE_READS.
                 self._after_poll = self.progress.polls_started[self.shuffler]
                 self._opened.set()
                 return []
@@ -136,7 +145,7 @@ class SettleWindow:
         self.window += 1
         self.held = [event]
         self._since = self.clock.now()
-        self._after_poll = self.progress.polls_started[self.shuffler]
+        self._after_poll = self._opened_at_poll = self.progress.polls_started[self.shuffler]
         self.progress.poke[self.shuffler].set()  # read the shuffler now, not at its next turn
         self._opened.set()
 
@@ -146,8 +155,17 @@ class SettleWindow:
         self.log.info("settle_window", by=by, held=len(held), held_s=round(self.clock.now() - self._since, 3))
         return held
 
+    def _polls_left(self) -> int:
+        """Shuffler polls, begun after the window opened, still to finish before it is decided."""
+        return SETTLE_READS - (self.progress.polls_done[self.shuffler] - self._opened_at_poll)
+
     def _read_since(self, window: int) -> bool:
         return self.window != window or self.progress.read_ok[self.shuffler] > self._after_poll
+
+    def _silent_since(self, window: int) -> bool:
+        """SETTLE_READS polls begun after the window opened have finished, none answered since the
+        last read that showed the slot empty: the shuffler does not answer."""
+        return self.window == window and self._polls_left() <= 0
 
     async def _until(self, at: float) -> None:
         """Until ``at`` on the clock, however late this starts."""
@@ -172,10 +190,13 @@ class SettleWindow:
 
     async def _closed_by(self, window: int) -> str:
         read = asyncio.ensure_future(self.progress.wait_for(partial(self._read_since, window)))
+        silent = asyncio.ensure_future(self.progress.wait_for(partial(self._silent_since, window)))
         deadline = asyncio.ensure_future(self._until(self._since + self.settle_s))
         try:
-            await asyncio.wait((read, deadline), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((read, silent, deadline), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            read.cancel()
-            deadline.cancel()
-        return "shuffler_read" if read.done() and not read.cancelled() else "deadline"
+            for f in (read, silent, deadline):
+                f.cancel()
+        if read.done() and not read.cancelled():
+            return "shuffler_read"
+        return "shuffler_silent" if silent.done() and not silent.cancelled() else "deadline"

@@ -43,7 +43,7 @@ from controller.supervisor.metrics import Readings, TableMetrics
 from controller.supervisor.outbox import Outbox
 from controller.supervisor.progress import Progress
 from controller.supervisor.reconcile import DEFAULT_MAX_CYCLE_S, Reconciler
-from controller.supervisor.settle import SETTLE_S, SettleWindow
+from controller.supervisor.settle import SETTLE_READS, SETTLE_S, SettleWindow
 from controller.supervisor.stalls import STALL_CHECK_S, StallWatch, presence
 from controller.supervisor.startup import ConnectGrace
 from controller.supervisor.step import Stepper
@@ -248,7 +248,7 @@ class Supervisor:
         if shuffler is not None:  # a draw or key at a shoe change waits for the shuffler's read
             settle = SettleWindow(
                 shuffler=shuffler.name, clock=self.clock, events=self.events, progress=self.progress,
-                log=self.log, settle_s=max(SETTLE_S, shuffler.config.poll_interval_s),
+                log=self.log, settle_s=max(SETTLE_S, SETTLE_READS * shuffler.config.poll_interval_s),
                 later_reads=not self.poll_on_demand,
             )  # fmt: skip
             self.device_events.settle = settle

@@ -71,3 +71,27 @@ def test_a_shipped_rtu_timeout_below_the_libmodbus_margin_says_so_on_its_line() 
             section = text[text.index(f"[devices.{name}]") :]
             line = next(x for x in section.splitlines() if x.startswith("timeout_s"))
             assert "libmodbus" in line and "0.6" in line, (table.name, name, line)
+
+
+def _register_rows(page: str) -> dict[str, str]:
+    """A page's register table: name -> the whole row (``| `name` | address | ... |``)."""
+    rows = {}
+    for line in page.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| `") and len(cells) >= 8 and cells[0].count("`") == 2:
+            rows[cells[0].strip("`")] = line
+    return rows
+
+
+@pytest.mark.parametrize("profile", sorted(p for p, page in PAGES.items() if not page.startswith("..")))
+def test_no_page_calls_optional_a_word_its_profile_requires(profile: str) -> None:
+    """Issue: keypad.md called `key_amount` optional while the shipped profile reads all 45 words in
+    one block (a keypad built to the page without them fails every poll). Every register a shipped
+    profile names is read: its page may not call it optional, in the table or in the text."""
+    page = (ROOT / "docs" / "devices" / PAGES[profile]).read_text(encoding="utf-8")
+    prof = load_profile(DEVICES / profile)
+    rows = _register_rows(page)
+    text = " ".join(page.split())
+    for reg in prof.registers:
+        assert "optional" not in rows.get(reg, "").lower(), (profile, reg, rows.get(reg))
+        assert f"`{reg}` is optional" not in text, (profile, reg)

@@ -10,7 +10,7 @@ import structlog
 
 from controller.cards import parse_card
 from controller.supervisor.progress import Progress
-from controller.supervisor.settle import SETTLE_S, Settled, SettleWindow
+from controller.supervisor.settle import SETTLE_READS, SETTLE_S, Settled, SettleWindow
 from devices import events as dev
 from devices.drivers.base import Wake
 from sim.clock import VirtualClock
@@ -140,5 +140,51 @@ async def test_on_demand_polling_the_first_read_decides() -> None:
         await polled(progress)
         marker = await asyncio.wait_for(events.get(), GUARD_S)
         assert settle.sort(marker, lambda: True) == [burn(1)]
+    finally:
+        task.cancel()
+
+
+async def test_a_read_that_comes_late_on_a_busy_machine_still_decides() -> None:
+    """Issue 34 (the wire soak under CPU load): the window closed 0.5 s after the draw, a guess of
+    how long a shuffler poll takes; on a busy machine the poll had not been read by then and the
+    used batch, back in its slot, was alarmed. The shuffler's reads decide now, however late."""
+    clock = VirtualClock()
+    settle, progress, events = window(clock)
+    task = asyncio.create_task(settle.run())
+    try:
+        assert settle.sort(burn(1), lambda: True) == []
+        await asyncio.sleep(0)
+        clock.advance(2.0)  # the loop starved: no shuffler poll has finished yet
+        for _ in range(20):  # every task that the clock woke has run
+            await asyncio.sleep(0)
+        assert events.empty() and settle.holding
+        await polled(progress)  # read at last: the batch is back
+        marker = await asyncio.wait_for(events.get(), GUARD_S)
+        assert isinstance(marker, Settled) and marker.by == "shuffler_read"
+        assert settle.sort(marker, lambda: False) == [burn(1)]
+    finally:
+        task.cancel()
+
+
+async def test_the_shuffler_decides_within_its_reads_answered_or_not() -> None:
+    """A used batch that never shows up is decided at the SETTLE_READS-th read; a shuffler that
+    does not answer, by its SETTLE_READS failed polls (its own alarm follows)."""
+    clock = VirtualClock()
+    settle, progress, events = window(clock)
+    task = asyncio.create_task(settle.run())
+    try:
+        assert settle.sort(burn(1), lambda: True) == []
+        for n in range(1, SETTLE_READS + 1):
+            await polled(progress)
+            marker = await asyncio.wait_for(events.get(), GUARD_S)
+            handed = settle.sort(marker, lambda: True)
+            assert handed == ([burn(1)] if n == SETTLE_READS else []), n
+        assert settle.sort(burn(2), lambda: False) == [burn(2)]  # the rack clear: the next shoe
+        assert settle.sort(burn(3), lambda: True) == []
+        for _ in range(SETTLE_READS):
+            await polled(progress, ok=False)
+        marker = await asyncio.wait_for(events.get(), GUARD_S)
+        assert isinstance(marker, Settled) and marker.by == "shuffler_silent"
+        assert settle.sort(marker, lambda: True) == [burn(3)]
     finally:
         task.cancel()

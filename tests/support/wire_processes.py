@@ -21,6 +21,13 @@ import aiomqtt
 from controller.supervisor.rig import ROOT
 
 
+def progress(snap: dict[str, Any]) -> tuple[object, ...]:
+    """What moves when the game does (not a device's health, which may flap while nothing moves;
+    nor a restarting table's first state, which lacks the core's fields until it has read its
+    journal and devices)."""
+    return tuple(str(snap.get(k)) for k in ("round", "in_round", "asking", "batch_in_shoe", "cards_in_shoe"))
+
+
 class Stuck(Exception):
     """A wait of the soak ran out: the table (or a process) stopped moving; the message says where."""
 
@@ -44,6 +51,7 @@ class Run:
         self.ready = asyncio.Event()
         self.started_at = 0.0  # when this incarnation was spawned (time.time())
         self.ready_at: float | None = None  # when it said it was ready: journal read, devices answered
+        self.on_ready: Callable[[], None] = lambda: None
         self._reader: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -66,6 +74,7 @@ class Run:
                 if line.get("event") == "ready":
                     self.ready_at = time.time()
                     self.ready.set()
+                    self.on_ready()
 
     async def wait_ready(self, guard_s: float) -> None:
         try:
@@ -106,6 +115,10 @@ class Sim:
         self.control = ""
         self.stderr: list[str] = []
         self.dealer_done_at = float("inf")  # when the dealer said its last line (before the devices closed)
+        # The dealer's last line: its rounds settled (the process then ends), or why the table
+        # stopped it (the devices then keep serving until the process is stopped).
+        self.dealer_done = asyncio.Event()
+        self.dealer_said = ""
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self, dealer_rounds: int | None, guard_s: float) -> None:
@@ -121,6 +134,7 @@ class Sim:
         if dealer_rounds is not None:
             args += ["--dealer", "--rounds", str(dealer_rounds), "--boxes", "2", "--broker", self.broker_url]
         self.stderr, self.control = [], ""
+        self.dealer_done.clear()
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "controller.cli", "sim", *args, cwd=ROOT,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -144,6 +158,8 @@ class Sim:
         text = raw.decode(errors="replace").rstrip()
         if text.startswith("tablectl sim: dealer:"):
             self.dealer_done_at = min(self.dealer_done_at, time.time())
+            self.dealer_said = text
+            self.dealer_done.set()
         self.stderr.append(text)
 
     async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -192,6 +208,14 @@ class StateWatch:
         self.snap: dict[str, Any] = {}
         self.count = 0
         self.changed = asyncio.Event()
+        # When the game last moved (time.monotonic()): a state whose game fields differ from the
+        # one before, or the first state of another `tablectl run` process. A device's health
+        # flapping is no move. The soak's waits are bounded by the table not moving, never by a
+        # guess of how long the moves they wait for take on a busy machine.
+        self.moved_at = time.monotonic()
+        self._last: tuple[object, ...] = ()
+        # While this says so (the table's process is starting), time does not count as stillness.
+        self.paused: Callable[[], bool] = lambda: False
         self.batches_in_play: list[str] = []  # the batch in the shoe, each time it changed
         self._task: asyncio.Task[None] | None = None
 
@@ -209,27 +233,41 @@ class StateWatch:
                     body = json.loads(message.payload)
                     snap = body.get("snapshot")
                     if isinstance(snap, dict):
-                        self._seen(snap)
+                        self._seen(snap, str(body.get("incarnation")))
 
-    def _seen(self, snap: dict[str, Any]) -> None:
+    def resumed(self) -> None:
+        """The table's process is up again: its stillness counts from now."""
+        self.moved_at = time.monotonic()
+        self.changed.set()
+
+    def _seen(self, snap: dict[str, Any], incarnation: str = "") -> None:
         self.snap, self.count = snap, self.count + 1
+        now = (incarnation, *progress(snap))
+        if now != self._last:
+            self._last, self.moved_at = now, time.monotonic()
         back = snap.get("batch_in_shoe")
         if back and (not self.batches_in_play or self.batches_in_play[-1] != back):
             self.batches_in_play.append(str(back))
         self.changed.set()
 
     async def until(self, cond: Callable[[dict[str, Any]], bool], what: str, guard_s: float) -> None:
-        """Until a state ``cond`` accepts; Stuck naming ``what`` and the last state if none comes."""
-        try:
-            async with asyncio.timeout(guard_s):
-                while not cond(self.snap):
-                    self.changed.clear()
+        """Until a state ``cond`` accepts, however long the table takes while it moves; Stuck
+        naming ``what`` and the last state once the table has not moved for ``guard_s``."""
+        start = time.monotonic()
+        while not cond(self.snap):
+            if self.paused():
+                start = time.monotonic()
+            still_s = time.monotonic() - max(start, self.moved_at)
+            if still_s >= guard_s:
+                keys = ("round", "in_round", "batch_in_shoe", "halted", "asking", "devices")
+                raise Stuck(
+                    f"waited for {what}: the table did not move for {guard_s:g}s;"
+                    f" state: { ({k: self.snap.get(k) for k in keys}) }"
+                )
+            self.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(guard_s - still_s):
                     await self.changed.wait()
-        except TimeoutError:
-            keys = ("round", "in_round", "batch_in_shoe", "halted", "asking", "devices")
-            raise Stuck(
-                f"waited {guard_s:g}s for {what}; state: { ({k: self.snap.get(k) for k in keys}) }"
-            ) from None
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -36,9 +36,13 @@ from controller.journal import Journal
 from controller.supervisor.config import load_table_config
 from tests.relocated import relocated_table
 from tests.support.wire_journal import judge
-from tests.support.wire_processes import Run, Sim, StateWatch, Stuck
+from tests.support.wire_processes import Run, Sim, StateWatch, Stuck, progress
 
 READY_GUARD_S = 60.0  # failure guards only: a table that does not move within them is stuck
+# A process coming up (`run` ready, `sim` listening) shows nothing until it has imported and read
+# its files and devices: on a loaded machine that took 25-29 s of wall time for ~1 s of CPU. This
+# only catches a process that never comes up; the table's own stillness is judged while it is up.
+START_GUARD_S = 300.0
 STOP_GUARD_S = 20.0
 PORT_ATTEMPTS = 3
 DEALER_DONE = "the dealer finished; its simulators stopped with it"
@@ -111,10 +115,12 @@ async def soak(plan: Plan, broker_url: str, folder: Path) -> dict[str, Any]:
     line = Timeline()
     await watch.start()
     run = Run(config, journal, broker_url)
+    watch.paused = lambda: not run.ready.is_set()  # the table's stillness counts while run is up
+    run.on_ready = watch.resumed
     try:
         for attempt in range(PORT_ATTEMPTS):
             try:
-                await sim.start(plan.rounds if plan.wild else 1_000_000, plan.guard_s)
+                await sim.start(plan.rounds if plan.wild else 1_000_000, START_GUARD_S)
                 break
             except Stuck as e:
                 # A free port picked for the table file was taken before the simulator bound it
@@ -147,10 +153,10 @@ async def _deal(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timelin
     began = time.monotonic()
     killer = asyncio.create_task(_kills(plan, run, watch, line))
     assert sim.proc is not None
-    exited = asyncio.create_task(sim.proc.wait())
+    exited = asyncio.create_task(_dealer_ends(sim))
     try:
         moved = time.monotonic()  # the last time the game moved (a device's health is no move)
-        last = _progress(watch.snap)
+        last = progress(watch.snap)
         while not (not plan.wild and len(watch.batches_in_play) > plan.shoes) and not exited.done():
             watch.changed.clear()
             changed = asyncio.create_task(watch.changed.wait())
@@ -159,10 +165,12 @@ async def _deal(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timelin
             changed.cancel()
             if killer.done() and not killer.cancelled() and killer.exception() is not None:
                 raise killer.exception()  # type: ignore[misc]
-            if watch.snap.get("round") is not None and _progress(watch.snap) != last:
-                moved, last = time.monotonic(), _progress(watch.snap)
+            if watch.snap.get("round") is not None and progress(watch.snap) != last:
+                moved, last = time.monotonic(), progress(watch.snap)
                 line.dealt_s = moved - began  # a game that stops is timed to its last move
-            elif time.monotonic() - moved > plan.idle_guard_s:
+            elif watch.paused():
+                moved = time.monotonic()  # run is starting: a table that is not up is not still
+            elif time.monotonic() - max(moved, watch.moved_at) > plan.idle_guard_s:
                 raise Stuck(f"the game did not move for {plan.idle_guard_s:g}s; state: {_where(watch)}")
         line.dealt_s = time.monotonic() - began
     finally:
@@ -172,15 +180,28 @@ async def _deal(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timelin
             await run.start()  # killed as the dealing ended: up again for what follows
     if exited.done():
         done_at = min(sim.dealer_done_at, time.time())
-        line.dealer_exit = exited.result()
-        await sim.wait(STOP_GUARD_S)
-        line.dealer_said = sim.stderr[-1] if sim.stderr else ""
+        line.dealer_said = sim.dealer_said
+        # Its rounds settled, the process ends by itself (0); a dealer the table stopped leaves the
+        # devices serving (exit 1 once stopped, in the finally of soak()).
+        settled = sim.dealer_said.endswith("rounds settled") or sim.proc.returncode is not None
+        line.dealer_exit = await sim.wait(STOP_GUARD_S) if settled else 1
         if line.dealer_exit != 0 or not plan.wild:
             line.stopped = done_at  # the devices went with the dealer: what run says next is no finding
             raise Stuck(f"the dealer stopped (exit {line.dealer_exit}): {line.dealer_said}")
         # DJ Wild's dealer is done: the simulators stopped with it, a person's doing (until what
         # follows, if anything, closes the window).
         line.person.append((done_at, float("inf"), DEALER_DONE))
+
+
+async def _dealer_ends(sim: Sim) -> None:
+    """The dealer's last line (its rounds settled, or the table stopped it), or the process gone."""
+    assert sim.proc is not None
+    said, gone = asyncio.ensure_future(sim.dealer_done.wait()), asyncio.ensure_future(sim.proc.wait())
+    try:
+        await asyncio.wait((said, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        said.cancel()
+        gone.cancel()
 
 
 def _where(watch: StateWatch) -> str:
@@ -203,11 +224,11 @@ async def _kills(plan: Plan, run: Run, watch: StateWatch, line: Timeline) -> Non
             await asyncio.sleep(rng.uniform(0.0, 0.15))
             moment = f"first {first}"
         else:
-            await run.wait_ready(plan.guard_s)  # the seeded moment counts from when run is up
+            await run.wait_ready(START_GUARD_S)  # the seeded moment counts from when run is up
             await asyncio.sleep(rng.uniform(2.0, 10.0))
             moment = "random"
         down_s = rng.uniform(0.1, 1.5)
-        await run.wait_ready(plan.guard_s)  # a run killed before it is up tells nothing of the table
+        await run.wait_ready(START_GUARD_S)  # a run killed before it is up tells nothing of the table
         await _kill(run, watch, line, moment, down_s)
         await asyncio.sleep(down_s)  # the table is down this long: the dealer may act meanwhile
         await run.start()
@@ -240,13 +261,6 @@ def _resets_read(journal: Path) -> bool:
     return all(c.get(k, 0) == 0 for c in counters.values() for k in RESET_COUNTERS)
 
 
-def _progress(snap: dict[str, Any]) -> tuple[object, ...]:
-    """What moves when the game does (not a device's health, which may flap while nothing moves;
-    nor a restarting table's first state, which lacks the core's fields until it has read its
-    journal and devices)."""
-    return tuple(str(snap.get(k)) for k in ("round", "in_round", "asking", "batch_in_shoe", "cards_in_shoe"))
-
-
 def _asked(snap: dict[str, Any]) -> str | None:
     ask = snap.get("asking")
     return str(ask.get("what")) if isinstance(ask, dict) else None
@@ -269,14 +283,14 @@ async def _people(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timel
     if line.person and line.person[-1][2] == DEALER_DONE:
         began = line.person.pop()[0]  # the simulators already stopped with the dealer
     await sim.stop(STOP_GUARD_S)
-    await sim.start(None, plan.guard_s)
+    await sim.start(None, START_GUARD_S)
     await watch.until(_all_online, "every device back after the simulators restarted", plan.guard_s)
     await sim.post("fault", {"fault": "power_off", "device": "keypad"})
     await watch.until(lambda s: (s.get("devices") or {}).get("keypad") not in (None, "online"),
                       "the keypad seen off", plan.guard_s)  # fmt: skip
     await sim.post("fault", {"fault": "power_on", "device": "keypad"})
     await watch.until(_all_online, "the keypad back", plan.guard_s)
-    await run.wait_ready(plan.guard_s)  # whatever run was doing: it has read every device
+    await run.wait_ready(START_GUARD_S)  # whatever run was doing: it has read every device
     # A device back online may still have its reset held back for a second look (a glitch is
     # shorter than the settle window, devices/drivers/registers.py): the person's doing ends once
     # run has decided every reset and journalled its counters, each alarm raised once.
@@ -285,7 +299,7 @@ async def _people(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timel
     await _kill(run, watch, line, "after the simulators restarted", 0.0)
     seen = watch.count
     await run.start()
-    await run.wait_ready(plan.guard_s)
+    await run.wait_ready(START_GUARD_S)
     # The restarted table publishes its state once it has read every device and reconciled.
     await watch.until(
         lambda s: watch.count > seen and _all_online(s), "the state after the restart", plan.guard_s
