@@ -249,3 +249,31 @@ def test_add_user_gives_only_archive_accounts_the_archive_s_group(tmp_path: path
     }
     # The plugin answers nothing but these subscriptions: every other right is the ACL's.
     assert set(doc["defaultACLAccess"].values()) == {False}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "floor-old:$6$c2FsdA==$aGFzaA==",  # mosquitto 1.x's SHA512: no PBKDF2 form to copy
+        'floor-"x:$7$101$c2FsdA==$aGFzaA==',  # would end the JSON string
+        "floor-\\x:$7$101$c2FsdA==$aGFzaA==",
+    ],
+)
+def test_dynsec_accounts_refuses_what_it_cannot_copy_and_keeps_the_old_file(
+    tmp_path: pathlib.Path, line: str
+) -> None:
+    assert _add_user(tmp_path, "monitor", "monitor-x").returncode == 0
+    before = (tmp_path / "dynsec.json").read_text(encoding="utf-8")
+    with (tmp_path / "passwd").open("a", encoding="utf-8") as f:
+        f.write(line + "\n")
+    done = subprocess.run(
+        [str(MOSQUITTO_DIR / "dynsec-accounts.sh"), str(tmp_path / "passwd"), str(tmp_path / "dynsec.json")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done
+    assert done.stderr.startswith("dynsec-accounts.sh: line 2: "), done.stderr
+    assert (tmp_path / "dynsec.json").read_text(encoding="utf-8") == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["acl", "dynsec.json", "passwd"]
