@@ -97,15 +97,36 @@ def make_pki(factory: pytest.TempPathFactory, *other_cas: str) -> pathlib.Path:
     return d
 
 
+SHIPPED = pathlib.Path(__file__).resolve().parents[1] / "config" / "mosquitto"
+DYNSEC_PLUGIN = "/usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so"
+
+
+def dynsec_accounts(password_file: pathlib.Path) -> pathlib.Path:
+    """The dynamic-security account file the shipped dynsec-accounts.sh writes from
+    ``password_file`` (next to it), as the shipped mosquitto.conf loads it."""
+    if not pathlib.Path(DYNSEC_PLUGIN).exists():
+        pytest.skip("mosquitto's dynamic-security plugin is not installed")
+    out = password_file.with_name("dynsec.json")
+    subprocess.run(
+        [str(SHIPPED / "dynsec-accounts.sh"), str(password_file), str(out)],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    return out
+
+
 def tls_conf(
     *, port: int, pki: pathlib.Path, password_file: pathlib.Path, acl_file: pathlib.Path, extra: str
 ) -> str:
-    """A TLS listener on 127.0.0.1 with no anonymous access, a password file and an ACL; logs on
-    stderr (which ``start`` waits on). ``extra``: more lines (persistence and the like), each
-    ending in a newline."""
+    """A TLS listener on 127.0.0.1 with no anonymous access, the accounts of ``password_file``
+    through the dynamic-security plugin and an ACL, as config/mosquitto/mosquitto.conf has them;
+    logs on stderr (which ``start`` waits on). ``extra``: more lines (persistence and the like),
+    each ending in a newline."""
     return f"""per_listener_settings false
 allow_anonymous false
-password_file {password_file}
+plugin {DYNSEC_PLUGIN}
+plugin_opt_config_file {dynsec_accounts(password_file)}
 acl_file {acl_file}
 listener {port} 127.0.0.1
 cafile {pki / "ca.crt"}

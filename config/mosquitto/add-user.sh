@@ -1,11 +1,13 @@
 #!/bin/sh
 # Add a broker account to a mosquitto password file (and, for a floor, monitor or archive account,
-# its block to the ACL). Recipe for docs/mqtt.md "Security".
+# its block to the ACL), then write the dynamic-security account file from the password file
+# (dynsec-accounts.sh: only archive accounts may join the archive's shared subscription).
+# Recipe for docs/mqtt.md "Security".
 #
-#   add-user.sh PASSWORD_FILE ACL_FILE table   SITE/TABLE     # an appliance, e.g. example-floor/dab-01
-#   add-user.sh PASSWORD_FILE ACL_FILE floor   floor-NAME     # may send commands
-#   add-user.sh PASSWORD_FILE ACL_FILE monitor monitor-NAME   # read-only
-#   add-user.sh PASSWORD_FILE ACL_FILE archive archive-NAME   # tablectl archive: events in, its alarms out
+#   add-user.sh PASSWORD_FILE ACL_FILE DYNSEC_FILE table   SITE/TABLE    # an appliance, e.g. example-floor/dab-01
+#   add-user.sh PASSWORD_FILE ACL_FILE DYNSEC_FILE floor   floor-NAME    # may send commands
+#   add-user.sh PASSWORD_FILE ACL_FILE DYNSEC_FILE monitor monitor-NAME  # read-only
+#   add-user.sh PASSWORD_FILE ACL_FILE DYNSEC_FILE archive archive-NAME  # tablectl archive: events in, its alarms out
 #
 # SITE, TABLE and NAME are 1-64 letters, digits, '-', '_' or '.', starting with a letter or digit
 # (each is one MQTT topic level: never '/', '+', '#'). TABLE is never "archive": the topics
@@ -16,12 +18,13 @@
 # The password is taken from $TABLECTL_NEW_PASSWORD, or a random one is made and printed once
 # (give it to the appliance as TABLECTL_MQTT_PASSWORD). mosquitto_passwd -b has the password on
 # its own command line for a moment: run this on the broker host, not on a shared machine.
-# Send mosquitto SIGHUP afterwards to reload the password file and the ACL.
+# Restart mosquitto afterwards (systemctl restart mosquitto): it reads DYNSEC_FILE, which holds
+# the accounts it lets in, only when it starts.
 set -eu
-usage() { sed -n '5,8p' "$0" >&2; exit 2; }
+usage() { sed -n '7,10p' "$0" >&2; exit 2; }
 refuse() { echo "add-user.sh: $*" >&2; exit 2; }
-[ $# -eq 4 ] || usage
-passwd_file=$1 acl_file=$2 role=$3 name=$4
+[ $# -eq 5 ] || usage
+passwd_file=$1 acl_file=$2 dynsec_file=$3 role=$4 name=$5
 
 # One topic level: no '/', '+', '#', space, control character or newline (grep reads lines).
 level() {
@@ -62,3 +65,4 @@ case "$role" in
   monitor) printf '\nuser %s\ntopic read tablectl/#\n' "$name" >> "$acl_file" ;;
   archive) printf '\nuser %s\ntopic read tablectl/+/+/events\ntopic read tablectl/+/+/status\ntopic read tablectl/+/+/heartbeat\ntopic read tablectl/+/+/cmd/republish/result\ntopic write tablectl/+/+/cmd/republish\ntopic write tablectl/+/archive/alarms\n' "$name" >> "$acl_file" ;;
 esac
+"$(dirname "$0")/dynsec-accounts.sh" "$passwd_file" "$dynsec_file"

@@ -81,7 +81,14 @@ class Broker:
                 subprocess.run(["mosquitto_passwd", "-b", str(passwd), name, password], check=True, env=env)
             else:
                 subprocess.run(
-                    [str(MOSQUITTO_DIR / "add-user.sh"), str(passwd), str(acl), role, name],
+                    [
+                        str(MOSQUITTO_DIR / "add-user.sh"),
+                        str(passwd),
+                        str(acl),
+                        str(self.dir / "dynsec.json"),
+                        role,
+                        name,
+                    ],
                     check=True,
                     env=env,
                     capture_output=True,

@@ -14,6 +14,7 @@ import subprocess
 
 import aiomqtt
 import pytest
+from paho.mqtt.reasoncodes import ReasonCode
 
 from tests.telemetry.conftest import GUARD_S, MOSQUITTO_DIR, Broker, observer
 
@@ -27,7 +28,14 @@ def _add_user(tmp_path: pathlib.Path, role: str, name: str) -> subprocess.Comple
         shutil.copy(MOSQUITTO_DIR / "acl", acl)
     env = {**os.environ, "TABLECTL_NEW_PASSWORD": "a-long-test-password"}
     return subprocess.run(
-        [str(MOSQUITTO_DIR / "add-user.sh"), str(tmp_path / "passwd"), str(acl), role, name],
+        [
+            str(MOSQUITTO_DIR / "add-user.sh"),
+            str(tmp_path / "passwd"),
+            str(acl),
+            str(tmp_path / "dynsec.json"),
+            role,
+            name,
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -174,3 +182,98 @@ async def test_the_archive_account_hears_every_table_s_birth_and_heartbeat(broke
         )
         await obs.wait_for(lambda ms: any(m.payload == sentinel for m in ms))
         assert [m.topic for m in obs.messages] == [f"{T1}/heartbeat", f"{T1}/status", f"{T1}/events"]
+
+
+async def _subscribe(broker: Broker, user: str, topic: str) -> int:
+    """The reason code the broker answers ``user``'s SUBSCRIBE to ``topic`` with (MQTT 5)."""
+    s = broker.settings(user)
+    async with aiomqtt.Client(
+        s.host,
+        s.port,
+        username=s.username,
+        password=s.password,
+        tls_context=s.tls_context(),
+        protocol=aiomqtt.ProtocolVersion.V5,
+    ) as client:
+        (code,) = await client.subscribe(topic, qos=1)
+        return int(code.value) if isinstance(code, ReasonCode) else int(code)
+
+
+NOT_AUTHORIZED = 135  # MQTT 5 SUBACK reason code
+
+
+@pytest.mark.parametrize("user", ["monitor-ops", "floor-console", "site-a/t1", "site-a/archive"])
+async def test_no_account_but_the_archive_s_joins_its_shared_subscription(broker: Broker, user: str) -> None:
+    """Issue 38: under acl_file alone a monitor joined $share/archive/tablectl/+/+/events and took
+    its share of every table's events. The dynamic-security plugin refuses every $share/
+    subscription of every account but an archive account's; the account's plain reads stand."""
+    for topic in ("$share/archive/tablectl/+/+/events", "$share/archive/#", "$share/other/tablectl/#"):
+        assert await _subscribe(broker, user, topic) == NOT_AUTHORIZED, topic
+    if "/" not in user:
+        assert await _subscribe(broker, user, "tablectl/+/+/events") == 1
+
+
+async def test_the_archive_account_joins_no_other_shared_subscription(broker: Broker) -> None:
+    assert await _subscribe(broker, "archive-main", "$share/archive/tablectl/+/+/events") == 1
+    assert await _subscribe(broker, "archive-main", "$share/db2/tablectl/+/+/events") == 1
+    for topic in ("$share/archive/tablectl/#", "$share/archive/tablectl/+/+/cmd/+"):
+        assert await _subscribe(broker, "archive-main", topic) == NOT_AUTHORIZED, topic
+
+
+async def test_no_account_changes_the_accounts_over_mqtt(broker: Broker) -> None:
+    """The plugin takes commands on $CONTROL/dynamic-security/v1; no account has a grant there, so
+    a floor's createClient is dropped and the account it made up cannot connect."""
+    create = {"commands": [{"command": "createClient", "username": "floor-evil", "password": "pw"}]}
+    await _publish(broker, "floor-console", [("$CONTROL/dynamic-security/v1", json.dumps(create).encode())])
+    s = broker.settings("floor-console")
+    with pytest.raises(aiomqtt.MqttError, match=r"[Nn]ot authori[sz]ed"):
+        async with aiomqtt.Client(
+            s.host, s.port, username="floor-evil", password="pw", tls_context=s.tls_context()
+        ):
+            pass
+
+
+def test_add_user_gives_only_archive_accounts_the_archive_s_group(tmp_path: pathlib.Path) -> None:
+    for role, name in [
+        ("archive", "archive-db1"),
+        ("monitor", "monitor-x"),
+        ("table", "example-floor/dab-01"),
+    ]:
+        assert _add_user(tmp_path, role, name).returncode == 0
+    doc = json.loads((tmp_path / "dynsec.json").read_text(encoding="utf-8"))
+    roles = {c["username"]: [r["rolename"] for r in c["roles"]] for c in doc["clients"]}
+    assert roles == {
+        "archive-db1": ["tablectl-archive"],
+        "monitor-x": ["tablectl-no-shared"],
+        "example-floor/dab-01": ["tablectl-no-shared"],
+    }
+    # The plugin answers nothing but these subscriptions: every other right is the ACL's.
+    assert set(doc["defaultACLAccess"].values()) == {False}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "floor-old:$6$c2FsdA==$aGFzaA==",  # mosquitto 1.x's SHA512: no PBKDF2 form to copy
+        'floor-"x:$7$101$c2FsdA==$aGFzaA==',  # would end the JSON string
+        "floor-\\x:$7$101$c2FsdA==$aGFzaA==",
+    ],
+)
+def test_dynsec_accounts_refuses_what_it_cannot_copy_and_keeps_the_old_file(
+    tmp_path: pathlib.Path, line: str
+) -> None:
+    assert _add_user(tmp_path, "monitor", "monitor-x").returncode == 0
+    before = (tmp_path / "dynsec.json").read_text(encoding="utf-8")
+    with (tmp_path / "passwd").open("a", encoding="utf-8") as f:
+        f.write(line + "\n")
+    done = subprocess.run(
+        [str(MOSQUITTO_DIR / "dynsec-accounts.sh"), str(tmp_path / "passwd"), str(tmp_path / "dynsec.json")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done
+    assert done.stderr.startswith("dynsec-accounts.sh: line 2: "), done.stderr
+    assert (tmp_path / "dynsec.json").read_text(encoding="utf-8") == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["acl", "dynsec.json", "passwd"]
