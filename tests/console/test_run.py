@@ -25,7 +25,7 @@ from sim.table import SimTable
 from tests.console.conftest import PASSWORDS, write_users
 from tests.ports import free_port
 
-GUARD_S = 30.0
+GUARD_S = 90.0  # failure guard only: a start under load takes 10 s+
 # Each expect on a page is given this: Playwright's expect has its own 5 s default, which the
 # context's default timeout does not change.
 PAGE_WAIT_MS = GUARD_S * 1000 / 2

@@ -13,7 +13,7 @@ from typing import Any
 from tests.relocated import relocated_table
 from tests.supervisor.conftest import tablectl
 
-GUARD_S = 20.0  # failure guard only
+GUARD_S = 60.0  # failure guard only
 
 
 def _log_until(proc: subprocess.Popen[str], done: Any) -> list[dict[str, Any]]:

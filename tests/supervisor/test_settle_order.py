@@ -16,7 +16,7 @@ from devices.drivers.base import Wake
 from sim.clock import VirtualClock
 
 SHUFFLER = "shuffler"
-GUARD_S = 10.0  # failure guard only
+GUARD_S = 60.0  # failure guard only
 
 
 def window(clock: VirtualClock) -> tuple[SettleWindow, Progress, asyncio.Queue[dev.DeviceEvent]]:
