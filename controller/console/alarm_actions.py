@@ -13,7 +13,13 @@ into the console action that does it, offered on the alarm whatever the game's m
 - a wrong stub count at DJ Wild (687a.9(h)): **misdealt** / **not misdealt** (``misdeal_determined``).
 - the reader's light does not match the hole card at Down Under (685a.12(h)): **call a hand
   dead** (the box picked on the alarm) and **acknowledge** to continue with the decisions made.
-- every other alarm: **acknowledge**, which the table accepts for each of them.
+- the table's own alarms that a person ends (the journal that cannot be written, and its disk
+  running low: alarm id 0, ``controller/supervisor/journal_outage.py``): **no button**. The core
+  never journalled them (the journal is what fails), so it refuses an Acknowledge of them; nothing
+  pressed at the table frees a disk. The alarm says what the floor must do (free space, repair the
+  disk) and ``ends_by_itself`` says that the table resumes, or the warning goes, by itself.
+- every other alarm: **acknowledge**, which the table accepts for each of them (the stall alarms
+  too, with the void where they say void the round).
 
 The table's alarms carry their action in words, not by name; the alarms are recognised by their
 section and the table's public state, never by a card. ``tests/console/test_alarm_actions.py``
@@ -25,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from controller.supervisor.journal_outage import ALARM_ID as JOURNAL_ALARM
 from controller.table.sections import BY_NAME
 
 _READER_FAILED = frozenset(BY_NAME["reader_failed"].values())
@@ -36,8 +43,19 @@ def _button(action: str, label: str, args: Mapping[str, Any], **more: Any) -> di
     return {"action": action, "label": label, "args": dict(args), **more}
 
 
+def ends_by_itself(alarm: Mapping[str, Any], snapshot: Mapping[str, Any]) -> str | None:
+    """How an alarm no button clears ends, in the floor's words; None for the others."""
+    if alarm.get("id") != JOURNAL_ALARM:
+        return None
+    if snapshot.get("journal_failed"):
+        return "nothing to press here: the table resumes by itself once the journal takes a write"
+    return "nothing to press here: the warning goes by itself once the disk has room again"
+
+
 def for_alarm(alarm: Mapping[str, Any], snapshot: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The buttons that deal with ``alarm`` (an open alarm of the public snapshot) now."""
+    if ends_by_itself(alarm, snapshot) is not None:
+        return []  # the core refuses an Acknowledge of the shell's alarm: offered, it is a lie
     section = str(alarm.get("section"))
     words = str(alarm.get("floor_action", ""))
     ack = _button("alarm_acknowledged", "acknowledge", {"alarm": alarm["id"]})

@@ -58,6 +58,12 @@ def raise_alarm(t: Table, step: Step, section: str, message: str, floor_action: 
     t.emit(step, AlarmRaised(t.state.alarms.next_id, section, message, floor_action, halts))
 
 
+def count_of(n: int, plural: str) -> str:
+    """``n`` things in the floor's words: "1 card", "0 cards", "1 reader result" (the noun is
+    given in the plural, each ending in a plain s)."""
+    return f"{n} {plural if n != 1 else plural.removesuffix('s')}"
+
+
 def not_halted(t: Table, what: str) -> None:
     halted = t.state.alarms.halted
     if halted:
