@@ -13,7 +13,7 @@ into the console action that does it, offered on the alarm whatever the game's m
 - a wrong stub count at DJ Wild (687a.9(h)): **misdealt** / **not misdealt** (``misdeal_determined``).
 - the reader's light does not match the hole card at Down Under (685a.12(h)): **call a hand
   dead** (the box picked on the alarm) and **acknowledge** to continue with the decisions made.
-- the table's own alarms that a person ends (the journal that cannot be written, and its disk
+- the table's own alarm, which no button ends (the journal that cannot be written, and its disk
   running low: alarm id 0, ``controller/supervisor/journal_outage.py``): **no button**. The core
   never journalled them (the journal is what fails), so it refuses an Acknowledge of them; nothing
   pressed at the table frees a disk. The alarm says what the floor must do (free space, repair the
@@ -23,7 +23,9 @@ into the console action that does it, offered on the alarm whatever the game's m
 
 The table's alarms carry their action in words, not by name; the alarms are recognised by their
 section and the table's public state, never by a card. ``tests/console/test_alarm_actions.py``
-raises each alarm of each game for real and presses what is offered: a refusal fails it.
+raises each alarm of each game for real and presses what is offered: a refusal fails it, and so
+does a place in the code that makes an alarm the test does not raise
+(``tests/console/alarm_sites.py`` reads them from the code).
 """
 
 from __future__ import annotations
