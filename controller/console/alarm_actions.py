@@ -21,11 +21,12 @@ into the console action that does it, offered on the alarm whatever the game's m
 - every other alarm: **acknowledge**, which the table accepts for each of them (the stall alarms
   too, with the void where they say void the round).
 
-The table's alarms carry their action in words, not by name; the alarms are recognised by their
-section and the table's public state, never by a card. ``tests/console/test_alarm_actions.py``
-raises each alarm of each game for real and presses what is offered: a refusal fails it, and so
-does a place in the code that makes an alarm the test does not raise
-(``tests/console/alarm_sites.py`` reads them from the code).
+The table's alarms name their way out (``action``, controller/table/alarms.py) where it is not an
+acknowledgement; an alarm without the name (journalled before alarms had it, or a stall's) is
+recognised by its section and words, and the buttons follow the table's public state, never a
+card. ``tests/console/test_alarm_actions.py`` raises each alarm of each game for real and presses
+what is offered: a refusal fails it, and so does a place in the code that makes an alarm the test
+does not raise (``tests/console/alarm_sites.py`` reads them from the code).
 """
 
 from __future__ import annotations
@@ -58,27 +59,35 @@ def for_alarm(alarm: Mapping[str, Any], snapshot: Mapping[str, Any]) -> list[dic
     """The buttons that deal with ``alarm`` (an open alarm of the public snapshot) now."""
     if ends_by_itself(alarm, snapshot) is not None:
         return []  # the core refuses an Acknowledge of the shell's alarm: offered, it is a lie
-    section = str(alarm.get("section"))
-    words = str(alarm.get("floor_action", ""))
     ack = _button("alarm_acknowledged", "acknowledge", {"alarm": alarm["id"]})
-    if section in _READER_FAILED and snapshot.get("reader_failed"):
+    way_out = _way_out(alarm)
+    if way_out == "reader_replaced" and snapshot.get("reader_failed"):
         return [_button("reader_replaced", "reader replaced: dealing resumes", {})]
-    if section == _STUB and "misdealt" in words:
+    if way_out == "misdeal_determined":
         return [
             _button("misdeal_determined", "misdealt: void all hands", {"misdealt": True}),
             _button("misdeal_determined", "not misdealt", {"misdealt": False}),
             ack,
         ]
-    out: list[dict[str, Any]] = []
-    if "void the round" in words and snapshot.get("in_round"):
-        out.append(
-            _button(
-                "void_round",
-                "they differ: void the round",
-                {"section": section},
-                destructive=True,
-            )
-        )
-    if section == _READER_LIGHT and "dead" in words and snapshot.get("in_round"):
-        out.append(_button("hand_called_dead", "call a hand dead", {}, pick="seat"))
-    return [*out, ack]
+    if way_out == "void_round" and snapshot.get("in_round"):
+        void = {"section": str(alarm.get("section"))}
+        return [_button("void_round", "they differ: void the round", void, destructive=True), ack]
+    if way_out == "hand_called_dead" and snapshot.get("in_round"):
+        return [_button("hand_called_dead", "call a hand dead", {}, pick="seat"), ack]
+    return [ack]
+
+
+def _way_out(alarm: Mapping[str, Any]) -> str | None:
+    """The floor action the alarm names as its way out (``action``, controller/table/alarms.py).
+    An alarm without one (journalled before alarms named it, or a stall of the supervisor's,
+    whose words say "void the round") is read from its section and words."""
+    if alarm.get("action") is not None:
+        return str(alarm["action"])
+    section, words = str(alarm.get("section")), str(alarm.get("floor_action", ""))
+    if section in _READER_FAILED:
+        return "reader_replaced"
+    if section == _STUB and "misdealt" in words:
+        return "misdeal_determined"
+    if section == _READER_LIGHT and "dead" in words:
+        return "hand_called_dead"
+    return "void_round" if "void the round" in words else None

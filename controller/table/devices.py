@@ -97,7 +97,9 @@ def _gap(t: Table, inp: I.DeviceGap, step: Step) -> None:
     if inp.halts:
         _conflict(t, inp, step, unaccounted)
         return
+    way_out = None  # an acknowledgement, but where the round is to be voided if they differ
     if inp.what == "cards":
+        way_out = "void_round" if unaccounted else None
         action = (
             "count the shoe and the discard rack; compare the round in play with the layout and "
             "void it if they differ"
@@ -121,6 +123,7 @@ def _gap(t: Table, inp: I.DeviceGap, step: Step) -> None:
         + ("" if inp.what == "stub counts" else f"; {count_of(unaccounted, inp.what)} unaccounted for"),
         action,
         halts=False,
+        action=way_out,
     )
 
 
@@ -148,6 +151,7 @@ def _conflict(t: Table, inp: I.DeviceGap, step: Step, unaccounted: int) -> None:
         f"compare the {inp.what} named with the layout, the shoe and the discard rack and the journal's "
         "record of each; void the round in play if they differ",
         halts=True,
+        action="void_round",
     )
 
 

@@ -490,3 +490,22 @@ def test_the_journal_outage_offers_what_clears_it_and_no_refused_acknowledge(gam
         shell.feed(I.AlarmAcknowledged(alarm=0, by="flo"))
     (low,) = _open(_raised("the journal's disk low", game))
     assert not low["halts"] and low["actions"] == [] and "by itself" in low["ends_by_itself"]
+
+
+@pytest.mark.parametrize(("name", "game", "way_out"), [
+    ("cards conflict", BJ, "void_round"), ("reader failed", DA, "reader_replaced"),
+    ("the stub miscounted", WILD, "misdeal_determined"), ("the Masque light wrong", DU, "hand_called_dead"),
+])  # fmt: skip
+def test_the_way_out_is_the_name_the_alarm_carries_not_its_words(name: str, game: str, way_out: str) -> None:
+    """The core names an alarm's way out (``action``, controller/table/alarms.py) and the buttons
+    follow the name whatever the words say; an alarm journalled before alarms named it is still
+    read from its section and words."""
+    rig = _raised(name, game)
+    snapshot = rig.table.snapshot()
+    (alarm,) = [a for a in snapshot["alarms"] if a.get("action") == way_out]
+    offered = [b["action"] for b in for_alarm(alarm, snapshot)]
+    assert way_out in offered
+    reworded = {**alarm, "section": "673a.0", "floor_action": "see the floor supervisor"}
+    assert [b["action"] for b in for_alarm(reworded, snapshot)] == offered
+    unnamed = {k: v for k, v in alarm.items() if k != "action"}
+    assert [b["action"] for b in for_alarm(unnamed, snapshot)] == offered
