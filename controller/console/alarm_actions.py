@@ -13,11 +13,20 @@ into the console action that does it, offered on the alarm whatever the game's m
 - a wrong stub count at DJ Wild (687a.9(h)): **misdealt** / **not misdealt** (``misdeal_determined``).
 - the reader's light does not match the hole card at Down Under (685a.12(h)): **call a hand
   dead** (the box picked on the alarm) and **acknowledge** to continue with the decisions made.
-- every other alarm: **acknowledge**, which the table accepts for each of them.
+- the table's own alarm, which no button ends (the journal that cannot be written, and its disk
+  running low: alarm id 0, ``controller/supervisor/journal_outage.py``): **no button**. The core
+  never journalled them (the journal is what fails), so it refuses an Acknowledge of them; nothing
+  pressed at the table frees a disk. The alarm says what the floor must do (free space, repair the
+  disk) and ``ends_by_itself`` says that the table resumes, or the warning goes, by itself.
+- every other alarm: **acknowledge**, which the table accepts for each of them (the stall alarms
+  too, with the void where they say void the round).
 
-The table's alarms carry their action in words, not by name; the alarms are recognised by their
-section and the table's public state, never by a card. ``tests/console/test_alarm_actions.py``
-raises each alarm of each game for real and presses what is offered: a refusal fails it.
+The table's alarms name their way out (``action``, controller/table/alarms.py) where it is not an
+acknowledgement; an alarm without the name (journalled before alarms had it, or a stall's) is
+recognised by its section and words, and the buttons follow the table's public state, never a
+card. ``tests/console/test_alarm_actions.py`` raises each alarm of each game for real and presses
+what is offered: a refusal fails it, and so does a place in the code that makes an alarm the test
+does not raise (``tests/console/alarm_sites.py`` reads them from the code).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from controller.supervisor.journal_outage import ALARM_ID as JOURNAL_ALARM
 from controller.table.sections import BY_NAME
 
 _READER_FAILED = frozenset(BY_NAME["reader_failed"].values())
@@ -36,29 +46,48 @@ def _button(action: str, label: str, args: Mapping[str, Any], **more: Any) -> di
     return {"action": action, "label": label, "args": dict(args), **more}
 
 
+def ends_by_itself(alarm: Mapping[str, Any], snapshot: Mapping[str, Any]) -> str | None:
+    """How an alarm no button clears ends, in the floor's words; None for the others."""
+    if alarm.get("id") != JOURNAL_ALARM:
+        return None
+    if snapshot.get("journal_failed"):
+        return "nothing to press here: the table resumes by itself once the journal takes a write"
+    return "nothing to press here: the warning goes by itself once the disk has room again"
+
+
 def for_alarm(alarm: Mapping[str, Any], snapshot: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The buttons that deal with ``alarm`` (an open alarm of the public snapshot) now."""
-    section = str(alarm.get("section"))
-    words = str(alarm.get("floor_action", ""))
+    if ends_by_itself(alarm, snapshot) is not None:
+        return []  # the core refuses an Acknowledge of the shell's alarm: offered, it is a lie
     ack = _button("alarm_acknowledged", "acknowledge", {"alarm": alarm["id"]})
-    if section in _READER_FAILED and snapshot.get("reader_failed"):
+    way_out = _way_out(alarm)
+    if way_out == "reader_replaced" and snapshot.get("reader_failed"):
         return [_button("reader_replaced", "reader replaced: dealing resumes", {})]
-    if section == _STUB and "misdealt" in words:
+    if way_out == "misdeal_determined":
         return [
             _button("misdeal_determined", "misdealt: void all hands", {"misdealt": True}),
             _button("misdeal_determined", "not misdealt", {"misdealt": False}),
             ack,
         ]
-    out: list[dict[str, Any]] = []
-    if "void the round" in words and snapshot.get("in_round"):
-        out.append(
-            _button(
-                "void_round",
-                "they differ: void the round",
-                {"section": section},
-                destructive=True,
-            )
-        )
-    if section == _READER_LIGHT and "dead" in words and snapshot.get("in_round"):
-        out.append(_button("hand_called_dead", "call a hand dead", {}, pick="seat"))
-    return [*out, ack]
+    if way_out == "void_round" and snapshot.get("in_round"):
+        void = {"section": str(alarm.get("section"))}
+        return [_button("void_round", "they differ: void the round", void, destructive=True), ack]
+    if way_out == "hand_called_dead" and snapshot.get("in_round"):
+        return [_button("hand_called_dead", "call a hand dead", {}, pick="seat"), ack]
+    return [ack]
+
+
+def _way_out(alarm: Mapping[str, Any]) -> str | None:
+    """The floor action the alarm names as its way out (``action``, controller/table/alarms.py).
+    An alarm without one (journalled before alarms named it, or a stall of the supervisor's,
+    whose words say "void the round") is read from its section and words."""
+    if alarm.get("action") is not None:
+        return str(alarm["action"])
+    section, words = str(alarm.get("section")), str(alarm.get("floor_action", ""))
+    if section in _READER_FAILED:
+        return "reader_replaced"
+    if section == _STUB and "misdealt" in words:
+        return "misdeal_determined"
+    if section == _READER_LIGHT and "dead" in words:
+        return "hand_called_dead"
+    return "void_round" if "void the round" in words else None

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.cards import PLAYER_LIMIT, CardError, hard_total, parse_card
-from controller.console.alarm_actions import for_alarm
+from controller.console.alarm_actions import ends_by_itself, for_alarm
 from controller.rules.requests import DEALER
 from devices.events import Key
 
@@ -111,6 +111,7 @@ def display(
             **a,
             "halts": any(h["id"] == a["id"] for h in snapshot.get("halted", [])),
             "actions": for_alarm(a, snapshot),  # the floor's way out, on the alarm itself
+            "ends_by_itself": ends_by_itself(a, snapshot),  # or, with no button, how it ends
         }
         for a in snapshot.get("alarms", [])
     ]

@@ -2,6 +2,11 @@
 
 Every machine raises alarms through ``raise_alarm``; an alarm that ``halts`` stops new rounds
 and new cards until the floor acknowledges it (or the device it names is back).
+
+An alarm whose way out is another action than an acknowledgement names it in ``action`` (one of
+``ACTIONS``: the name of the floor action in controller/supervisor/actions.py), so a console
+offers it without reading the words; absent (None), acknowledging it is the way out. Alarms
+journalled before ``action`` existed have none and replay unchanged.
 """
 
 from __future__ import annotations
@@ -10,11 +15,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from controller.table import inputs as I
-from controller.table.events import Event, event
+from controller.table.events import OMIT, Event, event
 from controller.table.machine import Step, applies, handles
 
 if TYPE_CHECKING:
     from controller.table.core import Table
+
+
+# The floor actions an alarm may name as its way out (controller/supervisor/actions.py's names).
+ACTIONS = frozenset({"reader_replaced", "void_round", "misdeal_determined", "hand_called_dead"})
 
 
 @dataclass(slots=True)
@@ -25,6 +34,7 @@ class Alarm:
     floor_action: str
     halts: bool
     acknowledged_by: str | None = None
+    action: str | None = None
 
 
 @dataclass(slots=True)
@@ -45,6 +55,7 @@ class AlarmRaised(Event):
     message: str
     floor_action: str
     halts: bool
+    action: str | None = field(default=None, metadata=OMIT)
 
 
 @event("alarm_acknowledged")
@@ -54,8 +65,24 @@ class AlarmAcknowledged(Event):
     by: str
 
 
-def raise_alarm(t: Table, step: Step, section: str, message: str, floor_action: str, halts: bool) -> None:
-    t.emit(step, AlarmRaised(t.state.alarms.next_id, section, message, floor_action, halts))
+def raise_alarm(
+    t: Table,
+    step: Step,
+    section: str,
+    message: str,
+    floor_action: str,
+    halts: bool,
+    action: str | None = None,
+) -> None:
+    """``action``: the floor action that is the way out, when it is not an acknowledgement."""
+    assert action is None or action in ACTIONS, action
+    t.emit(step, AlarmRaised(t.state.alarms.next_id, section, message, floor_action, halts, action))
+
+
+def count_of(n: int, plural: str) -> str:
+    """``n`` things in the floor's words: "1 card", "0 cards", "1 reader result" (the noun is
+    given in the plural, each ending in a plain s)."""
+    return f"{n} {plural if n != 1 else plural.removesuffix('s')}"
 
 
 def not_halted(t: Table, what: str) -> None:
@@ -79,7 +106,7 @@ def _stalled(t: Table, inp: I.Stalled, step: Step) -> None:
 @applies(AlarmRaised)
 def _raised(t: Table, e: AlarmRaised) -> None:
     s = t.state.alarms
-    s.alarms[e.id] = Alarm(e.id, e.section, e.message, e.floor_action, e.halts)
+    s.alarms[e.id] = Alarm(e.id, e.section, e.message, e.floor_action, e.halts, action=e.action)
     s.next_id = e.id + 1
 
 

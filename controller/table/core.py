@@ -262,6 +262,7 @@ class Table:
             "halted": [{"id": a.id, "section": a.section, "message": a.message} for a in self.halted],
             "alarms": [
                 {"id": a.id, "section": a.section, "message": a.message, "floor_action": a.floor_action}
+                | ({"action": a.action} if a.action is not None else {})
                 for a in self.alarms.values()
                 if a.acknowledged_by is None
             ],

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from controller.table import inputs as I
-from controller.table.alarms import AlarmAcknowledged, raise_alarm
+from controller.table.alarms import AlarmAcknowledged, count_of, raise_alarm
 from controller.table.asking import dealer_cards
 from controller.table.batches import Place
 from controller.table.events import Event, event
@@ -97,7 +97,9 @@ def _gap(t: Table, inp: I.DeviceGap, step: Step) -> None:
     if inp.halts:
         _conflict(t, inp, step, unaccounted)
         return
+    way_out = None  # an acknowledgement, but where the round is to be voided if they differ
     if inp.what == "cards":
+        way_out = "void_round" if unaccounted else None
         action = (
             "count the shoe and the discard rack; compare the round in play with the layout and "
             "void it if they differ"
@@ -118,9 +120,10 @@ def _gap(t: Table, inp: I.DeviceGap, step: Step) -> None:
         step,
         _gap_section(t, inp.what),
         f"{inp.device}: {inp.reason}"
-        + ("" if inp.what == "stub counts" else f"; {unaccounted} {inp.what} unaccounted for"),
+        + ("" if inp.what == "stub counts" else f"; {count_of(unaccounted, inp.what)} unaccounted for"),
         action,
         halts=False,
+        action=way_out,
     )
 
 
@@ -144,10 +147,11 @@ def _conflict(t: Table, inp: I.DeviceGap, step: Step, unaccounted: int) -> None:
         t,
         step,
         _gap_section(t, inp.what),
-        f"{inp.device}: {inp.reason}{what}; {unaccounted} {inp.what} unaccounted for",
+        f"{inp.device}: {inp.reason}{what}; {count_of(unaccounted, inp.what)} unaccounted for",
         f"compare the {inp.what} named with the layout, the shoe and the discard rack and the journal's "
         "record of each; void the round in play if they differ",
         halts=True,
+        action="void_round",
     )
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from controller.cards import Card, parse_card
 from controller.table import inputs as I
-from controller.table.alarms import raise_alarm
+from controller.table.alarms import count_of, raise_alarm
 from controller.table.batches import Place
 from controller.table.events import Event, event
 from controller.table.machine import Step, applies
@@ -147,7 +147,7 @@ def check_remaining(t: Table, inp: I.CardDrawn, step: Step) -> None:
             t,
             step,
             t.sec("3(b)"),
-            f"the shoe reports {inp.remaining} cards left; the table accounts for {in_shoe}",
+            f"the shoe reports {count_of(inp.remaining, 'cards')} left; the table accounts for {in_shoe}",
             "stop dealing; count the cards in the shoe and the discard rack",
             halts=True,
         )

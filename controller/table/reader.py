@@ -126,6 +126,7 @@ def _report(t: Table, inp: I.ReaderReport, step: Step) -> None:
             "the reader's light does not match the hole card",
             "for each hand: continue with the decisions made, or call the hand dead",
             halts=False,
+            action="hand_called_dead",
         )
     advance(t, step)
 
@@ -144,6 +145,7 @@ def _malfunctioned(t: Table, step: Step) -> None:
         "the card reader malfunctioned",
         "stop dealing until the reader is repaired or replaced; then read the hole card again",
         halts=True,
+        action="reader_replaced",
     )
 
 
@@ -184,6 +186,7 @@ def reader_failed(t: Table, inp: I.ReaderFailed, step: Step) -> None:
         "the card reader malfunctioned",
         "stop dealing until the reader is repaired or replaced",
         halts=True,
+        action="reader_replaced",
     )
 
 

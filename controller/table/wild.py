@@ -135,6 +135,7 @@ def _stub_counted(t: Table, inp: I.StubCounted, step: Step) -> None:
             f"the stub holds {inp.count} cards, not {wild.stub_expected}",
             "determine whether the cards were misdealt; all hands are void and wagers returned",
             halts=True,
+            action="misdeal_determined",
         )
 
 

@@ -237,6 +237,11 @@ class HaltView(Open):
 
 class AlarmView(HaltView):
     floor_action: str
+    action: str | None = Field(
+        default=None,
+        description="the floor action that is the way out (reader_replaced, void_round, misdeal_determined, "
+        "hand_called_dead; docs/console.md), when it is not an acknowledgement; absent: acknowledge it",
+    )
 
 
 Health = str  # devices' health words: online, connecting, degraded, offline, failed, out_of_order ...
@@ -293,6 +298,11 @@ class AlarmEntry(Open):
     message: str
     floor_action: str
     halts_dealing: bool
+    action: str | None = Field(
+        default=None,
+        description="the floor action that is the way out (reader_replaced, void_round, misdeal_determined, "
+        "hand_called_dead; docs/console.md), when it is not an acknowledgement; absent: acknowledge it",
+    )
 
 
 class Alarms(Retained):

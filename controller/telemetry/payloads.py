@@ -121,6 +121,7 @@ def alarms(snapshot: Mapping[str, Any], incarnation: str) -> dict[str, Any]:
             "floor_action": a.get("floor_action"),
             "halts_dealing": a.get("id") in halting,
         }
+        | ({"action": a["action"]} if a.get("action") is not None else {})
         for a in snapshot.get("alarms", ())
         if isinstance(a, Mapping)
     ]

@@ -225,7 +225,7 @@ async def test_the_keypad_fails_and_the_round_goes_on_with_the_display_buttons(
     alarm = page.locator("#alarms li", has_text="keypad has failed")
     await expect(alarm).to_contain_text("673a.7(i)")
     await expect(alarm).to_contain_text("the dealer keys Start Game and the decisions on the dealer display")
-    await expect(page.locator("#progressive")).to_have_text("failed: key the decisions here")
+    await expect(page.locator("#status")).to_contain_text("keypad: failed: key the decisions here")
     seen: list[str] = []
     await deal_round_from_display(page, console_rig, seen, sensors=False, shots="console-keypad-failed")
     assert "decision" in seen, seen
@@ -383,7 +383,7 @@ async def test_the_floor_acknowledges_an_alarm_and_a_batch_is_shuffled_by_hand(
     await dealer.fill("#now input[name=from_bottom]", str(size // 2))
     await pressed(dealer, now.filter(has_text="cover card placed"), "cover_card_placed")
     await pressed(dealer, now.filter(has_text="the red batch into the shoe"), "batch_to_shoe")
-    await expect(dealer.locator("#shoe")).to_have_text(f"red batch, {size} cards")
+    await expect(dealer.locator("#status")).to_contain_text(f"red batch, {size} cards")
     assert sup.table.shoe_back == "red"
     started = journal(console_rig, "shuffle_started")
     assert started[-1].get("by_hand") == "dan"

@@ -45,10 +45,12 @@ async def _mid_round(cr: ConsoleRig) -> str:
 
 
 async def _devices_in_view(page: Page) -> None:
-    """Before: the reader, keypad and shoe were below the fold during a decision."""
+    """Before: the reader, keypad and shoe were below the fold during a decision, and then said
+    a second time in boxes of their own below the layout: once, in view, now."""
     status = page.locator("#status")
     await expect(status).to_be_in_viewport()
     await expect(status).to_contain_text("keypad: online")
+    assert await page.locator("#reader, #progressive, #shoe").count() == 0
 
 
 @pytest.mark.parametrize("game", GAMES)

@@ -207,32 +207,19 @@ function draw(d) {
   if ($("now")) drawNow(d);
   const shoe = d.shoe;
   const wild = d.game === "dj-wild";
-  $("shoe-h").textContent = wild ? "Deck" : "Shoe";
-  if (wild) line($("shoe"), shoe.batch ? shoe.batch + " deck, dealt by hand" : "no deck in play", "");
-  else line($("shoe"), shoe.failed ? "shoe failed: dealing stopped" :
-       shoe.batch ? shoe.batch + " batch, " + shoe.cards + " cards" + (shoe.cover_card_reached ? ", cover card out: reshuffle after this round" : "")
-                  : "empty", shoe.failed ? "bad" : "");
+  if ($("shoe")) {  // the floor console's shoe box; the dealer display says it once, in its status line
+    $("shoe-h").textContent = wild ? "Deck" : "Shoe";
+    if (wild) line($("shoe"), shoe.batch ? shoe.batch + " deck, dealt by hand" : "no deck in play", "");
+    else line($("shoe"), shoe.failed ? "shoe failed: dealing stopped" :
+         shoe.batch ? shoe.batch + " batch, " + shoe.cards + " cards" + (shoe.cover_card_reached ? ", cover card out: reshuffle after this round" : "")
+                    : "empty", shoe.failed ? "bad" : "");
+  }
   $("batches").replaceChildren(...d.batches.map((b) => {
     const li = el("li");
     li.append(el("strong", b.back + ": "), el("span", b.state));
     return li;
   }));
   if ($("status")) drawStatus(d);
-  if ($("reader")) {
-    $("reader").closest("section").hidden = d.reader.health === null && !d.reader.failed;  // no reader here
-    const [h, cls] = health(d.reader.health);
-    line($("reader"), d.reader.failed ? "failed: dealing stopped" : h, d.reader.failed ? "bad" : cls);
-  }
-  if ($("progressive")) {
-    // DJ Wild's Progressive is taken on the keypad's sensors; at a blackjack table the keypad
-    // carries the decisions and the side wagers' sensors.
-    const wild = d.game === "dj-wild";
-    $("progressive-h").textContent = wild ? "Progressive" : "Keypad";
-    const [h, cls] = health(d.progressive.health);
-    line($("progressive"), d.progressive.open ? (wild ? "open (keypad " + h + ")" : h)
-                                              : wild ? "closed: keypad failed" : "failed: key the decisions here",
-         d.progressive.open ? cls : "bad");
-  }
   if ($("devices")) {
     $("devices").replaceChildren(...d.devices.map((x) => {
       const [h, cls] = health(x.health);
@@ -258,14 +245,21 @@ function drawStatus(d) {
   const wild = d.game === "dj-wild";
   if (d.reader.health !== null || d.reader.failed) {
     const [h, cls] = health(d.reader.health);
-    parts.push(["reader", d.reader.failed ? "failed" : h, d.reader.failed ? "bad" : cls]);
+    parts.push(["reader", d.reader.failed ? "failed: dealing stopped" : h, d.reader.failed ? "bad" : cls]);
   }
+  // DJ Wild's Progressive is taken on the keypad's sensors; at a blackjack table the keypad
+  // carries the decisions and the side wagers' sensors.
   const [kh, kcls] = health(d.progressive.health);
-  parts.push(["keypad", d.progressive.open ? kh : "failed", d.progressive.open ? kcls : "bad"]);
+  parts.push(["keypad", d.progressive.open ? kh + (wild ? ", Progressive open" : "")
+                                          : wild ? "failed: Progressive closed" : "failed: key the decisions here",
+              d.progressive.open ? kcls : "bad"]);
   if (wild) parts.push(["deck", d.shoe.batch ? d.shoe.batch + ", dealt by hand" : "none in play", ""]);
   else {
     const [sh, scls] = health(d.shoe.health);
-    parts.push(["shoe", d.shoe.failed ? "failed" : d.shoe.batch ? sh + ", " + d.shoe.batch + " batch, " + d.shoe.cards + " cards" : sh,
+    const cards = d.shoe.cards === 1 ? "1 card" : d.shoe.cards + " cards";
+    parts.push(["shoe", d.shoe.failed ? "failed: dealing stopped"
+                        : d.shoe.batch ? sh + ", " + d.shoe.batch + " batch, " + cards
+                                         + (d.shoe.cover_card_reached ? ", cover card out: reshuffle after this round" : "") : sh,
                 d.shoe.failed ? "bad" : scls]);
   }
   $("status").replaceChildren(...parts.map(([name, text, cls]) => {
@@ -311,6 +305,8 @@ function drawAlarms(d) {
       row.append(button);
     }
     if (row.childElementCount) li.append(" ", row);
+    // An alarm no button clears (the journal that cannot be written) says how it ends instead.
+    if (a.ends_by_itself) li.append(" ", el("span", a.ends_by_itself, "note"));
     alarms.append(li);
   }
 }
