@@ -111,7 +111,7 @@ class _Walk:
             and seq == self.seq + 1
         ):
             # (A link to a quarantined copy of the record before is the contest its changed_hash
-            # alarm named already; archive verify says which copy the journal holds.)
+            # alarm named already; the settle step, controller/archive/settle.py, decides it.)
             self.found.append(alarms.fork(self.site, self.table_id, seq, self.journal))
         self.seq, self.hash = seq, hash_
 

@@ -38,12 +38,17 @@ async def _running(worker: Ingest[object]) -> AsyncIterator[None]:  # type: igno
             await task
 
 
-async def _until_row(db: str, worker: Ingest[object], seq: int, hash_: str | None) -> None:  # type: ignore[type-var]
-    """Wait (guarded) until the row of ``seq`` in events has ``hash_`` (None: no row)."""
-    want = [] if hash_ is None else [(hash_,)]
+async def _until(db: str, worker: Ingest[object], sql: str, *params: object, want: object) -> None:  # type: ignore[type-var]
+    """Wait (guarded) until ``sql`` reads ``want``, looking again whenever the worker progressed."""
     async with asyncio.timeout(GUARD_S):
-        while rows(db, "SELECT hash FROM events WHERE seq = %s", seq) != want:
+        while rows(db, sql, *params) != want:
             await worker.progressed()
+
+
+async def _until_row(db: str, worker: Ingest[object], seq: int, hash_: str | None) -> None:  # type: ignore[type-var]
+    """Wait until the row of ``seq`` in events has ``hash_`` (None: no row)."""
+    sql = "SELECT hash FROM events WHERE seq = %s"
+    await _until(db, worker, sql, seq, want=[] if hash_ is None else [(hash_,)])
 
 
 def _table_s_own(real: list[bytes]) -> list[tuple[int, str | None]]:
@@ -76,9 +81,7 @@ async def test_the_next_record_before_the_table_s_own_copy_settles_when_that_cop
         await _until_row(db, worker, 7, _hash(real[6]))
         await _until_row(db, worker, 8, _hash(real[7]))
         await path.publish(events_topic("dab-01"), real[8:])
-        async with asyncio.timeout(GUARD_S):
-            while rows(db, "SELECT checked_seq FROM chain_state") != [(12,)]:
-                await worker.progressed()
+        await _until(db, worker, "SELECT checked_seq FROM chain_state", want=[(12,)])
     assert rows(db, "SELECT seq, hash FROM events ORDER BY seq") == _table_s_own(real)
     assert rows(db, "SELECT sum(events) FROM archive_table_day") == [(12,)]
     # Every alarm is the forger's: 8 did not link to what was archived then, 7 came twice.
@@ -118,6 +121,7 @@ async def test_a_later_record_s_chain_unseats_a_forgery_before_the_table_s_copy_
         assert rows(db, "SELECT sum(events) FROM archive_table_day") == [(8,)]
         await path.publish(events_topic("dab-02"), [real[6], *real[9:]])
         await _until_row(db, worker, 7, _hash(real[6]))
+        await _until(db, worker, "SELECT count(*) FROM events", want=[(12,)])
     assert rows(db, "SELECT seq, hash FROM events ORDER BY seq") == _table_s_own(real)
     assert rows(db, "SELECT count(*) FROM quarantine WHERE settled_at IS NULL") == [(0,)]
     assert await asyncio.to_thread(_verify, db, journal) == 0
@@ -145,7 +149,7 @@ async def test_a_contest_whose_next_record_is_withheld_settles_from_the_placehol
         # anyway), so it settles 9 as a public record would.
         await path.publish(events_topic("dab-03"), real[9:])
         await _until_row(db, worker, 9, _hash(real[8]))
-    assert rows(db, "SELECT count(*) FROM events") == [(14,)]
+        await _until(db, worker, "SELECT count(*) FROM events", want=[(14,)])
     assert rows(db, "SELECT hash, chosen FROM quarantine ORDER BY id") == [
         (_hash(fake_9), False),
         (_hash(real[8]), True),
@@ -176,6 +180,7 @@ async def test_a_forged_next_record_that_settled_a_contest_is_overturned_by_the_
         await path.publish(events_topic("dab-04"), real[7:])
         await _until_row(db, worker, 8, _hash(real[7]))
         await _until_row(db, worker, 7, _hash(real[6]))
+        await _until(db, worker, "SELECT count(*) FROM events", want=[(12,)])
     assert rows(db, "SELECT seq, hash FROM events ORDER BY seq") == _table_s_own(real)
     assert rows(db, "SELECT seq, hash, chosen FROM quarantine ORDER BY seq, chosen") == [
         (7, _hash(fake_7), False),
