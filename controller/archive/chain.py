@@ -42,8 +42,12 @@ SELECT c.site, c.table_id, c.journal, c.checked_seq, c.checked_hash, c.announced
        coalesce(now() - c.announced_at > make_interval(secs => %(grace)s), false) AS announced_overdue,
        e.seq, e.hash, e.prev_hash,
        now() - e.received_at > make_interval(secs => %(grace)s) AS overdue,
+       -- The link is to a quarantined copy of the record before, or the copy the watermark
+       -- checked is quarantined now (the chain settled it out of events): a contest its own
+       -- alarm named, not another fork.
        EXISTS (SELECT 1 FROM quarantine q WHERE q.site = c.site AND q.table_id = c.table_id
-               AND q.journal = c.journal AND q.seq = e.seq - 1 AND q.hash = e.prev_hash) AS links_quarantined
+               AND q.journal = c.journal AND q.seq = e.seq - 1
+               AND q.hash IN (e.prev_hash, c.checked_hash)) AS links_quarantined
 FROM chain_state c
 LEFT JOIN LATERAL (
     SELECT seq, hash, prev_hash, received_at FROM events e

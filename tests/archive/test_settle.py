@@ -124,6 +124,7 @@ async def test_a_later_record_s_chain_unseats_a_forgery_before_the_table_s_copy_
         await _until(db, worker, "SELECT count(*) FROM events", want=[(12,)])
     assert rows(db, "SELECT seq, hash FROM events ORDER BY seq") == _table_s_own(real)
     assert rows(db, "SELECT count(*) FROM quarantine WHERE settled_at IS NULL") == [(0,)]
+    assert rows(db, "SELECT kind, seq FROM chain_alarms ORDER BY id") == [("fork", 8), ("changed_hash", 7)]
     assert await asyncio.to_thread(_verify, db, journal) == 0
 
 
@@ -154,6 +155,7 @@ async def test_a_contest_whose_next_record_is_withheld_settles_from_the_placehol
         (_hash(fake_9), False),
         (_hash(real[8]), True),
     ]
+    assert rows(db, "SELECT kind, seq FROM chain_alarms") == [("changed_hash", 9)]
     assert await asyncio.to_thread(_verify, db, journal) == 0
 
 
@@ -187,5 +189,10 @@ async def test_a_forged_next_record_that_settled_a_contest_is_overturned_by_the_
         (7, _hash(real[6]), True),
         (8, _hash(fake_8), False),
         (8, _hash(real[7]), True),
+    ]
+    # The forger's two contests, and nothing else: the settling itself raises no alarm.
+    assert rows(db, "SELECT kind, seq FROM chain_alarms ORDER BY seq") == [
+        ("changed_hash", 7),
+        ("changed_hash", 8),
     ]
     assert await asyncio.to_thread(_verify, db, journal) == 0
