@@ -54,12 +54,14 @@ LEFT JOIN LATERAL (
     WHERE e.site = c.site AND e.table_id = c.table_id AND e.journal = c.journal AND e.seq > c.checked_seq
     UNION ALL
     -- A contested seq is there, its hash not settled yet: no gap, and the next link is not checked.
+    -- One copy alone is no contest but a record the table's chain took out of events: the
+    -- table's own copy is missing, and asked for like any other.
     SELECT q.seq, NULL, NULL, min(q.received_at) FROM quarantine q
     WHERE q.site = c.site AND q.table_id = c.table_id AND q.journal = c.journal AND q.seq > c.checked_seq
       AND q.reason = 'changed_hash' AND q.settled_at IS NULL
       AND NOT EXISTS (SELECT 1 FROM events x WHERE x.site = q.site AND x.table_id = q.table_id
                       AND x.journal = q.journal AND x.seq = q.seq)
-    GROUP BY q.seq
+    GROUP BY q.seq HAVING count(DISTINCT (q.hash, q.prev_hash, q.kind, q.classification)) > 1
     ORDER BY seq LIMIT %(limit)s
 ) e ON true
 WHERE e.seq IS NOT NULL OR c.announced_seq > c.checked_seq

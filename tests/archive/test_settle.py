@@ -15,8 +15,21 @@ import pathlib
 from collections.abc import AsyncIterator
 
 from controller.archive.ingest import Ingest
+from controller.archive.worker import ArchiveWorker
 from controller.cli import main
-from tests.archive.conftest import GUARD_S, events_topic, fill_journal, forge, journal_messages, rows
+from tests.archive.conftest import (
+    GUARD_S,
+    Broker,
+    events_topic,
+    fill_journal,
+    forge,
+    journal_messages,
+    publish,
+    rows,
+    running,
+    settings,
+    until,
+)
 from tests.archive.test_one_pipeline import Path, path  # noqa: F401  (the fixture: both transports)
 
 
@@ -196,3 +209,29 @@ async def test_a_forged_next_record_that_settled_a_contest_is_overturned_by_the_
         ("changed_hash", 8),
     ]
     assert await asyncio.to_thread(_verify, db, journal) == 0
+
+
+async def test_a_forgery_the_chain_took_out_of_events_is_asked_for_again(
+    broker: Broker, db: str, tmp_path: pathlib.Path
+) -> None:
+    """Once the table's chain has taken a forgery out of events, the table's own copy is missing
+    like any other record: asked for (``cmd/republish``), not waited for in silence."""
+    journal = tmp_path / "j.db"
+    fill_journal(journal, "dab-05", 12)
+    real = await journal_messages(journal)
+    fake_7 = forge(real[6], outcome="forged")
+    worker = ArchiveWorker(settings(broker, db, gap_grace_s=0.0, gap_ask_initial_s=0.1))
+    async with running(worker):
+        await publish(broker.port, events_topic("dab-05"), [*real[:6], fake_7])
+        await _until_row(db, worker, 7, _hash(fake_7))
+        await publish(broker.port, events_topic("dab-05"), real[7:9])
+        await _until_row(db, worker, 8, _hash(real[7]))
+        await _until_row(db, worker, 7, None)
+        await until(lambda: rows(db, "SELECT first_seq, last_seq FROM gap_requests") == [(7, 7)], worker)
+        assert worker.gap_requests >= 1
+        # The table's answer: its own 7, which settles back into events and closes the request.
+        await publish(broker.port, events_topic("dab-05"), [real[6], *real[9:]])
+        await _until_row(db, worker, 7, _hash(real[6]))
+        await until(lambda: rows(db, "SELECT status FROM gap_requests") == [("filled",)], worker)
+    assert rows(db, "SELECT seq, hash FROM events ORDER BY seq") == _table_s_own(real)
+    assert rows(db, "SELECT kind, seq FROM chain_alarms ORDER BY id") == [("fork", 8), ("changed_hash", 7)]
