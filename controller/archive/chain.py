@@ -31,6 +31,7 @@ import psycopg
 from controller.archive import alarms
 from controller.archive.alarms import ChainAlarm
 from controller.archive.gaps import GapState, close_filled, load_gaps, open_gaps
+from controller.archive.settle import settle
 from controller.archive.store import record_alarms
 
 _LOCK = 0x61726368  # any fixed key: the one advisory lock the sweep takes
@@ -41,55 +42,30 @@ SELECT c.site, c.table_id, c.journal, c.checked_seq, c.checked_hash, c.announced
        coalesce(now() - c.announced_at > make_interval(secs => %(grace)s), false) AS announced_overdue,
        e.seq, e.hash, e.prev_hash,
        now() - e.received_at > make_interval(secs => %(grace)s) AS overdue,
+       -- The link is to a quarantined copy of the record before, or the copy the watermark
+       -- checked is quarantined now (the chain settled it out of events): a contest its own
+       -- alarm named, not another fork.
        EXISTS (SELECT 1 FROM quarantine q WHERE q.site = c.site AND q.table_id = c.table_id
-               AND q.journal = c.journal AND q.seq = e.seq - 1 AND q.hash = e.prev_hash) AS links_quarantined
+               AND q.journal = c.journal AND q.seq = e.seq - 1
+               AND q.hash IN (e.prev_hash, c.checked_hash)) AS links_quarantined
 FROM chain_state c
 LEFT JOIN LATERAL (
     SELECT seq, hash, prev_hash, received_at FROM events e
     WHERE e.site = c.site AND e.table_id = c.table_id AND e.journal = c.journal AND e.seq > c.checked_seq
     UNION ALL
     -- A contested seq is there, its hash not settled yet: no gap, and the next link is not checked.
+    -- One copy alone is no contest but a record the table's chain took out of events: the
+    -- table's own copy is missing, and asked for like any other.
     SELECT q.seq, NULL, NULL, min(q.received_at) FROM quarantine q
     WHERE q.site = c.site AND q.table_id = c.table_id AND q.journal = c.journal AND q.seq > c.checked_seq
       AND q.reason = 'changed_hash' AND q.settled_at IS NULL
       AND NOT EXISTS (SELECT 1 FROM events x WHERE x.site = q.site AND x.table_id = q.table_id
                       AND x.journal = q.journal AND x.seq = q.seq)
-    GROUP BY q.seq
+    GROUP BY q.seq HAVING count(DISTINCT (q.hash, q.prev_hash, q.kind, q.classification)) > 1
     ORDER BY seq LIMIT %(limit)s
 ) e ON true
 WHERE e.seq IS NOT NULL OR c.announced_seq > c.checked_seq
 ORDER BY c.site, c.table_id, c.journal, e.seq
-"""
-
-# Contests the table's chain settles: the copy its next record (in events, not itself contested)
-# links to goes back to events; every copy of that seq is marked settled, the one restored chosen.
-_SETTLE = """
-WITH open AS (
-    SELECT DISTINCT site, table_id, journal, seq FROM quarantine
-    WHERE reason = 'changed_hash' AND settled_at IS NULL
-), linked AS (
-    SELECT o.site, o.table_id, o.journal, o.seq, n.prev_hash FROM open o
-    JOIN events n ON n.site = o.site AND n.table_id = o.table_id AND n.journal = o.journal
-                 AND n.seq = o.seq + 1 AND n.prev_hash IS NOT NULL
-    WHERE NOT EXISTS (SELECT 1 FROM open x WHERE x.site = o.site AND x.table_id = o.table_id
-                      AND x.journal = o.journal AND x.seq = o.seq + 1)
-), won AS (
-    SELECT DISTINCT ON (q.site, q.table_id, q.journal, q.seq) q.* FROM quarantine q
-    JOIN linked l ON q.site = l.site AND q.table_id = l.table_id AND q.journal = l.journal
-                 AND q.seq = l.seq AND q.hash = l.prev_hash
-    WHERE q.reason = 'changed_hash' AND q.settled_at IS NULL
-    ORDER BY q.site, q.table_id, q.journal, q.seq, q.received_at
-), restored AS (
-    INSERT INTO events (site, table_id, journal, seq, day, at, kind, classification, withheld, payload,
-                        hash, prev_hash, tz, received_at, received_by)
-    SELECT site, table_id, journal, seq,
-           coalesce(day, (to_timestamp(coalesce(at, 0)) AT TIME ZONE 'UTC')::date),
-           at, kind, classification, withheld, payload, hash, prev_hash, tz, received_at, received_by
-    FROM won ON CONFLICT DO NOTHING
-)
-UPDATE quarantine q SET settled_at = now(), chosen = (q.hash = w.hash)
-FROM won w WHERE q.site = w.site AND q.table_id = w.table_id AND q.journal = w.journal
-             AND q.seq = w.seq AND q.reason = 'changed_hash' AND q.settled_at IS NULL
 """
 
 # Every moved watermark in one statement, however many tables moved.
@@ -141,7 +117,7 @@ class _Walk:
             and seq == self.seq + 1
         ):
             # (A link to a quarantined copy of the record before is the contest its changed_hash
-            # alarm named already; archive verify says which copy the journal holds.)
+            # alarm named already; the settle step, controller/archive/settle.py, decides it.)
             self.found.append(alarms.fork(self.site, self.table_id, seq, self.journal))
         self.seq, self.hash = seq, hash_
 
@@ -194,10 +170,7 @@ async def sweep(
         if row is None or not row[0]:
             return []
         # Top down: a contest whose next record was itself contested settles once that one has.
-        for _ in range(_SETTLE_ROUNDS):
-            await cur.execute(_SETTLE)
-            if cur.rowcount <= 0:
-                break
+        await settle(cur, rounds=_SETTLE_ROUNDS)
         gaps = await load_gaps(cur, gap_alarm_s=gap_alarm_s)
         await cur.execute(_PENDING, {"grace": gap_grace_s, "limit": limit})
         walks: dict[Chain, _Walk] = {}

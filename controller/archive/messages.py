@@ -24,7 +24,19 @@ MAX_BODY = 64 * 1024  # a journal record is a few hundred bytes; a bigger body i
 _HASH = re.compile(r"[0-9a-f]{64}\Z")
 _CLASSES = frozenset(c.value for c in Classification)
 _PLACEHOLDER_KEYS = frozenset(
-    {"version", "schema_version", "seq", "kind", "classification", "withheld", "at", "day", "tz", "journal"}
+    {
+        "version",
+        "schema_version",
+        "seq",
+        "kind",
+        "classification",
+        "withheld",
+        "at",
+        "day",
+        "tz",
+        "journal",
+        "prev_hash",
+    }
 )
 # How far a table's gaming day may lie from the UTC date of the instant it dates: a zone's offset
 # (-12 to +14 hours) and a day that starts late in the evening move it at most two days.
@@ -90,12 +102,20 @@ class ArchivedEvent:
         return computed == self.hash
 
     def same_record(self, other: ArchivedEvent) -> bool:
-        return (self.hash, self.kind, self.classification, self.withheld) == (
+        """The same record again: a public one by its hash (which covers its link); a placeholder,
+        which has none, by its link too (a placeholder linked elsewhere is another chain's)."""
+        return (self.hash, self.kind, self.classification, self.withheld, self.link) == (
             other.hash,
             other.kind,
             other.classification,
             other.withheld,
+            other.link,
         )
+
+    @property
+    def link(self) -> str | None:
+        """The link that tells two copies apart beyond their hash: a placeholder's prev_hash."""
+        return self.prev_hash if self.withheld else None
 
 
 def parse_event(topic: str, body: bytes, received: datetime) -> ArchivedEvent:
@@ -154,6 +174,11 @@ def _parse_body(parsed: ParsedTopic, body: bytes, received: datetime) -> Archive
             raise Refused(parsed.site, parsed.table, seq, "refused", why)
         # A table from before the gaming day dated its placeholders by nothing: the day it arrived.
         at_w = _instant(doc["at"], where, seq) if "at" in doc else None
+        # The link to a public record before it (that record's hash, published with it): the
+        # chain sweep settles a contest of that record by it.
+        prev_w = doc.get("prev_hash")
+        if prev_w is not None and (not isinstance(prev_w, str) or not _HASH.match(prev_w)):
+            raise Unreadable(f"{where} seq {seq}: prev_hash is not 64 lowercase hex digits")
         day, tz = _gaming_day(doc, at_w if at_w is not None else received.timestamp(), where, seq)
         return ArchivedEvent(
             parsed.site,
@@ -167,7 +192,7 @@ def _parse_body(parsed: ParsedTopic, body: bytes, received: datetime) -> Archive
             True,
             None,
             None,
-            None,
+            prev_w,
             received,
             journal,
         )

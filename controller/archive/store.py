@@ -45,6 +45,7 @@ _KEYS = "unnest(%s::text[], %s::text[], %s::text[], %s::bigint[]) AS k(site, tab
 # more than the insert itself.
 _ARCHIVED = (
     "SELECT e.site, e.table_id, e.journal, e.seq, e.hash, e.kind, e.classification, e.withheld, "
+    "CASE WHEN e.withheld THEN e.prev_hash END, "
     f"e.received_at, e.received_by FROM {_KEYS} JOIN events e USING (site, table_id, journal, seq)"
 )
 # The archived hashes a record may link to: the row in events and every quarantined copy.
@@ -69,7 +70,8 @@ _QUARANTINE_NEW = (
     "%(day)s, %(tz)s, %(received_at)s, %(received_by)s WHERE NOT EXISTS (SELECT 1 FROM quarantine q "
     "WHERE q.site = %(site)s AND q.table_id = %(table_id)s AND q.journal = %(journal)s "
     "AND q.seq = %(seq)s AND q.hash IS NOT DISTINCT FROM %(hash)s AND q.kind = %(kind)s "
-    "AND q.classification = %(classification)s)"
+    "AND q.classification = %(classification)s "
+    "AND (NOT q.withheld OR q.prev_hash IS NOT DISTINCT FROM %(prev_hash)s))"
 )
 
 # A contest not settled yet: its seq has no row in events, and any copy that comes meanwhile joins
@@ -262,12 +264,13 @@ class EventStore:
             row = archived.get(mine.key)
             if row is None:
                 continue  # another worker's insert rolled back: it will come again
-            hash_, kind, classification, withheld, received_at, received_by = row
-            if [hash_, kind, classification, withheld] == [
+            hash_, kind, classification, withheld, link, received_at, received_by = row
+            if [hash_, kind, classification, withheld, link] == [
                 mine.hash,
                 mine.kind,
                 mine.classification,
                 mine.withheld,
+                mine.link,
             ]:
                 continue  # a repeat of the archived record
             await cur.execute(_QUARANTINE_ARCHIVED, [*mine.key, *mine.key])

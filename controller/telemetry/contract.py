@@ -352,6 +352,11 @@ class Withheld(Versioned):
     day: str | None = Field(default=None, description="the gaming day it belongs to, YYYY-MM-DD, local time")
     tz: str | None = Field(default=None, description="the IANA zone the gaming day is counted in")
     journal: JournalId | None = None
+    prev_hash: str | None = Field(
+        default=None,
+        description="the hash of the record before, present only when that record is public (its hash "
+        "is published with it anyway)",
+    )
 
 
 def _event_models() -> list[type[BaseModel]]:

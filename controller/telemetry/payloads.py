@@ -152,10 +152,11 @@ def event_message(
 
     The hash goes out only with a public record: a withheld record's hash covers its payload,
     and a payload as small as one burned card could be found by trying all 52. For the same reason
-    a public record carries its ``prev_hash`` only when the record before it is public too
+    a record carries its ``prev_hash`` only when the record before it is public too
     (``prev_public``, or the first record, chained to the genesis hash): otherwise the link would
-    give away the withheld record's hash. With it, an archive recomputes the record's hash and
-    checks the link to the record before (docs/journal.md, "The archive").
+    give away the withheld record's hash. With it, an archive recomputes a public record's hash
+    and checks the link to the record before (docs/journal.md, "The archive"); a placeholder's
+    link is how the archive settles a contested public record just before it.
 
     Every message, a placeholder too, says when the record was written (``at``, the table's UTC
     instant: when something happened at the table is public there) and which gaming day that is
@@ -184,7 +185,7 @@ def event_message(
         if prev_public or record.seq == 1:
             message["prev_hash"] = record.prev_hash
         return message
-    return {
+    placeholder: dict[str, Any] = {
         "version": PAYLOAD_VERSION,
         "schema_version": SCHEMA_VERSION,
         "seq": record.seq,
@@ -194,6 +195,11 @@ def event_message(
         "at": record.at,
         **when,
     }
+    if prev_public:
+        # The link to a public record names a hash published with that record anyway, and lets
+        # an archive tell which of two copies of that record the table's chain goes on from.
+        placeholder["prev_hash"] = record.prev_hash
+    return placeholder
 
 
 # What a command result may carry back from the supervisor, as plain scalars; anything else it

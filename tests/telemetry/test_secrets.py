@@ -49,6 +49,8 @@ def check_message(message: Received, records: dict[int, Record], secret_texts: l
     if message.topic.endswith("/events"):
         record = records[doc["seq"]]
         if record.classification is not Classification.PUBLIC:
+            before = records.get(record.seq - 1)
+            before_public = before is not None and before.classification is Classification.PUBLIC
             assert doc == {
                 "version": 1,
                 "schema_version": 1,
@@ -61,6 +63,8 @@ def check_message(message: Received, records: dict[int, Record], secret_texts: l
                 "tz": PENNSYLVANIA.time_zone,
                 # The journal's identity: its first record's hash, a public record's, never this one's.
                 "journal": doc.get("journal"),
+                # The link only to a public record, whose hash went out with it: never a withheld one's.
+                **({"prev_hash": record.prev_hash} if before_public else {}),
             }
             first = records.get(1)
             assert first is not None and first.classification is Classification.PUBLIC
