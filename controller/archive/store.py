@@ -110,6 +110,7 @@ _LATE = (
 )
 
 Key = tuple[str, str, str, int]
+_REMEMBERED = 100_000  # journals whose newest committed record a worker keeps in memory
 
 
 @dataclass
@@ -133,6 +134,20 @@ class EventStore:
         self._known: set[tuple[str, str]] = set()
         self._unknown_said: set[tuple[str, str]] = set()
         self._prepared = False
+        # (site, table, journal) -> (seq, hash) of the newest record this worker committed.
+        self._stored_last: dict[tuple[str, str, str], tuple[int, str | None]] = {}
+
+    def _remember(self, stored: Iterable[ArchivedEvent]) -> None:
+        """Keep the newest record of each journal this worker committed (its seq and hash; None
+        when withheld): the next batch's first record of that journal links to it, usually."""
+        if len(self._stored_last) > _REMEMBERED:
+            self._stored_last.clear()
+        last = self._stored_last
+        for e in stored:
+            chain = (e.site, e.table_id, e.journal)
+            held = last.get(chain)
+            if held is None or held[0] < e.seq:
+                last[chain] = (e.seq, None if e.withheld else e.hash)
 
     async def register(self, tables: Iterable[tuple[str, str]], source: str) -> None:
         """Add tables to ``known_tables`` (those already there keep their source)."""
@@ -213,6 +228,8 @@ class EventStore:
                 )
             await record_alarms(cur, result.alarms)
         self._chained |= new_chains
+        if inserted == len(unique):
+            self._remember(unique.values())
         result.inserted = inserted
         result.duplicates = len(events) - inserted - result.dropped
         return result
@@ -232,7 +249,10 @@ class EventStore:
             mine = unique.get(key)
             if mine is not None:
                 before.setdefault(key, set()).add(mine.hash if not mine.withheld else None)
-            else:
+            elif self._stored_last.get(key[:3]) not in ((key[3], e.prev_hash), (key[3], None)):
+                # Else this worker committed the record before, and it is the one this links to
+                # (or withheld): the archive's answer would be the same (a copy once archived
+                # stays in events or in quarantine), so it is not asked.
                 ask.add(key)
         if ask:
             columns = _keys(sorted(ask))
