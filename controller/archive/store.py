@@ -8,8 +8,10 @@ Before anything is written, a batch is sifted:
   a quarantined copy of it) is not the chain's next: it goes to ``quarantine``, with a ``fork``
   alarm, and leaves its seq free for the table's own record.
 
-The rest go in by COPY into a per-connection temporary table, then one INSERT ... ON CONFLICT DO
-NOTHING: a redelivered message costs nothing and changes nothing. A record that comes again
+The rest go in by one COPY straight into ``events`` inside a savepoint, the database's fastest
+write. When one of them is archived already (a redelivery, another worker's copy) the COPY fails
+whole and is undone, and the batch goes by COPY into a per-connection temporary table, then one
+INSERT ... ON CONFLICT DO NOTHING: a redelivered message changes nothing. A record that comes again
 different from the archived one (another hash, kind or classification) is not stored over it:
 both copies are kept in ``quarantine`` with when and by which worker each was received, and the
 ``changed_hash`` alarm names both; ``tablectl archive verify`` says which one the journal holds.
