@@ -142,7 +142,9 @@ class SimTable:
     def state(self) -> bytes:
         self.sent += 1
         snap = {"round": self.seq // 12, "cards_in_shoe": 300 - self.seq % 300, "batch_in_shoe": "A"}
-        body = encode(state(snap, {"shoe": "online", "keypad": "online"}, "double-attack", BENCH_INCARNATION))
+        body = encode(
+            state(snap, {"shoe": "online", "keypad": "online"}, "double-attack", BENCH_INCARNATION, self.seq)
+        )
         return publish_frame(self.state_topic, self._next_id(), body, retain=True)
 
 

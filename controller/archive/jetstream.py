@@ -123,7 +123,9 @@ class Lag:
 
     def observe(self, when: float, batch: list[Pulled]) -> None:
         stored = []
-        for item in batch:
+        # A fetch returns messages in stream order, whose timestamps only grow: the oldest of a
+        # batch heads one of its fetches, and only those heads' metadata is parsed.
+        for item in (item for item in batch if item.head):
             with contextlib.suppress(Exception):  # a message without JetStream metadata: not timed
                 stored.append(item.msg.metadata.timestamp.timestamp())
         if stored:
@@ -159,6 +161,7 @@ class Pulled:
     topic: str
     body: bytes
     received: datetime
+    head: bool = True  # the first message of its fetch: the one its wait is timed by
 
 
 class JetStreamWorker(Ingest[Pulled]):
@@ -324,14 +327,20 @@ class JetStreamWorker(Ingest[Pulled]):
         so every batch waiting is taken (up to commit_max) and a commit's fsync serves them all."""
         try:
             async with asyncio.timeout(wait_s):
-                msgs = await self._batches.get()
+                fetched = [await self._batches.get()]
         except TimeoutError:
             return []
-        while len(msgs) < self.settings.commit_max and not self._batches.empty():
-            msgs += self._batches.get_nowait()
+        taken = len(fetched[0])
+        while taken < self.settings.commit_max and not self._batches.empty():
+            fetched.append(self._batches.get_nowait())
+            taken += len(fetched[-1])
         received = datetime.now(UTC)
-        self._fetched += len(msgs)
-        return [Pulled(m, topic_of(m.subject), m.data, received) for m in msgs]
+        self._fetched += taken
+        return [
+            Pulled(m, topic_of(m.subject), m.data, received, i == 0)
+            for msgs in fetched
+            for i, m in enumerate(msgs)
+        ]
 
     async def acknowledge(self, batch: list[Pulled]) -> None:
         for item in batch:

@@ -8,8 +8,10 @@ Before anything is written, a batch is sifted:
   a quarantined copy of it) is not the chain's next: it goes to ``quarantine``, with a ``fork``
   alarm, and leaves its seq free for the table's own record.
 
-The rest go in by COPY into a per-connection temporary table, then one INSERT ... ON CONFLICT DO
-NOTHING: a redelivered message costs nothing and changes nothing. A record that comes again
+The rest go in by one COPY straight into ``events`` inside a savepoint, the database's fastest
+write. When one of them is archived already (a redelivery, another worker's copy) the COPY fails
+whole and is undone, and the batch goes by COPY into a per-connection temporary table, then one
+INSERT ... ON CONFLICT DO NOTHING: a redelivered message changes nothing. A record that comes again
 different from the archived one (another hash, kind or classification) is not stored over it:
 both copies are kept in ``quarantine`` with when and by which worker each was received, and the
 ``changed_hash`` alarm names both; ``tablectl archive verify`` says which one the journal holds.
@@ -36,9 +38,17 @@ COLUMNS = (
 _RECORD = "at, kind, classification, withheld, payload, hash, prev_hash, day, tz"
 
 _INCOMING = "CREATE TEMP TABLE IF NOT EXISTS incoming (LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
-_INSERT = (
-    f"INSERT INTO events ({COLUMNS}) SELECT {COLUMNS} FROM incoming "
-    "ON CONFLICT DO NOTHING RETURNING site, table_id, journal, seq"
+# No RETURNING: the row count says how many went in, and only when some did not (a redelivery,
+# another worker's copy) are the skipped ones looked for. Sending every inserted key back and
+# building a set of them cost more client time than the insert's own round trip.
+_INSERT = f"INSERT INTO events ({COLUMNS}) SELECT {COLUMNS} FROM incoming ON CONFLICT DO NOTHING"
+# The staged records the INSERT skipped whose archived row is another record (a repeat of the
+# archived record needs nothing): compared in the database, the batch already there.
+_SKIPPED_OTHER = (
+    "SELECT i.site, i.table_id, i.journal, i.seq FROM incoming i "
+    "JOIN events e USING (site, table_id, journal, seq) "
+    "WHERE (e.hash, e.kind, e.classification, e.withheld) "
+    "IS DISTINCT FROM (i.hash, i.kind, i.classification, i.withheld)"
 )
 _KEYS = "unnest(%s::text[], %s::text[], %s::text[], %s::bigint[]) AS k(site, table_id, journal, seq)"
 # Only for the rows the INSERT skipped (usually none): a join of the whole batch with events cost
@@ -76,9 +86,18 @@ _QUARANTINE_NEW = (
 
 # A contest not settled yet: its seq has no row in events, and any copy that comes meanwhile joins
 # the others in quarantine (controller/archive/chain.py: settle).
+# The open contests, when there are few: the usual case, so a batch needs no join to find its own.
+_CONTESTS_HERE = 1000
+_OPEN_CONTESTS = (
+    "SELECT DISTINCT site, table_id, journal, seq FROM quarantine "
+    "WHERE reason = 'changed_hash' AND settled_at IS NULL LIMIT %s"
+)
+# Taken out of the staged batch in the same statement (the batch is staged by COPY first, so no
+# array of its keys is sent).
 _CONTESTED = (
-    f"SELECT DISTINCT q.site, q.table_id, q.journal, q.seq FROM {_KEYS} JOIN quarantine q "
-    "USING (site, table_id, journal, seq) WHERE q.reason = 'changed_hash' AND q.settled_at IS NULL"
+    "DELETE FROM incoming i USING quarantine q WHERE q.site = i.site AND q.table_id = i.table_id "
+    "AND q.journal = i.journal AND q.seq = i.seq AND q.reason = 'changed_hash' AND q.settled_at IS NULL "
+    "RETURNING i.site, i.table_id, i.journal, i.seq"
 )
 # The first copy leaves events once a second, different one has come: neither is the row until
 # the table's chain settles which is real.
@@ -95,6 +114,7 @@ _LATE = (
 )
 
 Key = tuple[str, str, str, int]
+_REMEMBERED = 100_000  # journals whose newest committed record a worker keeps in memory
 
 
 @dataclass
@@ -118,6 +138,20 @@ class EventStore:
         self._known: set[tuple[str, str]] = set()
         self._unknown_said: set[tuple[str, str]] = set()
         self._prepared = False
+        # (site, table, journal) -> (seq, hash) of the newest record this worker committed.
+        self._stored_last: dict[tuple[str, str, str], tuple[int, str | None]] = {}
+
+    def _remember(self, stored: Iterable[ArchivedEvent]) -> None:
+        """Keep the newest record of each journal this worker committed (its seq and hash; None
+        when withheld): the next batch's first record of that journal links to it, usually."""
+        if len(self._stored_last) > _REMEMBERED:
+            self._stored_last.clear()
+        last = self._stored_last
+        for e in stored:
+            chain = (e.site, e.table_id, e.journal)
+            held = last.get(chain)
+            if held is None or held[0] < e.seq:
+                last[chain] = (e.seq, None if e.withheld else e.hash)
 
     async def register(self, tables: Iterable[tuple[str, str]], source: str) -> None:
         """Add tables to ``known_tables`` (those already there keep their source)."""
@@ -177,17 +211,16 @@ class EventStore:
                     self._unknown_said.add((a.site, a.table_id))
                     result.alarms.append(alarms.unknown_table(a.site, a.table_id, a.seq))
             await self._unlinked(cur, unique, result)
-            await self._while_contested(cur, unique, result)
-            inserted: set[Key] = set()
+            inserted = 0
+            contested = await self._open_contests(cur) if unique else set()
+            if contested is not None:
+                await self._while_contested(cur, unique, result, contested)
             if unique:
-                async with cur.copy(f"COPY incoming ({COLUMNS}) FROM STDIN") as copy:
-                    await copy.write(
-                        "".join(copy_line(e, self.worker) for e in unique.values()).encode("utf-8")
-                    )
-                await cur.execute(_INSERT)
-                inserted = {(r[0], r[1], r[2], r[3]) for r in await cur.fetchall()}
-            skipped = [k for k in unique if k not in inserted]
-            contenders += [unique[k] for k in skipped]
+                lines = "".join([copy_line(e, self.worker) for e in unique.values()]).encode("utf-8")
+                if contested is not None and await self._copy_new(cur, lines):
+                    inserted = len(unique)
+                else:
+                    inserted = await self._staged(cur, unique, result, lines, contenders, contested is None)
             if contenders:
                 await self._conflicts(cur, contenders, result)
             new_chains = {(e.site, e.table_id, e.journal) for e in unique.values()} - self._chained
@@ -199,8 +232,10 @@ class EventStore:
                 )
             await record_alarms(cur, result.alarms)
         self._chained |= new_chains
-        result.inserted = len(inserted)
-        result.duplicates = len(events) - len(inserted) - result.dropped
+        if inserted == len(unique):
+            self._remember(unique.values())
+        result.inserted = inserted
+        result.duplicates = len(events) - inserted - result.dropped
         return result
 
     async def _unlinked(
@@ -218,7 +253,10 @@ class EventStore:
             mine = unique.get(key)
             if mine is not None:
                 before.setdefault(key, set()).add(mine.hash if not mine.withheld else None)
-            else:
+            elif self._stored_last.get(key[:3]) not in ((key[3], e.prev_hash), (key[3], None)):
+                # Else this worker committed the record before, and it is the one this links to
+                # (or withheld): the archive's answer would be the same (a copy once archived
+                # stays in events or in quarantine), so it is not asked.
                 ask.add(key)
         if ask:
             columns = _keys(sorted(ask))
@@ -238,16 +276,69 @@ class EventStore:
             here = copy_of(e.hash, e.kind, e.received, self.worker)
             result.alarms.append(alarms.fork_on_arrival(e.site, e.table_id, e.seq, here, e.journal))
 
+    async def _open_contests(self, cur: psycopg.AsyncCursor[Any]) -> set[Key] | None:
+        """Every contested seq not settled yet (a handful, each raised as changed_hash); None when
+        there are more than are worth bringing here (then the staged batch is joined with them)."""
+        await cur.execute(_OPEN_CONTESTS, [_CONTESTS_HERE + 1])
+        rows = await cur.fetchall()
+        return None if len(rows) > _CONTESTS_HERE else {(r[0], r[1], r[2], r[3]) for r in rows}
+
+    async def _copy_new(self, cur: psycopg.AsyncCursor[Any], lines: bytes) -> bool:
+        """The batch by one COPY straight into events, as a bare COPY writes (PostgreSQL's batched
+        heap insert): True when it went in whole; False when one of its records is archived already
+        (a redelivery, another worker's copy), and nothing of it was written (its savepoint)."""
+        try:
+            async with self.conn.transaction(), cur.copy(f"COPY events ({COLUMNS}) FROM STDIN") as copy:
+                await copy.write(lines)
+        except psycopg.errors.UniqueViolation:
+            return False
+        return True
+
+    async def _staged(
+        self,
+        cur: psycopg.AsyncCursor[Any],
+        unique: dict[Key, ArchivedEvent],
+        result: StoreResult,
+        lines: bytes,
+        contenders: list[ArchivedEvent],
+        contests: bool,
+    ) -> int:
+        """The batch staged by one COPY, then set-based statements over it: the rows not archived
+        yet inserted, and the skipped ones that are another record than the archived one added to
+        ``contenders``; with ``contests``, the contested seqs are taken out first. The rows
+        inserted."""
+        async with cur.copy(f"COPY incoming ({COLUMNS}) FROM STDIN") as copy:
+            await copy.write(lines)
+        if contests:
+            await self._while_contested(cur, unique, result, None)
+        if not unique:
+            return 0
+        await cur.execute(_INSERT)
+        inserted = max(cur.rowcount, 0)
+        if inserted < len(unique):
+            await cur.execute(_SKIPPED_OTHER)
+            other = {(r[0], r[1], r[2], r[3]) for r in await cur.fetchall()}
+            contenders += [e for k, e in unique.items() if k in other]
+        return inserted
+
     async def _while_contested(
-        self, cur: psycopg.AsyncCursor[Any], unique: dict[Key, ArchivedEvent], result: StoreResult
+        self,
+        cur: psycopg.AsyncCursor[Any],
+        unique: dict[Key, ArchivedEvent],
+        result: StoreResult,
+        contested: set[Key] | None,
     ) -> None:
         """Take out of ``unique`` (into quarantine) each record whose seq is contested and not
-        settled: a copy that comes meanwhile is kept with the others, never made the row."""
-        if not unique:
-            return
-        await cur.execute(_CONTESTED, _keys(unique))
-        for row in await cur.fetchall():
-            e = unique.pop((row[0], row[1], row[2], row[3]))
+        settled: a copy that comes meanwhile is kept with the others, never made the row.
+        ``contested`` is every such seq; None: they are found by joining the staged batch, and
+        taken out of it too."""
+        if contested is None:
+            await cur.execute(_CONTESTED)
+            found: list[Key] = [(r[0], r[1], r[2], r[3]) for r in await cur.fetchall()]
+        else:
+            found = [k for k in unique if k in contested]
+        for key in found:
+            e = unique.pop(key)
             result.dropped += 1
             if await self._quarantine(cur, e, "changed_hash"):
                 here = copy_of(e.hash, e.kind, e.received, self.worker)

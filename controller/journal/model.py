@@ -64,9 +64,13 @@ class Record:
         )
 
 
+# json.dumps with options builds an encoder per call; one made once writes the same text.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def canonical_json(value: Any) -> str:
     """The one JSON spelling of ``value`` the hash is computed over (floats are written by repr)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _CANONICAL.encode(value)
 
 
 def _json_string(text: str) -> str:
