@@ -113,7 +113,7 @@ def stalled(
             "check the shuffler's eject and tray; take the batch out by hand, or mark the "
             "shuffler out of order",
         )
-    if out is not None and out in held:
+    if out is not None and out in held and not table.manual:  # by hand: the slots are not read
         return _held(table, out)
     kind = _device(table, what)
     if kind is None or (kind is DeviceKind.SHUFFLER and table.manual):

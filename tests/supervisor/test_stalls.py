@@ -122,7 +122,6 @@ def test_a_batch_the_shuffler_will_not_put_out() -> None:
     assert stall is not None and stall.section == "673a.3(b)(3)" and "in the shoe" in stall.message
 
 
-
 def test_a_batch_in_play_that_a_restarted_shuffler_reads_in_its_slot() -> None:
     """The shuffler was restarted or swapped: it reads the deck the table has in the dealer's
     hand (687a.9(a)(2)), or the batch the table has in the shoe, back in its slot unshuffled.
@@ -138,6 +137,8 @@ def test_a_batch_in_play_that_a_restarted_shuffler_reads_in_its_slot() -> None:
     rig = ready(BJ)
     stall = stalled(rig.table, None, UP, (), {str(rig.table.shoe_back)})
     assert stall is not None and stall.section == "673a.5(f)" and "in the shoe" in stall.message
+    rig.feed(I.ShufflerOutOfOrder(by="floor-1"))  # shuffled by hand: what its slots read is no stall
+    assert stalled(rig.table, None, UP, (), {str(rig.table.shoe_back)}) is None
 
 
 def test_a_stub_count_due_with_the_stub_counter_gone() -> None:
