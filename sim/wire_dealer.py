@@ -221,6 +221,22 @@ class WireDealer:
                 "reshuffle_ordered", {"reason": "the devices were restarted; the shoe is empty"}
             )
             snap = await self.link.state()
+        elif (
+            snap.get("batch_in_shoe") is not None
+            and self.hands.has(DeviceKind.SHUFFLER)
+            and not self.hands.has(DeviceKind.SHOE)
+            and self.hands.wild_deck is None
+        ):
+            # DJ Wild (687a.9(a)(2)): the table has a deck in the dealer's hand, but this dealer's
+            # hand is empty: the deck went with the restarted devices. Between rounds the floor has
+            # it reshuffled (673a.5(f)); a round under way cannot be dealt on from it and is void,
+            # its wagers returned (a DJ Wild void ends the deck).
+            why = "the devices were restarted; the deck in the dealer's hand is gone"
+            if snap.get("in_round"):
+                await self.link.floor("void_round", {"section": "687a.9(a)(2)", "reason": why})
+            else:
+                await self.link.floor("reshuffle_ordered", {"reason": why})
+            snap = await self.link.state()
         if snap.get("in_round"):
             self._coming_in = True  # 673a.7(c): between rounds; the round under way is played on first
             return

@@ -25,6 +25,7 @@ from controller.table import inputs as I
 from controller.table.recorder import Seen
 from devices import events as dev
 from devices.drivers.base import Driver, stop_if_cancelling
+from devices.profiles import DeviceKind
 
 
 class DeviceEvents:
@@ -140,6 +141,8 @@ class DeviceEvents:
             if stub_count_asked(self.stepper.table):  # this event made the table ask for a count
                 await self.unasked.asked(self.stepper, self.log)
             await policy.after_event(event, old, new)
+            if isinstance(event, dev.DeviceOnline) and policy.kinds.get(name) is DeviceKind.SHUFFLER:
+                self.reconciler.shuffler_back()
             await self.reconciler.reconcile()
             if isinstance(event, dev.BetSensed):
                 policy.changed()  # chips on the layout are not journalled between rounds, but shown

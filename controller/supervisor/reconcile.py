@@ -2,11 +2,12 @@
 commands after every event and command (and so at start, when each driver's first poll is diffed
 against what the journal says the controller last acted on).
 
-A batch sitting in a shuffler slot is in the shuffler; an unshuffled one is started; a shuffled
-batch goes into an empty shoe (the core ejects it), or, where the stack is cut (673a.5(b)-(e)),
-is taken out for the cut; an eject the journal has but the shuffler has not carried out (the
-controller died between the two) is sent again, and so is one the shuffler refused, after a
-short backoff of its own (``eject_settled``).
+A batch sitting in a shuffler slot is in the shuffler; an unshuffled one is started (one the
+journal has shuffled but the slot reads idle, its shuffle lost with a restarted shuffler, is a
+failed shuffle, started again); a shuffled batch goes into an empty shoe (the core ejects it),
+or, where the stack is cut (673a.5(b)-(e)), is taken out for the cut; an eject the journal has
+but the shuffler has not carried out (the controller died between the two) is sent again, and so
+is one the shuffler refused, after a short backoff of its own (``eject_settled``).
 """
 
 from __future__ import annotations
@@ -60,6 +61,12 @@ class Reconciler:
         self.eject_refused_since: dict[dev.Slot, float] = {}
         self._lock: asyncio.Lock | None = None
         self._spawn: Spawn | None = None
+
+    def shuffler_back(self) -> None:
+        """The shuffler answers again after it was lost: a start sent before (to a shuffler that
+        went down, or was restarted, before it began) may never have arrived; each batch the
+        journal has to shuffle and its slot reads idle is started again."""
+        self.start_sent.clear()
 
     def retry_ejects(self, lock: asyncio.Lock, spawn: Spawn) -> None:
         """Send a refused eject again after a backoff, reconciling under ``lock`` (the table's: one
@@ -132,6 +139,12 @@ class Reconciler:
             batch = t.batches.get(view.back or "")
             if batch is None or batch.opened_at is None:
                 continue  # 673a.4: not until the floor has verified the inspection
+            if batch.location is Place.SHUFFLER and batch.shuffler is ShufflerState.READY:
+                # The journal has the batch shuffled and ready, the slot reads it idle: the shuffle
+                # is lost (the shuffler was restarted or swapped). A failed shuffle (673a.13(k),
+                # 687a.9(a)(1)), with its alarm; the batch is shuffled again (below).
+                why = "the slot reads the shuffled batch idle: the shuffle is lost (shuffler restarted?)"
+                await self._feed_auto(I.ShuffleFailed(back=batch.back, reason=why))
             stored = [b for b in t.batches.values() if b.location is Place.SHUFFLER and b is not batch]
             if batch.location in (Place.NEW, Place.DISCARD) and not stored:
                 await self._feed_auto(I.BatchToShuffler(back=batch.back))

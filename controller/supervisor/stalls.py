@@ -2,8 +2,9 @@
 
 Two ways a wait cannot end: the devices show a state that cannot lead to what the table asks (a
 batch in the shoe the table has not taken while it asks for the cut, the cover card or another
-batch), or no device that could answer is there (the shoe for a card, the reader for the hole
-card, the shuffler for the next batch: not configured, or not answering). The check runs every
+batch; a batch the table has out of the shuffler that a restarted shuffler reads in its slot), or
+no device that could answer is there (the shoe for a card, the reader for the hole card, the
+shuffler for the next batch: not configured, or not answering). The check runs every
 ``STALL_CHECK_S`` of the table's clock; a stall that has held ``STALL_AFTER_S`` becomes one
 non-halting alarm saying what the floor must do (``I.Stalled``; not raised again while it
 stands). A wait people end (a decision, the cut, Start Game) is asked for on the dealer display
@@ -89,9 +90,11 @@ def stalled(
     load: ShoeLoad | None,
     devices: Mapping[DeviceKind, Presence],
     not_out: Collection[str] = (),
+    held: Collection[str] = (),
 ) -> Stall | None:
     """Why the table's wait cannot end, or None while it can (or the floor is already asked).
-    ``not_out``: the batches the shuffler still shows ready after refusing to eject them."""
+    ``not_out``: the batches the shuffler still shows ready after refusing to eject them;
+    ``held``: the batches a shuffler slot reads unshuffled (idle, shuffling, jammed)."""
     ask = asking(table)
     what = str(ask["what"])
     if what == "floor":
@@ -110,6 +113,8 @@ def stalled(
             "check the shuffler's eject and tray; take the batch out by hand, or mark the "
             "shuffler out of order",
         )
+    if out is not None and out in held and not table.manual:  # by hand: the slots are not read
+        return _held(table, out)
     kind = _device(table, what)
     if kind is None or (kind is DeviceKind.SHUFFLER and table.manual):
         return None  # people answer it (the display asks them); by hand when shuffled by hand
@@ -150,6 +155,28 @@ def stalled(
     )
 
 
+def _held(table: Table, back: str) -> Stall:
+    """The table has the batch out of the shuffler, the shuffler reads it in its slot unshuffled:
+    the devices were restarted or swapped (the cards the table deals from went back, or are gone).
+    Nothing dealt from it can be trusted; the floor ends it with the table's own rulings."""
+    if not table.blackjack:
+        return Stall(
+            "687a.9(a)(2)",
+            f"the table has the {back} deck in the dealer's hand, but the shuffler reads it in its "
+            "slot unshuffled (the shuffler restarted or swapped?)",
+            "order the deck reshuffled (reshuffle_ordered) between rounds, or void the round under "
+            "way (void_round); the next deck then comes from the shuffler",
+        )
+    where = "out for the cut" if table.cut is not None and table.shoe_back is None else "in the shoe"
+    return Stall(
+        table.sec("5(f)"),
+        f"the table has the {back} batch {where}, but the shuffler reads it in its slot "
+        "unshuffled (the shuffler restarted or swapped?)",
+        "order the batch reshuffled (reshuffle_ordered); void the round under way if it cannot "
+        "be finished (void_round)",
+    )
+
+
 def _loaded(table: Table, load: ShoeLoad, ask: dict[str, object]) -> Stall:
     """A batch in the shoe the table has not taken: nothing drawn from it can be dealt."""
     what = ask["what"]
@@ -179,15 +206,16 @@ class StallWatch:
     def __init__(
         self, clock: Clock, stepper: Stepper, load: Callable[[], ShoeLoad | None],
         devices: Callable[[], Mapping[DeviceKind, Presence]], not_out: Callable[[], Collection[str]],
+        held: Callable[[], Collection[str]] = lambda: (),
     ) -> None:  # fmt: skip
         self.clock, self.stepper, self.load, self.devices = clock, stepper, load, devices
-        self.not_out = not_out
+        self.not_out, self.held = not_out, held
         self.current: Stall | None = None
         self.since = 0.0
         self.told = False
 
     async def check(self) -> None:
-        stall = stalled(self.stepper.table, self.load(), self.devices(), self.not_out())
+        stall = stalled(self.stepper.table, self.load(), self.devices(), self.not_out(), self.held())
         now = self.clock.now()
         if stall != self.current:
             self.current, self.since, self.told = stall, now, False

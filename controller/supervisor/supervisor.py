@@ -188,7 +188,7 @@ class Supervisor:
         )
         self.stalls = StallWatch(
             self.clock, self.stepper, lambda: self.translator.shoe_load,
-            lambda: presence(self.kinds, self.policy.health, self.drivers), self._not_out,
+            lambda: presence(self.kinds, self.policy.health, self.drivers), self._not_out, self._held,
         )  # fmt: skip
         self.reconciler.retry_ejects(self.lock, lambda work, name: self.tasks.spawn(work, name=name))
         self.commands = CommandApi(
@@ -277,6 +277,13 @@ class Supervisor:
             for slot in self.reconciler.eject_refused_since
             if slot in slots and slots[slot].state is dev.ShufflerState.READY
         }
+
+    def _held(self) -> set[str]:
+        """The batches a shuffler slot reads unshuffled (a batch the table has out of the
+        shuffler that is read there came back with a restarted or swapped shuffler)."""
+        unshuffled = (dev.ShufflerState.IDLE, dev.ShufflerState.SHUFFLING, dev.ShufflerState.JAMMED)
+        slots = self.translator.slots
+        return {self.translator.back_of(s) for s, view in slots.items() if view.state in unshuffled}
 
     async def _stalls(self) -> None:
         """A wait that cannot end becomes an alarm (controller/supervisor/stalls.py); from ready

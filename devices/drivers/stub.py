@@ -10,7 +10,7 @@ from devices.commands import Command, RequestStubCount
 from devices.config import DeviceConfig
 from devices.drivers.base import Driver
 from devices.errors import CommandRejected, DeviceError, FrameDecodeError, TransportError
-from devices.events import DeviceDegraded, DeviceEvent, FrameError, StubCounted
+from devices.events import DeviceDegraded, DeviceEvent, FrameError, Health, StubCounted
 from devices.framing import Frame, LineDecoder, encode_frame
 from devices.profiles import DeviceKind
 from devices.transport.links import ByteLink
@@ -35,6 +35,7 @@ class StubCounterDriver(Driver):
         self.heartbeat_timeout_s = float(config.options.get("heartbeat_timeout_s", 3.0))
         self._decoder = LineDecoder(self.profile)
         self._last_seq: int | None = None
+        self._baseline_read = False  # the journal's last count number, taken once at start
         self._device_health = 0
         self._burst: int | None = None  # frame errors held back since the burst's first (None: no burst)
 
@@ -43,11 +44,19 @@ class StubCounterDriver(Driver):
 
     async def poll_once(self) -> bool:
         """Read what the line has (waiting at most one heartbeat period) and act on it."""
-        if self._last_seq is None and "count_seq" in self.baseline:
-            self._last_seq = self.baseline["count_seq"]  # counts the journal has are not news
+        if not self._baseline_read:
+            self._baseline_read = True
+            self._last_seq = self.baseline.get("count_seq")  # counts the journal has are not news
+        if self.health is Health.OFFLINE:
+            # The device may come back power-cycled, its seq started again from 0
+            # (docs/devices/stub-counter.md): after a lost line its next count is news whatever
+            # its seq (a restarted counter's first count, seq 1, was taken for a repeat of the
+            # last one and dropped). A device that was not cycled repeats a count only when asked.
+            self._last_seq = None
         try:
             data = await self.link.read(self.heartbeat_timeout_s)
         except TransportError as exc:
+            self._last_seq = None  # the line is gone: as above
             self._failed(exc)
             return False
         bad: FrameDecodeError | None = None

@@ -80,6 +80,23 @@ async def test_silent_line_goes_offline_then_recovers(rig_factory) -> None:  # t
     await poll_until(d, DeviceOnline, before_poll=lambda: rig.clock.advance(1.0))
 
 
+async def test_a_power_cycled_counter_s_first_count_is_news(rig_factory) -> None:  # type: ignore[no-untyped-def]
+    """stub-counter.md: a power cycle starts ``seq`` again from 0, so a counter that comes back
+    after a lost line counts with seq 1 again; that count is read, not taken for a repeat of the
+    count before the loss (issue: it was dropped without a trace and the round waited for it)."""
+    rig, sim, d = await _stub(rig_factory)
+    await sim.count(53)
+    first, _ = await poll_until(d, StubCounted)
+    sim.faults.silent = True  # the counter goes away
+    await poll_until(d, DeviceOffline, before_poll=lambda: rig.clock.advance(1.0))
+    sim.model = StubCounterModel(53)  # and comes back power-cycled
+    sim.faults.clear()
+    await poll_until(d, DeviceOnline, before_poll=lambda: rig.clock.advance(1.0))
+    await sim.count(37)
+    again, _ = await poll_until(d, StubCounted)
+    assert (first.sequence, again.sequence, again.count) == (1, 1, 37)
+
+
 async def test_device_fault_in_heartbeat_degrades(rig_factory) -> None:  # type: ignore[no-untyped-def]
     rig, sim, d = await _stub(rig_factory)
     sim.model.faults.sensor_fault = True

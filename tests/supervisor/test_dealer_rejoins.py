@@ -137,3 +137,75 @@ async def test_a_dealer_the_table_stops_leaves_the_devices_serving(tmp_path: Pat
         code = await sim.stop(GUARD_S)
         await watch.stop()
     assert code == 1
+
+
+async def test_a_dealer_started_again_at_dj_wild_plays_on_though_the_shuffle_was_lost(
+    tmp_path: Path, broker: str
+) -> None:
+    """DJ Wild (687a.9(a)(1)): the dealer's rounds end and the devices go with it; the table has
+    the next deck shuffled and ready in the shuffler. The shuffler started again reads both decks
+    in their slots unshuffled (issue: the table waited for the ready deck for ever, no alarm): the
+    lost shuffle is a failed shuffle, alarmed and done again, and the restarted dealer plays on."""
+    config = _table("dj-wild", tmp_path)
+    cfg = load_table_config(config)
+    journal = tmp_path / "j.db"
+    run = Run(config, journal, broker)
+    sim = Sim(config, seed=2, timing_seed=2, broker_url=broker)
+    watch = StateWatch(broker, cfg.site, cfg.table_id)
+    await watch.start()
+    try:
+        await sim.start(2, GUARD_S)
+        await run.start()
+        assert await sim.wait(GUARD_S) == 0, sim.stderr
+        sim.seed = 3
+        await sim.start(2, GUARD_S)
+        assert await sim.wait(GUARD_S) == 0, sim.stderr
+    finally:
+        await run.stop(GUARD_S)
+        await sim.stop(GUARD_S)
+        await watch.stop()
+    assert sim.stderr[-1] == "tablectl sim: dealer: 2 rounds settled", sim.stderr
+    assert [p["name"] for p in _records(journal, "new_dealer")] == ["dealer-1", "dealer-1"]
+    assert len(_records(journal, "decks_opened")) == 2  # the two decks, once (673a.4)
+    assert _records(journal, "shuffle_failed"), "the lost shuffle is a failed shuffle"
+    assert len(_records(journal, "round_settled")) == 4
+    assert verify_journal(journal).ok
+
+
+async def test_a_dealer_started_again_at_dj_wild_with_the_deck_in_the_hand_plays_on(
+    tmp_path: Path, broker: str
+) -> None:
+    """DJ Wild (687a.9(a)(2)): the devices and the dealer are stopped while the table has a deck
+    in the dealer's hand; started again, the hand is empty and the shuffler reads that deck in
+    its slot (issue: the table waited for ever). The floor has it reshuffled between rounds
+    (673a.5(f)) or voids the round under way, and the dealer plays on with the next deck."""
+    config = _table("dj-wild", tmp_path)
+    cfg = load_table_config(config)
+    journal = tmp_path / "j.db"
+    run = Run(config, journal, broker)
+    sim = Sim(config, seed=2, timing_seed=2, broker_url=broker)
+    watch = StateWatch(broker, cfg.site, cfg.table_id)
+    await watch.start()
+    try:
+        await sim.start(50, GUARD_S)
+        await run.start()
+
+        def in_hand(snap: dict[str, Any]) -> bool:
+            return int(snap.get("round") or 0) >= 2 and snap.get("batch_in_shoe") is not None
+
+        await watch.until(in_hand, "a deck in the dealer's hand in the second round", GUARD_S)
+        await sim.stop(GUARD_S)
+        sim.seed = 3
+        await sim.start(2, GUARD_S)
+        assert await sim.wait(GUARD_S) == 0, sim.stderr
+    finally:
+        await run.stop(GUARD_S)
+        await sim.stop(GUARD_S)
+        await watch.stop()
+    assert sim.stderr[-1] == "tablectl sim: dealer: 2 rounds settled", sim.stderr
+    assert [p["name"] for p in _records(journal, "new_dealer")] == ["dealer-1", "dealer-1"]
+    assert len(_records(journal, "decks_opened")) == 2  # the two decks, once (673a.4)
+    ordered = [p["reason"] for p in _records(journal, "reshuffle_ordered")]
+    voided = [p["section"] for p in _records(journal, "round_voided")]
+    assert (ordered, voided) in ((["floor"], []), ([], ["687a.9(a)(2)"])), (ordered, voided)
+    assert verify_journal(journal).ok

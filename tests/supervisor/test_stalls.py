@@ -122,6 +122,25 @@ def test_a_batch_the_shuffler_will_not_put_out() -> None:
     assert stall is not None and stall.section == "673a.3(b)(3)" and "in the shoe" in stall.message
 
 
+def test_a_batch_in_play_that_a_restarted_shuffler_reads_in_its_slot() -> None:
+    """The shuffler was restarted or swapped: it reads the deck the table has in the dealer's
+    hand (687a.9(a)(2)), or the batch the table has in the shoe, back in its slot unshuffled.
+    Nothing dealt from it can be trusted: the floor is told to have it reshuffled or the round
+    voided (the table's own rulings), never left waiting."""
+    wild = ready(WILD, counted=False)
+    back = str(wild.table.shoe_back)
+    other = next(b for b in wild.table.batches if b != back)
+    assert stalled(wild.table, None, UP, (), {other}) is None  # the other deck is meant to be in
+    stall = stalled(wild.table, None, UP, (), {back})
+    assert stall is not None and stall.section == "687a.9(a)(2)" and "dealer's hand" in stall.message
+    assert "reshuffle_ordered" in stall.floor_action and "void_round" in stall.floor_action
+    rig = ready(BJ)
+    stall = stalled(rig.table, None, UP, (), {str(rig.table.shoe_back)})
+    assert stall is not None and stall.section == "673a.5(f)" and "in the shoe" in stall.message
+    rig.feed(I.ShufflerOutOfOrder(by="floor-1"))  # shuffled by hand: what its slots read is no stall
+    assert stalled(rig.table, None, UP, (), {str(rig.table.shoe_back)}) is None
+
+
 def test_a_stub_count_due_with_the_stub_counter_gone() -> None:
     """687a.9(f): at a shuffler that does not count, Next is refused in the 5th uncounted round
     till the stub is counted; only the stub counter can end that wait."""
