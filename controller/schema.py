@@ -25,7 +25,9 @@ from pydantic_core import PydanticCustomError, core_schema
 class Document(BaseModel):
     """Base of every document model (see the module's docstring)."""
 
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False)
+    # defer_build: a model's validator is built on its first use, not at import, so the
+    # documents `tablectl run` never reads before `ready` (users, commands) cost it nothing.
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,8 +31,6 @@ from controller.gaming_day import PENNSYLVANIA, GamingDay, start_time
 from controller.journal import canonical_json
 from controller.journal.store import FORMAT_VERSION
 from controller.telemetry.broker import broker_settings, telemetry_section
-from controller.telemetry.jetstream_events import JetStreamEvents
-from controller.telemetry.nats_link import ENV_PASSWORD, nats_settings
 from controller.telemetry.payloads import PAYLOAD_VERSION
 from controller.telemetry.publisher import CommandHandler, TableIdentity, Telemetry
 from controller.telemetry.topics import TableTopics, check_level
@@ -114,6 +112,11 @@ def telemetry_from_config(
     )
     events = None
     if section.events_nats is not None:
+        # Here, not at the top: nats-py brings aiohttp (~0.4 s of CPU) that a table without
+        # [telemetry] events_nats never needs, and every import delays `ready` after a restart.
+        from controller.telemetry.jetstream_events import JetStreamEvents
+        from controller.telemetry.nats_link import ENV_PASSWORD, nats_settings
+
         env = os.environ if environ is None else environ
         nats = nats_settings(
             section.events_nats,

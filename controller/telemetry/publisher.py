@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiomqtt
 import structlog
@@ -30,11 +30,13 @@ from controller.telemetry import payloads
 from controller.telemetry.broker import BrokerSettings
 from controller.telemetry.commands import Refused, parse_command
 from controller.telemetry.inbox import QUIET_S, Overflow
-from controller.telemetry.jetstream_events import JetStreamEvents
 from controller.telemetry.outbox import JournalOutbox
 from controller.telemetry.topics import TableTopics, check_level
 from devices.drivers.base import stop_if_cancelling
 from devices.transport.mqtt_session import session
+
+if TYPE_CHECKING:
+    from controller.telemetry.jetstream_events import JetStreamEvents
 
 # (name, args, who, role) -> {"ok": bool, ...}; the supervisor's, called only for a valid command.
 CommandHandler = Callable[[str, dict[str, Any], str, str], Awaitable[dict[str, Any]]]
