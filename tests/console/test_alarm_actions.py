@@ -262,10 +262,14 @@ UP = dict.fromkeys(DeviceKind, Presence.UP)
 
 
 def _stalled(
-    rig: Rig, load: ShoeLoad | None = None, gone: DeviceKind | None = None, not_out: tuple[str, ...] = ()
+    rig: Rig,
+    load: ShoeLoad | None = None,
+    gone: DeviceKind | None = None,
+    not_out: tuple[str, ...] = (),
+    held: tuple[str, ...] = (),
 ) -> Rig:
     devices = {**UP, gone: Presence.GONE} if gone is not None else UP
-    stall = stalled(rig.table, load, devices, not_out)
+    stall = stalled(rig.table, load, devices, not_out, held)
     assert stall is not None, asking(rig.table)
     rig.feed(I.Stalled(stall.section, stall.message, stall.floor_action))
     return rig
@@ -290,6 +294,13 @@ def _no_shuffler_for_a_batch(game: str) -> Rig:
 def _a_batch_the_shuffler_keeps(game: str) -> Rig:
     rig = ready(game, counted=False)
     return _stalled(rig, not_out=(str(rig.table.shoe_back),))
+
+
+def _a_batch_in_play_back_in_its_slot(game: str) -> Rig:
+    """The shuffler restarted or swapped reads the batch the table has out (in the shoe, or the
+    deck in the dealer's hand) back in its slot, unshuffled."""
+    rig = ready(game, counted=False)
+    return _stalled(rig, held=(str(rig.table.shoe_back),))
 
 
 def _a_load_the_table_did_not_take(game: str) -> Rig:
@@ -318,6 +329,7 @@ STALLS: dict[str, tuple[tuple[str, ...], Callable[[str], Rig | Desk | Shell]]] =
     "stall: no reader for the hole card": (BLACKJACK, _no_reader_for_the_hole_card),
     "stall: no shuffler for a batch": (GAMES, _no_shuffler_for_a_batch),
     "stall: a batch the shuffler keeps": (GAMES, _a_batch_the_shuffler_keeps),
+    "stall: a batch in play back in the shuffler's slot": (GAMES, _a_batch_in_play_back_in_its_slot),
     "stall: a load the table did not take": (BLACKJACK, _a_load_the_table_did_not_take),
     "stall: a load before its cut is recorded": ((BJ,), _a_load_before_its_cut),
     "stall: no stub counter": ((WILD,), _no_stub_counter),
