@@ -69,7 +69,9 @@ async def test_every_observation_over_the_wire_has_an_outcome(game: str, broker:
         await run.start()
         await run.wait_ready(GUARD_S)
         person = asyncio.create_task(_person(sim, watch, random.Random(plan.seed), done))
-        await sim.wait(GUARD_S)  # the dealer's rounds, or the dealer stopped by what the person did
+        # The dealer's rounds, or the dealer stopped by what the person did (a card drawn unasked
+        # halts the table; the simulated devices then keep serving, as a table's do for the floor).
+        await sim.dealer_ended(GUARD_S)
     finally:
         if person is not None:
             person.cancel()

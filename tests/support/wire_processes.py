@@ -174,6 +174,19 @@ class Sim:
             answer: dict[str, Any] = await r.json()
         return dict(answer["devices"])
 
+    async def dealer_ended(self, guard_s: float | None) -> None:
+        """The dealer's last line (its rounds settled, or the table stopped it: then the simulated
+        devices keep serving, as a table's devices stay on for the floor), or the process gone."""
+        assert self.proc is not None
+        said, gone = asyncio.ensure_future(self.dealer_done.wait()), asyncio.ensure_future(self.proc.wait())
+        try:
+            done, _ = await asyncio.wait((said, gone), timeout=guard_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            said.cancel()
+            gone.cancel()
+        if not done:
+            raise Stuck(f"the dealer of tablectl sim said nothing and the process went on for {guard_s:g}s")
+
     async def wait(self, guard_s: float) -> int:
         assert self.proc is not None
         try:

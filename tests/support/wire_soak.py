@@ -153,7 +153,7 @@ async def _deal(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timelin
     began = time.monotonic()
     killer = asyncio.create_task(_kills(plan, run, watch, line))
     assert sim.proc is not None
-    exited = asyncio.create_task(_dealer_ends(sim))
+    exited = asyncio.create_task(sim.dealer_ended(None))
     try:
         moved = time.monotonic()  # the last time the game moved (a device's health is no move)
         last = progress(watch.snap)
@@ -191,17 +191,6 @@ async def _deal(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timelin
         # DJ Wild's dealer is done: the simulators stopped with it, a person's doing (until what
         # follows, if anything, closes the window).
         line.person.append((done_at, float("inf"), DEALER_DONE))
-
-
-async def _dealer_ends(sim: Sim) -> None:
-    """The dealer's last line (its rounds settled, or the table stopped it), or the process gone."""
-    assert sim.proc is not None
-    said, gone = asyncio.ensure_future(sim.dealer_done.wait()), asyncio.ensure_future(sim.proc.wait())
-    try:
-        await asyncio.wait((said, gone), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        said.cancel()
-        gone.cancel()
 
 
 def _where(watch: StateWatch) -> str:
