@@ -22,6 +22,7 @@ from controller import logs
 from controller.console import server
 from controller.console.connections import ConnectionCaps
 from controller.console.server import Console
+from controller.console.sign_ins import SignInAttempts, keys
 from controller.console.state import state_paths
 from controller.console.users import User, hash_password, load_users, save_users
 from tests.console.conftest import PASSWORDS, ConsoleRig, sign_in
@@ -530,6 +531,16 @@ async def test_guesses_at_a_name_from_20_addresses_never_lock_the_floor_out(
         async with c.post("/api/login", json={"user": "flo", "password": PASSWORDS["flo"]}) as r:
             assert r.status == 429
     assert len(counted) == 100 + 2 + 5
+
+
+def test_a_sign_ins_file_from_before_locks_no_name() -> None:
+    """A file written when names were counted: its per-name counts are not read back (they would
+    lock the person out for the rest of the window), its per-address counts are."""
+    attempts = SignInAttempts(lambda: 1000.0)
+    attempts.restore({"attempts": {"user:flo": [999.0] * 5, "addr:127.0.6.9": [999.0] * 5}, "trusted": {}})
+    assert attempts.retry_after(*keys("flo", "127.0.7.1")) == 0
+    assert attempts.retry_after(*keys("flo", "127.0.6.9")) == 299.0
+    assert list(attempts.dump()["attempts"]) == ["addr:127.0.6.9"]
 
 
 async def test_past_the_queue_a_sign_in_is_told_to_wait_and_then_signs_in(
