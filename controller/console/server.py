@@ -21,7 +21,9 @@ cookie is HttpOnly, SameSite=Strict, expires, and is Secure under TLS. Every POS
 HTML form on another site cannot send that without a CORS preflight, which is never granted), must
 come from this origin when the browser says where it came from, and once signed in must carry the
 session's CSRF token in ``X-CSRF-Token``. Bodies are at most 8 KiB and read within ``BODY_S``.
-Sign-ins are counted before the password is checked (controller/console/sign_ins.py).
+Wrong guesses are counted per address (and per name at an address, never per name alone) before
+the password is checked, and the checks running and waiting are bounded per name and in all
+(controller/console/sign_ins.py).
 Connections are capped per address and in total (controller/console/connections.py), live streams
 per session, per person and per role (controller/console/shares.py). Every error is one line of
 JSON; a bug is logged by its type and answered "internal error", never a traceback.
@@ -50,7 +52,7 @@ from controller.bounded import InputRefused, load_json
 from controller.console.connections import CappedSite, ConnectionCaps, counted
 from controller.console.sessions import SESSION_S, Session, Sessions, token_id
 from controller.console.shares import Shares
-from controller.console.sign_ins import SignInAttempts
+from controller.console.sign_ins import Busy, PasswordChecks, SignInAttempts, keys
 from controller.console.state import SignedFile, StateRefused, load_key, state_paths
 from controller.console.table_link import LocalTable, TableLink, journal_of
 from controller.console.users import MAX_PASSWORD, User, hash_password, load_users, verify_password
@@ -75,9 +77,13 @@ STREAM_WRITE_S = 30.0  # a client that reads none of its stream for this long is
 REFUSAL_LOG_S = 60.0  # refused connections are logged once a minute per address, with a count
 MAX_REFUSAL_SOURCES = 1024
 HASHING = 2  # password hashes checked at once (16 MiB and one core each)
+HASHING_PER_NAME = 1  # of those, for one name: guesses at one name leave the others a check
 # One more, only for a person at their own address (signed in from there before): a queue of
-# guesses at other names, from other addresses, cannot keep them waiting.
+# guesses, from other addresses, cannot keep them waiting.
 HASHING_OWN = 1
+WAITING_PER_NAME = 8  # checks waiting for one name (and for the own lane); past it, 503
+WAITING = 32  # checks waiting in all; past it, 503 with Retry-After (never a lock)
+BUSY_RETRY_S = 2
 # An SSE event this often, so a dead client's stream ends and a page knows within 2 s that the
 # appliance is gone (a comment would not reach the page's script).
 HEARTBEAT_S = 1.0
@@ -151,8 +157,8 @@ class Console:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._tick: asyncio.Event | None = None
-        self._hashing: asyncio.Semaphore | None = None
-        self._hashing_own: asyncio.Semaphore | None = None
+        self.checks = PasswordChecks(HASHING, HASHING_PER_NAME, HASHING_OWN, WAITING_PER_NAME, WAITING)
+        self._busy_logged: tuple[float, int] = (-REFUSAL_LOG_S, 0)  # when, and refused since
         self.bound: tuple[str, int] = ("", 0)
         self.app = self._build()
 
@@ -206,8 +212,6 @@ class Console:
 
     async def _listen(self, host: str, port: int) -> tuple[str, int]:
         self._tick = asyncio.Event()
-        self._hashing = asyncio.Semaphore(HASHING)
-        self._hashing_own = asyncio.Semaphore(HASHING_OWN)
         self._runner = web.AppRunner(
             self.app,
             access_log=None,
@@ -291,6 +295,17 @@ class Console:
         self._refusals.move_to_end(source)
         while len(self._refusals) > MAX_REFUSAL_SOURCES:
             self._refusals.popitem(last=False)
+
+    def _busy(self) -> None:
+        """A sign-in refused as too many wait for a password check: one log line a minute with
+        a count, however many (a flood of refusals must not become a flood of log lines)."""
+        now = time.monotonic()
+        last, count = self._busy_logged
+        if now - last < REFUSAL_LOG_S:
+            self._busy_logged = (last, count + 1)
+            return
+        self.log.warning("login_busy", refused=count + 1)
+        self._busy_logged = (now, 0)
 
     # ------------------------------------------------------------------ guards
     @web.middleware
@@ -423,35 +438,45 @@ class Console:
         name, password = doc.get("user"), doc.get("password")
         name_key = name if matches(USER_NAME, name) else None
         remote = str(request.remote)
-        # The name's own count stops guessing from many addresses; at the person's own address
-        # (signed in from before) only the address's count applies: nobody can lock them out there.
-        own = name_key is not None and self.attempts.trusted(name_key, remote)
-        by_name = name_key is not None and not own
-        keys = [f"addr:{remote}"] + ([f"user:{name_key}"] if by_name else [])
-        # Counted before the hash is checked, in one step: a burst gets LIMIT checks, not one each.
-        wait, attempt = self.attempts.reserve(*keys)
+        # Counted per address and per name at that address, never per name alone: nobody is
+        # locked out by others' guesses. Counted before the hash is checked, in one step: a
+        # burst from one address gets LIMIT checks, not one each.
+        counts = keys(name_key, remote)
+        wait, attempt = self.attempts.reserve(*counts)
         if wait > 0:
             known = name_key if name_key in self.users() else None
             self.log.warning("login_rate_limited", user=known, remote=request.remote)
             response = _error(429, f"too many failed sign-ins; try again in {int(wait) + 1} s")
             response.headers["Retry-After"] = str(int(wait) + 1)
             return response
-        self._attempts_file.changed()
-        await self._attempts_file.save()  # on disk before the hash: a restart does not forget it
+        # The checks for one name, and in all, are bounded: past the queue, 503 and nothing
+        # counted. At the person's own address (signed in from before) a lane of their own.
+        own = name_key is not None and self.attempts.trusted(name_key, remote)
+        try:
+            turn = self.checks.admit(name_key or "", own)
+        except Busy:
+            self.attempts.release(attempt, *counts)
+            self._busy()
+            response = _error(503, f"too many sign-ins at once; try again in {BUSY_RETRY_S} s")
+            response.headers["Retry-After"] = str(BUSY_RETRY_S)
+            return response
         user = self.users().get(name_key) if name_key else None
         ok = False
-        if isinstance(password, str) and len(password) <= MAX_PASSWORD:
-            # A name that does not exist costs as much as a wrong password (no user probing).
-            encoded = user.password if user is not None else _DUMMY_HASH
-            hashing = self._hashing_own if own else self._hashing
-            assert hashing is not None
-            async with hashing:
-                ok = await asyncio.to_thread(verify_password, password, encoded) and user is not None
+        try:
+            self._attempts_file.changed()
+            await self._attempts_file.save()  # on disk before the hash: a restart does not forget it
+            if isinstance(password, str) and len(password) <= MAX_PASSWORD:
+                # A name that does not exist costs as much as a wrong password (no user probing).
+                encoded = user.password if user is not None else _DUMMY_HASH
+                async with turn:
+                    ok = await asyncio.to_thread(verify_password, password, encoded) and user is not None
+        finally:
+            turn.leave()
         if not ok or user is None:
             # A name nobody has is not logged: it may be a password typed into the wrong field.
             self.log.warning("login_failed", user=user.name if user else None, remote=request.remote)
             return _error(401, "wrong name or password")
-        self.attempts.release(attempt, *keys)
+        self.attempts.release(attempt, *counts)
         self.attempts.trust(user.name, remote)
         self._attempts_file.changed()
         token, _ = self.sessions.new(user)
