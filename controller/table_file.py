@@ -134,7 +134,7 @@ def locate_table_file(path: Path | str) -> Path:
     return shipped_file("tables", p.name) or p
 
 
-# ``extends``: how many files one table file may stand on (its base, the base's base, ...). A
+# ``extends``: how many bases one table file may stand on (its base, the base's base, ...). A
 # file is at most 1 MiB (controller/bounded.py), so a chain is read in bounded time and memory.
 MAX_EXTENDS: Final = 8
 EXTENDS_RULE: Final = (
@@ -237,7 +237,7 @@ def _read_extending(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
         loop = " -> ".join(p.name for p in (*seen, base.resolve()))
         raise ConfigError(f"{path}: extends: {ref}: a cycle ({loop})")
     if len(seen) > MAX_EXTENDS:
-        raise ConfigError(f"{path}: extends: {ref}: more than {MAX_EXTENDS} files deep")
+        raise ConfigError(f"{path}: extends: {ref}: more than {MAX_EXTENDS} bases deep")
     try:
         base_doc = _read_extending(base, seen)
     except ConfigError as e:

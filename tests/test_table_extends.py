@@ -160,7 +160,7 @@ def test_a_chain_deeper_than_the_bound_is_refused(tmp_path: Path) -> None:
     for i in range(200):
         _write(tmp_path, f"f{i}.toml", f'extends = "f{i + 1}.toml"\n')
     msg = _refused(tmp_path / "f0.toml")
-    assert msg.endswith(f"extends: f{MAX_EXTENDS + 1}.toml: more than {MAX_EXTENDS} files deep"), msg
+    assert msg.endswith(f"extends: f{MAX_EXTENDS + 1}.toml: more than {MAX_EXTENDS} bases deep"), msg
     assert msg.count("extends:") == MAX_EXTENDS + 1
     # At the bound it loads (here: refused only for having no [table]).
     _write(tmp_path, f"f{MAX_EXTENDS}.toml", '[table]\nid = "t"\nsite = "s"\ngame = "down-under"\n')
