@@ -100,6 +100,32 @@ def test_a_bases_paths_stay_relative_to_the_base(tmp_path: Path) -> None:
     assert devices["reader"]["profile"] == "/abs/reader.toml"
 
 
+def test_every_path_key_of_a_base_is_relative_to_the_base(tmp_path: Path) -> None:
+    """Each key that names a file (``PATH_KEYS``), whichever section it is in."""
+    files = ["games/g.toml", "pki/ca.pem", "users.toml", "pki/c.pem", "pki/k.pem", "devices/p.toml"]
+    for f in files:
+        _write(tmp_path, f"floor/{f}", "")
+    _write(
+        tmp_path,
+        "floor/base.toml",
+        '[table]\ngame = "games/g.toml"\n[telemetry]\nca_file = "pki/ca.pem"\n'
+        '[console]\nusers = "users.toml"\ntls_cert = "pki/c.pem"\ntls_key = "pki/k.pem"\n'
+        '[devices.d]\nprofile = "devices/p.toml"\n'
+        'cert = "pki/c.pem"\nkey = "pki/k.pem"\nca_file = "pki/ca.pem"\n'
+        '[devices.d.sim]\ncert = "pki/c.pem"\nkey = "pki/k.pem"\nca_file = "pki/ca.pem"\n',
+    )
+    t = _write(tmp_path, "tables/t.toml", 'extends = "../floor/base.toml"\n')
+    doc = read_table_doc(t)
+    named = [
+        doc["table"]["game"],
+        doc["telemetry"]["ca_file"],
+        *(doc["console"][k] for k in ("users", "tls_cert", "tls_key")),
+        *(doc["devices"]["d"][k] for k in ("profile", "cert", "key", "ca_file")),
+        *(doc["devices"]["d"]["sim"][k] for k in ("cert", "key", "ca_file")),
+    ]
+    assert all(n.startswith("../floor/") and (t.parent / n).is_file() for n in named), named
+
+
 def test_a_copy_elsewhere_extends_the_shipped_base(tmp_path: Path) -> None:
     """`sudo cp config/tables/<table>.toml /etc/tablectl/tables/` (docs/install.md): the copy finds
     the shipped base as it finds the shipped game and profiles."""
