@@ -60,8 +60,12 @@ def _edit(path: Path, old: str, new: str) -> None:
     ("old", "new", "key"),
     [
         ('id = "dab-01"', 'id = "dab-01\\n"', "table.id"),
-        ('site = "example-floor"', 'site = "example-floor\\n"', "table.site"),
-        ('backs = ["red", "blue"]', 'backs = ["red\\n", "blue"]', "devices.shuffler.backs"),
+        ("[table]\n", '[table]\nsite = "example-floor\\n"\n', "table.site"),
+        (
+            "[devices.shuffler]\n",
+            '[devices.shuffler]\nbacks = ["red\\n", "blue"]\n',
+            "devices.shuffler.backs",
+        ),
         ("[devices.shoe]", '[devices."shoe\\n"]', "devices.shoe\\\\n"),
     ],
     ids=["table id", "site", "back colour", "device name"],
