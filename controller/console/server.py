@@ -48,6 +48,7 @@ from urllib.parse import urlsplit
 import structlog
 from aiohttp import web
 
+from controller import actions
 from controller.bounded import InputRefused, load_json
 from controller.console.connections import CappedSite, ConnectionCaps, counted
 from controller.console.sessions import SESSION_S, Session, Sessions, token_id
@@ -58,7 +59,6 @@ from controller.console.table_link import LocalTable, TableLink, journal_of
 from controller.console.users import MAX_PASSWORD, User, hash_password, load_users, verify_password
 from controller.errors import ConfigError
 from controller.ids import USER_NAME, matches
-from controller.supervisor import actions
 from controller.supervisor.supervisor import Supervisor
 from controller.telemetry.web import answers_for, host_name
 
