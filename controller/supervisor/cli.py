@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 import structlog
 
 from controller import logs
-from controller.console.settings import ConsoleSettings, console_settings
 from controller.errors import ConfigError, TablectlError
 from controller.realtime import priority_refused
+from controller.server_settings import ConsoleSettings, console_settings
 from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.preflight import check_for_run
 from controller.supervisor.supervisor import Supervisor
@@ -126,9 +126,9 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
         if listen is not None:
             # aiohttp with it: a tenth of run's imports, paid only by a table that serves /metrics
             # (the table is dark until it is ready; what can wait does).
-            from controller.telemetry.metrics_http import parse_address
+            from controller.server_settings import parse_metrics_listen
 
-            metrics = parse_address(listen, where)
+            metrics = parse_metrics_listen(listen, where)
         level = getattr(logging, args.log_level.upper())
         return asyncio.run(_run(supervisor, settings, level, metrics))
     except TablectlError as e:

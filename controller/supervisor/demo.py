@@ -290,8 +290,8 @@ async def _console(args: argparse.Namespace, rig: Rig) -> AsyncIterator[None]:
         yield
         return
     from controller.console.process import ConsoleProcess
-    from controller.console.settings import DEFAULT_HOST, DEFAULT_PORT, ConsoleSettings, parse_listen
     from controller.console.users import load_users
+    from controller.server_settings import DEFAULT_HOST, DEFAULT_PORT, ConsoleSettings, parse_listen
 
     if args.users is None:
         raise ConfigError("--console needs --users FILE (tablectl users add NAME --role floor --file FILE)")

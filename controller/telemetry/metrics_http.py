@@ -29,7 +29,6 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry, generate_latest
 
-from controller.addresses import parse_host_port
 from controller.console.connections import CappedSite, ConnectionCaps
 from controller.errors import ConfigError
 
@@ -42,11 +41,6 @@ MAX_PER_SOURCE = 16  # open connections from one address (a Prometheus opens one
 MAX_CONNECTIONS = 512  # open connections in all, and never closer than FILES_KEPT to the file limit
 FILES_KEPT = 64  # files the process keeps for itself (its log, its link to the table, the loop)
 SAY_EVERY_S = 60.0  # refused connections and accept() failures: one line a minute at most
-
-
-def parse_address(text: str, where: str) -> tuple[str, int]:
-    """``HOST:PORT`` for /metrics; ConfigError naming ``where``."""
-    return parse_host_port(text, where, 9470)
 
 
 def connection_cap() -> int:
