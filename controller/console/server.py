@@ -24,7 +24,7 @@ session's CSRF token in ``X-CSRF-Token``. Bodies are at most 8 KiB and read with
 Wrong guesses are counted per address (and per name at an address, never per name alone) before
 the password is checked, and the checks running and waiting are bounded per name and in all
 (controller/console/sign_ins.py).
-Connections are capped per address and in total (controller/console/connections.py), live streams
+Connections are capped per address and in total (controller/connection_caps.py), live streams
 per session, per person and per role (controller/console/shares.py). Every error is one line of
 JSON; a bug is logged by its type and answered "internal error", never a traceback.
 """
@@ -49,8 +49,9 @@ import structlog
 from aiohttp import web
 
 from controller import actions
+from controller.addresses import answers_for, host_name
 from controller.bounded import InputRefused, load_json
-from controller.console.connections import CappedSite, ConnectionCaps, counted
+from controller.connection_caps import CappedSite, ConnectionCaps, counted
 from controller.console.sessions import SESSION_S, Session, Sessions, token_id
 from controller.console.shares import Shares
 from controller.console.sign_ins import Busy, PasswordChecks, SignInAttempts, keys
@@ -60,7 +61,6 @@ from controller.console.users import MAX_PASSWORD, User, hash_password, load_use
 from controller.errors import ConfigError
 from controller.ids import USER_NAME, matches
 from controller.supervisor.supervisor import Supervisor
-from controller.telemetry.web import answers_for, host_name
 
 COOKIE = "tablectl_session"
 MAX_BODY = 8 * 1024

@@ -19,8 +19,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from controller import logs
+from controller.connection_caps import ConnectionCaps
 from controller.console import server
-from controller.console.connections import ConnectionCaps
 from controller.console.server import Console
 from controller.console.sign_ins import SignInAttempts, keys
 from controller.console.state import state_paths
