@@ -17,9 +17,9 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
+from controller.appliance.demo import SUMMARY_FIELDS
 from controller.journal import Journal
 from controller.shipped import table_file
-from controller.supervisor.demo import SUMMARY_FIELDS
 from controller.supervisor.rig import ROOT
 from controller.telemetry.broker import ENV_PASSWORD, ENV_USERNAME
 from tests import mosquitto_fixtures
