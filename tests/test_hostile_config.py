@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.supervisor.cli import check_main
+from controller.appliance.cli import check_main
 from controller.supervisor.rig import ROOT
 from tests.console.conftest import write_users
 from tests.console.test_tls import make_cert

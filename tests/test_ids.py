@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from controller import ids
+from controller.actions import BadAction, check
 from controller.archive.messages import Unreadable, parse_event
-from controller.console.settings import console_settings
 from controller.errors import ConfigError, TablectlError
 from controller.journal import Classification, JournalError
 from controller.journal.model import prepare
-from controller.supervisor.actions import BadAction, check
+from controller.server_settings import console_settings
 from controller.supervisor.config import load_table_config
 from controller.supervisor.rig import ROOT
 from controller.telemetry.commands import Refused, parse_command

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from controller.appliance.cli import check_main
 from controller.errors import ConfigError
 from controller.shipped import shipped_dir, shipped_names, table_file
-from controller.supervisor.cli import check_main
 from controller.supervisor.config import load_table_config
 from controller.table_file import MAX_EXTENDS, read_table_doc
 from devices.profiles import DeviceKind

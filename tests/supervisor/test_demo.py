@@ -16,9 +16,9 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
+from controller.appliance.demo import SUMMARY_FIELDS
 from controller.journal import Journal
 from controller.shipped import table_file
-from controller.supervisor.demo import SUMMARY_FIELDS
 from controller.supervisor.rig import ROOT
 from controller.table_file import read_table_doc
 from controller.telemetry.broker import ENV_PASSWORD, ENV_USERNAME

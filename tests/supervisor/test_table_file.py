@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from controller.appliance.wiring import build_telemetry
 from controller.cli import main
 from controller.errors import ConfigError
 from controller.shipped import shipped_file
 from controller.supervisor.config import load_table_config
-from controller.supervisor.wiring import build_telemetry
 
 
 def _table(tmp_path: Path, extra: str = "") -> Path:
@@ -104,7 +104,7 @@ def test_run_makes_no_directory_for_its_journal(
     )
     assert not (tmp_path / "nonexistent").exists()
     # No --journal: the default directory is not made either; the line says which and how.
-    monkeypatch.setattr("controller.supervisor.cli.JOURNAL_DIR", tmp_path / "var-lib-tablectl")
+    monkeypatch.setattr("controller.appliance.cli.JOURNAL_DIR", tmp_path / "var-lib-tablectl")
     assert main(["run", "--config", "down-under"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(

@@ -12,10 +12,10 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
+from controller.appliance.wiring import build_telemetry
 from controller.journal import Journal
 from controller.supervisor.config import load_table_config
 from controller.supervisor.rig import virtual_table
-from controller.supervisor.wiring import build_telemetry
 from tests.support.flat_table import flat_text
 from tests.telemetry.conftest import PASSWORD, Broker, observer
 
