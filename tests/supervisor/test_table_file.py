@@ -127,8 +127,10 @@ async def test_the_table_keeps_its_files_gaming_day_and_opens_its_journal_at_the
 
     path = relocated_table("down-under", tmp_path)
     text = path.read_text(encoding="utf-8")
-    # Over the shared base's New York day from 06:00.
-    text = text.replace("[table]\n", '[table]\ntime_zone = "America/Chicago"\ngaming_day_starts = "05:30"\n')
+    # In place of the shared base's New York day from 06:00 (the table is written out whole).
+    assert 'time_zone = "America/New_York"' in text and 'gaming_day_starts = "06:00"' in text
+    text = text.replace('time_zone = "America/New_York"', 'time_zone = "America/Chicago"')
+    text = text.replace('gaming_day_starts = "06:00"', 'gaming_day_starts = "05:30"')
     path.write_text(text, encoding="utf-8")
     config = load_table_config(path)
     assert config.gaming_day == GamingDay("America/Chicago", clock_time(5, 30))
