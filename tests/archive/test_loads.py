@@ -216,3 +216,17 @@ def test_a_gaming_day_read_before_is_still_checked_against_each_record_s_instant
     late["day"] = doc["day"]
     with pytest.raises(Unreadable, match="is not the gaming day of its at"):
         parse_event(TOPIC, json.dumps(late).encode(), datetime(2027, 1, 1, tzinfo=UTC))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(text, values | st.floats(), max_size=6))
+def test_a_payload_s_canonical_json_is_the_journal_s_byte_for_byte(payload: dict[str, Any]) -> None:
+    """The archive writes the text a record's hash covers with the standard library's C encoder made
+    once: the same text as controller/journal's canonical_json, and the same refusal of NaN."""
+    try:
+        expected = canonical_json(payload)
+    except ValueError:
+        with pytest.raises(ValueError):
+            messages.canonical_payload(payload)
+        return
+    assert messages.canonical_payload(payload) == expected
