@@ -23,7 +23,9 @@ tables (bench/fleet_load.py, with real chained hashes) publishing QoS 1 events f
 Printed as JSON, one object per worker count: offered and sustained rate (rows committed per
 second of the publishing window), lag p50/p99 (the table's ``at`` to the inserting transaction's
 start, ``received_at``), rows lost (published and acknowledged by the broker but not archived
-after the drain), chain alarms (must be 0) and CPU seconds per worker (utime+stime from /proc).
+after the drain), chain alarms (must be 0), CPU seconds per worker (utime+stime from /proc) and
+the CPU a row archived of the workers, of the broker (the three NATS nodes, or mosquitto) and of
+PostgreSQL (its postmaster and backends), from the workers' start to the drain's end.
 """
 
 from __future__ import annotations
@@ -117,6 +119,22 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and of its live descendants (PostgreSQL's backends, say)."""
+    total = 0.0
+    try:
+        total = cpu_seconds(pid)
+        for child in pathlib.Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+            total += tree_cpu(int(child))
+    except (OSError, ValueError):
+        pass  # gone meanwhile
+    return total
+
+
+def postmaster_pid(cluster: postgres_fixtures.Cluster) -> int:
+    return int((cluster.data / "postmaster.pid").read_text().split()[0])
+
+
 def count(dsn: str) -> int:
     with psycopg.connect(dsn) as conn:
         row = conn.execute("SELECT count(*) FROM events").fetchone()
@@ -144,6 +162,19 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
     known = d / "tables.passwd"
     known.write_text("".join(f"bench/t{i:04d}:-\n" for i in range(args.tables)), encoding="utf-8")
     try:
+        # The servers' CPU beside the workers': the NATS nodes' (or mosquitto's) and PostgreSQL's
+        # (its postmaster and backends), each from the workers' start to the drain's end.
+        servers: list[int] = (
+            [n.proc.pid for n in nats_cluster.nodes if n.proc is not None]
+            if nats_cluster is not None
+            else [broker.pid]
+        )
+
+        def servers_cpu() -> list[float]:
+            return [sum(tree_cpu(p) for p in servers), tree_cpu(postmaster_pid(cluster))]
+
+        cpu_at_start: list[float] = []
+        servers_at_start: list[float] = []
 
         def start_workers() -> None:
             for i in range(workers):
@@ -167,16 +198,21 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
                             stderr=subprocess.STDOUT,
                         )
                     )
-            # The workers have subscribed once their migrations ran and the broker logged them in.
+            # A worker is receiving once it says archive.started; its CPU is counted from then (its
+            # imports and migrations apart, and none of a preloaded drain left out).
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                try:
-                    with psycopg.connect(cluster.dsn) as conn:
-                        if conn.execute("SELECT to_regclass('events') IS NOT NULL").fetchone() == (True,):
-                            break
-                except psycopg.Error:
-                    pass
-                time.sleep(0.2)
+            started: list[float | None] = [None] * len(procs)
+            while time.monotonic() < deadline and None in started:
+                for i, p in enumerate(procs):
+                    if started[i] is None and "archive.started" in (d / f"worker{i}.log").read_text(
+                        errors="replace"
+                    ):
+                        started[i] = cpu_seconds(p.pid)
+                time.sleep(0.02)
+            cpu_at_start[:] = [
+                cpu_seconds(p.pid) if c is None else c for c, p in zip(started, procs, strict=True)
+            ]
+            servers_at_start[:] = servers_cpu()
             time.sleep(2.0)  # a benchmark may wait: the subscriptions are in place well before this
             for i, p in enumerate(procs):
                 if p.poll() is not None:
@@ -202,7 +238,6 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
         ]
         for p in loads:
             p.start()
-        cpu0 = [cpu_seconds(p.pid) for p in procs]
         results = [q.get(timeout=args.seconds + 180) for _ in loads]
         published = sum(n for n, _ in results)
         load_cpu = round(sum(c for _, c in results), 1)
@@ -210,7 +245,6 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
             p.join()
         if args.preload and nats_cluster is not None:
             start_workers()
-            cpu0 = [cpu_seconds(p.pid) for p in procs]
         # Drain: wait until every published event is archived, or nothing has moved for 15 s.
         last, still_since = -1, time.monotonic()
         while True:
@@ -222,7 +256,9 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
             elif time.monotonic() - still_since > 15:
                 break
             time.sleep(0.5)
-        cpu = [round(cpu_seconds(p.pid) - c, 1) for p, c in zip(procs, cpu0, strict=True)]
+        cpu = [round(cpu_seconds(p.pid) - c, 2) for p, c in zip(procs, cpu_at_start, strict=True)]
+        server1 = servers_cpu()
+        broker_cpu, postgres_cpu = server1[0] - servers_at_start[0], server1[1] - servers_at_start[1]
         with psycopg.connect(cluster.dsn) as conn:
             lag = conn.execute(
                 "SELECT percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP"
@@ -265,6 +301,13 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
             "cpu_s_per_worker": cpu,
             "archiving_s": round(busy_s, 1),
             "cpu_share_per_worker": [round(c / busy_s, 2) for c in cpu],
+            # CPU a row archived, by whom (the broker's and PostgreSQL's include the publishing
+            # window's work in a live run, not in a preloaded one).
+            "worker_cpu_us_per_row": round(sum(cpu) / max(archived, 1) * 1e6, 1),
+            "broker_cpu_s": round(broker_cpu, 1),
+            "broker_cpu_us_per_row": round(broker_cpu / max(archived, 1) * 1e6, 1),
+            "postgres_cpu_s": round(postgres_cpu, 1),
+            "postgres_cpu_us_per_row": round(postgres_cpu / max(archived, 1) * 1e6, 1),
             "commits": int(commits[0]),
             "rows_per_commit": round(archived / max(int(commits[0]), 1)),
             "seconds": args.seconds,

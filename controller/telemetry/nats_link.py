@@ -14,9 +14,9 @@ import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
-import nats
 from nats.aio.client import Client as NATS
 
 from controller.errors import ConfigError, short_reason
@@ -71,24 +71,29 @@ class NatsSettings:
         on_disconnected: Callable[[], Awaitable[None]] | None = None,
         on_reconnected: Callable[[], Awaitable[None]] | None = None,
         reconnect_s: float = 0.5,
+        client: type[NATS] = NATS,
     ) -> NATS:
         """A client that moves to another node by itself, for ever; each error one line (nats-py
-        prints tracebacks unless given ``error_cb``)."""
-        return await nats.connect(
-            servers=list(self.servers),
-            name=name,
-            user=self.username,
-            password=self.password,
-            tls=self.tls_context(),
-            inbox_prefix=inbox_prefix(self.username).encode(),
-            allow_reconnect=True,
-            max_reconnect_attempts=-1,
-            reconnect_time_wait=reconnect_s,
-            connect_timeout=2,
-            error_cb=on_error,
-            disconnected_cb=on_disconnected,
-            reconnected_cb=on_reconnected,
-        )
+        prints tracebacks unless given ``error_cb``). ``client``: nats-py's client or a subclass
+        of it (``nats.connect`` makes a ``NATS()`` and connects it, as this does)."""
+        options: dict[str, Any] = {
+            "servers": list(self.servers),
+            "name": name,
+            "user": self.username,
+            "password": self.password,
+            "tls": self.tls_context(),
+            "inbox_prefix": inbox_prefix(self.username).encode(),
+            "allow_reconnect": True,
+            "max_reconnect_attempts": -1,
+            "reconnect_time_wait": reconnect_s,  # seconds, a float (nats-py's hint says int)
+            "connect_timeout": 2,
+            "error_cb": on_error,
+            "disconnected_cb": on_disconnected,
+            "reconnected_cb": on_reconnected,
+        }
+        nc = client()
+        await nc.connect(**options)
+        return nc
 
 
 def parse_servers(spec: str) -> tuple[str, ...]:

@@ -72,6 +72,13 @@ async def _until_row(db: str, worker: Ingest[object], seq: int, hash_: str | Non
     await _until(db, worker, sql, seq, want=[] if hash_ is None else [(hash_,)])
 
 
+async def _until_quarantined(db: str, worker: Ingest[object], seq: int, copies: int) -> None:  # type: ignore[type-var]
+    """Wait until ``copies`` copies of ``seq`` are in quarantine: the record came and was kept out
+    (waiting for "no row in events" alone passes before the record has even come)."""
+    sql = "SELECT count(*) FROM quarantine WHERE seq = %s"
+    await _until(db, worker, sql, seq, want=[(copies,)])
+
+
 def _table_s_own(real: list[bytes]) -> list[tuple[int, str | None]]:
     return [(i + 1, json.loads(r).get("hash")) for i, r in enumerate(real)]
 
@@ -95,7 +102,7 @@ async def test_the_next_record_before_the_table_s_own_copy_settles_when_that_cop
         await _until_row(db, worker, 7, _hash(fake_7))
         # The table's 8 comes first (its 7 is delayed): it does not link to the forgery in events.
         await path.publish(events_topic("dab-01"), [real[7]])
-        await _until_row(db, worker, 8, None)
+        await _until_quarantined(db, worker, 8, 1)
         # The table's own 7: the forgery leaves events, and the chain settles both 7 and 8 with
         # no archive verify and nothing more from the table.
         await path.publish(events_topic("dab-01"), [real[6]])
@@ -132,7 +139,7 @@ async def test_a_later_record_s_chain_unseats_a_forgery_before_the_table_s_copy_
         await path.publish(events_topic("dab-02"), [*real[:6], fake_7])
         await _until_row(db, worker, 7, _hash(fake_7))
         await path.publish(events_topic("dab-02"), [real[7]])
-        await _until_row(db, worker, 8, None)
+        await _until_quarantined(db, worker, 8, 1)
         # The table's 9 links to its 8, which links to a 7 that is not the one in events: the
         # table's chain says the forgery is not its 7, so it leaves events (no report counts it)
         # though the table's own 7 has not come yet.
@@ -195,7 +202,7 @@ async def test_a_forged_next_record_that_settled_a_contest_is_overturned_by_the_
     worker = path.worker
     async with _running(worker):
         await path.publish(events_topic("dab-04"), [*real[:6], fake_7, real[6]])
-        await _until_row(db, worker, 7, None)
+        await _until_quarantined(db, worker, 7, 2)
         # The forger wins the race for 8, linked to its own 7: for a moment that settles 7 its way.
         await path.publish(events_topic("dab-04"), [fake_8])
         await _until_row(db, worker, 7, _hash(fake_7))
