@@ -15,7 +15,9 @@ from controller.cli import main
 from devices.profiles import DeviceKind
 from sim.table import SimTable
 
-EVERY_S = 0.5  # real seconds between wrong-id answers: several per shoe, each one retried
+EVERY_S = 1.5  # real seconds between wrong-id answers: several per shoe, each one retried (a
+# reader poll that met one leaves the line quiet for a reply limit before its retry, so answers
+# spoiled faster than every poll and its retry can take would keep the reader offline)
 
 _start = SimTable.start
 
