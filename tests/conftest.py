@@ -18,15 +18,22 @@ def _no_broker_outlives_the_session() -> Iterator[None]:
     postgres_fixtures.kill_all()
 
 
-@pytest.fixture(autouse=True)
-def _journal_without_fsync(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="session", autouse=True)
+def _journal_without_fsync() -> Iterator[None]:
     """Journals written in the test's process commit every append as in the product, without the
     fsync of each (SQLite's synchronous OFF instead of FULL): that wait was most of the time of the
     tests that play shoes through the supervisor, and it protects only from a power cut, which no
-    test makes (a killed process loses no commit either way). A test marked ``fsync`` (the one that
-    checks the product's setting) and every ``tablectl`` process a test starts keep FULL."""
-    if request.node.get_closest_marker("fsync") is None:
-        monkeypatch.setattr(journal_store, "SYNCHRONOUS", "OFF")
+    test makes (a killed process loses no commit either way). Every ``tablectl`` process a test
+    starts keeps FULL, and so does a test marked ``fsync`` (the one that checks the setting)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(journal_store, "SYNCHRONOUS", "OFF")
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _fsync_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("fsync") is not None:
+        monkeypatch.setattr(journal_store, "SYNCHRONOUS", "FULL")
 
 
 @pytest.fixture
