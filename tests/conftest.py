@@ -23,8 +23,8 @@ def _journal_without_fsync() -> Iterator[None]:
     """Journals written in the test's process commit every append as in the product, without the
     fsync of each (SQLite's synchronous OFF instead of FULL): that wait was most of the time of the
     tests that play shoes through the supervisor, and it protects only from a power cut, which no
-    test makes (a killed process loses no commit either way). Every ``tablectl`` process a test
-    starts keeps FULL, and so does a test marked ``fsync`` (the one that checks the setting)."""
+    test makes (a killed process loses no commit either way). The ``tablectl`` processes tests start
+    keep FULL (but for supervisor/child_wrong_id.py's), and so does a test marked ``fsync``."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(journal_store, "SYNCHRONOUS", "OFF")
         yield
