@@ -137,8 +137,8 @@ async def bench(
 ) -> dict[str, Any]:
     from controller.console.process import ConsoleProcess
     from controller.console.server import Console
-    from controller.console.settings import ConsoleSettings
     from controller.console.users import User, hash_password, save_users
+    from controller.server_settings import ConsoleSettings
     from controller.shipped import table_file
     from controller.supervisor.rig import virtual_table
 

@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 
 async def bench(window: float, loops: int, idle: int, pace: float, in_loop: bool) -> dict[str, Any]:
+    from controller.appliance.cli import _health
     from controller.shipped import table_file
-    from controller.supervisor.cli import _health
     from controller.supervisor.rig import virtual_table
     from controller.telemetry.metrics_http import MetricsServer
     from controller.telemetry.metrics_process import MetricsProcess

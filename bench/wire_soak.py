@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from controller.supervisor.demo import broker
+from controller.appliance.demo import broker
 
 # The harness lives beside the tests (tests/support/), which are not installed with the package:
 # the checkout's root is put on the path, so the command in docs/benchmarks.md runs as written.

@@ -152,8 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     if argv[:1] in (["run"], ["demo"], ["broker"], ["config"]):
-        # The appliance's commands parse their own arguments (controller/supervisor/).
-        from controller.supervisor.cli import dispatch
+        # The appliance's commands parse their own arguments (controller/appliance/).
+        from controller.appliance.cli import dispatch
 
         return dispatch(argv)
     if argv[:1] == ["sim"]:

@@ -14,7 +14,7 @@ from typing import Protocol, TypeVar
 
 import pytest
 
-from controller.supervisor.demo import wait_running
+from controller.appliance.demo import wait_running
 
 
 def mosquitto_binary() -> str:

@@ -9,12 +9,14 @@ from pathlib import Path
 
 from controller.shipped import table_file
 from tests.ports import free_port
+from tests.support.flat_table import flat_text
 
 
 def relocated_table(game: str, folder: Path) -> Path:
-    """The example table of ``game`` in ``folder``: every ``port = N`` a free port, every serial
+    """The example table of ``game`` in ``folder``, written out whole (its shared base merged in,
+    so a test may change any setting by its line): every ``port = N`` a free port, every serial
     ``path`` under ``folder``; the game and profiles still resolve (as shipped files)."""
-    text = table_file(game).read_text(encoding="utf-8")
+    text = flat_text(table_file(game))
     ports: dict[str, str] = {}
 
     def port(m: re.Match[str]) -> str:

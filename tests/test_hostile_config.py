@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from controller.appliance.cli import check_main
 from controller.cli import main
-from controller.supervisor.cli import check_main
 from controller.supervisor.rig import ROOT
 from tests.console.conftest import write_users
 from tests.console.test_tls import make_cert
+from tests.support.flat_table import flatten
 
 TABLE = "tables/double-attack.toml"
 
@@ -45,7 +46,9 @@ def _not_utf8(path: Path) -> None:
 
 
 def _drop_device(path: Path, name: str) -> None:
-    """Remove ``[devices.<name>]`` and its subtables (``[devices.<name>.sim]``) from a table file."""
+    """Remove ``[devices.<name>]`` and its subtables (``[devices.<name>.sim]``) from a table file
+    (written out whole first: a device its base gives cannot be taken out otherwise)."""
+    flatten(path)
     out, dropping = [], False
     for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
         if line.startswith("["):
@@ -74,7 +77,7 @@ def run_refused(table: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Cap
     in this process through the command's own ``main`` (a fresh interpreter per case cost a second
     of imports each; test_the_cli_exits_2_with_the_one_line runs the real process once). A run that
     is not refused fails here, at the supervisor it would have started."""
-    import controller.supervisor.cli as run_cli
+    import controller.appliance.cli as run_cli
 
     def not_refused(*args: object, **kwargs: object) -> None:
         raise AssertionError(f"tablectl run accepted {table}")
@@ -99,7 +102,7 @@ CASES: list[tuple[str, Callable[[Path], None], str, str, str]] = [
     ),
     (
         "sim number of the wrong type",
-        lambda c: _edit(c / TABLE, "cycle_s = 30", 'cycle_s = "fast"'),
+        lambda c: _edit(c / TABLE, "decks = 8", 'decks = 8\ncycle_s = "fast"'),
         TABLE,
         "devices.shuffler.sim.cycle_s",
         "must be a number of seconds",
@@ -139,21 +142,21 @@ CASES: list[tuple[str, Callable[[Path], None], str, str, str]] = [
     ),
     (
         "duplicate RTU id on one line",
-        lambda c: _edit(c / TABLE, "device_id = 3", "device_id = 2"),
+        lambda c: _edit(c / TABLE, "[devices.keypad]\n", "[devices.keypad]\ndevice_id = 2\n"),
         TABLE,
         "devices.keypad.device_id",
         "one id per RTU line",
     ),
     (
         "negative cycle_s",
-        lambda c: _edit(c / TABLE, "cycle_s = 30", "cycle_s = -30"),
+        lambda c: _edit(c / TABLE, "decks = 8", "decks = 8\ncycle_s = -30"),
         TABLE,
         "devices.shuffler.sim.cycle_s",
         "above 0",
     ),
     (
         "cover_fraction = 2",
-        lambda c: _edit(c / TABLE, "cover_fraction = 0.25", "cover_fraction = 2"),
+        lambda c: _append(c / TABLE, "\n[devices.shoe.sim]\ncover_fraction = 2\n"),
         TABLE,
         "devices.shoe.sim.cover_fraction",
         "fraction of the shoe",
@@ -264,7 +267,7 @@ def test_refused_in_one_line_naming_file_key_and_rule(
 
 
 def test_the_cli_exits_2_with_the_one_line(config: Path) -> None:
-    _edit(config / TABLE, "cover_fraction = 0.25", "cover_fraction = 2")
+    _append(config / TABLE, "\n[devices.shoe.sim]\ncover_fraction = 2\n")
     out = subprocess.run(
         [sys.executable, "-m", "controller.cli", "config", "check", str(config / TABLE)],
         cwd=ROOT,

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from controller import ids
+from controller.actions import BadAction, check
 from controller.archive.messages import Unreadable, parse_event
-from controller.console.settings import console_settings
 from controller.errors import ConfigError, TablectlError
 from controller.journal import Classification, JournalError
 from controller.journal.model import prepare
-from controller.supervisor.actions import BadAction, check
+from controller.server_settings import console_settings
 from controller.supervisor.config import load_table_config
 from controller.supervisor.rig import ROOT
 from controller.telemetry.commands import Refused, parse_command
@@ -60,8 +60,12 @@ def _edit(path: Path, old: str, new: str) -> None:
     ("old", "new", "key"),
     [
         ('id = "dab-01"', 'id = "dab-01\\n"', "table.id"),
-        ('site = "example-floor"', 'site = "example-floor\\n"', "table.site"),
-        ('backs = ["red", "blue"]', 'backs = ["red\\n", "blue"]', "devices.shuffler.backs"),
+        ("[table]\n", '[table]\nsite = "example-floor\\n"\n', "table.site"),
+        (
+            "[devices.shuffler]\n",
+            '[devices.shuffler]\nbacks = ["red\\n", "blue"]\n',
+            "devices.shuffler.backs",
+        ),
         ("[devices.shoe]", '[devices."shoe\\n"]', "devices.shoe\\\\n"),
     ],
     ids=["table id", "site", "back colour", "device name"],

@@ -16,6 +16,11 @@ walks each table's committed records past its watermark:
   are checked once it is filled. Only when the table answers that its journal does not hold them
   is the gap raised (``gap``) and the watermark moved past it; a gap still open after
   ``gap_alarm_s`` (a table that does not answer) is raised once while the asking goes on.
+  A record held in quarantine that the archived record above links to is not missing: the
+  settle step (controller/archive/settle.py) puts it into events, and the watermark waits at it
+  without asking (the record above may be committed between the settle step and the walk).
+  When the settle step takes a record out of events with nothing in its place, it moves the
+  watermark back below it: the record is then missing, and asked for, like any other.
 
 A withheld record has no published hash, so the link from it to the next record is not checked
 here; ``tablectl archive verify`` checks it against the journal.
@@ -47,21 +52,37 @@ SELECT c.site, c.table_id, c.journal, c.checked_seq, c.checked_hash, c.announced
        -- alarm named, not another fork.
        EXISTS (SELECT 1 FROM quarantine q WHERE q.site = c.site AND q.table_id = c.table_id
                AND q.journal = c.journal AND q.seq = e.seq - 1
-               AND q.hash IN (e.prev_hash, c.checked_hash)) AS links_quarantined
+               AND q.hash IN (e.prev_hash, c.checked_hash)) AS links_quarantined,
+       e.held
 FROM chain_state c
 LEFT JOIN LATERAL (
-    SELECT seq, hash, prev_hash, received_at FROM events e
+    SELECT seq, hash, prev_hash, received_at, false AS held FROM events e
     WHERE e.site = c.site AND e.table_id = c.table_id AND e.journal = c.journal AND e.seq > c.checked_seq
     UNION ALL
     -- A contested seq is there, its hash not settled yet: no gap, and the next link is not checked.
     -- One copy alone is no contest but a record the table's chain took out of events: the
     -- table's own copy is missing, and asked for like any other.
-    SELECT q.seq, NULL, NULL, min(q.received_at) FROM quarantine q
+    SELECT q.seq, NULL, NULL, min(q.received_at), false FROM quarantine q
     WHERE q.site = c.site AND q.table_id = c.table_id AND q.journal = c.journal AND q.seq > c.checked_seq
       AND q.reason = 'changed_hash' AND q.settled_at IS NULL
       AND NOT EXISTS (SELECT 1 FROM events x WHERE x.site = q.site AND x.table_id = q.table_id
                       AND x.journal = q.journal AND x.seq = q.seq)
     GROUP BY q.seq HAVING count(DISTINCT (q.hash, q.prev_hash, q.kind, q.classification)) > 1
+    UNION ALL
+    -- A copy held in quarantine that the archived record above links to (and that is no contest)
+    -- is the table's own, which the settle step puts into events: this sweep's settle step looked
+    -- before the record above was committed. Not missing: the walk waits at it, asking nothing.
+    SELECT q.seq, NULL, NULL, min(q.received_at), true FROM quarantine q
+    JOIN events n ON n.site = q.site AND n.table_id = q.table_id AND n.journal = q.journal
+                 AND n.seq = q.seq + 1 AND n.prev_hash = q.hash
+    WHERE q.site = c.site AND q.table_id = c.table_id AND q.journal = c.journal AND q.seq > c.checked_seq
+      AND q.settled_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM events x WHERE x.site = q.site AND x.table_id = q.table_id
+                      AND x.journal = q.journal AND x.seq = q.seq)
+      AND NOT EXISTS (SELECT 1 FROM quarantine x WHERE x.site = q.site AND x.table_id = q.table_id
+                      AND x.journal = q.journal AND x.reason = 'changed_hash' AND x.settled_at IS NULL
+                      AND (x.seq = q.seq + 1 OR (x.seq = q.seq AND x.hash IS DISTINCT FROM q.hash)))
+    GROUP BY q.seq
     ORDER BY seq LIMIT %(limit)s
 ) e ON true
 WHERE e.seq IS NOT NULL OR c.announced_seq > c.checked_seq
@@ -102,12 +123,21 @@ class _Walk:
         self.narrowed: list[tuple[int, int]] = []  # (old first, new first): its first records came
 
     def feed(
-        self, seq: int, hash_: str | None, prev_hash: str | None, overdue: bool, links_quarantined: bool
+        self,
+        seq: int,
+        hash_: str | None,
+        prev_hash: str | None,
+        overdue: bool,
+        links_quarantined: bool,
+        held: bool = False,
     ) -> None:
         self.fed += 1
         if self.blocked:
             return
         if seq != self.seq + 1 and not self._missing(self.seq + 1, seq - 1, overdue):
+            return
+        if held:  # the table's copy, held for the settle step: its links are checked once it is in
+            self.blocked = True
             return
         if (
             prev_hash is not None

@@ -211,7 +211,8 @@ def _run(args: argparse.Namespace) -> int:
     import structlog
 
     from controller.archive.metrics import registry_for
-    from controller.telemetry.metrics_http import MetricsServer, parse_address
+    from controller.server_settings import parse_metrics_listen as parse_address
+    from controller.telemetry.metrics_http import MetricsServer
 
     metrics_at = None if args.metrics is None else parse_address(args.metrics, "--metrics")
     make = _run_nats(args) if args.nats else _run_mqtt(args)

@@ -22,8 +22,8 @@ from typing import Any
 
 import psycopg
 
+from controller.actions import ARCHIVE, MAX_REPUBLISH
 from controller.bounded import MAX_MESSAGE_BYTES, InputRefused, load_json
-from controller.supervisor.actions import ARCHIVE, MAX_REPUBLISH
 from controller.telemetry.payloads import PAYLOAD_VERSION
 from controller.telemetry.topics import ROOT, TableTopics, parse_topic
 

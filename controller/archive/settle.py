@@ -11,7 +11,10 @@ transaction), with no ``archive verify`` and nothing asked of anyone:
   in ``events``; every copy of the seq is settled, ``chosen`` the one linked to. A row there
   that the record above does not link to leaves ``events`` (kept as a copy): if the table's own
   copy has not come yet, the seq waits as an open contest, so a forgery never stays the row
-  however the records were ordered on the way. A seq settled once is settled again the same way
+  however the records were ordered on the way; the record is then missing like any other, and
+  the chain's watermark goes back below it (it may have checked the row that left already): the
+  sweep asks the table for it (``cmd/republish``, controller/archive/gaps.py) whichever of the
+  records came first. A seq settled once is settled again the same way
   when the row above it changes (a forged next record that settled it, overturned by the table's
   chain);
 - *a quarantined record links to a copy below*: a record quarantined because its ``prev_hash``
@@ -91,6 +94,18 @@ _KEEP_ROW = (
     "AND q.journal = e.journal AND q.seq = e.seq AND q.hash IS NOT DISTINCT FROM e.hash)"
 )
 
+# A row left events and nothing took its place: the records from it on are not all there, so the
+# watermark (controller/archive/chain.py) goes back to the record before it, whose hash the walk
+# then links from, as it would have on its first way past (the genesis link for record 1).
+_REWIND = (
+    "UPDATE chain_state c SET checked_seq = %(seq)s - 1, updated_at = now(), checked_hash = coalesce("
+    "(SELECT e.hash FROM events e WHERE e.site = c.site AND e.table_id = c.table_id "
+    "AND e.journal = c.journal AND e.seq = %(seq)s - 1), "
+    "CASE WHEN %(seq)s = 1 THEN repeat('0', 64) END) "
+    "WHERE c.site = %(site)s AND c.table_id = %(table_id)s AND c.journal = %(journal)s "
+    "AND c.checked_seq >= %(seq)s"
+)
+
 
 async def settle(cur: psycopg.AsyncCursor[Any], *, rounds: int = 16) -> int:
     """Settle what the tables' chains decide; how many seqs moved."""
@@ -145,7 +160,9 @@ async def _linked(cur: psycopg.AsyncCursor[Any]) -> int:
             await cur.execute(f"DELETE FROM events WHERE {_K}", key)
         if won is None:
             # Not come yet: the seq is an open contest until it does (a copy that comes then waits
-            # with the others, and the chain settles it as above).
+            # with the others, and the chain settles it as above), and missing till then: the
+            # sweep's walk comes back to it and asks for it, however far it had gone.
+            await cur.execute(_REWIND, {"site": site, "table_id": table_id, "journal": journal, "seq": seq})
             await cur.execute(
                 f"UPDATE quarantine SET settled_at = NULL, chosen = NULL, "
                 f"reason = CASE WHEN hash IS NOT DISTINCT FROM %s THEN 'changed_hash' ELSE reason END "

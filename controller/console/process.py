@@ -31,9 +31,9 @@ import structlog
 
 from controller import logs
 from controller.backoff import Backoff, BackoffPolicy
-from controller.console.settings import ConsoleSettings
 from controller.console.table_link import MAX_LINE, RemoteTable, TableBridge
 from controller.errors import ConfigError, TablectlError
+from controller.server_settings import ConsoleSettings
 from controller.supervisor.supervisor import Supervisor
 
 START_S = 30.0  # the child is listening within this, or `run` stops with its reason

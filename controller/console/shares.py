@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass, field
 
-from controller.supervisor.actions import ROLES
+from controller.actions import ROLES
 
 
 def role_share(total: int) -> int:

@@ -30,11 +30,11 @@ from typing import Annotated, Any, TextIO
 
 from pydantic import AfterValidator, Field, ValidationError
 
+from controller.actions import ROLES
 from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError
 from controller.ids import USER_NAME, matches
 from controller.schema import Document, Rule, first_error, one_line
-from controller.supervisor.actions import ROLES
 
 # scrypt cost: N=2**14, r=8, p=1 is the interactive-login setting (16 MiB, tens of ms a try).
 N, R, P = 2**14, 8, 1

@@ -1,4 +1,6 @@
-"""The appliance's asyncio shell: device drivers, the journalled table core and telemetry, wired.
+"""The table's asyncio shell: device drivers and the journalled table core, wired, publishing
+through the ``Telemetry`` port it is handed. It imports nothing of telemetry/ or console/;
+controller/appliance/ composes them (docs/design.md, "Layers, one way").
 
 See ``Supervisor`` (supervisor.py) and docs/install.md.
 """

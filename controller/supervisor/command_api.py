@@ -13,9 +13,9 @@ from typing import Any
 
 from structlog.typing import FilteringBoundLogger
 
+from controller import actions
 from controller.errors import RuleViolation, TablectlError
 from controller.journal import JournalError
-from controller.supervisor import actions
 from controller.supervisor.device_policy import DevicePolicy
 from controller.supervisor.mapping import Translator
 from controller.supervisor.outbox import Outbox

@@ -76,14 +76,14 @@ def load_table_config(path: Path | str, *, side: Side = "appliance") -> TableCon
         raise ConfigError(
             f"{p}: devices.{shuffler.name}.sim.decks: must match the game's decks_per_batch ({options.decks})"
         )
-    from controller.console.settings import console_settings
+    from controller.server_settings import console_settings
 
     console_settings(doc, p.parent, str(p), need_users=False)  # [console]'s listen address too
     metrics_listen = file.metrics.listen if file.metrics is not None else None
     if metrics_listen is not None:
-        from controller.telemetry.metrics_http import parse_address
+        from controller.server_settings import parse_metrics_listen
 
-        parse_address(metrics_listen, f"{p}: metrics.listen")
+        parse_metrics_listen(metrics_listen, f"{p}: metrics.listen")
     return TableConfig(p, table.id, table.site, options, devices, doc, table.gaming_day, metrics_listen)
 
 

@@ -2,7 +2,8 @@
 
 Tests and the virtual dealer never sleep to let the table catch up: they wait on this instead.
 Polls are counted per device (``settle`` asks for one more and waits for it), each handled event
-and written device command notifies ``wait_for``, and listeners (the console's live updates) are
+and written device command notifies ``wait_for``, and so does every release of the table's lock
+(``StepLock``: ``idle`` holds only while nobody has it); listeners (the console's live updates) are
 told after every journalled step and device health change.
 """
 
@@ -10,22 +11,46 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from types import TracebackType
 
 from devices import events as dev
 from devices.drivers.base import Driver, Wake
 from devices.drivers.stub import StubCounterDriver
 
 
+class StepLock(asyncio.Lock):
+    """The table's lock: one step at a time. Letting it go is progress as well: ``idle`` holds
+    only while nobody has it, so whoever waits in ``wait_for`` is told when it is let go.
+
+    Not every step is followed by a notice of its own: a step a timer takes (the stall check's
+    alarm, the tick, the disk check), a command, a retried eject. Such a step holds the lock across
+    its journal commit (fsync, off the event loop); polls that finish meanwhile notify while the
+    lock is held, and nothing after would have told a ``settle`` that the table was idle at last:
+    it waited for ever, on a busy machine about one stall alarm in three."""
+
+    def __init__(self, condition: asyncio.Condition) -> None:
+        super().__init__()
+        self._released = condition
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+        async with self._released:
+            self._released.notify_all()
+
+
 class Progress:
     def __init__(
         self,
         events: asyncio.Queue[dev.DeviceEvent],
-        lock: asyncio.Lock,
         drivers: dict[str, Driver],
         unsent: Callable[[], int],
     ) -> None:
-        self.events, self.lock, self.drivers, self.unsent = events, lock, drivers, unsent
+        self.events, self.drivers, self.unsent = events, drivers, unsent
         self.condition = asyncio.Condition()
+        # The table's lock (the supervisor's ``lock``): its release notifies ``condition``.
+        self.lock = StepLock(self.condition)
         self.busy = False  # an event is being handled (or more are queued behind it)
         self.polls_started: dict[str, int] = {}
         self.polls_done: dict[str, int] = {}

@@ -22,11 +22,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from controller.bounded import read_toml
 from controller.shipped import shipped_dir, table_file
 from controller.supervisor.config import TableConfig, load_table_config
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
+from controller.table_file import read_table_doc
 from devices.config import DeviceConfig, TransportKind
 from devices.profiles import DeviceKind
 from sim.clock import VirtualClock
@@ -78,7 +78,7 @@ def concrete_config(
     ``changes``: settings of a device's section changed (None: taken out), e.g. a keypad on
     Modbus TCP where the example has it on RS-485."""
     src = table_file(game)
-    doc = read_toml(src)
+    doc = read_table_doc(src)  # with the shared base it extends merged in
     lines = ["[table]"]
     table = doc["table"]
     table["game"] = str((src.parent / table["game"]).resolve())

@@ -111,11 +111,13 @@ class Supervisor:
         self.events: asyncio.Queue[dev.DeviceEvent] = asyncio.Queue(EVENT_QUEUE_MAX)  # see Driver.emit
         self.kinds: dict[str, DeviceKind] = {d.name: d.kind for d in self.device_configs}
         self.drivers: dict[str, Driver] = {}
-        self.lock = asyncio.Lock()  # one step at a time; never held across device I/O
         self._buses: BusRegistry | None = None
         self._stopped = False
         # The parts, each holding only what it needs (see the module docstring).
-        self.progress = Progress(self.events, self.lock, self.drivers, unsent=lambda: self.outbox.unsent)
+        self.progress = Progress(self.events, self.drivers, unsent=lambda: self.outbox.unsent)
+        # One step at a time; never held across device I/O. Its release tells whoever waits on
+        # progress (settle: the table is idle only while nobody holds it).
+        self.lock = self.progress.lock
         self.outbox = Outbox(self.drivers, self.kinds, self.progress.condition, self.log)
         self.stepper = Stepper(
             wall=self.wall,

@@ -4,7 +4,7 @@ Every machine raises alarms through ``raise_alarm``; an alarm that ``halts`` sto
 and new cards until the floor acknowledges it (or the device it names is back).
 
 An alarm whose way out is another action than an acknowledgement names it in ``action`` (one of
-``ACTIONS``: the name of the floor action in controller/supervisor/actions.py), so a console
+``ACTIONS``: the name of the floor action in controller/actions.py), so a console
 offers it without reading the words; absent (None), acknowledging it is the way out. Alarms
 journalled before ``action`` existed have none and replay unchanged.
 """
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from controller.table.core import Table
 
 
-# The floor actions an alarm may name as its way out (controller/supervisor/actions.py's names).
+# The floor actions an alarm may name as its way out (controller/actions.py's names).
 ACTIONS = frozenset({"reader_replaced", "void_round", "misdeal_determined", "hand_called_dead"})
 
 

@@ -1,5 +1,5 @@
 """Floor commands that arrive on ``.../cmd/<name>``: the envelope of each, and its action checked
-against the one allow-list (controller/supervisor/actions.py, which the console uses too).
+against the one allow-list (controller/actions.py, which the console uses too).
 
 The broker's ACL decides who may publish a command at all (only floor accounts); this module
 decides whether a message is a well-formed command we know. Anything else is refused here, with a
@@ -14,10 +14,10 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, ValidationError
 
+from controller.actions import ACTIONS, ARCHIVE, FLOOR, Action, BadAction, check_args, lookup
 from controller.bounded import InputRefused, load_json
 from controller.ids import TEXT, matches
 from controller.schema import Document, Rule, one_line
-from controller.supervisor.actions import ACTIONS, ARCHIVE, FLOOR, Action, BadAction, check_args, lookup
 from controller.telemetry.payloads import PAYLOAD_VERSION, SCHEMA_VERSION
 
 # Who may command a table over MQTT; the broker's ACL enforces it first. Dealer actions are the

@@ -6,7 +6,7 @@ docs/mqtt.md) are written from these types by ``python -m controller.telemetry.c
 checks the files equal a fresh generation and that every message a demo run and a wire run
 publish validates against them. Event payloads are the table core's own event types
 (``controller/table/events.py``), one schema per kind; command arguments are the action
-allow-list's own models (``controller/supervisor/actions.py``).
+allow-list's own models (``controller/actions.py``).
 
 Compatibility (docs/mqtt.md, "Schemas"): within one ``schema_version`` fields are only added,
 never removed, renamed or given another meaning; every object allows properties it does not
@@ -458,7 +458,7 @@ def _schema(title: str, model: Any, description: str) -> dict[str, Any]:
 
 
 def _commands() -> Any:
-    from controller.supervisor.actions import args_model
+    from controller.actions import args_model
     from controller.telemetry.commands import COMMANDS
 
     models = []

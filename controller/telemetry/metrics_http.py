@@ -7,7 +7,7 @@ on its own loop; ``tablectl run`` serves it from a process of its own (metrics_p
 by the table at most once a second, so that no flood of scrapers can cost the table its pace.
 
 A flood is bounded here too: connections are counted per address and in all
-(controller/console/connections.py: one past a cap is answered one 503 line and closed before
+(controller/connection_caps.py: one past a cap is answered one 503 line and closed before
 aiohttp sees a byte of it), and the cap in all stays below the process's open-file limit, so
 the process refuses connections before it runs out of files; a connection that has not sent a
 whole request within ``IDLE_S`` of opening (a partial header held open) is closed (aiohttp's
@@ -29,8 +29,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry, generate_latest
 
-from controller.addresses import parse_host_port
-from controller.console.connections import CappedSite, ConnectionCaps
+from controller.connection_caps import CappedSite, ConnectionCaps
 from controller.errors import ConfigError
 
 Health = Callable[[], tuple[bool, str]]  # (healthy, one line saying why)
@@ -42,11 +41,6 @@ MAX_PER_SOURCE = 16  # open connections from one address (a Prometheus opens one
 MAX_CONNECTIONS = 512  # open connections in all, and never closer than FILES_KEPT to the file limit
 FILES_KEPT = 64  # files the process keeps for itself (its log, its link to the table, the loop)
 SAY_EVERY_S = 60.0  # refused connections and accept() failures: one line a minute at most
-
-
-def parse_address(text: str, where: str) -> tuple[str, int]:
-    """``HOST:PORT`` for /metrics; ConfigError naming ``where``."""
-    return parse_host_port(text, where, 9470)
 
 
 def connection_cap() -> int:

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 import aiomqtt
 import structlog
 
+from controller.actions import MAX_REPUBLISH
 from controller.backoff import Backoff, BackoffPolicy
 from controller.bounded import MAX_MESSAGE_BYTES, InputRefused, load_json
 from controller.errors import TablectlError, short_reason
 from controller.gaming_day import PENNSYLVANIA, GamingDay
 from controller.journal import JournalError
-from controller.supervisor.actions import MAX_REPUBLISH
 from controller.telemetry import payloads
 from controller.telemetry.broker import BrokerSettings
 from controller.telemetry.commands import Refused, parse_command

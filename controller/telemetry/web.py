@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import ipaddress
 import json
 import logging
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +39,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 
+from controller.addresses import answers_for, host_name
 from controller.telemetry.fleet import COLUMNS, FleetView
 
 log = structlog.get_logger("tablectl.monitor.web")
@@ -145,7 +144,6 @@ PAGE = f"""<!DOCTYPE html>
 """.encode()
 
 _TEXT = "text/plain; charset=utf-8"
-_PORT = re.compile(r"[0-9]*")  # RFC 9110 4.2.1: port = *DIGIT, so "name:" is a name too
 _HOST_SHOWN = 64  # of a refused Host in the log line; the header can be as long as the head
 
 
@@ -204,40 +202,6 @@ class Request:
     method: str
     path: str
     host: str | None = None  # the Host header as sent, None when there was none
-
-
-def host_name(name: str) -> str:
-    """The form names are compared in: DNS is case-insensitive and ``name.`` is ``name``."""
-    name = name.lower()
-    return name[:-1] if name.endswith(".") else name
-
-
-def answers_for(host: str, names: frozenset[str]) -> bool:
-    """Whether a Host value (with or without its port) is one the page may answer.
-
-    IP literals always: DNS rebinding needs a *name* the attacker's DNS points at us, and a browser
-    that sends an IP literal was navigated to that address itself, so same-origin already keeps
-    other sites' scripts out. ``localhost`` always: it is resolved on this machine, not by anyone's
-    DNS. ``names`` are the ones the operator vouched for, already in ``host_name`` form.
-    """
-    if host.startswith("["):
-        literal, bracket, port = host[1:].partition("]")
-        if not bracket or (port and not (port.startswith(":") and _PORT.fullmatch(port[1:]))):
-            return False
-        try:
-            ipaddress.IPv6Address(literal)
-        except ValueError:
-            return False
-        return True
-    name, _, port = host.partition(":")
-    if not _PORT.fullmatch(port):
-        return False
-    try:
-        ipaddress.IPv4Address(name)
-    except ValueError:
-        name = host_name(name)
-        return name == "localhost" or name in names
-    return True
 
 
 def read_request(request: web.BaseRequest) -> Request:

@@ -30,6 +30,8 @@ from devices.config import NETWORK_MODBUS, Endpoint, TransportKind
 from devices.errors import BadResponse, DeviceRefused, DeviceTimeout, LinkDown, TransportError
 from devices.transport.line_turns import LineTurns
 
+READ_HOLDING, WRITE_MULTIPLE = 0x03, 0x10  # the function codes the drivers use (Modbus spec 6.3, 6.12)
+
 # Modbus exception 6 (device busy) is worth asking again; the others will not change.
 _RETRYABLE_EXCEPTION_CODES = frozenset({6})
 # After this many failed requests in a row on a TCP stream, drop the connection and reconnect:
@@ -62,6 +64,13 @@ class ModbusBus:
         self._turns = LineTurns()
         self._client: AsyncModbusTcpClient | AsyncModbusSerialClient | None = None
         self._last_done = float("-inf")
+        # On a serial line, until when the line is left quiet: after a request that timed out,
+        # its late answer may still come, and pymodbus hands whatever frame arrives to the request
+        # waiting then. A request sent straight after a timeout took that late answer for its own,
+        # its own answer went to the next, and so on: one slow reply became a run of wrong ones
+        # (a keypad "failed" on a busy machine). Left quiet for a reply limit, a late answer
+        # arrives with nothing waiting and is dropped.
+        self._quiet_until = float("-inf")
         self._failures_in_row = 0
         self._log = _log.bind(bus=endpoint.describe())
         self.requests = 0
@@ -128,15 +137,15 @@ class ModbusBus:
         what: str,
         device_id: int,
         timeout_s: float,
+        function: int,
         call: Callable[[Any], Awaitable[ModbusPDU]],
         urgent: bool = False,
     ) -> ModbusPDU:
         async with self._turns.turn(urgent):
-            if self.endpoint.gap_s > 0:
-                # The gap is a property of the wire, so it runs on real time, not the clock.
-                wait = self._last_done + self.endpoint.gap_s - time.monotonic()
-                if wait > 0:
-                    await asyncio.sleep(wait)
+            # The gap and the quiet time are properties of the wire: real time, not the clock.
+            wait = max(self._last_done + self.endpoint.gap_s, self._quiet_until) - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
             self.requests += 1
             where = f"{self.endpoint.describe()} id {device_id}"
             try:
@@ -144,6 +153,7 @@ class ModbusBus:
                 async with asyncio.timeout(timeout_s):
                     rr = await call(client)
             except TimeoutError:
+                self._leave_quiet(timeout_s)
                 raise self._failed(DeviceTimeout(f"{where}: no answer to {what} in {timeout_s}s")) from None
             except ConnectionException:
                 self._drop_client()
@@ -158,6 +168,12 @@ class ModbusBus:
                 raise self._failed(BadResponse(f"{where}: {what}: {type(exc).__name__}")) from None
             finally:
                 self._last_done = time.monotonic()
+            if (int(rr.function_code) & 0x7F) != function:
+                # The answer to another request, late (see _quiet_until): not this one's.
+                self._leave_quiet(timeout_s)
+                raise self._failed(
+                    BadResponse(f"{where}: {what}: a reply of function {int(rr.function_code)} came instead")
+                )
             if rr.isError():
                 code = int(getattr(rr, "exception_code", 0) or 0)
                 raise self._failed(
@@ -166,6 +182,11 @@ class ModbusBus:
                 )
             self._failures_in_row = 0
             return rr
+
+    def _leave_quiet(self, timeout_s: float) -> None:
+        """After a request left without its answer on a serial line: the next waits a reply limit."""
+        if self.endpoint.transport is TransportKind.MODBUS_RTU:
+            self._quiet_until = time.monotonic() + timeout_s
 
     def _failed(self, exc: TransportError, *, resync: bool = True) -> TransportError:
         self.failures += 1
@@ -181,12 +202,13 @@ class ModbusBus:
         device_id: int,
         timeout_s: float,
         attempts: int,
+        function: int,
         call: Callable[[Any], Awaitable[ModbusPDU]],
         urgent: bool = False,
     ) -> ModbusPDU:
         for attempt in range(1, attempts + 1):
             try:
-                return await self._once(what, device_id, timeout_s, call, urgent)
+                return await self._once(what, device_id, timeout_s, function, call, urgent)
             except LinkDown:
                 raise
             except DeviceRefused as exc:
@@ -204,7 +226,7 @@ class ModbusBus:
     ) -> list[int]:  # fmt: skip
         what = f"read {count} at {address}"
         rr = await self._with_retry(
-            what, device_id, timeout_s, attempts,
+            what, device_id, timeout_s, attempts, READ_HOLDING,
             lambda c: c.read_holding_registers(address, count=count, device_id=device_id), urgent,
         )  # fmt: skip
         regs = list(getattr(rr, "registers", []) or [])
@@ -218,7 +240,7 @@ class ModbusBus:
         attempts: int = 1, urgent: bool = False,
     ) -> None:  # fmt: skip
         await self._with_retry(
-            f"write {len(values)} at {address}", device_id, timeout_s, attempts,
+            f"write {len(values)} at {address}", device_id, timeout_s, attempts, WRITE_MULTIPLE,
             lambda c: c.write_registers(address, values, device_id=device_id), urgent,
         )  # fmt: skip
 

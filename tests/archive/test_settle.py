@@ -13,14 +13,20 @@ import contextlib
 import json
 import pathlib
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
+from controller.archive import chain
+from controller.archive.connection import ArchiveConnection
 from controller.archive.ingest import Ingest
+from controller.archive.messages import parse_event
 from controller.archive.worker import ArchiveWorker
 from controller.cli import main
 from tests.archive.conftest import (
     GUARD_S,
+    TABLES,
     Broker,
     events_topic,
     fill_journal,
@@ -213,14 +219,15 @@ async def test_a_forged_next_record_that_settled_a_contest_is_overturned_by_the_
     assert await asyncio.to_thread(_verify, db, journal) == 0
 
 
-# Known race (open): in about one busy run in two the sweep quarantines the table's record 8 as a
-# fork and asks for 8, never for 7, when 8 arrives before the forged 7 has left events.
-@pytest.mark.xfail(reason="the sweep can ask for 8 instead of 7 when 8 arrives first (open)", strict=False)
+@pytest.mark.parametrize("walked", [True, False], ids=["walked-past-the-forgery", "as-it-comes"])
 async def test_a_forgery_the_chain_took_out_of_events_is_asked_for_again(
-    broker: Broker, db: str, tmp_path: pathlib.Path
+    broker: Broker, db: str, tmp_path: pathlib.Path, walked: bool
 ) -> None:
     """Once the table's chain has taken a forgery out of events, the table's own copy is missing
-    like any other record: asked for (``cmd/republish``), not waited for in silence."""
+    like any other record: asked for (``cmd/republish``), not waited for in silence, and only it
+    (the table's 8, held for not linking to the forgery, is not asked for), whether or not the
+    sweep had walked past the forgery before the records above it came (``walked``: it had, for
+    certain; else as the sweeps fall)."""
     journal = tmp_path / "j.db"
     fill_journal(journal, "dab-05", 12)
     real = await journal_messages(journal)
@@ -229,6 +236,10 @@ async def test_a_forgery_the_chain_took_out_of_events_is_asked_for_again(
     async with running(worker):
         await publish(broker.port, events_topic("dab-05"), [*real[:6], fake_7])
         await _until_row(db, worker, 7, _hash(fake_7))
+        if walked:
+            await _until(
+                db, worker, "SELECT checked_seq, checked_hash FROM chain_state", want=[(7, _hash(fake_7))]
+            )
         await publish(broker.port, events_topic("dab-05"), real[7:9])
         await _until_row(db, worker, 8, _hash(real[7]))
         await _until_row(db, worker, 7, None)
@@ -240,3 +251,58 @@ async def test_a_forgery_the_chain_took_out_of_events_is_asked_for_again(
         await until(lambda: rows(db, "SELECT status FROM gap_requests") == [("filled",)], worker)
     assert rows(db, "SELECT seq, hash FROM events ORDER BY seq") == _table_s_own(real)
     assert rows(db, "SELECT kind, seq FROM chain_alarms ORDER BY id") == [("fork", 8), ("changed_hash", 7)]
+
+
+async def test_the_walk_waits_at_a_held_copy_the_record_above_links_to(
+    db: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record above a held copy can be committed between the sweep's settle step and its
+    walk: the copy is the table's own (the record above links to it), not missing, so nothing is
+    asked for; the next sweep puts it into events and asks for the record that left (the walk
+    had gone past the forgery: it goes back for it)."""
+    journal = tmp_path / "j.db"
+    fill_journal(journal, "dab-06", 10)
+    real = await journal_messages(journal)
+    fake_7 = forge(real[6], outcome="forged")
+    came = datetime.now(UTC)  # every record came before the sweeps below began
+    parsed = [parse_event(events_topic("dab-06"), body, came) for body in [*real, fake_7]]
+    stores = (
+        ArchiveConnection(db, "archive-1", TABLES, "test"),
+        ArchiveConnection(db, "archive-2", TABLES, "test"),
+        ArchiveConnection(db, "sweeper", (), "test"),
+    )
+    try:
+        store, other, sweeper = await stores[0].open(), await stores[1].open(), (await stores[2].open()).conn
+        await store.store([*parsed[:6], parsed[-1]])
+        await chain.sweep(sweeper, gap_grace_s=0.0)
+        assert rows(db, "SELECT checked_seq FROM chain_state") == [(7,)]  # past the forgery
+        await store.store([parsed[7]])  # the table's 8: held, a fork on arrival
+        settle = chain.settle
+        async with contextlib.AsyncExitStack() as commit_9:
+            # The other worker's batch with 9: begun before the sweep (its records received then),
+            # committed between the sweep's settle step and its walk.
+            await commit_9.enter_async_context(other.conn.transaction())
+            await other.store([parsed[8]])
+
+            async def settle_then_9(cur: Any, *, rounds: int) -> int:
+                moved = await settle(cur, rounds=rounds)
+                await commit_9.aclose()
+                return moved
+
+            monkeypatch.setattr(chain, "settle", settle_then_9)
+            await chain.sweep(sweeper, gap_grace_s=0.0)
+        assert rows(db, "SELECT seq FROM events WHERE seq IN (8, 9)") == [(9,)]
+        # 8 is not missing: the walk waits at it (the watermark stays), and nothing is asked for.
+        assert rows(db, "SELECT checked_seq FROM chain_state") == [(7,)]
+        assert rows(db, "SELECT first_seq, last_seq FROM gap_requests") == []
+        monkeypatch.undo()
+        await chain.sweep(sweeper, gap_grace_s=0.0)
+        assert rows(db, "SELECT seq, hash FROM events WHERE seq IN (7, 8, 9) ORDER BY seq") == [
+            (8, _hash(real[7])),
+            (9, _hash(real[8])),
+        ]
+        assert rows(db, "SELECT first_seq, last_seq, status FROM gap_requests") == [(7, 7, "asking")]
+        assert rows(db, "SELECT kind, seq FROM chain_alarms") == [("fork", 8)]
+    finally:
+        for s in stores:
+            await s.drop()

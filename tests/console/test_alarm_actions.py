@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 import structlog
 
+from controller import actions
 from controller.console.alarm_actions import for_alarm
 from controller.console.display import display, turn
 from controller.errors import RuleViolation
 from controller.journal import JournalError
 from controller.rules.requests import MasqueRange
 from controller.rules.state import SeatWagers
-from controller.supervisor import actions
 from controller.supervisor.journal_outage import RESERVE_BYTES, JournalOutage
 from controller.supervisor.mapping import ShoeLoad
 from controller.supervisor.stalls import Presence, stalled

@@ -19,11 +19,13 @@ import pytest
 from structlog.testing import capture_logs
 
 from controller import logs
-from controller.console import server
-from controller.console.connections import ConnectionCaps
+from controller.connection_caps import ConnectionCaps
+from controller.console import http_rules, login, server
+from controller.console.people import COOKIE
 from controller.console.server import Console
 from controller.console.sign_ins import SignInAttempts, keys
 from controller.console.state import state_paths
+from controller.console.streams import MAX_STREAMS_PER_SESSION
 from controller.console.users import User, hash_password, load_users, save_users
 from tests.console.conftest import PASSWORDS, ConsoleRig, sign_in
 
@@ -99,7 +101,7 @@ class Checks(list[str]):
 
 @pytest.fixture
 async def counted(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Checks]:
-    real, checks, lock, running = server.verify_password, Checks(), threading.Lock(), [0]
+    real, checks, lock, running = login.verify_password, Checks(), threading.Lock(), [0]
 
     def verify(password: str, encoded: str) -> bool:
         with lock:
@@ -112,7 +114,7 @@ async def counted(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Checks]:
             with lock:
                 running[0] -= 1
 
-    monkeypatch.setattr(server, "verify_password", verify)
+    monkeypatch.setattr(login, "verify_password", verify)
     yield checks
 
 
@@ -147,8 +149,8 @@ async def test_a_burst_of_sign_ins_is_bounded_and_locks_nobody_out(
     statuses = [status for status, _ in answers]
     assert set(statuses[:-1]) <= {401, 503} and statuses[-1] in (200, 503)
     assert statuses.count(401) + statuses.count(200) == len(counted) >= 1
-    assert counted.most_at_once <= server.HASHING_PER_NAME
-    assert all(int(after or 0) == server.BUSY_RETRY_S for status, after in answers if status == 503)
+    assert counted.most_at_once <= login.HASHING_PER_NAME
+    assert all(int(after or 0) == login.BUSY_RETRY_S for status, after in answers if status == 503)
     # The right password from addresses that guessed nothing wrong: signed in.
     for address in ("127.0.9.9", source(BURST - 1)):
         async with client_from(console_rig, address) as c:
@@ -166,7 +168,7 @@ async def test_a_burst_of_sign_ins_is_bounded_and_locks_nobody_out(
     assert (await _try(rig, "127.0.9.10", PASSWORDS["flo"]))[0] == 200
     rig.clock.now += 301  # the window has passed
     assert (await _try(rig, "127.0.8.8", PASSWORDS["flo"]))[0] == 200
-    assert counted.most_at_once <= server.HASHING_PER_NAME
+    assert counted.most_at_once <= login.HASHING_PER_NAME
 
 
 async def test_one_address_gets_five_attempts_whatever_the_names(
@@ -187,7 +189,7 @@ async def test_one_address_gets_five_attempts_whatever_the_names(
 async def test_sessions_outlive_a_restart_and_end_with_a_password_change(console_rig: ConsoleRig) -> None:
     async with console_rig.client() as c:
         csrf = await sign_in(c, "dan")
-        token = next(m.value for m in c.cookie_jar if m.key == server.COOKIE)
+        token = next(m.value for m in c.cookie_jar if m.key == COOKIE)
         sessions_file = state_paths(console_rig.rig.supervisor.journal_path)[1]
         text = sessions_file.read_text()
         assert token not in text and csrf not in text and '"dan"' in text  # only the token's hash
@@ -236,7 +238,7 @@ async def test_streams_are_capped_per_session(console_rig: ConsoleRig) -> None:
     async with console_rig.client() as dan, console_rig.client() as flo:
         await sign_in(dan, "dan")
         await sign_in(flo, "flo")
-        opened = [await dan.get("/api/events") for _ in range(server.MAX_STREAMS_PER_SESSION)]
+        opened = [await dan.get("/api/events") for _ in range(MAX_STREAMS_PER_SESSION)]
         assert all(r.status == 200 for r in opened)
         async with dan.get("/api/events") as r:
             assert r.status == 429 and "live streams" in (await r.json())["error"]
@@ -277,7 +279,7 @@ async def test_connections_are_capped_per_source_and_in_all(console_rig: Console
 @pytest.fixture
 def quick_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(server, "IDLE_S", 1.0)  # longer than BODY_S: the slow body meets its own
-    monkeypatch.setattr(server, "BODY_S", 0.3)
+    monkeypatch.setattr(http_rules, "BODY_S", 0.3)
 
 
 async def test_slow_and_idle_clients_are_closed(tmp_path: Path, quick_timeouts: None) -> None:
@@ -329,7 +331,7 @@ async def test_the_table_keeps_dealing_under_a_flood(console_rig: ConsoleRig) ->
         statuses = [s.status for s in streams if isinstance(s, aiohttp.ClientResponse)]
         # Four streams for the session; the rest refused: 429 past the session's cap, or the
         # connection itself refused past the cap of connections from one address.
-        assert statuses.count(200) == server.MAX_STREAMS_PER_SESSION and statuses.count(429) > 100
+        assert statuses.count(200) == MAX_STREAMS_PER_SESSION and statuses.count(429) > 100
         assert set(statuses) <= {200, 429, 503}
         await rig.dealer.open_table()
         before = rig.supervisor.table.round_no
@@ -398,7 +400,7 @@ async def test_one_dealer_signed_in_16_times_leaves_the_floor_its_streams(consol
         refused: list[int] = []
         for c in dealers:
             await sign_in(c, "dan")
-            for _ in range(server.MAX_STREAMS_PER_SESSION):
+            for _ in range(MAX_STREAMS_PER_SESSION):
                 r = await c.get("/api/events")
                 if r.status == 200:
                     opened.append(r)
@@ -407,7 +409,7 @@ async def test_one_dealer_signed_in_16_times_leaves_the_floor_its_streams(consol
                     assert "for one person" in (await r.json())["error"]
                     r.close()
         assert len(opened) == 8  # one person's cap (MAX_STREAMS_PER_ACCOUNT); before, all 64
-        assert refused == [429] * (16 * server.MAX_STREAMS_PER_SESSION - 8)
+        assert refused == [429] * (16 * MAX_STREAMS_PER_SESSION - 8)
         async with console_rig.client() as flo:
             await sign_in(flo, "flo")
             async with flo.get("/api/events") as r:
@@ -422,7 +424,7 @@ async def test_one_dealer_signed_in_16_times_leaves_the_floor_its_streams(consol
 
 async def test_the_dealers_share_of_streams_is_theirs_alone(console_rig: ConsoleRig) -> None:
     """Every dealer together fills the dealers' share (half of MAX_STREAMS), never the floor's."""
-    console_rig.console.stream_shares.total = 6  # 3 for each role
+    console_rig.console.streams.shares.total = 6  # 3 for each role
     async with console_rig.client() as dan, console_rig.client() as flo:
         await sign_in(dan, "dan")
         await sign_in(flo, "flo")
@@ -466,7 +468,7 @@ async def test_many_dealer_sign_ins_keep_the_floor_signed_in(
         for _ in range(12):
             async with console_rig.client() as dan:
                 await sign_in(dan, "dan")
-        assert [s.user for s in console_rig.console.sessions].count("dan") == 3
+        assert [s.user for s in console_rig.console.people.sessions].count("dan") == 3
         async with flo.get("/api/display") as r:
             assert r.status == 200 and (await r.json())["signed_in"]["user"] == "flo"
 
@@ -550,7 +552,7 @@ async def test_past_the_queue_a_sign_in_is_told_to_wait_and_then_signs_in(
     for her name: the next sign-in is told 503 with Retry-After, and nothing is counted against
     its address. With room to wait, the right password from a new address waits its turn and
     signs in: the name's queue never locks anyone out."""
-    real, entered, release = server.verify_password, threading.Semaphore(0), threading.Event()
+    real, entered, release = login.verify_password, threading.Semaphore(0), threading.Event()
 
     def verify(password: str, encoded: str) -> bool:
         if password == HELD:
@@ -558,15 +560,15 @@ async def test_past_the_queue_a_sign_in_is_told_to_wait_and_then_signs_in(
             release.wait(GUARD)
         return real(password, encoded)
 
-    monkeypatch.setattr(server, "verify_password", verify)
-    checks = console_rig.console.checks
+    monkeypatch.setattr(login, "verify_password", verify)
+    checks = console_rig.console.login.checks
     monkeypatch.setattr(checks, "waiting_per_name", 0)
     guesser = client_from(console_rig, "127.0.6.20")
     try:
         held = asyncio.ensure_future(guesser.post("/api/login", json={"user": "flo", "password": HELD}))
         assert await asyncio.to_thread(entered.acquire, True, GUARD)
         status, after = await _try(console_rig, "127.0.6.21", PASSWORD_WRONG)
-        assert status == 503 and after == str(server.BUSY_RETRY_S)
+        assert status == 503 and after == str(login.BUSY_RETRY_S)
         # Other names keep their own checks meanwhile.
         assert (await _try(console_rig, "127.0.6.22", PASSWORDS["dan"], user="dan"))[0] == 200
         monkeypatch.setattr(checks, "waiting_per_name", 1)
@@ -588,7 +590,7 @@ async def test_a_queue_of_password_checks_does_not_keep_a_person_from_their_own_
     """Guesses at other names from other addresses fill both password checks (held here until
     released); flo at her own terminal has a check of her own and signs in meanwhile. Before,
     she waited behind them (here: till the guard fails the test)."""
-    real, entered, release = server.verify_password, threading.Semaphore(0), threading.Event()
+    real, entered, release = login.verify_password, threading.Semaphore(0), threading.Event()
 
     def verify(password: str, encoded: str) -> bool:
         if password == HELD:
@@ -598,8 +600,8 @@ async def test_a_queue_of_password_checks_does_not_keep_a_person_from_their_own_
 
     async with client_from(console_rig, "127.0.6.1") as c:
         await sign_in(c, "flo")  # her terminal
-    monkeypatch.setattr(server, "verify_password", verify)
-    guessers = [client_from(console_rig, f"127.0.6.{20 + i}") for i in range(server.HASHING)]
+    monkeypatch.setattr(login, "verify_password", verify)
+    guessers = [client_from(console_rig, f"127.0.6.{20 + i}") for i in range(login.HASHING)]
     try:
         held = [
             asyncio.ensure_future(g.post("/api/login", json={"user": f"nobody-{i}", "password": HELD}))
@@ -611,7 +613,7 @@ async def test_a_queue_of_password_checks_does_not_keep_a_person_from_their_own_
             await sign_in(c, "flo")
         assert not any(h.done() for h in held)  # still being checked
         release.set()
-        assert [(await h).status for h in held] == [401] * server.HASHING
+        assert [(await h).status for h in held] == [401] * login.HASHING
     finally:
         release.set()
         await asyncio.gather(*(g.close() for g in guessers))

@@ -399,12 +399,12 @@ async def test_a_silent_connection_is_declared_lost_and_picked_up_again(
 ) -> None:
     """A network cut closes nothing: the stream just goes quiet. The page does not wait for TCP
     to notice; two seconds without a word and it covers itself, then reconnects."""
-    monkeypatch.setattr("controller.console.server.HEARTBEAT_S", 3600.0)  # the table says nothing
+    monkeypatch.setattr("controller.console.streams.HEARTBEAT_S", 3600.0)  # the table says nothing
     page = await open_signed_in(browser, console_rig.url + "/", "dan")
     await expect(page.locator("#conn")).to_contain_text("Connection to the table lost")
     await expect(page.locator("#conn-detail")).to_contain_text("no word from the table for 2 s")
     await expect(page.locator("#link")).to_have_text("offline")
-    monkeypatch.setattr("controller.console.server.HEARTBEAT_S", 1.0)  # the network is back
+    monkeypatch.setattr("controller.console.streams.HEARTBEAT_S", 1.0)  # the network is back
     await expect(page.locator("#conn")).to_be_hidden()
     await expect(page.locator("#link")).to_have_text("live")
     await shown_ask(page, console_rig)

@@ -111,7 +111,7 @@ def test_a_second_chance_card_is_marked_as_673a_7_l_counts_it() -> None:
 def test_no_action_is_described_by_its_argument_names() -> None:
     """Before: "put `at` cards from the top by seat `by`". The console shows each action's words
     and labels each field with its argument's own words."""
-    from controller.supervisor.actions import ACTIONS
+    from controller.actions import ACTIONS
 
     for action in ACTIONS.values():
         if action.telemetry:

@@ -296,7 +296,7 @@ async def test_sessions_are_bounded(console_rig: ConsoleRig, monkeypatch: pytest
     async with console_rig.client() as first, console_rig.client() as second, console_rig.client() as third:
         for c in (first, second, third):
             await sign_in(c, "dan")
-        assert len(console_rig.console.sessions) == 2
+        assert len(console_rig.console.people.sessions) == 2
         async with first.get("/api/display") as r:
             assert r.status == 401  # the oldest session ended
         async with third.get("/api/display") as r:

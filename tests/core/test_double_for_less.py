@@ -84,7 +84,7 @@ def test_a_double_for_less_in_chips_of_the_table_unit() -> None:
 def test_the_keyed_amount_reaches_the_core_from_the_keypad_and_the_key_command() -> None:
     """The keypad's ButtonPressed(amount) and the dealer's ``key`` command (``amount``) become the
     same input; with an insurance or Double Attack offer open the amount is that wager's."""
-    from controller.supervisor import actions
+    from controller import actions
     from controller.supervisor.mapping import Translator
     from devices.events import ButtonPressed, Key
 

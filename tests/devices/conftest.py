@@ -49,14 +49,22 @@ def device_config(name: str, **section: Any) -> DeviceConfig:
     return load_devices({name: section}, TABLES, source="test.toml")[0]
 
 
+# A reply's time limit for a device that answers: a simulator in this process answers within
+# milliseconds when the test has the cores, but several workers on two cores can hold it back for
+# a good part of a second, and a poll timed out there is a test failed for the machine's load
+# (each rig test assumed every poll answered). Generous, since waiting costs nothing when the
+# device answers; a test about a device that does not answer sets its own (``timeout_s=...``).
+ANSWERING_TIMEOUT_S = 3.0
+
+
 def fast(cfg: DeviceConfig, **changes: Any) -> DeviceConfig:
-    """Short timeouts and backoff, so fault tests run quickly."""
+    """Short backoff, so fault tests run quickly; the reply limit of a device that answers."""
     from dataclasses import replace
 
     from controller.backoff import BackoffPolicy
 
     defaults: dict[str, Any] = {
-        "timeout_s": 0.15,
+        "timeout_s": ANSWERING_TIMEOUT_S,
         "backoff": BackoffPolicy(0.01, 0.05, 0.25),
         "offline_after": 3,
     }
@@ -155,6 +163,9 @@ class Rig:
         self.clock = clock
         self.buses = BusRegistry(clock)
         self.drivers: dict[str, Driver] = {}
+        # Each driver's reply limit unless a test names its own: long, for devices that answer;
+        # a module about devices that go silent sets a short one (tests/devices/test_wire_faults.py).
+        self.timeout_s = ANSWERING_TIMEOUT_S
 
     def model(self, name: str) -> Any:
         return self.table.devices[name].model
@@ -169,7 +180,8 @@ class Rig:
     def driver(self, name: str, **changes: Any) -> Driver:
         if name not in self.drivers:
             cfg = next(c for c in self.table.driver_configs() if c.name == name)
-            self.drivers[name] = build_driver(fast(cfg, **changes), buses=self.buses, clock=self.clock)
+            cfg = fast(cfg, **({"timeout_s": self.timeout_s} | changes))
+            self.drivers[name] = build_driver(cfg, buses=self.buses, clock=self.clock)
         return self.drivers[name]
 
     async def close(self) -> None:

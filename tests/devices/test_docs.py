@@ -62,15 +62,21 @@ def test_a_shipped_rtu_timeout_below_the_libmodbus_margin_says_so_on_its_line() 
     the value for a libmodbus line."""
     import tomllib
 
-    for table in sorted((ROOT / "config" / "tables").glob("*.toml")):
+    # The bases the tables extend too (config/tables/base/): the line is where the value is.
+    files = sorted((ROOT / "config" / "tables").rglob("*.toml"))
+    assert any(f.parent.name == "base" for f in files)
+    checked = 0
+    for table in files:
         text = table.read_text(encoding="utf-8")
         doc = tomllib.loads(text)
-        for name, dev in doc["devices"].items():
+        for name, dev in doc.get("devices", {}).items():
             if dev.get("transport") != "modbus-rtu" or dev.get("timeout_s", 0.5) > 0.5:
                 continue
             section = text[text.index(f"[devices.{name}]") :]
             line = next(x for x in section.splitlines() if x.startswith("timeout_s"))
             assert "libmodbus" in line and "0.6" in line, (table.name, name, line)
+            checked += 1
+    assert checked
 
 
 def _register_rows(page: str) -> dict[str, str]:

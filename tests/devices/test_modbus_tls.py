@@ -32,6 +32,7 @@ from tests.devices.conftest import GUARD_S, TABLES
 from tests.mosquitto_fixtures import make_ca, openssl
 from tests.relocated import relocated_table
 from tests.supervisor.conftest import tablectl
+from tests.support.flat_table import flat_text
 
 
 def _cert(d: pathlib.Path, name: str, ca: str, *, server: bool) -> None:
@@ -72,7 +73,7 @@ def _tls_table(
 ) -> pathlib.Path:
     """The example Down Under table (or ``source``) with its TCP devices (shuffler, shoe) on
     modbus-tls."""
-    text = (source or table_file("down-under")).read_text(encoding="utf-8")
+    text = flat_text(source or table_file("down-under"))  # every section's lines in the file
     mine = appliance_cert
     appliance = f'cert = "{pki}/{mine}.crt"\nkey = "{pki}/{mine}.key"\nca_file = "{pki}/devices-ca.crt"\n'
     served = f'cert = "{pki}/{device}.crt"\nkey = "{pki}/{device}.key"\nca_file = "{pki}/devices-ca.crt"\n'

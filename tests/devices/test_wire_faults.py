@@ -14,10 +14,20 @@ from devices.events import (
     FrameError,
     Health,
 )
-from tests.devices.conftest import Rig, drain, of_type, poll_until
+from tests.devices.conftest import ANSWERING_TIMEOUT_S, Rig, drain, of_type, poll_until
 
 # The shuffler is on Modbus TCP; the keypad shares an RTU line (pty) with the reader.
 DEVICES = ["shuffler", "keypad"]
+# The faults here are silences, cut lines and half frames: a poll ends at its reply limit, so the
+# limit is short. Every wait for an answer is poll_until (a poll the machine's load held past the
+# limit is followed by the next), never one poll that must answer in time.
+FAULT_TIMEOUT_S = 0.3
+
+
+@pytest.fixture
+def rig(rig: Rig) -> Rig:
+    rig.timeout_s = FAULT_TIMEOUT_S
+    return rig
 
 
 async def _online(rig: Rig, name: str) -> None:
@@ -69,8 +79,7 @@ async def test_late_responses_are_discarded_and_polling_resumes(rig: Rig, name: 
     d = rig.driver(name)
     assert not await d.poll_once()
     faults.release()  # the held answer now arrives, late, for a request already given up
-    await _recovers(rig, name)
-    assert await d.poll_once()
+    await _recovers(rig, name)  # polls answered again: the late answer was not taken for theirs
 
 
 @pytest.mark.parametrize(
@@ -111,13 +120,14 @@ async def test_rtu_line_cut_and_restored(rig: Rig) -> None:
 
 
 async def test_a_silent_device_does_not_stall_its_bus_neighbour(rig: Rig) -> None:
-    reader, keypad = rig.driver("reader"), rig.driver("keypad")
+    # The keypad answers, each poll at once: its limit is long, so only the line being free counts.
+    reader, keypad = rig.driver("reader"), rig.driver("keypad", timeout_s=ANSWERING_TIMEOUT_S)
     await _online(rig, "reader")
     await _online(rig, "keypad")
     rig.sim("reader").faults.silent = True
     for box in range(1, 4):
         rig.model("keypad").place_bet(box, 1)
-        assert not await reader.poll_once()  # times out after its own 0.15 s
+        assert not await reader.poll_once()  # times out after its own FAULT_TIMEOUT_S
         assert await keypad.poll_once()  # the line is free again straight after
         assert [e.box for e in of_type(drain(keypad), BetSensed)] == [box]
     assert reader.health is Health.OFFLINE

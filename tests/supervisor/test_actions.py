@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from controller.supervisor.action_docs import DOCS, generated, markdown_table
-from controller.supervisor.actions import ACTIONS, FLOOR, BadAction, check_args
+from controller.action_docs import DOCS, generated, markdown_table
+from controller.actions import ACTIONS, FLOOR, BadAction, check_args
 from controller.supervisor.health import DeviceHealth
 from controller.supervisor.rig import ROOT, Rig
 from controller.telemetry.commands import COMMANDS
 from tests.supervisor.conftest import assert_journal_sound, journal_kinds
 
 MakeRig = Callable[..., Awaitable[Rig]]
-REGENERATE = "regenerate with: python -m controller.supervisor.action_docs"
+REGENERATE = "regenerate with: python -m controller.action_docs"
 
 
 def _generated(doc: str) -> str:

@@ -11,16 +11,16 @@ import re
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 import aiomqtt
 import pytest
 
+from controller.appliance.demo import SUMMARY_FIELDS
 from controller.journal import Journal
 from controller.shipped import table_file
-from controller.supervisor.demo import SUMMARY_FIELDS
 from controller.supervisor.rig import ROOT
+from controller.table_file import read_table_doc
 from controller.telemetry.broker import ENV_PASSWORD, ENV_USERNAME
 from tests import mosquitto_fixtures
 from tests.ports import free_port
@@ -76,7 +76,7 @@ def test_demo_headless_with_its_own_mosquitto(game: str, tmp_path: Path) -> None
 def test_demo_with_a_broker_survives_a_hostile_command(tmp_path: Path, broker_port: int) -> None:
     """Issue 11: 3 KB of nested '[' on a command topic ended the demo's telemetry and the demo
     exited 1 with most of its journal unpublished. Retained, so the table gets it as it subscribes."""
-    doc = tomllib.loads(table_file("down-under").read_text(encoding="utf-8"))
+    doc = read_table_doc(table_file("down-under"))
     base = f"tablectl/{doc['table']['site']}/{doc['table']['id']}"
     env = {k: v for k, v in os.environ.items() if k not in (ENV_USERNAME, ENV_PASSWORD)}
     journal = tmp_path / "j.db"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from controller.appliance.demo import house_result
 from controller.journal import Journal
-from controller.supervisor.demo import house_result
 
 
 def _settled(j: Journal, *settlements: tuple[str, int, int]) -> None:

@@ -21,7 +21,7 @@ from prometheus_client import generate_latest
 from structlog.testing import capture_logs
 
 from controller import logs
-from controller.supervisor.cli import _health
+from controller.appliance.cli import _health
 from controller.supervisor.journal_outage import ALARM_ID, RETRY
 from controller.supervisor.rig import table_file, virtual_table
 from tests.supervisor.conftest import assert_journal_sound, journal_kinds

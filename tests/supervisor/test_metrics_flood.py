@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.supervisor.cli import _health
+from controller.appliance.cli import _health
 from controller.supervisor.rig import table_file, virtual_table
 from controller.telemetry.metrics_process import MetricsProcess
 

@@ -14,10 +14,11 @@ from controller.supervisor.config import load_table_config
 from controller.supervisor.rig import virtual_table
 from devices.profiles import DeviceKind
 from tests.supervisor.conftest import GUARD_S, assert_journal_sound, journal_kinds
+from tests.support.flat_table import flat_text
 
 
 def _table_with_vendor_b_shoe(folder: Path) -> Path:
-    text = table_file("double-back-jack").read_text(encoding="utf-8")
+    text = flat_text(table_file("double-back-jack"))
     text = text.replace('profile = "../devices/ref-shoe.toml"', 'profile = "../devices/vendor-b-shoe.toml"')
     path = folder / "dbj-vendor-b.toml"
     path.write_text(text, encoding="utf-8")

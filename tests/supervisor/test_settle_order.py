@@ -21,7 +21,7 @@ GUARD_S = 60.0  # failure guard only
 
 def window(clock: VirtualClock) -> tuple[SettleWindow, Progress, asyncio.Queue[dev.DeviceEvent]]:
     events: asyncio.Queue[dev.DeviceEvent] = asyncio.Queue()
-    progress = Progress(events, asyncio.Lock(), {}, unsent=lambda: 0)
+    progress = Progress(events, {}, unsent=lambda: 0)
     progress.polls_started[SHUFFLER] = progress.polls_done[SHUFFLER] = progress.read_ok[SHUFFLER] = 0
     progress.poke[SHUFFLER] = Wake()
     log = structlog.get_logger("test")

@@ -153,7 +153,7 @@ def test_a_bad_site_is_refused_in_one_line(tmp_path: Path, capsys: pytest.Captur
     bad = tmp_path / "t.toml"
     # The site is a topic level (tablectl/<site>/<table>) and part of broker user names.
     text = (TABLES / "dj-wild.toml").read_text()
-    bad.write_text(text.replace('site = "example-floor"', 'site = "floor/+"'))
+    bad.write_text(text.replace("[table]\n", '[table]\nsite = "floor/+"\n'))
     assert tablectl(["config", "check", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"{bad}: table.site: letters, digits, '.', '_' and '-' only, at most 64 characters"

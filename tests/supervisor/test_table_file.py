@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from controller.appliance.wiring import build_telemetry
 from controller.cli import main
 from controller.errors import ConfigError
 from controller.shipped import shipped_file
 from controller.supervisor.config import load_table_config
-from controller.supervisor.wiring import build_telemetry
 
 
 def _table(tmp_path: Path, extra: str = "") -> Path:
@@ -104,7 +104,7 @@ def test_run_makes_no_directory_for_its_journal(
     )
     assert not (tmp_path / "nonexistent").exists()
     # No --journal: the default directory is not made either; the line says which and how.
-    monkeypatch.setattr("controller.supervisor.cli.JOURNAL_DIR", tmp_path / "var-lib-tablectl")
+    monkeypatch.setattr("controller.appliance.cli.JOURNAL_DIR", tmp_path / "var-lib-tablectl")
     assert main(["run", "--config", "down-under"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(
@@ -127,10 +127,11 @@ async def test_the_table_keeps_its_files_gaming_day_and_opens_its_journal_at_the
 
     path = relocated_table("down-under", tmp_path)
     text = path.read_text(encoding="utf-8")
+    # In place of the shared base's New York day from 06:00 (the table is written out whole).
+    assert 'time_zone = "America/New_York"' in text and 'gaming_day_starts = "06:00"' in text
     text = text.replace('time_zone = "America/New_York"', 'time_zone = "America/Chicago"')
-    path.write_text(
-        text.replace('gaming_day_starts = "06:00"', 'gaming_day_starts = "05:30"'), encoding="utf-8"
-    )
+    text = text.replace('gaming_day_starts = "06:00"', 'gaming_day_starts = "05:30"')
+    path.write_text(text, encoding="utf-8")
     config = load_table_config(path)
     assert config.gaming_day == GamingDay("America/Chicago", clock_time(5, 30))
     began = time.time()

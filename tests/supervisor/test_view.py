@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 
 from rich.console import Console
 
+from controller.appliance.view import LiveView, layout_rows, round_line
 from controller.supervisor.rig import Rig
-from controller.supervisor.view import LiveView, layout_rows, round_line
 
 MakeRig = Callable[..., Awaitable[Rig]]
 

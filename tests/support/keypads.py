@@ -18,6 +18,7 @@ from pathlib import Path
 
 from controller.shipped import shipped_file, table_file
 from devices.profiles import LATCHES
+from tests.support.flat_table import flat_text
 
 LATCHING = f"{LATCHES} = true\n"
 
@@ -43,7 +44,7 @@ def not_latching_table(game: str, where: Path) -> Path:
     not_latching_keypad(where)
     out = where / "tables" / f"{game}.toml"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(table_file(game).read_text(encoding="utf-8"), encoding="utf-8")
+    out.write_text(flat_text(table_file(game)), encoding="utf-8")  # its keypad profile is ../devices/
     return out
 
 

@@ -36,6 +36,7 @@ from typing import Any
 
 import aiomqtt
 
+from controller.appliance.demo import broker
 from controller.errors import RuleViolation
 from controller.game_config import GameOptions
 from controller.games import GameId
@@ -52,7 +53,6 @@ from controller.rules.requests import (
 )
 from controller.strategy import choose
 from controller.supervisor.config import load_table_config
-from controller.supervisor.demo import broker
 from controller.supervisor.mapping import Translator
 from controller.supervisor.rig import ROOT, concrete_config, table_file
 from controller.table import inputs as I

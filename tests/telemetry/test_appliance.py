@@ -12,10 +12,11 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
+from controller.appliance.wiring import build_telemetry
 from controller.journal import Journal
 from controller.supervisor.config import load_table_config
 from controller.supervisor.rig import virtual_table
-from controller.supervisor.wiring import build_telemetry
+from tests.support.flat_table import flat_text
 from tests.telemetry.conftest import PASSWORD, Broker, observer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def table_file(tmp_path: Path, broker: Broker) -> Path:
     """config/tables/down-under.toml as table site-a/t1, with the test broker's CA."""
     src = ROOT / "config" / "tables" / "down-under.toml"
-    text = src.read_text(encoding="utf-8")
+    text = flat_text(src)
     doc = tomllib.loads(text)
     text = text.replace(f'id = "{doc["table"]["id"]}"', 'id = "t1"', 1)
     text = text.replace(f'site = "{doc["table"]["site"]}"', 'site = "site-a"', 1)

@@ -14,9 +14,9 @@ from typing import Any
 import aiomqtt
 import pytest
 
+from controller.actions import ACTIONS
 from controller.errors import ConfigError
 from controller.journal import Journal
-from controller.supervisor.actions import ACTIONS
 from controller.telemetry import COMMANDS, parse_broker_url, telemetry_from_config
 from controller.telemetry.commands import Refused, parse_command
 from tests.telemetry.conftest import PASSWORD, ROOT, Broker, observer

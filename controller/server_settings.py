@@ -1,6 +1,11 @@
-"""Where the table console listens, whose users file it reads and its TLS certificate: ``[console]``
+"""The settings of the table's two HTTP servers, read from the table file.
+
+The console: where it listens, whose users file it reads and its TLS certificate: ``[console]``
 in the table file, overridden by ``tablectl run --console HOST:PORT --users FILE``. Loopback unless
-told otherwise."""
+told otherwise. ``/metrics``: where it listens (``[metrics] listen`` or ``--metrics``).
+
+Below the supervisor, the console and telemetry alike: ``load_table_config`` checks both sections
+with the one reading the servers start from (docs/design.md, "Layers, one way")."""
 
 from __future__ import annotations
 
@@ -16,7 +21,8 @@ from controller.schema import one_line
 from controller.table_file import ConsoleSection
 
 DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8470
+DEFAULT_PORT = 8470  # the console's
+METRICS_PORT = 9470  # /metrics' when an address gives none
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +38,11 @@ class ConsoleSettings:
 def parse_listen(text: str, where: str) -> tuple[str, int]:
     """``HOST:PORT`` for the console; ConfigError naming ``where``."""
     return parse_host_port(text, where, DEFAULT_PORT)
+
+
+def parse_metrics_listen(text: str, where: str) -> tuple[str, int]:
+    """``HOST:PORT`` for /metrics; ConfigError naming ``where``."""
+    return parse_host_port(text, where, METRICS_PORT)
 
 
 def console_settings(

@@ -139,8 +139,8 @@ def _reachable(url: str) -> None:
 
 
 def _telemetry(args: argparse.Namespace, journal: Path, url: str) -> tuple[Any, Any]:
+    from controller.appliance.wiring import build_telemetry
     from controller.supervisor.config import load_table_config
-    from controller.supervisor.wiring import build_telemetry
 
     return build_telemetry(load_table_config(table_file(args.game)), url, journal)
 
@@ -290,8 +290,8 @@ async def _console(args: argparse.Namespace, rig: Rig) -> AsyncIterator[None]:
         yield
         return
     from controller.console.process import ConsoleProcess
-    from controller.console.settings import DEFAULT_HOST, DEFAULT_PORT, ConsoleSettings, parse_listen
     from controller.console.users import load_users
+    from controller.server_settings import DEFAULT_HOST, DEFAULT_PORT, ConsoleSettings, parse_listen
 
     if args.users is None:
         raise ConfigError("--console needs --users FILE (tablectl users add NAME --role floor --file FILE)")
@@ -407,7 +407,7 @@ def _summary(rig: Rig, seconds: float, url: str, kind: BrokerKind) -> dict[str, 
 async def _with_view(args: argparse.Namespace, journal: Path, url: str) -> int:
     from rich.live import Live
 
-    from controller.supervisor.view import LiveView
+    from controller.appliance.view import LiveView
 
     stop = _stop_on_signals()
     telemetry, forwarder = _telemetry(args, journal, url)
@@ -446,7 +446,7 @@ def closing_line(interrupted: bool, rounds: int, journal: Path | None) -> str:
 async def _with_lines(args: argparse.Namespace, journal: Path, url: str) -> int:
     """The view for a pipe or a file: a line per settled round as it settles, flushed at once
     (a terminal view would draw only at the end, if at all), and a last line on stopping."""
-    from controller.supervisor.view import RoundFeed, round_line
+    from controller.appliance.view import RoundFeed, round_line
 
     stop = _stop_on_signals()
     telemetry, forwarder = _telemetry(args, journal, url)

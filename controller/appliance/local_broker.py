@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
     if not 0 <= args.port <= 65535:
         print(f"tablectl broker: --port {args.port}: a port from 0 to 65535", file=sys.stderr)
         return 2
-    from controller.supervisor.demo import broker
+    from controller.appliance.demo import broker
 
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

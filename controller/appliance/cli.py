@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING
 import structlog
 
 from controller import logs
-from controller.console.settings import ConsoleSettings, console_settings
+from controller.appliance.preflight import check_for_run
+from controller.appliance.wiring import build_telemetry
 from controller.errors import ConfigError, TablectlError
 from controller.realtime import priority_refused
+from controller.server_settings import ConsoleSettings, console_settings
 from controller.supervisor.config import TableConfig, load_table_config
-from controller.supervisor.preflight import check_for_run
 from controller.supervisor.supervisor import Supervisor
 from controller.supervisor.telemetry import Telemetry
-from controller.supervisor.wiring import build_telemetry
 from devices.config import add_relocation_arguments, relocated
 from devices.transport.block_watch import set_watch_priority
 
@@ -126,9 +126,9 @@ def main(argv: list[str], telemetry: Telemetry | None = None) -> int:
         if listen is not None:
             # aiohttp with it: a tenth of run's imports, paid only by a table that serves /metrics
             # (the table is dark until it is ready; what can wait does).
-            from controller.telemetry.metrics_http import parse_address
+            from controller.server_settings import parse_metrics_listen
 
-            metrics = parse_address(listen, where)
+            metrics = parse_metrics_listen(listen, where)
         level = getattr(logging, args.log_level.upper())
         return asyncio.run(_run(supervisor, settings, level, metrics))
     except TablectlError as e:
@@ -196,11 +196,11 @@ def dispatch(argv: list[str]) -> int:
     if argv[:1] == ["run"]:
         return main(argv[1:])
     if argv[:1] == ["demo"]:
-        from controller.supervisor.demo import main as demo_main
+        from controller.appliance.demo import main as demo_main
 
         return demo_main(argv[1:])
     if argv[:1] == ["broker"]:
-        from controller.supervisor.local_broker import main as broker_main
+        from controller.appliance.local_broker import main as broker_main
 
         return broker_main(argv[1:])
     args = _config_parser().parse_args(argv[1:])  # `tablectl config` alone: usage, exit 2

@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import stat
 
-from controller.console.settings import ConsoleSettings
 from controller.errors import ConfigError
 from controller.games import GameId
+from controller.server_settings import ConsoleSettings
 from controller.supervisor.config import TableConfig
 from devices.config import NETWORK_MODBUS, TransportKind
 from devices.profiles import DeviceKind

@@ -1,7 +1,7 @@
-"""Connections to the console, counted: at most ``per_source`` open from one address and ``total``
-open at all. A connection past the address's cap is answered one 503 line and closed before
-aiohttp sees a byte of it, so a flood of sockets costs the console a counter, not a request
-handler each.
+"""Connections to one of the appliance's HTTP servers (the console, /metrics), counted: at most
+``per_source`` open from one address and ``total`` open at all. A connection past the address's
+cap is answered one 503 line and closed before aiohttp sees a byte of it, so a flood of sockets
+costs the server a counter, not a request handler each.
 
 At the total cap a new connection is not refused while a connection nobody has vouched for is
 open: the oldest such (idle before busy) is closed to make room. A connection is vouched for once

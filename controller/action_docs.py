@@ -1,6 +1,6 @@
 """The allow-list of actions as the Markdown table docs/install.md and docs/mqtt.md carry.
 
-``python -m controller.supervisor.action_docs`` rewrites the tables between their markers;
+``python -m controller.action_docs`` rewrites the tables between their markers;
 tests/supervisor/test_actions.py fails when a doc and the allow-list differ.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from controller.supervisor.actions import ACTIONS, FLOOR, ROLES
+from controller.actions import ACTIONS, FLOOR, ROLES
 
 
 def markdown_table(roles: frozenset[str] = ROLES) -> str:
@@ -24,7 +24,7 @@ def markdown_table(roles: frozenset[str] = ROLES) -> str:
 
 # The docs that carry the table, and which roles' actions each lists.
 DOCS = {"docs/install.md": ROLES, "docs/mqtt.md": frozenset({FLOOR})}
-_BEGIN = "<!-- actions: generated from controller/supervisor/actions.py -->\n"
+_BEGIN = "<!-- actions: generated from controller/actions.py -->\n"
 _END = "\n<!-- /actions -->"
 
 
@@ -48,4 +48,4 @@ def write_docs(root: Path) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    write_docs(Path(__file__).resolve().parents[2])
+    write_docs(Path(__file__).resolve().parents[1])
