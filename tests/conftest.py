@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from controller.journal import store as journal_store
 from tests import mosquitto_fixtures, postgres_fixtures
 
 
@@ -15,6 +16,24 @@ def _no_broker_outlives_the_session() -> Iterator[None]:
     yield
     mosquitto_fixtures.kill_all()
     postgres_fixtures.kill_all()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _journal_without_fsync() -> Iterator[None]:
+    """Journals written in the test's process commit every append as in the product, without the
+    fsync of each (SQLite's synchronous OFF instead of FULL): that wait was most of the time of the
+    tests that play shoes through the supervisor, and it protects only from a power cut, which no
+    test makes (a killed process loses no commit either way). The ``tablectl`` processes tests start
+    keep FULL (but for supervisor/child_wrong_id.py's), and so does a test marked ``fsync``."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(journal_store, "SYNCHRONOUS", "OFF")
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _fsync_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("fsync") is not None:
+        monkeypatch.setattr(journal_store, "SYNCHRONOUS", "FULL")
 
 
 @pytest.fixture

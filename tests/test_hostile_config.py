@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from controller.appliance.cli import check_main
+from controller.cli import main
 from controller.supervisor.rig import ROOT
 from tests.console.conftest import write_users
 from tests.console.test_tls import make_cert
@@ -69,6 +70,24 @@ def _certs(c: Path, cert: str, key: str) -> None:
         make_cert(c / "tables", name)
     (c / "tables/garbage.crt").write_text("hello\n", encoding="utf-8")
     _console(c, f'users = "users.toml"\ntls_cert = "{cert}"\ntls_key = "{key}"\n')
+
+
+def run_refused(table: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``tablectl run --config TABLE`` writes on stderr when it refuses the file (exit 2), run
+    in this process through the command's own ``main`` (a fresh interpreter per case cost a second
+    of imports each; test_the_cli_exits_2_with_the_one_line runs the real process once). A run that
+    is not refused fails here, at the supervisor it would have started."""
+    import controller.appliance.cli as run_cli
+
+    def not_refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"tablectl run accepted {table}")
+
+    monkeypatch.setattr(run_cli, "Supervisor", not_refused)
+    capsys.readouterr()
+    code = main(["run", "--config", str(table), "--journal", str(table.parent.parent / "j.db")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    return err
 
 
 CASES: list[tuple[str, Callable[[Path], None], str, str, str]] = [
@@ -222,10 +241,12 @@ CASES: list[tuple[str, Callable[[Path], None], str, str, str]] = [
 ]
 
 
+@pytest.mark.usefixtures("restore_logging")  # run's main points the logs at the test's capture
 @pytest.mark.parametrize(("spoil", "named", "key", "rule"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_refused_in_one_line_naming_file_key_and_rule(
     config: Path,
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
     spoil: Callable[[Path], None],
     named: str,
     key: str,
@@ -241,13 +262,8 @@ def test_refused_in_one_line_naming_file_key_and_rule(
     assert not key or f"{key.format(config=config)}: " in err, err
     assert rule in err, err
     # `run` refuses it by the same check, in the same words (the shipped unit runs the check
-    # first: a file it passes must not stop `run`). A run that is not refused is killed.
-    out = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "run", "--config", str(config / TABLE), "--journal",
-         str(config / "j.db")],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert out.returncode == 2 and out.stderr == f"tablectl run: {err}", out.stderr
+    # first: a file it passes must not stop `run`).
+    assert run_refused(config / TABLE, monkeypatch, capsys) == f"tablectl run: {err}"
 
 
 def test_the_cli_exits_2_with_the_one_line(config: Path) -> None:
@@ -264,6 +280,13 @@ def test_the_cli_exits_2_with_the_one_line(config: Path) -> None:
     assert out.stderr.strip().endswith(
         "devices.shoe.sim.cover_fraction: must be a fraction of the shoe between 0.01 and 0.99"
     )
+    # `run` as a process of its own (the cases above run its main in-process): the same line.
+    run = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "run", "--config", str(config / TABLE), "--journal",
+         str(config / "j.db")],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert run.returncode == 2 and run.stderr == f"tablectl run: {out.stderr}", run.stderr
 
 
 # Issue 34 item 3: a table that lacks a device its chapter requires would deal into a wait that
@@ -358,12 +381,14 @@ DEVICE_CASES: list[tuple[str, str, Callable[[Path, str], None], str, str]] = [
 ]
 
 
+@pytest.mark.usefixtures("restore_logging")
 @pytest.mark.parametrize(
     ("game", "spoil", "key", "rule"), [c[1:] for c in DEVICE_CASES], ids=[c[0] for c in DEVICE_CASES]
 )
 def test_a_table_without_a_device_its_chapter_requires_is_refused(
     config: Path,
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
     game: str,
     spoil: Callable[[Path, str], None],
     key: str,
@@ -377,9 +402,4 @@ def test_a_table_without_a_device_its_chapter_requires_is_refused(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"{config / table}: {key.format(config=config)}: "), err
     assert rule in err, err
-    out = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "run", "--config", str(config / table), "--journal",
-         str(config / "j.db")],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert out.returncode == 2 and out.stderr == f"tablectl run: {err}", out.stderr
+    assert run_refused(config / table, monkeypatch, capsys) == f"tablectl run: {err}"

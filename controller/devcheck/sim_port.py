@@ -12,8 +12,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-import aiohttp
-
 from controller.devcheck.report import Unreachable
 
 TIMEOUT_S = 5.0  # the port answers at once; a port that does not is no simulator of this table
@@ -39,6 +37,8 @@ class SimPort:
 
     async def fault(self, fault: str, **args: Any) -> None:
         """One fault of the control port; Unreachable with the port's one line if it is refused."""
+        import aiohttp  # here: a tenth of the check's start-up, needed only with --sim-control
+
         try:
             async with (
                 aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT_S)) as http,

@@ -33,6 +33,11 @@ MIN_SQLITE = (3, 37, 0)  # STRICT tables
 # tamperer looking at "the last round" would edit) while keeping open constant-time.
 TAIL_CHECK = 64
 _READ_CHUNK = 512
+# SQLite's synchronous mode for a writable journal: FULL, every append on disk (fsynced) before it
+# returns. Nothing in the product changes it; the test suite alone sets OFF for its in-process
+# tables (tests/conftest.py), whose journals no power cut can reach: a killed process keeps every
+# commit either way (the kernel has it), and a test cannot cut the power to see the difference.
+SYNCHRONOUS = "FULL"
 _ADVANCE_CURSOR = "UPDATE telemetry_cursor SET published_seq = max(published_seq, ?) WHERE id = 1"
 _READ_FROM = f"SELECT {ROW_COLUMNS} FROM records WHERE seq > ? ORDER BY seq LIMIT ?"
 
@@ -207,7 +212,7 @@ class Journal:
                     raise JournalError(f"{path}: cannot use write-ahead logging here (got {mode})")
                 # In WAL mode FULL fsyncs the log on every commit; NORMAL would only at checkpoints,
                 # and an acknowledged append could vanish with the power.
-                conn.execute("PRAGMA synchronous = FULL")
+                conn.execute(f"PRAGMA synchronous = {SYNCHRONOUS}")
                 if new:
                     cls._create_schema(conn, str(path))
             problem = read_tail_problem(conn, TAIL_CHECK)
@@ -317,7 +322,7 @@ class Journal:
                         conn.execute("ROLLBACK")
                     raise
             finally:
-                conn.execute("PRAGMA synchronous = FULL")
+                conn.execute(f"PRAGMA synchronous = {SYNCHRONOUS}")
         except sqlite3.Error as e:
             raise failure(self.path, e, "cannot record the published seq") from None
 

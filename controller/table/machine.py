@@ -90,21 +90,47 @@ def public_fields(state: Any) -> Iterator[tuple[str, Any]]:
             yield key, value if view is None else view(value)
 
 
+_ATOMS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+# A dataclass's field names, looked up once per class; () for a class that is not a dataclass.
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def plain(x: Any) -> Any:
     """``x`` as plain, comparable data: dataclasses field by field, mappings and sets in order.
-    The replay check (``Table.fingerprint``) is this of the whole state, so no field escapes it."""
+    The replay check (``Table.fingerprint``) is this of the whole state, so no field escapes it.
+
+    Called before and after every step of the property tests, so the common cases go first: a
+    scalar is itself, a class's fields are looked up once, and a mapping is ordered by its keys'
+    text (distinct keys; only when two keys read alike does the value decide)."""
+    kind = type(x)
+    if kind in _ATOMS:
+        return x
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = _FIELDS[kind] = tuple(f.name for f in fields(x)) if is_dataclass(kind) else ()
     if isinstance(x, Round):  # a generator inside: its state and what it asks next
         return {"state": plain(x.state), "request": repr(x.request)}
     if isinstance(x, GameOptions):
         return None  # fixed for the table's life, and the same object live and replayed
-    if is_dataclass(x) and not isinstance(x, type):
-        return {f.name: plain(getattr(x, f.name)) for f in fields(x)}
+    atoms = _ATOMS
+    if names:
+        out = {}
+        for name in names:
+            value = getattr(x, name)
+            out[name] = value if type(value) in atoms else plain(value)
+        return out
     if isinstance(x, Enum):
         return x.value
     if isinstance(x, dict):
-        return sorted(((plain(k), plain(v)) for k, v in x.items()), key=repr)
+        pairs = [
+            (k if type(k) in atoms else plain(k), v if type(v) in atoms else plain(v)) for k, v in x.items()
+        ]
+        keys = [repr(k) for k, _ in pairs]
+        if len(set(keys)) < len(keys):
+            return sorted(pairs, key=repr)
+        return [pair for _, pair in sorted(zip(keys, pairs, strict=True))]  # distinct keys decide
     if isinstance(x, set | frozenset):
         return sorted((plain(v) for v in x), key=repr)
     if isinstance(x, list | tuple):
-        return [plain(v) for v in x]
+        return [v if type(v) in atoms else plain(v) for v in x]
     return x

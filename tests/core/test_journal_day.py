@@ -5,16 +5,18 @@ shown for a dispute; nothing secret is public."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import random
 import re
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from controller.cli import main
 from controller.game_config import default_options
 from controller.journal import Classification, Journal
 from controller.table.events import REVEALING_KINDS, SECRET_FIELDS
@@ -24,9 +26,17 @@ from tests.journal import tamper
 
 
 def tablectl(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "controller.cli", *args], capture_output=True, text=True, check=False
-    )
+    """``tablectl ARGS`` through the command's own ``main``, in this process: its exit status and
+    what it wrote on stdout and stderr. (A process each cost a second of imports and, for the day,
+    an fsync per record; tests/journal/test_files.py and tests/test_simulate.py run these commands
+    as processes of their own.)"""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as e:  # argparse's refusals
+            code = e.code if isinstance(e.code, int) else 2
+    return subprocess.CompletedProcess(["tablectl", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")

@@ -46,6 +46,30 @@ class Dealer:
         self.rng = rng
         self.stack: list[Card] = []
         self.loaded: str | None = None
+        # The menu's inputs that never depend on the table's state, made once (inputs are frozen).
+        seats = (SeatWagers(1, 10), SeatWagers(2, 10))
+        self.keys = [I.KeyPressed(key=k) for k in KEYS for _ in range(2)]
+        self.keys += [I.WagerPlaced(seat=s, amount=a) for s in (1, 2, 7) for a in (0, 5, 50)]
+        self.fixed: list[I.Input] = [
+            I.RoundOpened(wagers=seats),
+            I.RoundOpened(wagers=seats[:1]),
+            I.RoundOpened(wagers=(SeatWagers(9, 10),)),
+            I.CoverCardReached(),
+            I.ReaderReport(blackjack=True, light=MasqueRange.LARGE),
+            I.ReaderFailed(code=1),
+            I.ReaderReplaced(by="tech"),
+            I.NewDealer(name="d2"),
+            I.ReshuffleOrdered(by="floor"),
+            I.NoGamingActivity(by="floor"),
+            I.ShufflerOutOfOrder(by="floor"),
+            I.ShufflerRestored(by="floor"),
+            I.CutRefused(seat=2),
+            I.CutMade(at=30, by=0),
+            I.CutMade(at=3, by=2),
+        ]
+        self.tail: list[I.Input] = [I.RecutOrdered(by="floor"), I.Tick()]
+        self.tail += [I.AlarmAcknowledged(alarm=a, by="floor") for a in range(1, 4)]
+        self.per_back: dict[tuple[str, int], list[I.Input]] = {}
 
     def sync(self) -> None:
         back = self.table.shoe_back
@@ -135,19 +159,20 @@ class Dealer:
         table = self.table
         backs = list(table.batches)
         other = {backs[0]: backs[1], backs[1]: backs[0]}
-        seats = (SeatWagers(1, 10), SeatWagers(2, 10))
         items: list[I.Input] = []
         for back in [*backs, "green"]:
             size = table.batches[back].size if back in table.batches else 52
-            items += [
-                I.DecksOpened(back=back, dealer="d1", floorperson="f1"),
-                I.BatchToShuffler(back=back),
-                I.ShuffleStarted(back=back),
-                I.ShuffleCompleted(back=back, cards_counted=size),
-                I.StackFromShuffler(back=back),
-                I.BatchToShoe(back=back),
-                I.HandShuffled(back=back, dealer="d1"),
-            ]
+            if (back, size) not in self.per_back:
+                self.per_back[back, size] = [
+                    I.DecksOpened(back=back, dealer="d1", floorperson="f1"),
+                    I.BatchToShuffler(back=back),
+                    I.ShuffleStarted(back=back),
+                    I.ShuffleCompleted(back=back, cards_counted=size),
+                    I.StackFromShuffler(back=back),
+                    I.BatchToShoe(back=back),
+                    I.HandShuffled(back=back, dealer="d1"),
+                ]
+            items += self.per_back[back, size]
         items += [I.ShuffleFailed(back=backs[0], reason="jam"), I.DecksOpened(back=backs[1], dealer="d1")]
         if self.stack:
             items += [I.CardDrawn(card=self.stack[-1])] * 12  # mostly, deal the next card
@@ -159,29 +184,10 @@ class Dealer:
             hole = rnd.state.dealer[1]
             truth = [I.ReaderReport(light=masque_range(hole), blackjack=rnd.procedure.dealer_blackjack())] * 6
         items += truth
-        items += [I.KeyPressed(key=k) for k in KEYS for _ in range(2)]
-        items += [I.WagerPlaced(seat=s, amount=a) for s in (1, 2, 7) for a in (0, 5, 50)]
-        items += [
-            I.RoundOpened(wagers=seats),
-            I.RoundOpened(wagers=seats[:1]),
-            I.RoundOpened(wagers=(SeatWagers(9, 10),)),
-            I.CoverCardReached(),
-            I.ReaderReport(blackjack=True, light=MasqueRange.LARGE),
-            I.ReaderFailed(code=1),
-            I.ReaderReplaced(by="tech"),
-            I.NewDealer(name="d2"),
-            I.ReshuffleOrdered(by="floor"),
-            I.NoGamingActivity(by="floor"),
-            I.ShufflerOutOfOrder(by="floor"),
-            I.ShufflerRestored(by="floor"),
-            I.CutRefused(seat=2),
-            I.CutMade(at=30, by=0),
-            I.CutMade(at=3, by=2),
-            I.CoverCardPlaced(from_bottom=table.batches[backs[0]].size // 3),
-            I.RecutOrdered(by="floor"),
-            I.Tick(),
-        ]
-        items += [I.AlarmAcknowledged(alarm=a, by="floor") for a in range(1, 4)]
+        items += self.keys
+        items += self.fixed
+        items += [I.CoverCardPlaced(from_bottom=table.batches[backs[0]].size // 3)]
+        items += self.tail
         legal = self.next_legal()
         if legal is not None:
             items += [legal] * (4 * len(items))  # four in five steps follow the procedure

@@ -197,6 +197,7 @@ def test_the_file_refuses_update_and_delete_from_the_shell(tmp_path: Path) -> No
     assert Path(SQLITE3).exists()
 
 
+@pytest.mark.fsync  # the product's setting, not the suite's (tests/conftest.py)
 def test_wal_and_synchronous_full_are_in_force(tmp_path: Path) -> None:
     db = tmp_path / "j.db"
     with Journal.open(db) as j:

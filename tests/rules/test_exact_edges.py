@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 from fractions import Fraction
+from functools import cache
 
 import pytest
 
 from controller.game_config import default_options
 from controller.rules.wagers import Wager
-from controller.simulate import simulate
+from controller.simulate import Report, simulate
 
 RANKS = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"]
 SUITS = ["S", "H", "D", "C"]
@@ -34,6 +35,7 @@ def dealer_total(ranks: list[str]) -> int:
     return hard + 10 if "A" in ranks and hard + 10 <= 21 else hard
 
 
+@cache
 def exact_bust_it() -> Fraction:
     """665a.7(m), 665a.12(c): dealer's first two < 17 and three cards over 21, paid by the third
     card, 8-8-8 same suit 200, same colour 50. Eight decks of 48 (665a.3(a))."""
@@ -66,6 +68,7 @@ def exact_bust_it() -> Fraction:
     return -ev  # house edge per unit
 
 
+@cache
 def exact_match_the_dealer(decks: int, both: str = "best") -> Fraction:
     """685a.7(f), 685a.11(c), rulings U1 (``both``: the better line once, or each matching card)
     and U2 (identical rank)."""
@@ -101,15 +104,23 @@ def exact_insurance(decks: int, win_ranks: set[str], pays: Fraction, without_ten
     return -(p * pays - (1 - p))
 
 
+@cache
+def _simulated(game: str, decks: int | None, rounds: int, rulings: tuple[tuple[str, object], ...]) -> Report:
+    """One simulated run per game, deck count, rulings and length, shared by the wagers it settles
+    (Double Attack's Bust It and insurance, Down Under's Match-the-Dealer and insurance): the same
+    seed would only play the same rounds again."""
+    options = default_options(game, decks)
+    if rulings:
+        options = replace(options, rulings=replace(options.rulings, **dict(rulings)))
+    return simulate(options, seats=1, rounds=rounds, seed=20261121)
+
+
 def _check(
     game: str, wager: str, exact: Fraction, rounds: int, decks: int | None = None, **rulings: object
 ) -> None:
-    options = default_options(game)
-    if decks is not None:
-        options = default_options(game, decks)
-    if rulings:
-        options = replace(options, rulings=replace(options.rulings, **rulings))
-    report = simulate(options, seats=1, rounds=rounds, seed=20261121)
+    if decks is None:
+        decks = default_options(game).decks
+    report = _simulated(game, decks, rounds, tuple(sorted(rulings.items())))
     stats = report.wagers[Wager(wager)]
     assert stats.rounds > 0
     diff = abs(stats.edge - float(exact))
@@ -154,4 +165,5 @@ def test_match_the_dealer_paid_for_each_card_matches_exact(decks: int) -> None:
 @pytest.mark.slow
 def test_insurance_edges_match_exact() -> None:
     _check("down-under", "insurance", exact_insurance(6, {"10", "J", "Q", "K"}, Fraction(2), False), 80_000)
-    _check("double-attack", "insurance", exact_insurance(8, {"J", "Q", "K"}, Fraction(5, 2), True), 80_000)
+    # Double Attack's insurance from the Bust It test's run (120,000 rounds, the same day replayed).
+    _check("double-attack", "insurance", exact_insurance(8, {"J", "Q", "K"}, Fraction(5, 2), True), 120_000)

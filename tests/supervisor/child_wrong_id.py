@@ -3,7 +3,9 @@ keypad's unit id on the RTU line they share, so that pymodbus logs ``request ask
 id=Y`` with its recent frames: run by tests/supervisor/test_log_secrets.py as its own process.
 
 Every argument is passed to ``tablectl demo``. Only the simulator is changed (a wire fault the
-real line can show); the controller is the product as shipped.
+real line can show); the controller is the product as shipped, but for its journal's fsync of each
+append, off as in the suite's own process (tests/conftest.py): it was most of the run's time, and
+no log line depends on it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 import sys
 
 from controller.cli import main
+from controller.journal import store
 from devices.profiles import DeviceKind
 from sim.table import SimTable
 
@@ -38,6 +41,7 @@ async def _start_with_a_neighbour_answering(self: SimTable) -> None:
 
 
 SimTable.start = _start_with_a_neighbour_answering  # type: ignore[method-assign]
+store.SYNCHRONOUS = "OFF"
 
 if __name__ == "__main__":
     sys.exit(main(["demo", *sys.argv[1:]]))
