@@ -56,7 +56,8 @@ def fast_backoff(devices: list[DeviceConfig]) -> list[DeviceConfig]:
     return [replace(d, backoff=quick, timeout_s=min(d.timeout_s, 0.3)) for d in devices]
 
 
-def _toml_value(v: Any) -> str:
+def toml_value(v: Any) -> str:
+    """A TOML value as written in a table file (the scalars and arrays table files use)."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int | float):
@@ -64,7 +65,7 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, str):
         return json.dumps(v)
     if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
     raise TypeError(type(v))
 
 
@@ -89,7 +90,7 @@ def concrete_config(
             text.replace("direct_insert_shuffler = false", "direct_insert_shuffler = true"), encoding="utf-8"
         )
         table["game"] = str(game_copy.resolve())
-    lines += [f"{k} = {_toml_value(v)}" for k, v in table.items()]
+    lines += [f"{k} = {toml_value(v)}" for k, v in table.items()]
     where = {c.name: c.endpoint for c in sim.driver_configs()}
     for name, section in doc["devices"].items():
         section.pop("sim", None)
@@ -109,7 +110,7 @@ def concrete_config(
         section["backoff_initial_s"] = 0.05
         section["backoff_max_s"] = 0.5
         lines.append(f"[devices.{name}]")
-        lines += [f"{k} = {_toml_value(v)}" for k, v in section.items()]
+        lines += [f"{k} = {toml_value(v)}" for k, v in section.items()]
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out
 

@@ -9,19 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from controller.supervisor.rig import toml_value
 from controller.table_file import read_table_doc
-
-
-def _value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    raise TypeError(type(v))
 
 
 def _key(k: str) -> str:
@@ -29,7 +18,7 @@ def _key(k: str) -> str:
 
 
 def _table(lines: list[str], header: tuple[str, ...], table: Mapping[str, Any]) -> None:
-    values = [f"{_key(k)} = {_value(v)}" for k, v in table.items() if not isinstance(v, Mapping)]
+    values = [f"{_key(k)} = {toml_value(v)}" for k, v in table.items() if not isinstance(v, Mapping)]
     if header and (values or not table):
         lines += ["", f"[{'.'.join(_key(h) for h in header)}]"]
     lines += values
