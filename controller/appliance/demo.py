@@ -313,10 +313,12 @@ async def _console(args: argparse.Namespace, rig: Rig) -> AsyncIterator[None]:
         await console.stop()
 
 
-async def _headless(args: argparse.Namespace, journal: Path, url: str, kind: BrokerKind) -> dict[str, Any]:
-    stop = _stop_on_signals()
-    rounds = 200 if args.rounds is None else args.rounds
-    began = time.perf_counter()
+@contextlib.asynccontextmanager
+async def _demo_table(
+    args: argparse.Namespace, journal: Path, url: str, pace_s: float = 0.0
+) -> AsyncIterator[Rig]:
+    """The demo's table for every view: the virtual table with its telemetry on ``url`` and, when
+    asked for, the console in front of it."""
     telemetry, forwarder = _telemetry(args, journal, url)
     async with (
         virtual_table(
@@ -324,12 +326,21 @@ async def _headless(args: argparse.Namespace, journal: Path, url: str, kind: Bro
             journal,
             seed=args.seed,
             boxes=args.boxes,
+            pace_s=pace_s,
             telemetry=telemetry,
             wall_start=time.time(),
         ) as rig,
         _console(args, rig),
     ):
         forwarder.supervisor = rig.supervisor
+        yield rig
+
+
+async def _headless(args: argparse.Namespace, journal: Path, url: str, kind: BrokerKind) -> dict[str, Any]:
+    stop = _stop_on_signals()
+    rounds = 200 if args.rounds is None else args.rounds
+    began = time.perf_counter()
+    async with _demo_table(args, journal, url) as rig:
         interrupted = await _play(rig, rounds, stop)
         summary = _summary(rig, time.perf_counter() - began, url, kind)
     summary["interrupted"] = interrupted
@@ -410,12 +421,7 @@ async def _with_view(args: argparse.Namespace, journal: Path, url: str) -> int:
     from controller.appliance.view import LiveView
 
     stop = _stop_on_signals()
-    telemetry, forwarder = _telemetry(args, journal, url)
-    async with virtual_table(table_file(args.game), journal, seed=args.seed, boxes=args.boxes,
-                             pace_s=max(0.0, args.pace), telemetry=telemetry,
-                             wall_start=time.time()) as rig,\
-            _console(args, rig):  # fmt: skip
-        forwarder.supervisor = rig.supervisor
+    async with _demo_table(args, journal, url, pace_s=max(0.0, args.pace)) as rig:
         view = LiveView(rig, url)
         with Live(view.render(), refresh_per_second=8, screen=False) as live:
 
@@ -449,12 +455,7 @@ async def _with_lines(args: argparse.Namespace, journal: Path, url: str) -> int:
     from controller.appliance.view import RoundFeed, round_line
 
     stop = _stop_on_signals()
-    telemetry, forwarder = _telemetry(args, journal, url)
-    async with virtual_table(table_file(args.game), journal, seed=args.seed, boxes=args.boxes,
-                             pace_s=max(0.0, args.pace), telemetry=telemetry,
-                             wall_start=time.time()) as rig,\
-            _console(args, rig):  # fmt: skip
-        forwarder.supervisor = rig.supervisor
+    async with _demo_table(args, journal, url, pace_s=max(0.0, args.pace)) as rig:
         feed = RoundFeed(rig.supervisor)
 
         def say(line: str) -> None:
