@@ -476,12 +476,11 @@ class JetStreamWorker(Ingest[Pulled]):
         if len(topics) > 100_000:
             topics.clear()
         taken = []
-        for m in msgs:
+        for i, m in enumerate(msgs):
             topic = topics.get(m.subject)
             if topic is None:
                 topic = topics[m.subject] = topic_of(m.subject)
-            taken.append(Pulled(m, topic, m.data, received, False))
-        taken[0] = Pulled(msgs[0], taken[0].topic, msgs[0].data, received, True)
+            taken.append(Pulled(m, topic, m.data, received, i == 0))
         return taken
 
     async def acknowledge(self, batch: list[Pulled]) -> None:
