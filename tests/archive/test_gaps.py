@@ -94,7 +94,11 @@ async def test_a_broker_restart_mid_ingest_leaves_no_gap(
             await until(lambda: complete() and rows(db, OPEN) == [(0,)], again)
             await until(lambda: rows(db, "SELECT checked_seq FROM chain_state") == [(120,)], again)
     assert again.gap_requests >= 1 and again.stored + again.duplicates >= 60
-    assert rows(db, "SELECT first_seq, last_seq, status FROM gap_requests") == [(61, 100, "filled")]
+    # One request for the hole, filled. Its first_seq is 61 unless a sweep ran while the re-sent
+    # records were still arriving: a request narrows to the first record it still lacks (on a busy
+    # machine, 62 or later), and stays the same request.
+    [(first, last, status)] = rows(db, "SELECT first_seq, last_seq, status FROM gap_requests")
+    assert 61 <= first <= 100 and (last, status) == (100, "filled")
     assert rows(db, "SELECT count(*) FROM chain_alarms") == [(0,)]
     # Exactly as first published: the archived messages are those the journal encodes today.
     first = await journal_messages(path)
