@@ -8,7 +8,7 @@ surrender). A game names them in one :class:`Ladder`; :meth:`Ladder.check` walks
 The dealer's Blackjack is settled alike too: found at the peek, every open hand is collected (a
 Blackjack pushes where the chapter says so; :class:`AtThePeek`); found only after the decisions,
 only the original Bet is lost (:class:`OriginalBetOnly`). A new blackjack game names its sections
-in these, not a fourth copy of the ladder.
+in these and writes no ladder of its own.
 """
 
 from __future__ import annotations
