@@ -11,14 +11,36 @@ from __future__ import annotations
 
 from controller.cards import Card
 from controller.errors import RuleViolation
+from controller.rules.blackjack_ladder import Ladder, OriginalBetOnly, collect_original_bet
 from controller.rules.hand import Hand, total
-from controller.rules.procedure import BlackjackProcedure, Procedure, Refusal
-from controller.rules.requests import Action, DoubleAttackOffer, ReaderUse
+from controller.rules.procedure import BlackjackProcedure, Procedure
+from controller.rules.requests import DoubleAttackOffer, ReaderUse
 from controller.rules.state import Box
 from controller.rules.wagers import EVEN, HALF_LOST, LOSE, PUSH, Wager, odds
 
 INSURANCE_PAYS = odds(5, 2)  # 665a.12(b)
-MAX_HANDS = 4  # 665a.11(c)
+
+LADDER = Ladder(
+    no_draw_on_21=("665a.7(j)(1)", "a hand totalling 21 or more may not draw"),
+    one_card_after_double=("665a.7(j)(2)", "after a Double Down Wager only one card is drawn"),
+    one_card_to_split_aces=("665a.11(e)", "each split ace receives only one card"),
+    double_limit=("665a.10(a)", "only one Double Down Wager is made on a hand"),
+    double_on_any_cards=True,
+    # After a double or on a split ace the hand may still surrender (665a.9(a)): not closed.
+    last_card_closes_hand=False,
+    # A split ace is refused by the aces rule whatever it drew: 11(e) forbids the resplit, and
+    # 11(a)'s "identical in value" would name the wrong rule for A-5.
+    resplit_aces=("665a.11(e)", "aces may not be split more than once"),
+    split_pair=("665a.11(a)", "only two cards identical in value may be split"),
+    max_hands=4,
+    too_many_hands=("665a.11(c)", "pairs may be split at most three times, four hands"),
+    # Surrender: any time before standing while the hand is under 21 (665a.9(a), 665a.7(k)).
+    surrendered=("665a.9(a)", "the player discontinued play on this hand by surrendering"),
+    surrender_after_stand=("665a.9(a)", "a player may not elect to surrender after deciding to stand"),
+    surrender_on_21=("665a.7(k)", "a hand totalling 21 or more may not surrender"),
+)
+# 665a.10(b), 665a.11(d): on a dealer Blackjack a Double Down and a split wager come back.
+ORIGINAL_BET_ONLY = OriginalBetOnly(split_wager_returned="665a.11(d)", double_down_returned="665a.10(b)")
 
 # 665a.12(c): the Bust It paytable.
 BUST_IT_THREE_EIGHTS_SUITED = odds(200)
@@ -41,7 +63,7 @@ def bust_it_pays(first_three: list[Card]) -> tuple[int, str]:
 class DoubleAttack(BlackjackProcedure):
     chapter = "665a"
     insurance_section = "665a.8"
-    double_section = "665a.10(a)"
+    ladder = LADDER
 
     def run(self) -> Procedure:
         rs = self.rs
@@ -98,60 +120,11 @@ class DoubleAttack(BlackjackProcedure):
         self.settle_remaining()
 
     # -- decisions -------------------------------------------------------------------------
-    def check(self, action: Action, hand: Hand, box: Box) -> Refusal | None:
-        t = hand.total
-        if hand.result == "surrender":  # only asked of a script's leftover decisions
-            return ("665a.9(a)", "the player discontinued play on this hand by surrendering")
-        if action is Action.STAND:
-            return None
-        if action is Action.HIT:
-            if hand.doubled:
-                return ("665a.7(j)(2)", "after a Double Down Wager only one card is drawn")
-            if hand.split_aces:
-                return ("665a.11(e)", "each split ace receives only one card")
-            if t >= 21:
-                return ("665a.7(j)(1)", "a hand totalling 21 or more may not draw")
-            return None
-        if action is Action.DOUBLE:
-            if hand.doubled:
-                return ("665a.10(a)", "only one Double Down Wager is made on a hand")
-            if hand.split_aces:
-                return ("665a.11(e)", "each split ace receives only one card")
-            if t >= 21:
-                return ("665a.7(j)(1)", "a hand totalling 21 or more may not draw")
-            return None
-        if action is Action.SPLIT:
-            # A split ace is refused by the aces rule whatever it drew: 11(e) forbids the resplit,
-            # and 11(a)'s "identical in value" would name the wrong rule for A-5.
-            if hand.split_aces:
-                return ("665a.11(e)", "aces may not be split more than once")
-            if hand.acted or len(hand.cards) != 2 or hand.cards[0].points != hand.cards[1].points:
-                return ("665a.11(a)", "only two cards identical in value may be split")
-            if len(box.hands) >= MAX_HANDS:
-                return ("665a.11(c)", "pairs may be split at most three times, four hands")
-            return None
-        # Surrender: any time before standing while the hand is under 21 (665a.9(a), 665a.7(k)).
-        if hand.stood:
-            return ("665a.9(a)", "a player may not elect to surrender after deciding to stand")
-        if t >= 21:
-            return ("665a.7(k)", "a hand totalling 21 or more may not surrender")
-        return None
-
     def double_maximum(self, box: Box) -> int:
         return box.bet + box.double_attack  # 665a.10(a)
 
     def split_wager(self, box: Box) -> int:
         return box.bet + box.double_attack  # 665a.11(a), ruling A3
-
-    def after_split_card(self, hand: Hand) -> None:
-        if hand.total >= 21:
-            hand.done = True
-
-    def after_draw(self, hand: Hand, box: Box) -> Procedure:
-        # After a double the hand may still surrender (665a.9(a)), so it is not closed here.
-        if hand.total >= 21:
-            hand.done = True
-        yield from ()  # a procedure step like the base one, though it needs no card
 
     def surrender(self, hand: Hand, box: Box) -> None:
         rs = self.rs
@@ -161,16 +134,7 @@ class DoubleAttack(BlackjackProcedure):
             # wager returned. Reached only when the reader did not find the Blackjack (ruling A4);
             # a Double Down and a split wager come back as 665a.10(b) and 665a.11(d) say.
             section = "665a.9(b)(2)(i)"
-            split_hand = hand.from_split and hand.index > 0
-            rs.settle(
-                hand.seat,
-                hand.index,
-                Wager.BET,
-                hand.bet,
-                PUSH if split_hand else LOSE,
-                "665a.11(d)" if split_hand else section,
-            )
-            rs.settle(hand.seat, hand.index, Wager.BET, hand.double_down, PUSH, "665a.10(b)")
+            collect_original_bet(rs, hand, ORIGINAL_BET_ONLY, section)
             rs.settle(hand.seat, hand.index, Wager.DOUBLE_ATTACK, hand.double_attack, PUSH, section)
             if box.bust_it and not box.bust_it_settled:
                 rs.settle(box.seat, None, Wager.BUST_IT, box.bust_it, LOSE, section)
@@ -222,19 +186,8 @@ class DoubleAttack(BlackjackProcedure):
                         rs.settle_hand(hand, PUSH, "push", "665a.7(o)(1)(iii)")
                         rs.settle(box.seat, hand.index, Wager.DOUBLE_ATTACK, da, PUSH, "665a.7(o)(1)(iii)")
                         continue
-                    bet_outcome = PUSH if hand.from_split and hand.index > 0 else LOSE
-                    rs.settle(
-                        box.seat,
-                        hand.index,
-                        Wager.BET,
-                        hand.bet,
-                        bet_outcome,
-                        "665a.11(d)" if bet_outcome == PUSH else "665a.7(o)(1)(ii)(A)",
-                    )
-                    rs.settle(box.seat, hand.index, Wager.BET, hand.double_down, PUSH, "665a.10(b)")
+                    collect_original_bet(rs, hand, ORIGINAL_BET_ONLY, "665a.7(o)(1)(ii)(A)")
                     rs.settle(box.seat, hand.index, Wager.DOUBLE_ATTACK, da, PUSH, "665a.7(o)(2)")
-                    hand.result = "lose" if bet_outcome == LOSE else "push"
-                    hand.settled = True
                     continue
                 p = hand.total
                 if p > 21:

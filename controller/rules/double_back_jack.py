@@ -8,9 +8,10 @@ dealer draws nothing when every hand is decided (673a.7(p)).
 
 from __future__ import annotations
 
+from controller.rules.blackjack_ladder import AtThePeek, Ladder, settle_at_the_peek
 from controller.rules.hand import Hand
-from controller.rules.procedure import BlackjackProcedure, Procedure, Refusal
-from controller.rules.requests import DEALER, Action, CardFor, ReaderUse, SecondChanceOffer, SurrenderOffer
+from controller.rules.procedure import BlackjackProcedure, Procedure
+from controller.rules.requests import DEALER, CardFor, ReaderUse, SecondChanceOffer, SurrenderOffer
 from controller.rules.state import Box
 from controller.rules.wagers import EVEN, HALF_LOST, LOSE, PUSH, Wager, odds
 
@@ -27,11 +28,29 @@ SWITCHABLE = {
 SECOND_CHANCE_PAYS = odds(1)  # 673a.12(b)
 INSURANCE_PAYS = odds(2)  # 673a.12(c)
 
+LADDER = Ladder(
+    no_draw_on_21=("673a.7(k)(1)", "a hand totalling 21 or more may not draw"),
+    one_card_after_double=("673a.7(k)(2)", "after a double down only one card is drawn"),
+    double_limit=("673a.10(a)", "a double down is made on the first two cards only"),
+    split_pair=("673a.11(a)", "only initial two cards identical in value may be split"),
+    max_hands=2,
+    too_many_hands=("673a.11(a)", "pairs may be split once, into two hands at most"),
+    hands_before_pair=True,
+    # Surrender: before any other decision and never after a split (673a.9(a), ruling D5).
+    surrendered=("673a.9(a)", "the player discontinued play on this hand by surrendering"),
+    surrender_after_split=("673a.9(a)", "surrender is decided before splitting, not after"),
+    surrender_after_stand=("673a.9(a)", "surrender is decided before standing, not after"),
+    surrender_not_first=("673a.9(a)", "surrender is the first decision on the first two cards"),
+)
+# 673a.7(h): no more cards; each Blackjack Wager is collected, a surrender asked before the reader
+# whole (673a.9(a)(2)). Blackjacks were paid before the reader (673a.7(f)).
+AT_THE_PEEK = AtThePeek(collected="673a.7(h)", early_surrender="673a.9(a)(2)")
+
 
 class DoubleBackJack(BlackjackProcedure):
     chapter = "673a"
     insurance_section = "673a.8"
-    double_section = "673a.10(a)"
+    ladder = LADDER
 
     def run(self) -> Procedure:
         rs = self.rs
@@ -80,17 +99,7 @@ class DoubleBackJack(BlackjackProcedure):
                 # 673a.8(a): insurance wins on a 10-value hole card, whatever the reader said.
                 self.settle_insurance(self.dealer_blackjack(), INSURANCE_PAYS, "673a.8(a), 673a.12(c)")
             if report:
-                # 673a.7(h): no more cards; each Blackjack Wager is collected.
-                rs.hole_turned = True
-                rs.start_final_settlement()
-                for box in rs.boxes:
-                    hand = box.first
-                    if hand.settled:
-                        continue
-                    if box.early_surrender:  # the whole surrendered wager is collected
-                        rs.settle_hand(hand, LOSE, "surrender", "673a.9(a)(2)")
-                    else:
-                        rs.settle_hand(hand, LOSE, "lose", "673a.7(h)")
+                settle_at_the_peek(rs, AT_THE_PEEK)
                 return
             for box in rs.boxes:
                 if box.early_surrender:
@@ -106,40 +115,6 @@ class DoubleBackJack(BlackjackProcedure):
         self.settle_remaining()
 
     # -- decisions -------------------------------------------------------------------------
-    def check(self, action: Action, hand: Hand, box: Box) -> Refusal | None:
-        t = hand.total
-        first_decision = not hand.acted and len(hand.cards) == 2
-        if hand.result == "surrender":  # only asked of a script's leftover decisions
-            return ("673a.9(a)", "the player discontinued play on this hand by surrendering")
-        if action is Action.STAND:
-            return None
-        if action is Action.HIT:
-            if hand.doubled:
-                return ("673a.7(k)(2)", "after a double down only one card is drawn")
-            if t >= 21:
-                return ("673a.7(k)(1)", "a hand totalling 21 or more may not draw")
-            return None
-        if action is Action.DOUBLE:
-            if hand.doubled or not first_decision:
-                return ("673a.10(a)", "a double down is made on the first two cards only")
-            if t >= 21:
-                return ("673a.7(k)(1)", "a hand totalling 21 or more may not draw")
-            return None
-        if action is Action.SPLIT:
-            if len(box.hands) > 1:
-                return ("673a.11(a)", "pairs may be split once, into two hands at most")
-            if not first_decision or hand.cards[0].points != hand.cards[1].points:
-                return ("673a.11(a)", "only initial two cards identical in value may be split")
-            return None
-        # Surrender: before any other decision and never after a split (673a.9(a), ruling D5).
-        if len(box.hands) > 1 or hand.from_split:
-            return ("673a.9(a)", "surrender is decided before splitting, not after")
-        if hand.stood:
-            return ("673a.9(a)", "surrender is decided before standing, not after")
-        if not first_decision:
-            return ("673a.9(a)", "surrender is the first decision on the first two cards")
-        return None
-
     def surrender(self, hand: Hand, box: Box) -> None:
         # Settled at once: with an ace or 10 up the reader has already said "no Blackjack".
         up = self.rs.dealer[0]

@@ -10,11 +10,16 @@ to 2 (685a.11(a)); a dealer 22 pays 21s and two original Large cards and returns
 from __future__ import annotations
 
 from controller.cards import Card
-from controller.errors import RuleViolation
+from controller.rules.blackjack_ladder import (
+    AtThePeek,
+    Ladder,
+    OriginalBetOnly,
+    collect_original_bet,
+    settle_at_the_peek,
+)
 from controller.rules.hand import Hand, total
-from controller.rules.procedure import BlackjackProcedure, Procedure, Refusal
-from controller.rules.requests import Action, EvenMoneyOffer, MasqueRange, ReaderUse
-from controller.rules.state import Box
+from controller.rules.procedure import BlackjackProcedure, Procedure
+from controller.rules.requests import EvenMoneyOffer, MasqueRange, ReaderUse
 from controller.rules.wagers import EVEN, LOSE, PUSH, Wager, odds
 
 BLACKJACK_PAYS = odds(3, 2)  # 685a.11(a)
@@ -23,6 +28,22 @@ MATCH_PAYS = {  # 685a.11(c): decks -> (suited, unsuited)
     6: (odds(11), odds(4)),
     8: (odds(14), odds(3)),
 }
+
+LADDER = Ladder(
+    no_draw_on_21=("685a.7(k)(1)", "a hand totalling 21 or more may not draw"),
+    one_card_after_double=("685a.7(k)(2)", "after a Double Down Wager only one card is drawn"),
+    one_card_to_split_aces=("685a.10(e)", "each split ace receives only one card"),
+    double_limit=("685a.9(a)", "a Double Down Wager is made on the first two cards only"),
+    split_pair=("685a.10(a)", "only first two cards identical in value may be split"),
+    max_hands=2,
+    too_many_hands=("685a.10(c)", "pairs may be split only once, for two hands"),
+    hands_before_pair=True,
+    no_surrender=("685a.7(i)(2)", "players may not surrender in Down Under Blackjack"),
+)
+# 685a.7(h): a dealer Blackjack shown at the reader pushes a Blackjack and collects the rest.
+AT_THE_PEEK = AtThePeek(collected="685a.7(h)(2)", blackjack_pushes="685a.7(h)(1)")
+# 685a.9(b), 685a.10(d): found only after the decisions, only the initial Bet is collected.
+ORIGINAL_BET_ONLY = OriginalBetOnly(split_wager_returned="685a.10(d)", double_down_returned="685a.9(b)")
 
 
 def masque_range(c: Card) -> MasqueRange:
@@ -58,7 +79,7 @@ def match_the_dealer(up: Card, two: list[Card], decks: int, both: str) -> tuple[
 class DownUnder(BlackjackProcedure):
     chapter = "685a"
     insurance_section = "685a.8"
-    double_section = "685a.9(a)"
+    ladder = LADDER
     dealer_limit = 22  # 685a.3(d)(3)
 
     def run(self) -> Procedure:
@@ -106,16 +127,7 @@ class DownUnder(BlackjackProcedure):
             # 685a.8(a): insurance wins on a 10-value hole card, even behind a wrong light.
             self.settle_insurance(self.dealer_blackjack(), INSURANCE_PAYS, "685a.8(a), 685a.11(b)")
         if dealer_bj:
-            rs.hole_turned = True
-            rs.start_final_settlement()
-            for box in rs.boxes:
-                hand = box.first
-                if hand.settled:
-                    continue
-                if hand.blackjack:
-                    rs.settle_hand(hand, PUSH, "push", "685a.7(h)(1)")
-                else:
-                    rs.settle_hand(hand, LOSE, "lose", "685a.7(h)(2)")
+            settle_at_the_peek(rs, AT_THE_PEEK)
             return
 
         # 685a.7(i)(1): a player Blackjack is paid 3 to 2 at once.
@@ -134,44 +146,6 @@ class DownUnder(BlackjackProcedure):
         if self.rulings.dealer_ace_ace == 22 and len(cards) == 2 and cards[0].is_ace and cards[1].is_ace:
             return 22  # 685a.3(d)(3), ruling U3: 11 + 11 does not exceed 22
         return total(cards, 22)[0]
-
-    # -- decisions -------------------------------------------------------------------------
-    def check(self, action: Action, hand: Hand, box: Box) -> Refusal | None:
-        t = hand.total
-        first_two = not hand.acted and len(hand.cards) == 2
-        if action is Action.STAND:
-            return None
-        if action is Action.SURRENDER:
-            return ("685a.7(i)(2)", "players may not surrender in Down Under Blackjack")
-        if action is Action.HIT:
-            if hand.doubled:
-                return ("685a.7(k)(2)", "after a Double Down Wager only one card is drawn")
-            if hand.split_aces:
-                return ("685a.10(e)", "each split ace receives only one card")
-            if t >= 21:
-                return ("685a.7(k)(1)", "a hand totalling 21 or more may not draw")
-            return None
-        if action is Action.DOUBLE:
-            if hand.split_aces:
-                return ("685a.10(e)", "each split ace receives only one card")
-            if not first_two or hand.doubled:
-                return ("685a.9(a)", "a Double Down Wager is made on the first two cards only")
-            if t >= 21:
-                return ("685a.7(k)(1)", "a hand totalling 21 or more may not draw")
-            return None
-        # Split.
-        if len(box.hands) > 1:
-            return ("685a.10(c)", "pairs may be split only once, for two hands")
-        if not first_two or hand.cards[0].points != hand.cards[1].points:
-            return ("685a.10(a)", "only first two cards identical in value may be split")
-        return None
-
-    def after_split_card(self, hand: Hand) -> None:
-        if hand.split_aces or hand.total >= 21:
-            hand.done = True  # 685a.10(e): one card to each split ace
-
-    def surrender(self, hand: Hand, box: Box) -> None:  # pragma: no cover - refused above
-        raise RuleViolation("685a.7(i)(2)", "players may not surrender in Down Under Blackjack")
 
     # -- the end of the round --------------------------------------------------------------
     def two_original_large(self, hand: Hand) -> bool:
@@ -194,19 +168,7 @@ class DownUnder(BlackjackProcedure):
                     continue
                 p = hand.total
                 if dealer_bj:
-                    # 685a.9(b), 685a.10(d): only the initial Bet is collected.
-                    bet_outcome = PUSH if hand.index > 0 else LOSE
-                    rs.settle(
-                        box.seat,
-                        hand.index,
-                        Wager.BET,
-                        hand.bet,
-                        bet_outcome,
-                        "685a.10(d)" if bet_outcome == PUSH else "685a.7(q)(2)",
-                    )
-                    rs.settle(box.seat, hand.index, Wager.BET, hand.double_down, PUSH, "685a.9(b)")
-                    hand.result = "lose" if bet_outcome == LOSE else "push"
-                    hand.settled = True
+                    collect_original_bet(rs, hand, ORIGINAL_BET_ONLY, "685a.7(q)(2)")
                 elif p > 21 and not (d == 22 and self.rulings.dealer_22_returns_busted):
                     rs.settle_hand(hand, LOSE, "lose", "685a.7(q)(1) (ruling U5)")
                 elif d == 22:

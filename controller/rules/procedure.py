@@ -1,16 +1,18 @@
 """What the three blackjack procedures share: dealing, offers, the players' turns, the dealer's draw.
 
 Each game module writes its procedure in the order of its chapter's dealing section and calls
-these steps. A step is a generator (``yield from step(...)``) because it may need cards or
-decisions from outside.
+these steps; its decisions are refused by the shared ladder (:mod:`controller.rules.blackjack_ladder`)
+with the sections it names. A step is a generator (``yield from step(...)``) because it may need
+cards or decisions from outside.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import Any, ClassVar
 
 from controller.errors import RuleViolation
+from controller.rules.blackjack_ladder import Ladder, Refusal
 from controller.rules.hand import Hand, is_blackjack, total
 from controller.rules.requests import (
     DEALER,
@@ -29,7 +31,7 @@ from controller.rules.wagers import PUSH, Wager
 Procedure = Generator[Request, Any, None]
 # The purpose of a card the dealer missed, dealt after the others (673a.13(g),(h)).
 LATER = "later"
-Refusal = tuple[str, str]  # (section, reason)
+__all__ = ["LATER", "BlackjackProcedure", "Procedure", "Refusal"]
 
 ALL_ACTIONS = tuple(Action)
 
@@ -40,7 +42,7 @@ class BlackjackProcedure:
     chapter: str = ""
     dealer_limit: int = 21  # 685a.3(d)(3) raises it to 22 for the Down Under dealer
     insurance_section: str = ""  # the chapter's Insurance section, e.g. "673a.8"
-    double_section: str = ""  # where the double's limit is: 673a.10(a), 665a.10(a), 685a.9(a)
+    ladder: ClassVar[Ladder]  # the chapter's sections of hit, double, split and surrender
 
     def __init__(self, state: RoundState) -> None:
         self.rs = state
@@ -122,19 +124,15 @@ class BlackjackProcedure:
 
     # -- the players' turns ----------------------------------------------------------------
     def check(self, action: Action, hand: Hand, box: Box) -> Refusal | None:
-        """The (section, reason) refusing ``action`` on ``hand`` now, or None when it is allowed.
-
-        Returns constants rather than raising: the legal set is computed for every decision and
-        building exceptions for the refused actions would cost more than the round itself.
-        """
-        raise NotImplementedError
+        """The (section, reason) refusing ``action`` on ``hand`` now, or None when it is allowed."""
+        return self.ladder.check(action, hand, box)
 
     def refusal(self, action: Action, hand: Hand, box: Box) -> RuleViolation | None:
         why = self.check(action, hand, box)
         return None if why is None else RuleViolation(*why)
 
     def legal_actions(self, hand: Hand, box: Box) -> frozenset[Action]:
-        check = self.check
+        check = self.ladder.check
         return frozenset([a for a in ALL_ACTIONS if check(a, hand, box) is None])
 
     def double_maximum(self, box: Box) -> int:
@@ -147,13 +145,14 @@ class BlackjackProcedure:
         limit, unit = self.double_maximum(box), self.rulings.min_chip
         if amount is None:
             return limit
+        section = self.ladder.double_section
         if isinstance(amount, bool) or not isinstance(amount, int) or amount < 1:
-            raise RuleViolation(self.double_section, f"seat {box.seat}: a double is for one chip or more")
+            raise RuleViolation(section, f"seat {box.seat}: a double is for one chip or more")
         if amount % unit:
-            raise RuleViolation(self.double_section, f"seat {box.seat}: a double is made in chips of {unit}")
+            raise RuleViolation(section, f"seat {box.seat}: a double is made in chips of {unit}")
         if amount > limit:
             raise RuleViolation(
-                self.double_section, f"seat {box.seat}: a double of {amount} is more than the {limit} allowed"
+                section, f"seat {box.seat}: a double of {amount} is more than the {limit} allowed"
             )
         return amount
 
@@ -283,15 +282,21 @@ class BlackjackProcedure:
         return box.bet
 
     def after_split_card(self, hand: Hand) -> None:
-        """A split hand has its second card; subclasses settle or close it as the rules say."""
+        """A split hand has its second card: closed at 21 or as a split ace, as the ladder says."""
+        if self.ladder.closes_after_split_card(hand):
+            hand.done = True
 
     def after_draw(self, hand: Hand, box: Box) -> Procedure:
-        """A card was drawn to the hand (hit or double)."""
-        if hand.total >= 21 or hand.doubled:
+        """A card was drawn to the hand (hit or double): closed as the ladder says."""
+        if self.ladder.closes_after_draw(hand):
             hand.done = True
         yield from ()  # a generator, so games that need more cards (Second Chance) can draw
 
     def surrender(self, hand: Hand, box: Box) -> None:
+        """Settle a surrender the ladder allowed (each chapter collects its own share)."""
+        never = self.ladder.no_surrender
+        if never is not None:  # pragma: no cover - the ladder refuses it before it gets here
+            raise RuleViolation(*never)
         raise NotImplementedError
 
     # -- a hand called dead ----------------------------------------------------------------
