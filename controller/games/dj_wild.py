@@ -24,6 +24,6 @@ GAME = register(
         # table has no dealing shoe (687a.9(a)(2)) and no reader.
         shuffler_section="687a.9(a)(1)",
         dealt_from_hand="687a.9(a)(2)",
-        wagers=(WagerKind("progressive", "Progressive Bonus", "687a.9(b)", optional=True),),
+        wagers=(WagerKind("progressive", "Progressive", "687a.9(b)", optional=True),),
     )
 )
