@@ -22,6 +22,7 @@ from controller.games import (
 from controller.rules.procedure import BlackjackProcedure
 from controller.rules.requests import OFFER_NAMES
 from controller.rules.round import procedure_of
+from controller.rules.wagers import Wager
 from devices.profiles import DeviceKind
 
 GAMES_DIR = Path(__file__).parent.parent / "config" / "games"
@@ -37,6 +38,8 @@ def test_a_registered_game_is_whole(game: GameId) -> None:
     if spec.blackjack:
         assert issubclass(procedure_of(spec), BlackjackProcedure)
         assert spec.adjacent_boxes.startswith(spec.chapter)
+        # The rules engine settles the wagers it knows (rules/wagers.py).
+        assert {w.key for w in spec.wagers} <= {w.value for w in Wager}
     for kind, section in spec.required_devices:
         DeviceKind(kind)
         assert section.startswith(spec.chapter)

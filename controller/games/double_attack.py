@@ -50,6 +50,8 @@ GAME = register(
             WagerKind("bust_it", "Bust It", "665a.6(f)", optional=True),
         ),
         offers=("insurance", "double_attack", "card_later"),
+        # 665a.7(p) has one settlement procedure (673a.7(t) and 685a.7(r) offer two): no
+        # settlement_procedure here.
         rulings=("surrender_double_down", "reader_reveals_hole_card"),
     )
 )

@@ -92,7 +92,3 @@ def wager_kinds() -> dict[str, WagerKind]:
         for w in g.wagers:
             out.setdefault(w.key, w)
     return out
-
-
-def games_with_wager(key: str) -> tuple[GameSpec, ...]:
-    return tuple(g for g in _GAMES.values() if any(w.key == key for w in g.wagers))
