@@ -13,7 +13,7 @@ import statistics
 import time
 
 from controller.game_config import default_options
-from controller.games import BLACKJACK_GAMES
+from controller.games import blackjack_games
 from controller.table.core import Table
 from controller.table.events import DomainEvent
 from controller.table.inputs import Input
@@ -52,7 +52,7 @@ def main() -> None:
     args = ap.parse_args()
     print(f"table core, 6 boxes, {args.rounds} rounds x {args.repeat} runs (target: 50,000 events/s)")
     print(f"{'game':<18}{'events':>9}{'events/s best':>15}{'median':>10}{'replay/s':>12}")
-    for game in BLACKJACK_GAMES:
+    for game in blackjack_games():
         runs = [one_run(game.value, args.rounds, seed) for seed in range(args.repeat)]
         rates = [r[0] for r in runs]
         print(

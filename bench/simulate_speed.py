@@ -11,7 +11,7 @@ import argparse
 import statistics
 
 from controller.game_config import default_options
-from controller.games import BLACKJACK_GAMES
+from controller.games import blackjack_games
 from controller.simulate import simulate
 
 
@@ -22,7 +22,7 @@ def main() -> None:
     args = ap.parse_args()
     print(f"simulate, 1 box, {args.rounds} rounds x {args.repeat} runs, rounds per second")
     print(f"{'game':<18}{'best':>10}{'median':>10}")
-    for game in BLACKJACK_GAMES:
+    for game in blackjack_games():
         rates = []
         for run in range(args.repeat):
             report = simulate(default_options(game), 1, args.rounds, seed=run + 1)

@@ -20,16 +20,10 @@ from pydantic import AfterValidator, BaseModel, Field, ValidationError, create_m
 
 from controller.bounded import InputRefused, read_toml
 from controller.errors import ConfigError, RuleViolation
-from controller.games import GameId, GameSpec, game_spec
+from controller.games import GameId, GameSpec, game_ids, game_spec, registered, wager_kinds
 from controller.schema import Document, Rule, first_error, one_line
 
 MAX_BOXES = 6  # 673a.2(a), 665a.2(a), 685a.2(a): no more than six players
-# Where the Rules Submission names how many adjacent boxes one player may bet on in a round.
-ADJACENT_BOXES: dict[GameId, str] = {
-    GameId.DOUBLE_BACK_JACK: "673a.6(e)",
-    GameId.DOUBLE_ATTACK: "665a.6(g)",
-    GameId.DOWN_UNDER: "685a.6(f)",
-}
 
 
 @dataclass(frozen=True)
@@ -58,27 +52,21 @@ _CHOICES: dict[str, tuple[object, ...]] = {
     "large_pair_rule": ("two_card_hand", "first_two_cards"),
 }
 
-# Which rulings mean something in which chapter; a key for another game is a mistake worth
-# refusing (someone copied the wrong file).
-_RULING_GAMES: dict[str, tuple[GameId, ...]] = {
-    # 665a.7(p) has one settlement procedure; only 673a.7(t) and 685a.7(r) offer two.
-    "settlement_procedure": (GameId.DOUBLE_BACK_JACK, GameId.DOWN_UNDER),
-    "busted_hand_pushes_on_dealer_22": (GameId.DOUBLE_BACK_JACK,),
-    "second_chance_stake": (GameId.DOUBLE_BACK_JACK,),
-    "insurance_after_paid_blackjack": (GameId.DOUBLE_BACK_JACK,),
-    "surrender_double_down": (GameId.DOUBLE_ATTACK,),
-    "reader_reveals_hole_card": (GameId.DOUBLE_ATTACK,),
-    "match_the_dealer_pays": (GameId.DOWN_UNDER,),
-    "dealer_ace_ace": (GameId.DOWN_UNDER,),
-    "large_pair_rule": (GameId.DOWN_UNDER,),
-    "dealer_22_returns_busted": (GameId.DOWN_UNDER,),
-}
+# Rulings every game reads; each other ruling means something only in the chapters of the games
+# that list it (GameSpec.rulings), and a key for another game is a mistake worth refusing
+# (someone copied the wrong file).
+GENERAL_RULINGS: Final = ("min_chip",)
 
-_WAGER_GAMES: dict[str, tuple[GameId, str]] = {
-    "bust_it": (GameId.DOUBLE_ATTACK, "665a.6(f)"),
-    "match_the_dealer": (GameId.DOWN_UNDER, "685a.6(e)"),
-    "progressive": (GameId.DJ_WILD, "687a.9(b)"),
-}
+
+def _ruling_games(key: str) -> tuple[GameSpec, ...] | None:
+    """The games a ruling applies to; None: every game (a general ruling)."""
+    if key in GENERAL_RULINGS:
+        return None
+    return tuple(g for g in registered() if key in g.rulings)
+
+
+# The optional wagers a game file's [wagers] may offer: GameOptions' fields of these names.
+OPTIONAL_WAGERS: Final = ("bust_it", "match_the_dealer", "progressive")
 
 
 # The largest chip unit (G3) a game file may name: larger is no chip at a table, and amounts in
@@ -149,36 +137,37 @@ class GameOptions:
                 f"{spec.chapter}.2(a)",
                 f"a table has 1 to {MAX_BOXES} betting positions, not {self.boxes}",
             )
-        adjacent = ADJACENT_BOXES.get(self.game)
-        if adjacent is not None and not 1 <= self.boxes_per_player <= self.boxes:
+        adjacent = spec.adjacent_boxes
+        if adjacent and not 1 <= self.boxes_per_player <= self.boxes:
             raise OptionViolation(
                 "boxes_per_player",
                 adjacent,
                 f"a player may bet on 1 to {self.boxes} adjacent boxes, not {self.boxes_per_player}",
             )
-        if self.match_the_dealer and self.decks not in (6, 8):
-            raise OptionViolation(
-                "wagers.match_the_dealer",
-                "685a.6(e)",
-                f"Match-the-Dealer is offered only with six- or eight-deck batches, not {self.decks}",
-            )
-        if self.game is GameId.DJ_WILD and self.self_shuffling_shoe:
+        for name in OPTIONAL_WAGERS:
+            kind = wager_kinds().get(name)
+            if getattr(self, name) and kind is not None and kind.decks and self.decks not in kind.decks:
+                raise OptionViolation(
+                    f"wagers.{name}", kind.section, kind.decks_refusal.format(decks=self.decks)
+                )
+        from_hand = spec.dealt_from_hand
+        if from_hand and self.self_shuffling_shoe:
             raise OptionViolation(
                 "self_shuffling_shoe",
-                "687a.9(a)(2)",
-                "DJ Wild is dealt from the dealer's hand, not from a shoe; its shuffler is automated_shuffler"
-                " (the stacked deck goes into the hand)",
+                from_hand,
+                f"{spec.called} is dealt from the dealer's hand, not from a"
+                " shoe; its shuffler is automated_shuffler (the stacked deck goes into the hand)",
             )
-        if self.game is GameId.DJ_WILD and not self.automated_shuffler:
+        if from_hand and not self.automated_shuffler:
             raise OptionViolation(
                 "automated_shuffler",
-                "687a.9(a)(1)",
-                "DJ Wild dealt from the hand is shuffled by an automated shuffler",
+                spec.shuffler_section,
+                f"{spec.called} dealt from the hand is shuffled by an automated shuffler",
             )
-        if self.direct_insert_shuffler and (not self.automated_shuffler or self.game is GameId.DJ_WILD):
+        if self.direct_insert_shuffler and (not self.automated_shuffler or from_hand):
             raise OptionViolation(
                 "direct_insert_shuffler",
-                f"{spec.chapter}.5(a)" if self.game is not GameId.DJ_WILD else "687a.9(a)(2)",
+                from_hand or f"{spec.chapter}.5(a)",
                 "a direct-insert shuffler is an automated shuffler that loads the dealing shoe",
             )
         if self.self_shuffling_shoe and self.automated_shuffler:
@@ -189,10 +178,14 @@ class GameOptions:
                 f"{spec.chapter}.5(h)",
                 "a self-shuffling shoe replaces the batch shuffler; set automated_shuffler = false",
             )
-        for name, (game, section) in _WAGER_GAMES.items():
-            if getattr(self, name) and self.game != game:
+        offered = {w.key for w in spec.optional_wagers}
+        for name in OPTIONAL_WAGERS:
+            if getattr(self, name) and name not in offered:
+                owners = [g for g in registered() if any(w.key == name for w in g.optional_wagers)]
                 raise OptionViolation(
-                    "wagers", section, f"the {name} wager belongs to {game_spec(game).title}"
+                    "wagers",
+                    wager_kinds()[name].section,
+                    f"the {name} wager belongs to {' and '.join(g.title for g in owners)}",
                 )
         if not 1 <= self.rulings.min_chip <= MAX_CHIP_UNIT:
             raise OptionViolation(
@@ -203,17 +196,11 @@ class GameOptions:
 def default_options(game: GameId | str, decks: int | None = None) -> GameOptions:
     """The game as a table would commonly run it, every optional wager the chapter allows at this
     number of decks offered (Match-the-Dealer only with six or eight decks, 685a.6(e))."""
-    gid = GameId(game)
-    spec = game_spec(gid)
+    spec = game_spec(game)
     decks = spec.default_decks if decks is None else decks
-    return GameOptions(
-        game=gid,
-        decks=decks,
-        boxes=MAX_BOXES,
-        bust_it=gid == GameId.DOUBLE_ATTACK,
-        match_the_dealer=gid == GameId.DOWN_UNDER and decks in (6, 8),
-        progressive=gid == GameId.DJ_WILD,
-    )
+    offered = {w.key: not w.decks or decks in w.decks for w in spec.optional_wagers}
+    wagers: dict[str, Any] = {name: offered.get(name, False) for name in OPTIONAL_WAGERS}
+    return GameOptions(game=spec.id, decks=decks, boxes=MAX_BOXES, **wagers)
 
 
 def _one_of(choices: tuple[object, ...]) -> Callable[[object], object]:
@@ -274,19 +261,20 @@ class GameFile(Document):
 
 
 _UNKNOWN: Final = {
-    "wagers": f"unknown optional wager (one of {', '.join(_WAGER_GAMES)})",
+    "wagers": f"unknown optional wager (one of {', '.join(OPTIONAL_WAGERS)})",
     "rulings": "unknown ruling (see docs/rulings.md)",
 }
 
 
 def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
     """Build and validate options from a parsed TOML document; errors name ``where`` and the key."""
-    games = ", ".join(g.value for g in GameId)
+    games = ", ".join(game_ids())
     if "game" not in doc:
         raise ConfigError(f"{where}: game: missing (one of {games})")
-    if not isinstance(doc["game"], str) or doc["game"] not in tuple(GameId):
+    if not isinstance(doc["game"], str) or doc["game"] not in game_ids():
         raise ConfigError(f"{where}: game: unknown game {str(doc['game'])[:40]!r} (one of {games})")
-    gid = GameId(doc["game"])
+    spec = game_spec(doc["game"])
+    gid = spec.id
     try:
         file = GameFile.model_validate(doc)
     except ValidationError as e:
@@ -297,8 +285,8 @@ def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
         raise ConfigError(one_line(e, where, model=GameFile)) from None
     given = file.model_dump(exclude_none=True, exclude={"game", "wagers", "rulings"})
     for key in ("boxes_per_player", "bar_non_wagering", "reader_inspection_required"):
-        if key in given and gid not in ADJACENT_BOXES:
-            raise ConfigError(f"{where}: {key}: applies to the blackjack games, not {game_spec(gid).title}")
+        if key in given and not spec.adjacent_boxes:
+            raise ConfigError(f"{where}: {key}: applies to the blackjack games, not {spec.title}")
     kwargs: dict[str, Any] = {"bust_it": False, "match_the_dealer": False, "progressive": False}
     if "decks_per_batch" in given:
         kwargs["decks"] = given.pop("decks_per_batch")
@@ -306,10 +294,10 @@ def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
     kwargs.update(file.wagers.model_dump(exclude_none=True))
     ruling_kwargs: dict[str, Any] = file.rulings.model_dump(exclude_none=True)
     for key in ruling_kwargs:
-        ruling_games = _RULING_GAMES.get(key)
-        if ruling_games is not None and gid not in ruling_games:
-            titles = " and ".join(game_spec(g).title for g in ruling_games)
-            raise ConfigError(f"{where}: rulings.{key}: applies to {titles}, not {game_spec(gid).title}")
+        ruling_games = _ruling_games(key)
+        if ruling_games is not None and spec not in ruling_games:
+            titles = " and ".join(g.title for g in ruling_games)
+            raise ConfigError(f"{where}: rulings.{key}: applies to {titles}, not {spec.title}")
     opts = replace(default_options(gid), rulings=Rulings(**ruling_kwargs), **kwargs)
     try:
         opts.validate()
@@ -320,21 +308,20 @@ def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
 
 def options_to_dict(options: GameOptions) -> dict[str, Any]:
     """The TOML-shaped document that options_from_dict reads back to the same options."""
+    spec = options.spec
     rulings = {
         f.name: getattr(options.rulings, f.name)
         for f in fields(Rulings)
-        if options.game in _RULING_GAMES.get(f.name, (options.game,))
+        if f.name in GENERAL_RULINGS or f.name in spec.rulings
     }
-    wagers = {
-        name: getattr(options, name) for name, (game, _) in _WAGER_GAMES.items() if game == options.game
-    }
+    wagers = {w.key: getattr(options, w.key) for w in spec.optional_wagers}
     per_player = (
         {
             "boxes_per_player": options.boxes_per_player,
             "bar_non_wagering": options.bar_non_wagering,
             "reader_inspection_required": options.reader_inspection_required,
         }
-        if options.game in ADJACENT_BOXES
+        if spec.adjacent_boxes
         else {}
     )
     return {

@@ -18,7 +18,7 @@ from controller.bounded import MAX_CONFIG_BYTES, InputRefused, load_json
 from controller.cards import Card, CardError, parse_card
 from controller.errors import RuleViolation, ScriptError
 from controller.game_config import GameOptions, default_options
-from controller.games import GameId, game_spec
+from controller.games import GameId, blackjack_games, game_spec
 from controller.rules.down_under import masque_range
 from controller.rules.requests import (
     Action,
@@ -37,17 +37,8 @@ from controller.rules.requests import (
 from controller.rules.round import Round
 from controller.rules.state import SeatWagers
 from controller.rules.wagers import WAGER_KINDS, Wager, as_number
+from controller.table.sections import section
 
-SHOE_RAN_OUT = {  # the chapter's "insufficient cards" irregularity
-    GameId.DOUBLE_BACK_JACK: "673a.13(f)",
-    GameId.DOUBLE_ATTACK: "665a.13(e)",
-    GameId.DOWN_UNDER: "685a.12(e)",
-}
-DEALER_BLACKJACK_ENDS = {
-    GameId.DOUBLE_BACK_JACK: "673a.7(h)",
-    GameId.DOUBLE_ATTACK: "665a.7(g)",
-    GameId.DOWN_UNDER: "685a.7(h)",
-}
 SEAT_KEYS = {"seat", "wagers", "double_attack", "insurance", "even_money", "actions"}
 WAGER_KEYS = {"bet", "bust_it", "match_the_dealer"}
 ONLY_STAND_OR_SURRENDER = frozenset({Action.STAND, Action.SURRENDER})
@@ -79,9 +70,10 @@ def parse_script(doc: Any) -> tuple[GameOptions, list[Card], list[ScriptSeat]]:
     if unknown:
         raise ScriptError(f"script: unknown key {sorted(unknown)[0]!r}")
     if not isinstance(doc.get("game"), str):
-        raise ScriptError("script: game: missing (double-back-jack, double-attack or down-under)")
+        *others, last = blackjack_games()
+        raise ScriptError(f"script: game: missing ({', '.join(others)} or {last})")
     spec = game_spec(doc["game"])
-    if spec.id not in SHOE_RAN_OUT:
+    if not spec.blackjack:
         raise ScriptError(f"script: game: {spec.title} is not a blackjack game")
     decks = doc.get("decks", spec.default_decks)
     if isinstance(decks, bool) or not isinstance(decks, int):
@@ -175,15 +167,16 @@ class ScriptedRound:
         self.game = options.game
         self.shoe = deque(shoe)
         self.seats = {s.seat: s for s in seats}
-        chapter = options.spec.chapter
+        spec = options.spec
+        chapter = spec.chapter
         for s in seats:
-            if s.double_attack and self.game is not GameId.DOUBLE_ATTACK:
+            if s.double_attack and "double_attack" not in spec.offers:
                 raise RuleViolation(
                     f"{chapter}.6", f"there is no Double Attack Wager in {options.spec.title}"
                 )
-            if s.even_money and self.game is not GameId.DOWN_UNDER:
+            if s.even_money and "even_money" not in spec.offers:
                 raise RuleViolation(f"{chapter}.8", "even money is offered only in Down Under (685a.7(g))")
-            if "second_chance" in s.actions and self.game is not GameId.DOUBLE_BACK_JACK:
+            if "second_chance" in s.actions and "second_chance" not in spec.offers:
                 raise RuleViolation(
                     f"{chapter}.6", f"there is no Second Chance Wager in {options.spec.title}"
                 )
@@ -200,7 +193,8 @@ class ScriptedRound:
     def card(self, req: CardFor) -> Card:
         if not self.shoe:
             raise RuleViolation(
-                SHOE_RAN_OUT[self.game], "the shoe ran out of cards before the round was complete"
+                section(self.options.spec, "insufficient_cards"),
+                "the shoe ran out of cards before the round was complete",
             )
         return self.shoe.popleft()
 
@@ -281,7 +275,7 @@ class ScriptedRound:
                 raise why_not
             if state.hole_turned and not state.dealer_played and self.round.procedure.dealer_blackjack():
                 raise RuleViolation(
-                    DEALER_BLACKJACK_ENDS[self.game],
+                    section(self.options.spec, "peek"),
                     f"seat {box.seat}: the dealer has Blackjack; no decision {left!r} is taken",
                 )
             raise RuleViolation(

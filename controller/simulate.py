@@ -24,7 +24,7 @@ from typing import Any
 from controller.cards import Card, parse_card
 from controller.errors import TablectlError
 from controller.game_config import GameOptions, default_options, load_game_options
-from controller.games import BLACKJACK_GAMES, GameId
+from controller.games import GameId, blackjack_games, game_ids, game_spec
 from controller.rules.double_back_jack import SWITCHABLE
 from controller.rules.down_under import masque_range
 from controller.rules.requests import (
@@ -40,7 +40,7 @@ from controller.rules.requests import (
     SurrenderOffer,
     answer,
 )
-from controller.rules.round import PROCEDURES, Round, check_wagers
+from controller.rules.round import Round, check_wagers, procedure_of
 from controller.rules.state import RoundState, SeatWagers
 from controller.rules.wagers import WAGER_KINDS, Settled, Wager
 from controller.shoe import MIN_CUT_FROM_END, Shoe, cut, shuffled_shoe
@@ -186,7 +186,7 @@ class TableSimulator:
         check_wagers(options, self.wagers)  # once: every round opens with these (checked=True)
         self.on_round = on_round
         self.round: Round
-        self.limit = PROCEDURES[options.game].dealer_limit  # bust above it (685a.3(d)(3): 22)
+        self.limit = procedure_of(options.spec).dealer_limit  # bust above it (685a.3(d)(3): 22)
 
     def _new_shoe(self) -> Shoe:
         batch = self.batches[self.next_batch]
@@ -306,7 +306,7 @@ def simulate_through_core(
 
     options.validate()
     report = Report(game=options.game.value, decks=options.decks, seats=seats, rounds=rounds, seed=seed)
-    limit = PROCEDURES[options.game].dealer_limit
+    limit = procedure_of(options.spec).dealer_limit
 
     def tally(step: Any) -> None:
         for event in step.events:
@@ -351,7 +351,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--game",
         required=True,
         type=_simulated_game,
-        choices=[g.value for g in GameId if g in BLACKJACK_GAMES],
+        choices=[str(g) for g in blackjack_games()],
         help="the blackjack game whose edges to measure (DJ Wild Stud Poker is played through its "
         "devices instead: tablectl demo --game dj-wild)",
     )
@@ -402,10 +402,11 @@ def _progress_bar(total: int, enabled: bool) -> Iterator[Callable[[int], None] |
 def _simulated_game(text: str) -> str:
     """--game's value; a game of the table's that simulate does not play says why (argparse prints
     the message as the usage error, exit 2)."""
-    if text in (g.value for g in GameId) and GameId(text) not in BLACKJACK_GAMES:
+    if text in game_ids() and text not in blackjack_games():
+        spec = game_spec(text)
         raise argparse.ArgumentTypeError(
-            f"{text}: simulate measures the blackjack games' edges from their rules engine; DJ Wild"
-            f" Stud Poker (687a) is played at the table, not simulated here: tablectl demo --game {text}"
+            f"{text}: simulate measures the blackjack games' edges from their rules engine; {spec.title}"
+            f" ({spec.chapter}) is played at the table, not simulated here: tablectl demo --game {text}"
             " plays it through its devices"
         )
     return text
@@ -423,7 +424,7 @@ def main(args: argparse.Namespace) -> int:
             replace(options, decks=args.decks) if args.config else default_options(args.game, args.decks)
         )
     if args.without:
-        if options.game is not GameId.DOUBLE_BACK_JACK:
+        if options.game != GameId.DOUBLE_BACK_JACK:
             raise TablectlError("--without: switches off rules of Double Back Jack (673a) only")
         if args.journal:
             raise TablectlError("--without: a table never plays without its rules; no --journal")

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from controller.table.sections import BY_NAME, section
+from controller.games import RULE_NAMES, registered
+from controller.table.sections import section
 
 ROOT = Path(__file__).parent.parent
 DOC = ROOT / "docs" / "compliance.md"
 SECTION = re.compile(r"\b6[6-8][0-9]a\.[0-9]+(?:\([a-z0-9]+\))*")
 NODE_ID = re.compile(r"`(tests/[^`]+?::[^`]+)`")
-BLACKJACK_CHAPTERS = ("673a", "665a", "685a")
+BLACKJACK_CHAPTERS = tuple(g.chapter for g in registered() if g.blackjack)
 # The table core names a section by its letter (the same in every chapter) or by what it is
 # (table/sections.py): t.sec("5(a)"), t.sec("reader_failed").
 RUNTIME_SEC = re.compile(r'\bsec\("([^"]+)"\)')
@@ -62,8 +63,9 @@ def cited_in_code() -> set[str]:
         text = path.read_text(encoding="utf-8")
         found.update(SECTION.findall(text))
         for rule in RUNTIME_SEC.findall(text):
-            chapters = list(BY_NAME[rule]) if rule in BY_NAME else BLACKJACK_CHAPTERS
-            found.update(section(ch, rule) for ch in chapters)
+            # A named rule has a place in every game; a letter, in every chapter that letters it.
+            games = [g for g in registered() if rule in RULE_NAMES or not g.other_rules]
+            found.update(section(g, rule) for g in games)
         for sub in CHAPTER_FSTRING.findall(text):
             found.update(f"{ch}.{sub}" for ch in BLACKJACK_CHAPTERS)
     return found

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from controller.game_config import default_options
+from controller.games import blackjack_games
 from controller.simulate import simulate
 
 
@@ -22,7 +23,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("game", ["double-back-jack", "double-attack", "down-under"])
+@pytest.mark.parametrize("game", blackjack_games())
 def test_same_seed_same_figures(game: str) -> None:
     a = simulate(default_options(game), seats=3, rounds=2000, seed=7).as_dict()
     b = simulate(default_options(game), seats=3, rounds=2000, seed=7).as_dict()

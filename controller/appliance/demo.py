@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from controller import logs
 from controller.errors import ConfigError, TablectlError
-from controller.games import GameId
+from controller.games import GameId, game_ids
 from controller.journal import verify_journal
 from controller.shipped import table_file
 from controller.supervisor.rig import Rig, virtual_table
@@ -82,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="tablectl demo", description="A table played by a virtual dealer.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SUMMARY_FIELDS,
     )  # fmt: skip
-    p.add_argument("--game", default=GameId.DOWN_UNDER.value, choices=[g.value for g in GameId])
+    p.add_argument("--game", default=GameId.DOWN_UNDER.value, choices=[str(g) for g in game_ids()])
     p.add_argument(
         "--rounds",
         type=_positive,

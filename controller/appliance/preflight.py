@@ -16,7 +16,6 @@ import os
 import stat
 
 from controller.errors import ConfigError
-from controller.games import GameId
 from controller.server_settings import ConsoleSettings
 from controller.supervisor.config import TableConfig
 from devices.config import NETWORK_MODBUS, TransportKind
@@ -74,7 +73,7 @@ def _chapter_devices(config: TableConfig) -> None:
     if options.automated_shuffler and shuffler is None:
         instead = (
             ""
-            if options.game is GameId.DJ_WILD
+            if spec.dealt_from_hand
             else "; or set automated_shuffler = false in table.game to shuffle by hand"
         )
         raise ConfigError(

@@ -35,9 +35,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.supervisor.journal_outage import ALARM_ID as JOURNAL_ALARM
-from controller.table.sections import BY_NAME
+from controller.table.sections import sections_of
 
-_READER_FAILED = frozenset(BY_NAME["reader_failed"].values())
 _STUB = "687a.9(h)"
 _READER_LIGHT = "685a.12(h)"
 
@@ -84,7 +83,7 @@ def _way_out(alarm: Mapping[str, Any]) -> str | None:
     if alarm.get("action") is not None:
         return str(alarm["action"])
     section, words = str(alarm.get("section")), str(alarm.get("floor_action", ""))
-    if section in _READER_FAILED:
+    if section in sections_of("reader_failed"):
         return "reader_replaced"
     if section == _STUB and "misdealt" in words:
         return "misdeal_determined"

@@ -22,6 +22,7 @@ from typing import Any
 
 from controller.cards import PLAYER_LIMIT, CardError, hard_total, parse_card
 from controller.console.alarm_actions import ends_by_itself, for_alarm
+from controller.games import GAMES, GameId
 from controller.rules.requests import DEALER
 from devices.events import Key
 
@@ -149,16 +150,18 @@ def display(
 
 
 _WILD = "dj-wild"
-GAME_NAMES = {
-    "double-back-jack": "Double Back Jack",
-    "double-attack": "Double Attack Blackjack",
-    "down-under": "Down Under Blackjack",
-    _WILD: "DJ Wild Stud Poker",
-}
 # The wagers each sensor spot of a box takes, by game (controller/supervisor/mapping.py: spot 1
-# the main wager, spot 2 the optional one), and the names of the wagers taken, as the dealer says them.
+# the main wager, spot 2 the game's optional one), and the names of the wagers taken, as the
+# dealer says them.
 _MAIN_SPOT = {_WILD: "Ante and Blind"}
-_SIDE_SPOT = {"double-attack": "Bust It", "down-under": "Match-the-Dealer", _WILD: "Progressive"}
+
+
+def _side_spot(game: str) -> str:
+    spec = GAMES.get(GameId(game))
+    optional = spec.optional_wagers if spec is not None else ()
+    return optional[0].name if optional else "side wager"
+
+
 WAGER_NAMES = {
     "bet": "Blackjack Wager",
     "bust_it": "Bust It",
@@ -176,7 +179,7 @@ def in_words(layout: Mapping[str, Any] | None, game: str) -> dict[str, Any]:
     and a Second Chance card marked (``mark_second_chance``)."""
     if layout is None:
         return {"dealer": {"cards": [], "total": None}, "boxes": []}
-    names = (_MAIN_SPOT.get(game, "Blackjack Wager"), _SIDE_SPOT.get(game, "side wager"))
+    names = (_MAIN_SPOT.get(game, "Blackjack Wager"), _side_spot(game))
     boxes = []
     for box in layout.get("boxes", []):
         spots = list(box.get("spots", []))

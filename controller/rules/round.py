@@ -8,24 +8,36 @@ section that decided it.
 
 from __future__ import annotations
 
+import importlib
+from functools import cache
 from typing import Any
 
 from controller.errors import RuleViolation
-from controller.game_config import ADJACENT_BOXES, GameOptions
-from controller.games import GameId
-from controller.rules.double_attack import DoubleAttack
-from controller.rules.double_back_jack import DoubleBackJack
-from controller.rules.down_under import DownUnder
+from controller.game_config import GameOptions
+from controller.games import GameSpec, wager_kinds
 from controller.rules.hand import Hand
 from controller.rules.procedure import BlackjackProcedure
 from controller.rules.requests import Action, CardFor, Decision, Request
 from controller.rules.state import Box, RoundState, SeatWagers
 
-PROCEDURES: dict[GameId, type[BlackjackProcedure]] = {
-    GameId.DOUBLE_BACK_JACK: DoubleBackJack,
-    GameId.DOUBLE_ATTACK: DoubleAttack,
-    GameId.DOWN_UNDER: DownUnder,
-}
+
+def procedure_of(spec: GameSpec) -> type[BlackjackProcedure]:
+    """The blackjack procedure the game names (GameSpec.procedure, "module:Class"); RuleViolation
+    for a game the rules engine does not play round by round."""
+    if not spec.blackjack:
+        raise RuleViolation(spec.chapter, f"{spec.title} is not a blackjack round")
+    return _load(spec.procedure)
+
+
+@cache
+def _load(reference: str) -> type[BlackjackProcedure]:
+    # The game names its procedure rather than importing it: the games are the vocabulary every
+    # layer reads (the simulators too), the procedures are the rules engine's.
+    module, _, name = reference.partition(":")
+    found = getattr(importlib.import_module(module), name, None)
+    if not (isinstance(found, type) and issubclass(found, BlackjackProcedure)):
+        raise TypeError(f"{reference} is not a BlackjackProcedure")
+    return found
 
 
 def check_wagers(options: GameOptions, wagers: list[SeatWagers]) -> None:
@@ -52,12 +64,9 @@ def check_wagers(options: GameOptions, wagers: list[SeatWagers]) -> None:
                 )
         if w.match_the_dealer:
             if not options.match_the_dealer:
-                if options.game is GameId.DOWN_UNDER and options.decks not in (6, 8):
-                    raise RuleViolation(
-                        "685a.6(e)",
-                        "Match-the-Dealer is offered only with six- or eight-deck batches, "
-                        f"not {options.decks}",
-                    )
+                kind = wager_kinds()["match_the_dealer"]
+                if kind in options.spec.optional_wagers and kind.decks and options.decks not in kind.decks:
+                    raise RuleViolation(kind.section, kind.decks_refusal.format(decks=options.decks))
                 raise RuleViolation("685a.6(e)", "this table does not offer the Match-the-Dealer wager")
             if w.match_the_dealer < 0:
                 raise RuleViolation("685a.6(e)", "a wager cannot be negative")
@@ -67,7 +76,7 @@ def check_wagers(options: GameOptions, wagers: list[SeatWagers]) -> None:
 def check_boxes_per_player(options: GameOptions, wagers: list[SeatWagers]) -> None:
     """673a.6(e), 665a.6(g), 685a.6(f): a player bets on at most the Rules Submission's number of
     boxes, and they are adjacent. Boxes whose player is not known are not grouped."""
-    section = ADJACENT_BOXES[options.game]
+    section = options.spec.adjacent_boxes
     by_player: dict[str, list[int]] = {}
     for w in wagers:
         if w.player:
@@ -90,8 +99,7 @@ class Round:
     def __init__(self, options: GameOptions, wagers: list[SeatWagers], *, checked: bool = False) -> None:
         """Open a round. ``checked=True`` skips :func:`check_wagers` for wagers already checked
         (the simulator places the same wagers every round)."""
-        if options.game not in PROCEDURES:
-            raise RuleViolation(options.spec.chapter, f"{options.spec.title} is not a blackjack round")
+        procedure = procedure_of(options.spec)
         if not checked:
             check_wagers(options, wagers)
         boxes = [
@@ -105,7 +113,7 @@ class Round:
             for w in sorted(wagers, key=lambda w: w.seat)
         ]
         self.state = RoundState(options=options, boxes=boxes)
-        self.procedure = PROCEDURES[options.game](self.state)
+        self.procedure = procedure(self.state)
         self._steps = self.procedure.run()
         self.request: Request | None = next(self._steps)
 

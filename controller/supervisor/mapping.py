@@ -281,4 +281,4 @@ def stub_count_asked(table: Table) -> bool:
 
 
 def is_dj_wild(table: Table) -> bool:
-    return table.options.game is GameId.DJ_WILD
+    return table.options.game == GameId.DJ_WILD

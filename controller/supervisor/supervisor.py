@@ -131,7 +131,7 @@ class Supervisor:
         self.metrics = self.stepper.metrics = TableMetrics(self.table_id)
         outage = self.stepper.outage  # a journal that cannot be written (journal_outage.py)
         outage.sleep = self.clock.sleep
-        outage.section = section(config.options.spec.chapter, "reconstruction")
+        outage.section = section(config.options.spec, "reconstruction")
         self.policy = DevicePolicy(
             kinds=self.kinds,
             drivers=self.drivers,

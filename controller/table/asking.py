@@ -112,10 +112,10 @@ def _asking(table: Table) -> dict[str, Any]:
                 "what": "cut",
                 "back": cut.back,
                 "seat": seat,  # 0: the dealer, as everywhere (events, commands)
-                "section": section(table.chapter, "5(c)"),
+                "section": section(table.spec, "5(c)"),
             }
         if cut.cover_from_bottom is None:
-            return {"what": "cover_card", "back": cut.back, "section": section(table.chapter, "5(d)")}
+            return {"what": "cover_card", "back": cut.back, "section": section(table.spec, "5(d)")}
         return {"what": "cut_to_shoe", "back": cut.back}
     wild = table.wild
     if wild is not None:
@@ -129,7 +129,7 @@ def _asking(table: Table) -> dict[str, Any]:
         if table.shoe_back is None:  # DJ Wild: no bets till the shuffled deck is in the hand
             return {"what": "batch", "into": "hand", "section": "687a.9(a)(2)"}
         if table.burns_due:
-            return {"what": "burn", "cards": table.burns_due, "section": section(table.chapter, "7(c)")}
+            return {"what": "burn", "cards": table.burns_due, "section": section(table.spec, "7(c)")}
         refused = _start_refused(table)
         if refused is not None:  # Start Game would be refused: say what the table waits for
             return {"what": "wait", "section": refused.section, "message": refused.message}

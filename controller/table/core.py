@@ -28,7 +28,6 @@ from typing import Any
 
 from controller.errors import RuleViolation
 from controller.game_config import GameOptions
-from controller.games import GameId
 from controller.gaming_day import PENNSYLVANIA
 from controller.rules.round import Round
 from controller.table import (
@@ -139,8 +138,9 @@ class Table:
             )
         self.options = options
         self.table_id = table_id
-        self.chapter = options.spec.chapter
-        self.blackjack = options.game is not GameId.DJ_WILD
+        self.spec = options.spec
+        self.chapter = self.spec.chapter
+        self.blackjack = self.spec.blackjack
         composition = Counter(str(c) for c in options.spec.batch(options.decks))
         self.state = TableState(
             batches=shuffler.BatchesState(
@@ -201,7 +201,7 @@ class Table:
         return RuleViolation(section, message)
 
     def sec(self, rule: str) -> str:
-        return section(self.chapter, rule)
+        return section(self.spec, rule)
 
     def batch(self, back: str) -> Batch:
         found = self.state.batches.batches.get(back)

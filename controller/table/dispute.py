@@ -21,6 +21,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from controller.errors import TablectlError
+from controller.games import wager_kinds
 from controller.gaming_day import PENNSYLVANIA, zone
 from controller.journal import Record
 
@@ -59,14 +60,14 @@ IRREGULAR = {
 }
 DURING_ROUND = PLAY | IRREGULAR | {"alarm_raised", "alarm_acknowledged", "round_settled", "round_voided"}
 
-WAGER_NAMES = {
-    "bet": "Bet",
-    "double_attack": "Double Attack",
-    "insurance": "Insurance",
-    "bust_it": "Bust It",
-    "match_the_dealer": "Match-the-Dealer",
-    "second_chance": "Second Chance",
-}
+
+def wager_name(key: str) -> str:
+    """A wager as the account names it: the name its game registered (controller.games); a key
+    no registered game has (a journal of a game this build does not know) as it is written."""
+    kind = wager_kinds().get(key)
+    return key if kind is None else kind.name
+
+
 OFFER_NAMES = {
     "InsuranceOffer": "insurance",
     "DoubleAttackOffer": "the Double Attack wager",
@@ -236,7 +237,7 @@ def _who(seat: int, hand: int | None = None, hands: int = 1) -> str:
 def _wagers(w: dict[str, Any]) -> str:
     if w.get("ante_and_blind"):
         return "Ante and Blind" + (", Progressive Bonus" if w.get("progressive_bonus") else "")
-    return ", ".join(f"{WAGER_NAMES.get(k, k)} {v}" for k, v in w.items()) or "none"
+    return ", ".join(f"{wager_name(k)} {v}" for k, v in w.items()) or "none"
 
 
 def _line(e: dict[str, Any], rnd: dict[str, Any]) -> str:
@@ -379,7 +380,7 @@ def _results(s: dict[str, Any]) -> list[str]:
     bets_seen: set[tuple[int, int]] = set()
     for line in s["settlements"]:
         hand = "" if line["hand"] is None or hands.get(line["seat"], 1) < 2 else f" hand {line['hand']}"
-        name = WAGER_NAMES.get(line["wager"], line["wager"])
+        name = wager_name(line["wager"])
         if line["wager"] == "bet" and line["hand"] is not None:
             # A hand's second Bet line is its Double Down (settled with it, rules/state.py).
             key = (line["seat"], line["hand"])

@@ -102,7 +102,7 @@ def _refused(t: Table, inp: I.ExposedCardRefused, step: Step) -> None:
 
 @handles(I.DealerCardMissed)
 def _dealer_missed(t: Table, inp: I.DealerCardMissed, step: Step) -> None:
-    if t.options.game is not GameId.DOUBLE_BACK_JACK:
+    if t.options.game != GameId.DOUBLE_BACK_JACK:
         raise t.refuse(t.sec("deal"), "this chapter has no remedy for a dealer's missed card")
     rnd = t.state.round.round
     req = rnd.request if rnd is not None else None

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from controller.games import GameId
 from controller.gaming_day import GamingDay
 from controller.rules.requests import InsuranceOffer, MasqueRange, ReaderUse, SurrenderOffer
 from controller.table import inputs as I
@@ -153,7 +152,7 @@ def _misuse(t: Table, step: Step) -> None:
     """673a.13(i), 665a.13(h), 685a.12(h): the hole card went into the reader out of turn."""
     rnd = t.state.round.round
     up = rnd.state.dealer[0] if rnd is not None and rnd.state.dealer else None
-    if t.options.game is GameId.DOUBLE_ATTACK and t.options.rulings.reader_reveals_hole_card and rnd:
+    if "reader_reveals_hole_card" in t.spec.rulings and t.options.rulings.reader_reveals_hole_card and rnd:
         raise_alarm(
             t,
             step,

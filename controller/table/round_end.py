@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from controller.games import GameId
 from controller.rules.requests import DEALER
 from controller.rules.round import Round
 from controller.rules.settlement_order import PLAYER_BY_PLAYER, dealer_order
@@ -101,9 +100,9 @@ def _settlement(t: Table, rnd: Round) -> dict[str, Any]:
         "dealer_order": dealer_order(
             state.settlements,
             len(state.settlements) if state.final_from is None else state.final_from,
-            PLAYER_BY_PLAYER
-            if t.options.game is GameId.DOUBLE_ATTACK
-            else t.options.rulings.settlement_procedure,
+            t.options.rulings.settlement_procedure
+            if "settlement_procedure" in t.spec.rulings
+            else PLAYER_BY_PLAYER,
         ),
         "reader": None if state.reader_report is None else {"agrees": state.reader_agrees},
         "dealer_played": state.dealer_played,

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from controller.cards import Card
-from controller.games import GameId
 from controller.rules.requests import CardFor
 from controller.shoe import MIN_CUT_FROM_END, min_cover_from_bottom
 from controller.table import inputs as I
@@ -243,7 +242,7 @@ def _loaded(t: Table, e: BatchToShoe) -> None:
     shoe = t.state.shoe
     shoe.back = shoe.last_back = batch.back
     t.state.round.wagering_seats = None  # 673a.6(b)(2): a reshuffle lets every patron wager again
-    shoe.burns_due = 0 if t.options.game is GameId.DJ_WILD else 1  # 673a.7(c); none from the hand
+    shoe.burns_due = 0 if t.spec.dealt_from_hand else 1  # 673a.7(c); none from the hand
     shoe.cover_reached = False
     shoe.reshuffle_due = False
     cut = t.state.cut.procedure

@@ -17,6 +17,7 @@ from controller import actions
 from controller.console.alarm_actions import for_alarm
 from controller.console.display import display, turn
 from controller.errors import RuleViolation
+from controller.games import blackjack_games
 from controller.journal import JournalError
 from controller.rules.requests import MasqueRange
 from controller.rules.state import SeatWagers
@@ -32,7 +33,7 @@ from tests.core.conftest import Desk, make
 from tests.table.helpers import BJ, DA, DU, WILD, Rig, manual, ready
 from tests.table.test_dj_wild import _dealt, _round
 
-BLACKJACK = (BJ, DA, DU)
+BLACKJACK = blackjack_games()
 GAMES = (*BLACKJACK, WILD)
 KINDS = {"shuffler": "shuffler", "shoe": "shoe", "reader": "reader", "keypad": "keypad"}
 

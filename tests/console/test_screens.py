@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Page, expect
 
+from controller.games import game_ids
 from controller.table import inputs as I
 from controller.table.asking import asking
 from tests.console.conftest import ConsoleRig, console_for
 from tests.console.test_browser import no_serious_violations, open_signed_in, shot
 
-GAMES = ("double-back-jack", "double-attack", "down-under", "dj-wild")
+GAMES = game_ids()
 ROUNDS_FOR_A_SECOND_CHANCE = 60  # the seeded table gives one well before
 
 

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from controller.cards import Card, parse_card
 from controller.errors import RuleViolation
 from controller.game_config import default_options
+from controller.games import blackjack_games
 from controller.rules.down_under import masque_range
 from controller.rules.requests import MasqueRange, ReaderUse
 from controller.rules.state import SeatWagers
@@ -219,7 +220,7 @@ def check_invariants(table: Table, events: list[DomainEvent], shoes: list[str]) 
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 @given(
-    game=st.sampled_from(["double-back-jack", "double-attack", "down-under"]),
+    game=st.sampled_from(blackjack_games()),
     seed=st.integers(0, 2**32 - 1),
     picks=st.lists(st.integers(0, 10_000), min_size=300, max_size=900),
 )
@@ -260,7 +261,7 @@ def test_a_long_legal_game_day_replays_exactly() -> None:
     """Replay of a whole shoe-after-shoe day through the virtual table equals the live state."""
     from controller.table.virtual import VirtualTable
 
-    for game in ("double-back-jack", "double-attack", "down-under"):
+    for game in blackjack_games():
         events: list[DomainEvent] = []
         vt = VirtualTable(default_options(game), random.Random(5), seats=3, on_step=events_into(events))
         vt.open_table()

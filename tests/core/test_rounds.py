@@ -9,6 +9,7 @@ import pytest
 
 from controller.errors import RuleViolation
 from controller.game_config import default_options
+from controller.games import blackjack_games
 from controller.rules.requests import MasqueRange
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
@@ -235,7 +236,7 @@ def test_shuffler_faults_cite_each_chapters_own_section(game: str, jam: str, out
         d.feed(I.HandShuffled(back="red", dealer="d1"))
 
 
-@pytest.mark.parametrize("game", [DBJ, DA, DU])
+@pytest.mark.parametrize("game", blackjack_games())
 def test_face_up_drawn_in_error_and_extra_cards_in_every_game(game: str) -> None:
     """673a.13(a), 673a.13(b), 673a.13(d); 665a.13(a), 665a.13(b), 665a.13(d);
     685a.12(a), 685a.12(b), 685a.12(d)."""
@@ -433,7 +434,7 @@ def test_673a_3c_no_round_opens_with_cards_past_24_hours() -> None:
     assert d.table.fingerprint() == before
 
 
-@pytest.mark.parametrize("game", [DBJ, DA, DU])
+@pytest.mark.parametrize("game", blackjack_games())
 def test_the_hole_card_is_turned_after_the_players_and_before_the_dealer_draws(game: str) -> None:
     """673a.7(n), 665a.7(l), 685a.7(l): box 1 (9H 6C) stands; the hole card 4S is turned, then the
     dealer's 11 draws KC (in 665a the Bust It card, 665a.7(m))."""

@@ -91,7 +91,7 @@ def test_card_values_in_every_chapter(game: GameId, section: str) -> None:
     for c in deck:
         want = {"J": 10, "Q": 10, "K": 10, "A": 11}.get(c.rank) or int(c.rank)
         assert total([c]) == (want, c.is_ace), (section, str(c))
-    assert max(int(c.rank) for c in deck if c.rank.isdigit()) == (9 if game is GameId.DOUBLE_ATTACK else 10)
+    assert max(int(c.rank) for c in deck if c.rank.isdigit()) == (9 if game == GameId.DOUBLE_ATTACK else 10)
     assert total(cards("AS KH AD")) == (12, False)  # the second ace counts 1, then the first too
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from controller.cards import parse_card
 from controller.errors import RuleViolation
+from controller.games import blackjack_games
 from controller.rules.requests import CardFor, MasqueRange, ReaderUse
 from controller.rules.round import Round
 from controller.rules.state import SeatWagers
@@ -160,7 +161,7 @@ def test_seats_and_bets(game: str, boxes: str, bet: str) -> None:
     assert str(e.value).startswith(bet)
 
 
-@pytest.mark.parametrize("game", [DBJ, DA, DU])
+@pytest.mark.parametrize("game", blackjack_games())
 def test_final_settlement_starts_at_the_dealers_right(game: str) -> None:
     """673a.7(t), 685a.7(r), 665a.7(p): settle from the player farthest to the dealer's right."""
     cards = [parse_card(c) for c in ["9H", "9S", "9D", "9C", "8H", "8S", "8D", "8C", "7S", "7H"]]
@@ -170,7 +171,7 @@ def test_final_settlement_starts_at_the_dealers_right(game: str) -> None:
     assert bets == [3, 2, 1]
 
 
-@pytest.mark.parametrize("game", [DBJ, DA, DU])
+@pytest.mark.parametrize("game", blackjack_games())
 def test_hole_card_is_turned_after_the_players(game: str) -> None:
     """673a.7(n), 665a.7(l), 685a.7(l)."""
     result = play(options(game), "9H 9S 9D 9C 8H 8S", seat(1, 10))

@@ -18,6 +18,7 @@ import pytest
 import structlog
 
 from controller import logs
+from controller.games import blackjack_games, game_ids
 from controller.journal import Journal, verify_journal
 from controller.shipped import table_file
 from controller.supervisor.rig import ROOT, Rig, virtual_table
@@ -26,8 +27,8 @@ from controller.table.recorder import domain_events, options_of
 from tests import mosquitto_fixtures
 from tests.ports import free_port
 
-GAMES = ["double-back-jack", "double-attack", "down-under", "dj-wild"]
-BLACKJACK = GAMES[:3]
+GAMES = list(game_ids())  # each shipped game's example table (config/tables/<game>.toml)
+BLACKJACK = list(blackjack_games())
 GUARD_S = 60.0  # failure guard only
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import structlog
 
+from controller.games import game_ids
 from controller.supervisor.rig import Rig
 from devices.events import Key
 from devices.profiles import DeviceKind
@@ -116,7 +117,7 @@ def outcomes() -> Iterator[Outcomes]:
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-@pytest.mark.parametrize("game", ["double-back-jack", "double-attack", "down-under", "dj-wild"])
+@pytest.mark.parametrize("game", game_ids())
 async def test_every_device_observation_has_an_outcome(
     game: str, seed: int, table_rig: Callable[..., Awaitable[Rig]], outcomes: Outcomes
 ) -> None:

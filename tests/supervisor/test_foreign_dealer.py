@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.games import game_ids
 from controller.journal import Journal, verify_journal
 from sim.mqtt_link import MqttLink
 from sim.table_file import read_table_file
@@ -27,7 +28,7 @@ GUARD_S = 240.0  # failure guard only
 ROUNDS = 4
 
 
-@pytest.mark.parametrize("game", ["double-back-jack", "double-attack", "down-under", "dj-wild"])
+@pytest.mark.parametrize("game", game_ids())
 async def test_a_foreign_dealer_plays_every_game(game: str, tmp_path: Path, broker: str) -> None:
     config = relocated_table(game, tmp_path)
     config.write_text(re.sub(r"(?m)^cycle_s = \d+", "cycle_s = 1", config.read_text(encoding="utf-8")))

@@ -315,7 +315,7 @@ def _opened_journal(game: str, path: Path) -> None:
 
 def direct_insert(options: GameOptions) -> GameOptions:
     """The game's options with the direct-insert shuffler declared, where there is a shoe."""
-    return replace(options, direct_insert_shuffler=options.game is not GameId.DJ_WILD)
+    return replace(options, direct_insert_shuffler=options.game != GameId.DJ_WILD)
 
 
 class EventTap:
@@ -360,7 +360,7 @@ async def run_once(seed: int, kills: int, game: str = "down-under", workdir: Pat
         port = stack.enter_context(broker(tmp))
         cfg = load_table_config(table_file(game))
         fast = [replace(d, sim={**d.sim, "cycle_s": 0.2}) for d in cfg.devices]
-        blackjack = cfg.options.game is not GameId.DJ_WILD
+        blackjack = cfg.options.game != GameId.DJ_WILD
         sim = SimTable(fast, cfg.options.spec, seed=seed, decks=cfg.options.decks, direct_insert=blackjack)
         await sim.start()
         journal = tmp / "table.db"
@@ -406,7 +406,7 @@ async def run_first_minute(
         fast = [replace(d, sim={**d.sim, "cycle_s": 1.0}) for d in cfg.devices]
         # As the journal opened by _opened_journal declares: a direct-insert shuffler (what is
         # killed here is the first shuffle and the first burn, not the cut).
-        blackjack = cfg.options.game is not GameId.DJ_WILD
+        blackjack = cfg.options.game != GameId.DJ_WILD
         sim = SimTable(fast, cfg.options.spec, seed=seed, decks=cfg.options.decks, direct_insert=blackjack)
         await sim.start()
         journal = tmp / "table.db"

@@ -42,7 +42,6 @@ BJ = "double-back-jack"
 DA = "double-attack"
 DU = "down-under"
 WILD = "dj-wild"
-CHAPTER = {BJ: "673a", DA: "665a", DU: "685a", WILD: "687a"}
 
 
 def assert_journals(event: DomainEvent) -> None:
@@ -61,7 +60,7 @@ class Rig:
             opts = replace(opts, **options)
         self.options = opts
         self.table = Table(opts)
-        self.chapter = CHAPTER[game]
+        self.chapter = opts.spec.chapter
         self.now = T0
         self.events: list[DomainEvent] = []
         self.rng = random.Random(seed)

@@ -8,14 +8,15 @@ import pytest
 
 from controller.errors import RuleViolation
 from controller.game_config import default_options
+from controller.games import blackjack_games
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
 from controller.table.batches import Place
 from controller.table.core import Table
 from controller.table.virtual import cut_and_cover
-from tests.table.helpers import BJ, DA, DU, HOUR, T0, Rig, ready
+from tests.table.helpers import BJ, HOUR, T0, Rig, ready
 
-BLACKJACK_GAMES = [BJ, DA, DU]
+BLACKJACK_GAMES = blackjack_games()
 
 
 def _played(game: str = BJ, **options: object) -> Rig:

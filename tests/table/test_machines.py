@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from controller.game_config import default_options
+from controller.games import blackjack_games
 from controller.table import inputs as I
 from controller.table.core import MACHINES, Table, TableState
 from controller.table.events import CLASSIFICATION, EVENT_TYPES, DomainEvent
@@ -43,7 +44,7 @@ def test_a_record_this_version_cannot_read_is_refused_in_one_line() -> None:
         table.apply(DomainEvent("card_burned", {"card": "AS"}, 1.0))
 
 
-@pytest.mark.parametrize("game", ["double-back-jack", "double-attack", "down-under"])
+@pytest.mark.parametrize("game", blackjack_games())
 def test_a_day_journalled_as_json_replays_to_the_same_table(game: str) -> None:
     """The events written as the journal writes them (JSON) read back as the same typed events
     and replay to the live table exactly: the typed events kept the journal's format."""

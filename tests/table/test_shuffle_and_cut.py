@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import pytest
 
+from controller.games import blackjack_games
 from controller.rules.requests import DEALER, CardFor
 from controller.table import inputs as I
 from controller.table.batches import Place, ShufflerState
 from controller.table.core import Command
-from tests.table.helpers import BJ, DA, DU, Rig, manual, ready
+from tests.table.helpers import BJ, Rig, manual, ready
 
-BLACKJACK_GAMES = [BJ, DA, DU]
+BLACKJACK_GAMES = blackjack_games()
 
 
 def _deal_until(rig: Rig, seat: int, face_up: bool | None = None) -> None:

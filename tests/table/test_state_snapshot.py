@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from controller.game_config import GameOptions, default_options
+from controller.games import blackjack_games
 from controller.journal import Classification, Journal, Record
 from controller.table import inputs as I
 from controller.table import state_snapshot
@@ -20,7 +21,7 @@ from controller.table.core import Table
 from controller.table.recorder import JournaledTable, Seen, domain_events
 from controller.table.virtual import VirtualTable
 
-GAMES = ["double-back-jack", "double-attack", "down-under"]  # VirtualTable deals blackjack only
+GAMES = blackjack_games()  # VirtualTable deals blackjack only
 
 
 def play(path: Path, options: GameOptions, rounds: int, every: int, seed: int = 5) -> VirtualTable:

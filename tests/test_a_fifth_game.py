@@ -1,0 +1,203 @@
+"""A fifth game, registered here and nowhere else, is a game to all of tablectl: its game file
+loads and is checked against its own chapter, ``config check`` asks for the devices its chapter
+requires, the table core deals it and cites its sections, a script plays it, and the dispute
+account names its wagers. No file outside this one knows it.
+
+"House Jack" is a made-up blackjack variant with a made-up chapter (699a) that plays Double
+Back Jack's procedure: what proves the point is that every section of the table's own comes
+out with 699a, and that the places that once listed the games by hand have nothing to add.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from controller.cli import main
+from controller.errors import ConfigError, RuleViolation
+from controller.game_config import default_options, options_from_dict
+from controller.games import (
+    DeckRule,
+    GameId,
+    GameSpec,
+    WagerKind,
+    blackjack_devices,
+    blackjack_games,
+    game_ids,
+    game_spec,
+    register,
+    unregister,
+)
+from controller.rules.round import check_wagers
+from controller.rules.state import SeatWagers
+from controller.script import run_script
+from controller.table import inputs as I
+from controller.table.asking import asking
+from controller.table.dispute import wager_name
+from controller.table.sections import section, sections_of
+from tests.core.conftest import make
+from tests.table.helpers import ready
+from tests.table.test_dispute import told
+
+ROOT = Path(__file__).parent.parent
+HOUSE = GameId("house-jack")
+DBJ = game_spec(GameId.DOUBLE_BACK_JACK)
+
+HOUSE_JACK = GameSpec(
+    id=HOUSE,
+    title="House Jack",
+    chapter="699a",
+    default_decks=2,
+    deck_rule=DeckRule("699a.3(a)", "House Jack uses a 2 or 4 deck batch, not {decks}", allowed=(2, 4)),
+    # Double Back Jack's letters in chapter 699a, but its irregularities in .14.
+    lettering={
+        name: where.replace("673a.13", "699a.14").replace("673a", "699a")
+        for name, where in DBJ.lettering.items()
+    },
+    required_devices=blackjack_devices("699a"),
+    shuffler_section="699a.3(b)",
+    reader_mode="peek",
+    procedure="controller.rules.double_back_jack:DoubleBackJack",
+    adjacent_boxes="699a.6(e)",
+    wagers=(
+        WagerKind("bet", "Bet", "699a.6"),
+        WagerKind("insurance", "Insurance", "699a.8"),
+        WagerKind("free_double", "Free Double", "699a.6(g)"),
+    ),
+    offers=DBJ.offers,
+    rulings=("settlement_procedure",),
+)
+
+
+@pytest.fixture(autouse=True)
+def house_jack() -> Iterator[GameSpec]:
+    spec = register(HOUSE_JACK)
+    try:
+        yield spec
+    finally:
+        unregister(HOUSE)
+
+
+def test_it_is_listed_as_a_game_and_a_blackjack_game() -> None:
+    assert game_ids()[-1] == HOUSE and blackjack_games()[-1] == HOUSE
+    with pytest.raises(RuleViolation, match=r"one of double-back-jack, .*, house-jack"):
+        game_spec("house-jak")
+
+
+def test_its_game_file_is_checked_against_its_chapter() -> None:
+    opts = options_from_dict(
+        {
+            "game": "house-jack",
+            "decks_per_batch": 4,
+            "boxes_per_player": 3,
+            "rulings": {"settlement_procedure": 2},
+        },
+        "house.toml",
+    )
+    assert (opts.decks, opts.boxes_per_player, opts.rulings.settlement_procedure) == (4, 3, 2)
+    refusals = {
+        "decks_per_batch = 3": (
+            {"decks_per_batch": 3},
+            "decks_per_batch: 699a.3(a): House Jack uses a 2 or 4",
+        ),
+        "boxes_per_player": ({"boxes_per_player": 7}, "boxes_per_player: 699a.6(e):"),
+        "another game's ruling": (
+            {"rulings": {"dealer_ace_ace": 12}},
+            "rulings.dealer_ace_ace: applies to Down Under Blackjack, not House Jack",
+        ),
+        "another game's wager": (
+            {"wagers": {"bust_it": True}},
+            "wagers: 665a.6(f): the bust_it wager belongs to Double Attack Blackjack",
+        ),
+    }
+    for why, (keys, words) in refusals.items():
+        with pytest.raises(ConfigError) as info:
+            options_from_dict({"game": "house-jack", **keys}, "house.toml")
+        assert str(info.value).startswith(f"house.toml: {words}"), (why, info.value)
+
+
+def _table(tmp_path: Path, reader: str) -> Path:
+    (tmp_path / "house-jack.toml").write_text('game = "house-jack"\ndecks_per_batch = 4\n', encoding="utf-8")
+    table = tmp_path / "table.toml"
+    table.write_text(
+        textwrap.dedent(f"""\
+            extends = "{ROOT}/config/tables/base/blackjack.toml"
+
+            [table]
+            id = "hj-01"
+            game = "house-jack.toml"
+
+            [devices.shuffler]
+            port = 15041
+
+            [devices.shuffler.sim]
+            decks = 4
+
+            [devices.shoe]
+            port = 15042
+
+            [devices.reader]
+            profile = "{ROOT}/config/devices/ref-reader-{reader}.toml"
+            path = "/tmp/tablectl/hj-01/rs485"
+
+            [devices.keypad]
+            path = "/tmp/tablectl/hj-01/rs485"
+            """),
+        encoding="utf-8",
+    )
+    return table
+
+
+def test_config_check_asks_for_the_devices_its_chapter_requires(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["config", "check", str(_table(tmp_path, "peek"))]) == 0
+    assert "ok: table hj-01" in capsys.readouterr().out
+    assert main(["config", "check", str(_table(tmp_path, "masque"))]) == 2
+    err = capsys.readouterr().err
+    assert "devices.reader.profile: 699a.2(d): a House Jack table's reader tells whether" in err, err
+
+
+def test_its_sections_are_its_own() -> None:
+    assert section(HOUSE_JACK, "peek") == "699a.7(h)"
+    assert section(HOUSE_JACK, "insufficient_cards") == "699a.14(f)"
+    assert section(HOUSE_JACK, "5(d)") == "699a.5(d)"
+    assert "699a.14(j)" in sections_of("reader_failed")
+
+
+def test_the_table_core_deals_it_and_cites_its_sections() -> None:
+    rig = ready(HOUSE)
+    ask = asking(rig.table)
+    assert (ask["what"], ask["section"]) == ("burn", "699a.7(c)")
+    for _ in range(3):
+        rig.play_round(seats=(1, 2))
+    assert rig.conserved()
+    with pytest.raises(RuleViolation, match=r"^699a\.6\(e\)"):
+        check_wagers(
+            default_options(HOUSE),
+            [SeatWagers(seat=1, bet=5, player="p"), SeatWagers(seat=3, bet=5, player="p")],
+        )
+
+
+def test_a_script_plays_it() -> None:
+    seat = '"seats": [{"seat": 1, "wagers": {"bet": 10}}]'
+    # Box 1 10S 8D = 18; the dealer 9H 10C = 19.
+    result = run_script(f'{{"game": "house-jack", "shoe": ["10S", "9H", "8D", "10C"], {seat}}}')
+    assert result["seats"][0]["net"]["bet"] == -10
+    with pytest.raises(RuleViolation, match=r"^699a\.14\(f\)"):
+        run_script(f'{{"game": "house-jack", "shoe": ["10S"], {seat}}}')
+
+
+def test_the_dispute_account_names_its_wagers() -> None:
+    assert wager_name("free_double") == "Free Double"
+    desk = make("house-jack")
+    desk.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    desk.deal("8S 9H 6D KS")
+    desk.feed(I.KeyPressed(key="stand"))
+    started = next(e for e in desk.events if e.kind == "round_started")
+    started.payload["wagers"][0]["free_double"] = 5  # as a table offering it would journal it
+    text, _ = told(desk.events)
+    assert "Free Double 5" in text, text
