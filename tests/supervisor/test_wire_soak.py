@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
+from controller.shipped import shipped_names
 from tests.support.wire_soak import UNCOUNTED, Plan, soak
 
-GAMES = ("double-back-jack", "double-attack", "down-under", "dj-wild", UNCOUNTED)
+GAMES = (*shipped_names("tables"), UNCOUNTED)  # every shipped table, as the registry of tables has them
 GUARD_S = 30.0  # failure guard only: a table that does not move for this long is stuck
 
 
