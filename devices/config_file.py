@@ -39,6 +39,7 @@ from devices.config import (
 )
 from devices.errors import ProfileError
 from devices.profiles import DeviceKind, Protocol, load_profile
+from devices.variants import UnknownVariant, variant_of
 
 _PROFILE_RULE: Final = "must be the path of a device profile (config/devices/*.toml)"
 _TRANSPORT_RULE: Final = f"must be one of {', '.join(TransportKind)}"
@@ -315,6 +316,10 @@ def _one(
         raise w.fail("profile", str(exc)) from None
     if profile.kind is not kind:
         raise w.fail("profile", f"{sec.profile} is a {profile.kind} profile, not {kind}")
+    try:
+        variant_of(profile)
+    except UnknownVariant as exc:
+        raise w.fail("profile", f"{prof_path}: {exc}") from None
     transport = TransportKind(sec.transport)
     if _PROTOCOL_OF[transport] is not profile.protocol:
         raise w.fail("transport", f"{transport} cannot carry a {profile.protocol} profile")

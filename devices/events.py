@@ -118,6 +118,21 @@ class DeviceGlitch(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceCondition(DeviceEvent):
+    """A condition the device reports on a named bit of its profile (a door open, a tilt) came
+    (``active``) or went: what the floor is told while it holds, as the profile's
+    ``[conditions.<name>]`` says (devices/profiles.py, ConditionSpec). One event class for every
+    such bit, so a vendor's new bit needs no new event, mapping or table code."""
+
+    name: str
+    active: bool
+    message: str
+    action: str  # what the floor does
+    halts: str  # devices.profiles.Halts: never, in_round or always
+    section: str = ""  # the subsection it rests on, e.g. "7(b)"; empty when none applies
+
+
+@dataclass(frozen=True, slots=True)
 class CountersRead(DeviceEvent):
     """A device's counters at the first reading of a controller that had none journalled for it
     (a fresh journal): journalled at once, before any effect, so that a restart reads what the

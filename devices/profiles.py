@@ -36,6 +36,7 @@ class Protocol(StrEnum):
 
 
 REGISTER_TYPES: Final = ("u16", "u32", "enum", "card", "bits")
+WORD_ORDERS: Final = ("high_first", "low_first")
 U16_MAX: Final = 0xFFFF
 
 
@@ -55,6 +56,43 @@ class RegisterSpec:
     @property
     def words(self) -> int:
         return self.count * (2 if self.type == "u32" else 1)
+
+    @property
+    def bits(self) -> int:
+        """The width of each value: 32 for a u32 (two words), else 16. A counter wraps at
+        2**bits: the drivers, the rings and the device check take it from here."""
+        return 32 if self.type == "u32" else 16
+
+
+@dataclass(frozen=True, slots=True)
+class BitSpec:
+    """One bit of a register (a status word), named on its own: read as if it were a register
+    of that name holding 0 or 1 (``cover``, ``door_open``)."""
+
+    name: str
+    register: str
+    bit: int
+
+
+class Halts(StrEnum):
+    """When a device condition stops dealing."""
+
+    NEVER = "never"  # an alarm for the floor; dealing goes on
+    IN_ROUND = "in_round"  # only while a round is in play (none at all between rounds)
+    ALWAYS = "always"
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionSpec:
+    """A condition a device reports on a named bit (a door open, a tilt): what the floor is told
+    while it holds. ``section``: the subsection it rests on, written once for the blackjack
+    chapters (``"7(b)"``: 673a.7(b), 665a.7(b), 685a.7(b)); empty when no section applies."""
+
+    name: str
+    message: str
+    action: str
+    halts: Halts
+    section: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +154,12 @@ class Profile:
     line: LineFormat | None = None
     frames: Mapping[str, FrameSpec] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
+    bits: Mapping[str, BitSpec] = field(default_factory=dict)
+    conditions: Mapping[str, ConditionSpec] = field(default_factory=dict)
+    # The order of the two words of a u32: the high word first (Modbus's usual big-endian) or
+    # the low word first ("word swapped", as some PLCs send it).
+    low_word_first: bool = False
+    page: str | None = None  # its page under docs/devices/ when not its variant's
 
     # -- register helpers used by drivers and simulators alike ------------------------------
 
@@ -157,11 +201,7 @@ class Profile:
             raw = words[off : off + spec.words]
             if len(raw) != spec.words:
                 raise FrameDecodeError(f"{self.name}: block too short for register {spec.name}")
-            values = (
-                [(raw[i] << 16) | raw[i + 1] for i in range(0, len(raw), 2)]
-                if spec.type == "u32"
-                else list(raw)
-            )
+            values = self._values(spec, raw)
             for v in values:
                 if spec.type == "enum" and spec.enum is not None:
                     if v not in self.enums[spec.enum].values():
@@ -173,7 +213,15 @@ class Profile:
                         f"{self.name}: register {spec.name} value {v} out of range {spec.min}-{spec.max}"
                     )
             out[spec.name] = values
+        for b in self.bits.values():
+            out[b.name] = [(out[b.register][0] >> b.bit) & 1]
         return out
+
+    def _values(self, spec: RegisterSpec, raw: list[int]) -> list[int]:
+        if spec.type != "u32":
+            return list(raw)
+        hi, lo = (1, 0) if self.low_word_first else (0, 1)
+        return [(raw[i + hi] << 16) | raw[i + lo] for i in range(0, len(raw), 2)]
 
     def encode(self, name: str, values: list[int]) -> list[int]:
         spec = self.registers[name]
@@ -181,8 +229,25 @@ class Profile:
             return [v & U16_MAX for v in values]
         words: list[int] = []
         for v in values:
-            words += [(v >> 16) & U16_MAX, v & U16_MAX]
+            pair = [(v >> 16) & U16_MAX, v & U16_MAX]
+            words += pair[::-1] if self.low_word_first else pair
         return words
+
+    def encode_all(self, values: Mapping[str, list[int]]) -> list[tuple[RegisterSpec, list[int]]]:
+        """The words of every register named in ``values``; a named bit's value (0 or 1) is set
+        in its register's word (another bit of that word is 0 unless named too)."""
+        merged = {n: list(v) for n, v in values.items() if n in self.registers}
+        for name, v in values.items():
+            b = self.bits.get(name)
+            if b is None:
+                continue
+            word = merged.setdefault(b.register, [0])
+            word[0] = (word[0] & ~(1 << b.bit)) | ((v[0] & 1) << b.bit)
+        return [(self.registers[n], self.encode(n, v)) for n, v in merged.items()]
+
+    def has(self, name: str) -> bool:
+        """Whether the profile names a register or a bit ``name``."""
+        return name in self.registers or name in self.bits
 
     # -- cards ------------------------------------------------------------------------------
 
@@ -311,6 +376,11 @@ class _Head(Document):
     kind: Annotated[str, AfterValidator(DeviceKind), Rule(f"must be one of {', '.join(DeviceKind)}")]
     protocol: Annotated[str, AfterValidator(Protocol), Rule(f"must be one of {', '.join(Protocol)}")]
     vendor: NonEmpty | None = None
+    word_order: Annotated[
+        str, AfterValidator(_choice(WORD_ORDERS)), Rule(f"must be one of {', '.join(WORD_ORDERS)}")
+    ] = "high_first"
+    # The page that documents this profile, relative to docs/devices/, when it is not its variant's.
+    page: NonEmpty | None = None
 
 
 class _Register(Document):
@@ -361,6 +431,18 @@ class _FrameDoc(Document):
     fields: list[_FieldDoc] = Field(default_factory=list)
 
 
+class _BitDoc(Document):
+    reg: NonEmpty = Field(alias="register")  # ``register`` is a name pydantic keeps for itself
+    bit: Annotated[int, between(0, 31)]
+
+
+class _ConditionDoc(Document):
+    message: NonEmpty
+    action: NonEmpty
+    halts: Annotated[str, AfterValidator(Halts), Rule(f"must be one of {', '.join(Halts)}")] = "never"
+    section: str = ""
+
+
 class ProfileFile(Document):
     """A device profile's keys and their types (the schema); what a kind of driver needs from
     it, and the checks across keys, are in ``parse_profile``."""
@@ -373,6 +455,10 @@ class ProfileFile(Document):
     card: _CardDoc | None = None
     line: _LineDoc = _LineDoc()
     frames: dict[str, _FrameDoc] | None = None
+    # One bit of a register, named: ``door_open = { register = "status", bit = 3 }``.
+    bits: dict[str, _BitDoc] = Field(default_factory=dict)
+    # What the floor is told while a named bit is 1 (docs/extending.md, "Adding a device variant").
+    conditions: dict[str, _ConditionDoc] = Field(default_factory=dict)
 
 
 def load_profile(path: pathlib.Path) -> Profile:
@@ -416,6 +502,8 @@ def parse_profile(data: Mapping[str, Any], path: pathlib.Path) -> Profile:
             raise _fail(path, "enums.shuffler_state", f"unknown state name {sorted(unknown)[0]!r}")
 
     registers: dict[str, RegisterSpec] = {}
+    bits: dict[str, BitSpec] = {}
+    conditions: dict[str, ConditionSpec] = {}
     card: CardFormat | None = None
     line: LineFormat | None = None
     frames: dict[str, FrameSpec] = {}
@@ -423,14 +511,18 @@ def parse_profile(data: Mapping[str, Any], path: pathlib.Path) -> Profile:
         if doc.registers is None:
             raise _fail(path, "registers", "must be a table")
         registers = _registers(path, doc.registers, enums)
+        bits = _bits(path, doc.bits, registers)
         for reg in _REQUIRED_REGISTERS.get(kind, ()):
-            if reg not in registers:
-                raise _fail(path, f"registers.{reg}", f"a {kind} profile must define this register")
+            if reg not in registers and reg not in bits:
+                raise _fail(path, f"registers.{reg}", f"a {kind} profile must define this register (or bit)")
+        conditions = _conditions(path, doc.conditions, bits)
         if doc.card is not None or any(r.type == "card" for r in registers.values()):
             if doc.card is None:
                 raise _fail(path, "card", "must be a table")
             card = _card_format(path, doc.card)
     else:
+        if doc.bits or doc.conditions:
+            raise _fail(path, "bits" if doc.bits else "conditions", "only for a Modbus profile")
         line = LineFormat(doc.line.start, doc.line.end, doc.line.separator, doc.line.max_length)
         if doc.frames is None:
             raise _fail(path, "frames", "must be a table")
@@ -443,8 +535,9 @@ def parse_profile(data: Mapping[str, Any], path: pathlib.Path) -> Profile:
                 if f not in have:
                     raise _fail(path, f"frames.{fname}.fields", f"must include field {f!r}")
     return Profile(
-        doc.profile.name, kind, protocol, path, registers, enums, commands, card, line, frames, options
-    )
+        doc.profile.name, kind, protocol, path, registers, enums, commands, card, line, frames, options,
+        bits, conditions, low_word_first=doc.profile.word_order == "low_first", page=doc.profile.page,
+    )  # fmt: skip
 
 
 def _shuffler_states() -> tuple[StrEnum, ...]:
@@ -485,6 +578,36 @@ def _registers(
             raise _fail(path, f"registers.{b}.address", f"overlaps register {a}")
     if spans and spans[-1][1] > U16_MAX + 1:
         raise _fail(path, f"registers.{spans[-1][2]}.address", "runs past address 65535")
+    return out
+
+
+def _bits(
+    path: pathlib.Path, docs: Mapping[str, _BitDoc], regs: Mapping[str, RegisterSpec]
+) -> dict[str, BitSpec]:
+    out: dict[str, BitSpec] = {}
+    for name, b in docs.items():
+        key = f"bits.{name}"
+        if name in regs:
+            raise _fail(path, key, "is a register already")
+        reg = regs.get(b.reg)
+        if reg is None or reg.type not in ("u16", "bits", "u32") or "r" not in reg.access:
+            raise _fail(path, f"{key}.register", "must name a readable u16, bits or u32 register")
+        if reg.count != 1:
+            raise _fail(path, f"{key}.register", "must name a register of one value (count = 1)")
+        if b.bit >= reg.bits:
+            raise _fail(path, f"{key}.bit", f"must be an integer 0-{reg.bits - 1}")
+        out[name] = BitSpec(name, b.reg, b.bit)
+    return out
+
+
+def _conditions(
+    path: pathlib.Path, docs: Mapping[str, _ConditionDoc], bits: Mapping[str, BitSpec]
+) -> dict[str, ConditionSpec]:
+    out: dict[str, ConditionSpec] = {}
+    for name, c in docs.items():
+        if name not in bits:
+            raise _fail(path, f"conditions.{name}", "must be the name of a bit under [bits]")
+        out[name] = ConditionSpec(name, c.message, c.action, Halts(c.halts), c.section)
     return out
 
 

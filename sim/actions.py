@@ -257,6 +257,7 @@ FAULTS = (
     "counter_glitch",
     "power_off",
     "power_on",
+    "condition",
     "clear",
 )
 
@@ -282,6 +283,8 @@ def inject(hands: TableHands, fault: str, args: dict[str, Any]) -> None:
         hands.model(DeviceKind.STUB_COUNTER).faults.sensor_fault = True
     elif fault == "counter_glitch":  # the stub counter counts ``by`` cards too many (or too few)
         hands.model(DeviceKind.STUB_COUNTER).faults.miscount = _int(args, "by", -53, 53, default=-1)
+    elif fault == "condition":  # a condition bit of the profile (a door open): {"name", "on"}
+        _condition(hands.device(_str(args, "device")), args)
     elif fault in ("power_off", "power_on"):
         _power(hands.device(_str(args, "device")), on=fault == "power_on")
     elif fault == "clear":
@@ -290,6 +293,17 @@ def inject(hands: TableHands, fault: str, args: dict[str, Any]) -> None:
             _mend(hands.device(name))
     else:
         raise ActionRefused(f"no fault {fault!r} (faults: {', '.join(FAULTS)})")
+
+
+def _condition(info: SimDeviceInfo, args: dict[str, Any]) -> None:
+    """One of the device's named conditions (its profile's ``[conditions]``) set or cleared."""
+    names = sorted(info.config.profile.conditions)
+    name, on = args.get("name"), args.get("on", True)
+    if info.register_sim is None or name not in names:
+        raise ActionRefused(f"name: one of the device's conditions ({', '.join(names) or 'none'})")
+    if not isinstance(on, bool):
+        raise ActionRefused("on: true or false")
+    info.register_sim.conditions[name] = on
 
 
 def _wire(info: SimDeviceInfo) -> Any:
@@ -311,6 +325,8 @@ def _power(info: SimDeviceInfo, *, on: bool) -> None:
 
 def _mend(info: SimDeviceInfo) -> None:
     _wire(info).clear()
+    if info.register_sim is not None:
+        info.register_sim.conditions.clear()
     m = info.model
     kind = info.config.kind
     if kind is DeviceKind.SHUFFLER:

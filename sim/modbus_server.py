@@ -32,10 +32,11 @@ from sim.faults import WireFaults
 from sim.models import SimRefused
 from sim.pdu_rules import SERVER_BUSY
 from sim.pty import PtyBridge, link_line, unlink_line
-from sim.registers import command, render
+from sim.registers import command_name
 from sim.rtu_gate import RtuGate
 from sim.tcp_gate import TcpGate, refused
 from sim.timing import ReplyLatency
+from sim.variants import Simulator, standard_simulator
 
 _log = structlog.get_logger("sim.modbus")
 
@@ -54,6 +55,16 @@ class RegisterSim:
     on_command: Callable[[str, Any], None] | None = None  # (command name, result)
     latency: ReplyLatency = field(default_factory=ReplyLatency)  # each reply held (sim/timing.py)
     phase_s: float = 0.0  # the first reply held this long: the device's poll phase (sim/timing.py)
+    # How the model is rendered and commanded: its variant's (sim/variants.py); None: the kind's
+    # standard variant's.
+    simulator: Simulator | None = None
+    # The profile's named conditions (a door open, a tilt) that hold now, set through the control
+    # port's ``condition`` fault (sim/actions.py): rendered into their bits over the model's.
+    conditions: dict[str, bool] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.simulator is None:
+            self.simulator = standard_simulator(self.kind)
 
     def sim_device(self, unit_id: int | None = None) -> SimDevice:
         """The pymodbus device; ``unit_id`` 0 makes it answer every id pymodbus is handed (the
@@ -80,9 +91,10 @@ class RegisterSim:
         await self.latency.wait()
         if function_code in _WRITE_CODES:
             return self._write(address, [int(v) for v in set_values or []])
-        for name, values in render(self.kind, self.model, self.profile).items():
-            spec = self.profile.reg(name)
-            words = self.profile.encode(name, values)
+        assert self.simulator is not None
+        values = self.simulator.render(self.model, self.profile)
+        values |= {name: [int(on)] for name, on in self.conditions.items()}
+        for spec, words in self.profile.encode_all(values):
             off = spec.address - start_address
             registers[off : off + len(words)] = words
         command_block = self.profile.registers.get("command")
@@ -97,14 +109,15 @@ class RegisterSim:
         spec = self.profile.registers.get("command")
         if spec is None or address != spec.address or len(values) != spec.count:
             return ExcCodes.ILLEGAL_ADDRESS
+        assert self.simulator is not None
         try:
-            result = command(self.kind, self.model, self.profile, values)
+            name, args = command_name(self.profile, values)
+            result = self.simulator.command(self.model, self.profile, name, args)
         except SimRefused as exc:
             _log.info("command_refused", device_id=self.device_id, reason=str(exc))
             return ExcCodes.ILLEGAL_VALUE
         if self.on_command is not None:
-            names = {v: k for k, v in self.profile.commands.items()}
-            self.on_command(names[values[0]], result)
+            self.on_command(name, result)
         return None
 
 

@@ -215,8 +215,9 @@ class ShoeFaults:
 
 
 class ShoeModel:
-    def __init__(self, *, ring: int = 8, cover_fraction: float = 0.25) -> None:
+    def __init__(self, *, ring: int = 8, cover_fraction: float = 0.25, counter_bits: int = 16) -> None:
         self.faults = ShoeFaults()
+        self.counter_mask = (1 << counter_bits) - 1  # the draw and batch counters wrap past it
         self.ring: list[DealtCard | None] = [None] * ring
         self.cover_fraction = cover_fraction
         self.cards: list[DealtCard] = []
@@ -234,7 +235,7 @@ class ShoeModel:
         """Put a batch in, the cover card ``cover_from_bottom`` cards from the bottom (the dealer
         placed it) or at the shoe's ``cover_fraction``; returns what was left of the old one."""
         old, self.cards = self.cards, list(cards)
-        self.batch_seq = (self.batch_seq + 1) & 0xFFFF
+        self.batch_seq = (self.batch_seq + 1) & 0xFFFF  # batch_seq stays one word
         self.batch_size = len(cards)
         self.batch_back = back
         self.cover_at = (
@@ -253,7 +254,7 @@ class ShoeModel:
         if not self.cards:
             raise SimRefused("the shoe is empty")
         dc = self.cards.pop(0)
-        self.draw_seq = (self.draw_seq + 1) & 0xFFFF
+        self.draw_seq = (self.draw_seq + 1) & self.counter_mask
         if not self.faults.ring_lags:
             self.ring[(self.draw_seq - 1) % len(self.ring)] = dc
         if len(self.cards) <= self.cover_at:

@@ -1,13 +1,13 @@
 """Models as register maps: render a model into the registers its profile names, and carry out
-commands written to the profile's command block. Shared by the TCP and RTU servers."""
+commands written to the profile's command block. Shared by the TCP and RTU servers; each
+variant's simulator (sim/variants.py) names the rendering and the commands it uses."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from devices.events import ShufflerState, Slot
-from devices.profiles import DeviceKind, Profile
+from devices.profiles import Profile
 from sim.models import (
     KeypadModel,
     ReaderModel,
@@ -23,11 +23,7 @@ def _code(profile: Profile, enum: str, name: str | None) -> int:
     return 0 if name is None else profile.enum_value(enum, name)
 
 
-def render(kind: DeviceKind, model: Any, profile: Profile) -> Registers:
-    return _RENDER[kind](model, profile)
-
-
-def _shuffler(m: ShufflerModel, p: Profile) -> Registers:
+def shuffler(m: ShufflerModel, p: Profile) -> Registers:
     state = m.state  # brings the cycle up to date first
     out: Registers = {
         "state": [p.enum_value("shuffler_state", state.value)],
@@ -47,7 +43,7 @@ def _shuffler(m: ShufflerModel, p: Profile) -> Registers:
     return out
 
 
-def _shoe(m: ShoeModel, p: Profile) -> Registers:
+def shoe(m: ShoeModel, p: Profile) -> Registers:
     ring = [
         0 if dc is None else p.card_word(dc.card.rank, dc.card.suit, dc.card.back, dc.face_up)
         for dc in m.ring
@@ -63,7 +59,7 @@ def _shoe(m: ShoeModel, p: Profile) -> Registers:
     }
 
 
-def _reader(m: ReaderModel, p: Profile) -> Registers:
+def reader(m: ReaderModel, p: Profile) -> Registers:
     m.update()  # a hole card whose reading is done
     return {
         "health": [m.health],
@@ -73,7 +69,7 @@ def _reader(m: ReaderModel, p: Profile) -> Registers:
     }
 
 
-def _keypad(m: KeypadModel, p: Profile) -> Registers:
+def keypad(m: KeypadModel, p: Profile) -> Registers:
     def mask(cells: set[tuple[int, int]]) -> list[int]:
         words = [0] * m.boxes
         for box, spot in cells:
@@ -95,55 +91,55 @@ def _keypad(m: KeypadModel, p: Profile) -> Registers:
     return out
 
 
-_RENDER: dict[DeviceKind, Callable[[Any, Profile], Registers]] = {
-    DeviceKind.SHUFFLER: _shuffler,
-    DeviceKind.SHOE: _shoe,
-    DeviceKind.READER: _reader,
-    DeviceKind.KEYPAD: _keypad,
-}
-
 _SLOTS = {1: Slot.A, 2: Slot.B}
 
 
-def command(kind: DeviceKind, model: Any, profile: Profile, values: list[int]) -> Any:
-    """Carry out one command block; SimRefused when the device would refuse it.
-
-    Returns what the command produced (the shuffler's eject returns the batch), so the table
-    wiring can pass it on to the shoe.
-    """
+def command_name(profile: Profile, values: list[int]) -> tuple[str, list[int]]:
+    """The command a block names and its arguments (padded); SimRefused for an unknown code."""
     names = {v: k for k, v in profile.commands.items()}
     name = names.get(values[0])
     if name is None:
         raise SimRefused("unknown command code")
-    args = [*values[1:], 0, 0, 0]
-    if kind is DeviceKind.SHUFFLER:
-        m: Any = model
-        if name in ("start_shuffle", "abort_shuffle", "eject_to_shoe"):
-            slot = _SLOTS.get(args[0])
-            if slot is None:
-                raise SimRefused("no such slot")
-            return {"start_shuffle": m.start, "abort_shuffle": m.abort, "eject_to_shoe": m.eject}[name](slot)
-        if name == "clear_fault":
-            return m.clear_fault()
-        if name == "mark_out_of_order":
-            return m.mark_out_of_order()
-    elif kind is DeviceKind.READER:
-        if name == "set_up_card":
-            ranks = {v: k for k, v in profile.enums.get("rank", {}).items()}
-            if args[0] not in ranks:
-                raise SimRefused("unknown rank code")
-            return model.set_up(None if args[0] == 0 else ranks[args[0]])
-        if name == "reset":
-            return model.reset()
-    elif kind is DeviceKind.KEYPAD:
-        if name == "lock":
-            return model.lock()
-        if name == "unlock":
-            return model.unlock()
-        if name == "set_light":
-            if args[2] not in (0, 1) and not model.faults.any_light_value:  # keypad.md: 0 off, 1 on; else 03
-                raise SimRefused("a light is 0 (off) or 1 (on)")
-            return model.set_light(args[0], args[1], bool(args[2]))
-        if name == "show_meter":
-            return model.show_meter((args[0] << 16) | args[1])
+    return name, [*values[1:], 0, 0, 0]
+
+
+def shuffler_command(m: ShufflerModel, profile: Profile, name: str, args: list[int]) -> Any:
+    if name in ("start_shuffle", "abort_shuffle", "eject_to_shoe"):
+        slot = _SLOTS.get(args[0])
+        if slot is None:
+            raise SimRefused("no such slot")
+        return {"start_shuffle": m.start, "abort_shuffle": m.abort, "eject_to_shoe": m.eject}[name](slot)
+    if name == "clear_fault":
+        return m.clear_fault()
+    if name == "mark_out_of_order":
+        return m.mark_out_of_order()
+    raise SimRefused(f"command {name} not supported")
+
+
+def reader_command(model: ReaderModel, profile: Profile, name: str, args: list[int]) -> Any:
+    if name == "set_up_card":
+        ranks = {v: k for k, v in profile.enums.get("rank", {}).items()}
+        if args[0] not in ranks:
+            raise SimRefused("unknown rank code")
+        return model.set_up(None if args[0] == 0 else ranks[args[0]])
+    if name == "reset":
+        return model.reset()
+    raise SimRefused(f"command {name} not supported")
+
+
+def keypad_command(model: KeypadModel, profile: Profile, name: str, args: list[int]) -> Any:
+    if name == "lock":
+        return model.lock()
+    if name == "unlock":
+        return model.unlock()
+    if name == "set_light":
+        if args[2] not in (0, 1) and not model.faults.any_light_value:  # keypad.md: 0 off, 1 on; else 03
+            raise SimRefused("a light is 0 (off) or 1 (on)")
+        return model.set_light(args[0], args[1], bool(args[2]))
+    if name == "show_meter":
+        return model.show_meter((args[0] << 16) | args[1])
+    raise SimRefused(f"command {name} not supported")
+
+
+def no_command(model: Any, profile: Profile, name: str, args: list[int]) -> Any:
     raise SimRefused(f"command {name} not supported")

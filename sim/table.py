@@ -17,20 +17,13 @@ from controller.clock import REAL_CLOCK, Clock
 from controller.games import GameSpec
 from devices.config import NETWORK_MODBUS, DeviceConfig, ModbusTls, TransportKind
 from devices.events import Slot
-from devices.profiles import LATCHES, DeviceKind
+from devices.profiles import DeviceKind
 from sim.frame_server import MqttSink, PtySink, StubCounterSim
 from sim.modbus_server import ModbusRtuSim, ModbusTcpSim, RegisterSim
-from sim.models import (
-    DealtCard,
-    KeypadModel,
-    ReaderModel,
-    ShoeModel,
-    ShufflerModel,
-    StubCounterModel,
-    make_rng,
-)
+from sim.models import DealtCard, ShufflerModel
 from sim.table_file import SimTableFile, read_table_file
 from sim.timing import NO_TIMING, TableTiming
+from sim.variants import simulator_of
 
 
 @dataclass
@@ -144,35 +137,8 @@ class SimTable:
         return cls.from_config(cfg, seed=seed, clock=clock, at_configured=at_configured)
 
     def _model(self, cfg: DeviceConfig) -> Any:
-        sim, prof, timing = cfg.sim, cfg.profile, self.timing
-        match cfg.kind:
-            case DeviceKind.SHUFFLER:
-                decks = int(sim.get("decks", self.decks))
-                backs = tuple(cfg.options.get("backs", ("red", "blue")))
-                shuffler = ShufflerModel(
-                    self.clock, self.game, decks, (backs[0], backs[1]),
-                    cycle_s=float(sim.get("cycle_s", 30.0)) * timing.cycle_factor, rng=make_rng(self.seed),
-                    counts_cards=bool(cfg.options.get("counts_cards", True)),
-                )  # fmt: skip
-                shuffler.return_delay_s = timing.return_s
-                return shuffler
-            case DeviceKind.SHOE:
-                ring = prof.reg("draw_ring").count
-                return ShoeModel(ring=ring, cover_fraction=float(sim.get("cover_fraction", 0.25)))
-            case DeviceKind.READER:
-                mode = str(prof.options.get("mode", "peek"))
-                return ReaderModel(mode, clock=self.clock, latency_s=timing.reader_s)
-            case DeviceKind.KEYPAD:
-                spots = int(cfg.options.get("spots", prof.options.get("spots", 1)))
-                boxes = prof.reg("sensors").count
-                latches = bool(prof.options.get(LATCHES, False))
-                return KeypadModel(
-                    boxes, spots, ring=prof.reg("key_ring").count, latches=latches,
-                    clock=self.clock, latency_s=timing.keypad_s,
-                )  # fmt: skip
-            case DeviceKind.STUB_COUNTER:
-                return StubCounterModel(int(cfg.options.get("expected", 53)))
-        raise AssertionError(cfg.kind)
+        """The model of the device's variant (sim/variants.py), built for this table."""
+        return simulator_of(cfg.profile).build(cfg, self)
 
     def by_kind(self, kind: DeviceKind) -> SimDeviceInfo | None:
         return next((d for d in self.devices.values() if d.config.kind is kind), None)
@@ -182,7 +148,9 @@ class SimTable:
         for info in self.devices.values():
             cfg = info.config
             if cfg.profile.registers:
-                info.register_sim = RegisterSim(cfg.kind, info.model, cfg.profile, cfg.device_id)
+                info.register_sim = RegisterSim(
+                    cfg.kind, info.model, cfg.profile, cfg.device_id, simulator=simulator_of(cfg.profile)
+                )
                 info.register_sim.latency = self.timing.latency(cfg.name)
                 info.register_sim.phase_s = self.timing.phase_s.get(cfg.name, 0.0)
             if cfg.kind is DeviceKind.SHUFFLER:

@@ -18,6 +18,7 @@ from controller.devcheck.report import Ask, Outcome, Report
 from controller.devcheck.sim_port import SimPort
 from devices.config import DeviceConfig, TransportKind
 from devices.spec import CommandRow
+from devices.variants import variant_of
 
 
 async def check_device(
@@ -39,7 +40,9 @@ async def check_device(
         check.out_of_order = out_of_order
         await check.run()
     else:
-        await FrameCheck(config, report, ask, step_timeout_s).run()
+        frame_check = variant_of(config.profile).load_check()  # the variant's: FrameCheck or its like
+        assert issubclass(frame_check, FrameCheck), frame_check
+        await frame_check(config, report, ask, step_timeout_s).run()
     return report
 
 

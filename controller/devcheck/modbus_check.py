@@ -12,11 +12,12 @@ from collections.abc import Awaitable, Callable
 from controller.devcheck.master import Master, read_pdu, write_pdu
 from controller.devcheck.report import POLL_S, Ask, Report, Unreachable
 from controller.devcheck.sim_port import SimPort
-from controller.devcheck.steps import PHYSICAL, REACH, STATE_OF
+from controller.devcheck.steps import CheckSteps
 from devices.config import DeviceConfig
 from devices.errors import FrameDecodeError, TransportError
-from devices.profiles import DeviceKind, Profile
-from devices.spec import COMMAND_ROWS, UNKNOWN, UNKNOWN_CODE
+from devices.profiles import Profile
+from devices.spec import UNKNOWN, UNKNOWN_CODE
+from devices.variants import variant_of
 
 
 # -- Modbus devices ------------------------------------------------------------------------------
@@ -33,6 +34,9 @@ class ModbusCheck:
         self.cfg, self.report, self.ask, self.step_timeout_s = config, report, ask, step_timeout_s
         self.profile: Profile = config.profile
         self.kind = config.kind
+        steps = variant_of(self.profile).load_check()
+        assert isinstance(steps, CheckSteps), steps
+        self.steps: CheckSteps = steps  # the variant's (devices/variants/)
         self.unit = config.device_id
         self.master = Master(config)
         self.neighbours = neighbours  # the table's other devices (ids taken on the same line/address)
@@ -266,11 +270,11 @@ class ModbusCheck:
         snap = await self.snapshot()
         if snap is None:
             return "(unreadable)"
-        return STATE_OF[self.kind](self.profile, snap)
+        return self.steps.state_of(self.profile, snap)
 
     async def commands(self, *, out_of_order: bool) -> None:
         """The rows of the page's command table that involve out_of_order, or the others."""
-        rows = COMMAND_ROWS.get(self.kind, ())
+        rows = self.steps.rows
         if not rows or self.command_reg is None:
             return
         codes = dict(self.profile.commands)
@@ -327,7 +331,7 @@ class ModbusCheck:
     async def reach(self, state: str) -> None:
         if await self._is(state):
             return
-        await REACH[self.kind](self, state)
+        await self.steps.reach(self, state)
         if not await self._is(state):
             raise Unreachable(f"could not bring the device to {state!r} (it reads {await self.state()!r})")
 
@@ -335,14 +339,11 @@ class ModbusCheck:
         """Leave the device as a table expects it after the check."""
         if self.sim is not None:
             await self.sim.mend()  # what the check caused through the control port
-        if self.kind is DeviceKind.READER:
-            await self.command("reset")
-        elif self.kind is DeviceKind.KEYPAD:
-            await self.command("unlock")
+        await self.steps.leave(self)
 
     # -- physical steps ------------------------------------------------------------------
     async def physical(self) -> None:
-        await PHYSICAL[self.kind](self)
+        await self.steps.physical(self)
 
     def timing(self) -> None:
         worst = max(self.master.replies, default=0.0)

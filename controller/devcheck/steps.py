@@ -1,19 +1,51 @@
-"""Per kind of Modbus device: naming the state it reads, bringing it to a state a row of its
-command table starts from (without harm), and the physical steps a person does while the check
-watches. A card or a reader answer is checked for its shape, never named."""
+"""Per variant of a Modbus device (devices/variants/): naming the state it reads, bringing it to
+a state a row of its command table starts from (without harm), the physical steps a person does
+while the check watches, and what leaves it as a table expects it. A card or a reader answer is
+checked for its shape, never named. Each variant names its :class:`CheckSteps`; these are the
+standard variants'."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from controller.devcheck.report import Unreachable
 from controller.devcheck.sim_port import BY_HAND
+from devices import spec
 from devices.errors import FrameDecodeError
-from devices.profiles import LATCHES, DeviceKind, Profile
+from devices.profiles import LATCHES, Profile
+from devices.spec import CommandRow
 
 if TYPE_CHECKING:
     from controller.devcheck.modbus_check import ModbusCheck
+
+Snapshot = dict[str, list[int]]
+
+
+async def _nothing(c: ModbusCheck) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class CheckSteps:
+    """What ``tablectl device check`` does with one variant beyond the Modbus rules:
+    ``state_of`` names the state a read shows (the vocabulary of its command table ``rows``,
+    devices/spec.py), ``reach`` brings the device to a row's state or raises Unreachable,
+    ``physical`` asks a person for the steps only hands can do and reports each, ``leave``
+    leaves it as a table expects it after the check."""
+
+    state_of: Callable[[Profile, Snapshot], str]
+    reach: Callable[[ModbusCheck, str], Awaitable[None]]
+    physical: Callable[[ModbusCheck], Awaitable[None]]
+    rows: tuple[CommandRow, ...] = ()
+    leave: Callable[[ModbusCheck], Awaitable[None]] = _nothing
+
+
+def counted(c: ModbusCheck, name: str, before: int, after: int) -> int:
+    """How far the counter register ``name`` moved, in the width its profile declares."""
+    return (after - before) % (1 << c.profile.reg(name).bits)
+
 
 JAM_CODE = 11  # shuffler.md: fault_code 11 while a jam is uncleared
 VENDOR_FAULT = 13  # a vendor fault code the simulator is told to report (any non-jam code)
@@ -47,14 +79,6 @@ def _keypad_state(p: Profile, s: dict[str, list[int]]) -> str:
 
 def _shoe_state(p: Profile, s: dict[str, list[int]]) -> str:
     return "empty" if s["remaining"][0] == 0 else "loaded"
-
-
-STATE_OF: dict[DeviceKind, Callable[[Profile, dict[str, list[int]]], str]] = {
-    DeviceKind.SHUFFLER: _shuffler_state,
-    DeviceKind.READER: _reader_state,
-    DeviceKind.KEYPAD: _keypad_state,
-    DeviceKind.SHOE: _shoe_state,
-}
 
 
 async def _reach_shuffler(c: ModbusCheck, state: str) -> None:
@@ -145,15 +169,8 @@ async def _no_reach(c: ModbusCheck, state: str) -> None:
     raise Unreachable("the device takes no commands")
 
 
-REACH: dict[DeviceKind, Callable[[ModbusCheck, str], Awaitable[None]]] = {
-    DeviceKind.SHUFFLER: _reach_shuffler,
-    DeviceKind.READER: _reach_reader,
-    DeviceKind.KEYPAD: _reach_keypad,
-    DeviceKind.SHOE: _no_reach,
-}
-
-
-async def _physical_shoe(c: ModbusCheck) -> None:
+async def physical_shoe(c: ModbusCheck) -> None:
+    """A batch loaded when the shoe is empty, then one card drawn: the counters and the ring."""
     before = await c.snapshot()
     assert before is not None
     if before["remaining"][0] == 0:
@@ -203,13 +220,13 @@ async def _physical_shoe(c: ModbusCheck) -> None:
         shape = "a card word" if word else "0 (no card)"
     except FrameDecodeError:
         shape = "a word that names no card"
-    ok = n == (seq + 1) & 0xFFFF and after["remaining"][0] == left - 1 and shape == "a card word"
+    ok = counted(c, "draw_seq", seq, n) == 1 and after["remaining"][0] == left - 1 and shape == "a card word"
     c.report.add(
         "step.draw",
-        "one draw: draw_seq + 1, remaining - 1, and the card word in draw_ring[(n - 1) mod 8]",
+        "one draw: draw_seq + 1, remaining - 1, and the card word in draw_ring[(n - 1) mod its length]",
         ok,
         "draw_seq + 1, remaining - 1, a card word",
-        f"draw_seq + {(n - seq) & 0xFFFF}, remaining {after['remaining'][0] - left:+d}, {shape}",
+        f"draw_seq + {counted(c, 'draw_seq', seq, n)}, remaining {after['remaining'][0] - left:+d}, {shape}",
     )
 
 
@@ -233,7 +250,7 @@ async def _physical_reader(c: ModbusCheck) -> None:
     after = await c.snapshot()
     assert after is not None
     answered = after["result"][0] != 0
-    ok = after["insert_seq"][0] == (seq + 1) & 0xFFFF and answered != failed
+    ok = counted(c, "insert_seq", seq, after["insert_seq"][0]) == 1 and answered != failed
     if failed:
         requirement = "an insertion into a failed reader: insert_seq + 1 and result none (no answer)"
         expected = "insert_seq + 1 and no result"
@@ -245,7 +262,8 @@ async def _physical_reader(c: ModbusCheck) -> None:
         requirement,
         ok,
         expected,
-        f"insert_seq + {(after['insert_seq'][0] - seq) & 0xFFFF}, {'a result' if answered else 'no result'}",
+        f"insert_seq + {counted(c, 'insert_seq', seq, after['insert_seq'][0])}, "
+        + ("a result" if answered else "no result"),
     )
     await c.command("reset")
 
@@ -269,9 +287,9 @@ async def _physical_keypad(c: ModbusCheck) -> None:
         c.report.add(
             "step.key",
             "a key press: key_seq + 1 and the key in key_ring[(n - 1) mod 8]",
-            n == (seq + 1) & 0xFFFF and key == want,
+            counted(c, "key_seq", seq, n) == 1 and key == want,
             f"key_seq + 1, key code {want}",
-            f"key_seq + {(n - seq) & 0xFFFF}, key code {key}",
+            f"key_seq + {counted(c, 'key_seq', seq, n)}, key code {key}",
         )
         await _latch(c, after)
     else:
@@ -322,9 +340,15 @@ async def _physical_shuffler(c: ModbusCheck) -> None:
     await c.command("clear_fault")
 
 
-PHYSICAL: dict[DeviceKind, Callable[[ModbusCheck], Awaitable[None]]] = {
-    DeviceKind.SHOE: _physical_shoe,
-    DeviceKind.READER: _physical_reader,
-    DeviceKind.KEYPAD: _physical_keypad,
-    DeviceKind.SHUFFLER: _physical_shuffler,
-}
+async def _leave_reader(c: ModbusCheck) -> None:
+    await c.command("reset")
+
+
+async def _leave_keypad(c: ModbusCheck) -> None:
+    await c.command("unlock")
+
+
+SHUFFLER = CheckSteps(_shuffler_state, _reach_shuffler, _physical_shuffler, spec.SHUFFLER)
+SHOE = CheckSteps(_shoe_state, _no_reach, physical_shoe, spec.SHOE)
+READER = CheckSteps(_reader_state, _reach_reader, _physical_reader, spec.READER, _leave_reader)
+KEYPAD = CheckSteps(_keypad_state, _reach_keypad, _physical_keypad, spec.KEYPAD, _leave_keypad)

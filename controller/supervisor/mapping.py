@@ -138,6 +138,8 @@ class Translator:
                 return [I.DeviceGap(event.device, "cards", "drawn beyond the shoe's history, unseen", n)]
             case dev.KeysMissed(count=n):
                 return [I.DeviceGap(event.device, "keys", "pressed beyond the keypad's history, unseen", n)]
+            case dev.DeviceCondition(name=name, active=active):
+                return self._condition(event, table) if active else self._cleared(name)
             case dev.CoverCardReached(remaining=remaining):
                 return [I.CoverCardReached(remaining=remaining)]  # the core refuses it at a 5(h) shoe
             case dev.BatchLoaded(back=back, cards=cards):
@@ -166,6 +168,18 @@ class Translator:
             case dev.ButtonPressed(key=key, amount=amount):
                 return self.key_inputs(key.value, table, amount=amount)
         return []
+
+    def _cleared(self, name: str) -> list[I.Input]:
+        self.why = f"{name} cleared: the alarm it raised stands until the floor acknowledges it"
+        return []
+
+    def _condition(self, c: dev.DeviceCondition, table: Table) -> list[I.Input]:
+        """A condition the device reports, as its profile describes it (``halts``: never,
+        in_round, always); one that halts only in a round is no alarm between rounds."""
+        if c.halts == "in_round" and not table.in_round:
+            self.why = f"{c.name} between rounds: no round to halt"
+            return []
+        return [I.DeviceCondition(c.device, c.name, c.message, c.action, c.halts != "never", c.section)]
 
     def _loaded(self, back: str | None, cards: int, table: Table) -> list[I.Input]:
         """The shoe saw a batch come in: the cut stack the dealer put in (673a.5(d)), or a

@@ -155,6 +155,17 @@ def _conflict(t: Table, inp: I.DeviceGap, step: Step, unaccounted: int) -> None:
     )
 
 
+@handles(I.DeviceCondition)
+def _condition(t: Table, inp: I.DeviceCondition, step: Step) -> None:
+    """A device's condition (a shoe door open, a tilt): one alarm with the floor's action, not
+    raised again while the same one stands unacknowledged (a restart reads the bit again)."""
+    message = f"{inp.device}: {inp.message}"
+    if any(a.acknowledged_by is None and a.message == message for a in t.state.alarms.alarms.values()):
+        return
+    section = t.sec(inp.section) if inp.section else ""
+    raise_alarm(t, step, section, message, inp.action, halts=inp.halts)
+
+
 @handles(I.DeviceOutOfOrder)
 def _out_of_order(t: Table, inp: I.DeviceOutOfOrder, step: Step) -> None:
     if inp.device == "shuffler":

@@ -368,6 +368,20 @@ class DeviceGap(Input):
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceCondition(Input):
+    """A condition a device reports (a door open, a tilt), as its profile describes it: one
+    alarm with the floor's ``action``, halting dealing when ``halts``. ``section`` is the
+    subsection it rests on, written once for the blackjack chapters ("7(b)"), or empty."""
+
+    device: str
+    name: str
+    message: str
+    action: str
+    halts: bool
+    section: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceOutOfOrder(Input):
     """673a.13(l) and its like: the floor covers or signs a device out of order. ``device`` is its
     kind (shoe, keypad, reader, shuffler, stub_counter)."""

@@ -1,4 +1,5 @@
-"""Build the right driver for a DeviceConfig, sharing one Modbus bus per physical line."""
+"""Build the right driver for a DeviceConfig, sharing one Modbus bus per physical line. The
+driver class is the profile's variant's (devices/variants/)."""
 
 from __future__ import annotations
 
@@ -7,23 +8,12 @@ import asyncio
 from controller.clock import REAL_CLOCK, Clock
 from devices.config import NETWORK_MODBUS, DeviceConfig, TransportKind
 from devices.drivers.base import Driver
-from devices.drivers.keypad import KeypadDriver
-from devices.drivers.reader import ReaderDriver
 from devices.drivers.registers import RegisterDriver
-from devices.drivers.shoe import ShoeDriver
-from devices.drivers.shuffler import ShufflerDriver
 from devices.drivers.stub import StubCounterDriver
 from devices.events import DeviceEvent
-from devices.profiles import DeviceKind
 from devices.transport.links import ByteLink, MqttLink, SerialLink
 from devices.transport.modbus import BusRegistry
-
-_REGISTER_DRIVERS: dict[DeviceKind, type[RegisterDriver]] = {
-    DeviceKind.SHUFFLER: ShufflerDriver,
-    DeviceKind.SHOE: ShoeDriver,
-    DeviceKind.READER: ReaderDriver,
-    DeviceKind.KEYPAD: KeypadDriver,
-}
+from devices.variants import variant_of
 
 
 def build_driver(
@@ -34,10 +24,12 @@ def build_driver(
     events: asyncio.Queue[DeviceEvent] | None = None,
 ) -> Driver:
     ep = config.endpoint
+    cls = variant_of(config.profile).driver
     if ep.transport in (*NETWORK_MODBUS, TransportKind.MODBUS_RTU):
-        cls = _REGISTER_DRIVERS[config.kind]
+        assert issubclass(cls, RegisterDriver), cls  # the profile's protocol matches its transport
         return cls(config, buses.bus(ep, config.backoff), clock=clock, events=events)
-    return StubCounterDriver(config, build_link(config, clock=clock), clock=clock, events=events)
+    assert issubclass(cls, StubCounterDriver), cls
+    return cls(config, build_link(config, clock=clock), clock=clock, events=events)
 
 
 def build_link(config: DeviceConfig, *, clock: Clock = REAL_CLOCK) -> ByteLink:

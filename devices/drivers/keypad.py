@@ -34,7 +34,7 @@ class KeypadDriver(RegisterDriver):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.boxes = self.profile.reg("sensors").count
         self.spots = int(self.config.options.get("spots", self.profile.options.get("spots", 1)))
-        self._keys = SeqGuard(self.profile.reg("key_ring").count)
+        self._keys = SeqGuard(self.profile.reg("key_ring").count, self.profile.reg("key_seq").bits)
         self._start_code = self.profile.enum_value("key", Key.START_GAME.value)
         self._lock_words = self._command_words("lock")
         self.reflexed: int | None = None  # the last Start Game (key_seq) the watch locked for
@@ -185,7 +185,8 @@ class KeypadDriver(RegisterDriver):
             out.append(DeviceGlitch(self.name, "keys", glitch, counters=(("key_seq", base),)))
         ring = cur["key_ring"]
         amounts = cur.get("key_amount")  # a keypad that takes amounts (docs/devices/keypad.md)
-        seqs, missed = new_in_ring(base, (base + n) & 0xFFFF, len(ring))
+        bits = self._keys.bits
+        seqs, missed = new_in_ring(base, (base + n) & ((1 << bits) - 1), len(ring), bits)
         if missed:
             out.append(KeysMissed(self.name, missed))
         for seq in seqs:

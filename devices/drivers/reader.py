@@ -42,7 +42,7 @@ class ReaderDriver(RegisterDriver):
         self.peek_up_ranks: frozenset[str] | None = self.config.options.get("peek_up_ranks")
         if self.peek_up_ranks is None and self.mode == "peek":
             self.peek_up_ranks = DEFAULT_PEEK_UP_RANKS
-        self._inserts = SeqGuard(1)  # the reader holds its last result only
+        self._inserts = SeqGuard(1, self.profile.reg("insert_seq").bits)  # it holds its last result only
 
     def counters(self, snap: Snapshot) -> dict[str, int]:
         return {"insert_seq": snap["insert_seq"][0]}

@@ -10,7 +10,7 @@ from controller.clock import REAL_CLOCK, Clock, RealClock
 from devices.config import DeviceConfig, TransportKind
 from devices.drivers.base import Driver
 from devices.errors import CommandRejected, TransportError
-from devices.events import CountersRead, DeviceEvent, Health
+from devices.events import CountersRead, DeviceCondition, DeviceEvent, Health
 from devices.transport.block_watch import QUIET_POLL_S, BlockWatch
 from devices.transport.modbus import ModbusBus
 from devices.transport.watch_process import Reflex
@@ -83,6 +83,7 @@ class RegisterDriver(Driver):
         events = self.diff(self._prev, snap)
         if self._prev is None:
             events = self._first_reading(snap) + events
+        events += self.conditions(self._prev, snap)
         self._prev, self._words = snap, words
         self._follow()
         return events
@@ -92,6 +93,17 @@ class RegisterDriver(Driver):
         only when it changed, and again to a watch started anew)."""
         if self._watch is not None and self._words is not None:
             self._watch.follow(self._words[self._watch.index], self.watch_trusted())
+
+    def conditions(self, prev: Snapshot | None, cur: Snapshot) -> list[DeviceEvent]:
+        """A DeviceCondition for each of the profile's conditions whose bit changed (at the first
+        reading: each that holds), whatever the kind of device."""
+        out: list[DeviceEvent] = []
+        for c in self.profile.conditions.values():
+            now = bool(cur[c.name][0])
+            if now != (bool(prev[c.name][0]) if prev is not None else False):
+                halts = c.halts.value
+                out.append(DeviceCondition(self.name, c.name, now, c.message, c.action, halts, c.section))
+        return out
 
     def counters(self, snap: Snapshot) -> dict[str, int]:
         """The counters a restart reads this device on from (see ``Driver.baseline``)."""
@@ -227,18 +239,19 @@ class RegisterDriver(Driver):
             raise CommandRejected(f"{self.name}: {name} not carried out: {exc}") from None
 
 
-def moved(last: int, cur: int) -> int | None:
-    """How far a 16-bit counter moved forward from ``last``; None when it went backwards (a move of
-    half the counter's range or more cannot be draws between two polls)."""
-    n = (cur - last) & 0xFFFF
-    return None if n >= 0x8000 else n
+def moved(last: int, cur: int, bits: int = 16) -> int | None:
+    """How far a counter of ``bits`` bits (its profile's width) moved forward from ``last``; None
+    when it went backwards (a move of half the counter's range or more cannot be draws between
+    two polls)."""
+    n = (cur - last) & ((1 << bits) - 1)
+    return None if n >= 1 << (bits - 1) else n
 
 
 SETTLE_POLLS = 3  # polls a disagreement must hold before it is decided (a glitch is shorter)
 
 
 class SeqGuard:
-    """A device's 16-bit event counter (keys pressed, cards inserted) read up to the last value the
+    """A device's event counter (keys pressed, cards inserted) read up to the last value the
     controller trusted. A value that goes backwards, or jumps past the device's history between
     two polls of a running controller, is held back instead of read, for up to SETTLE_POLLS polls
     that follow each other: back in line with the trusted value within them, it was a glitch;
@@ -246,8 +259,9 @@ class SeqGuard:
     holds is real entries, more than the history keeps). Either way the caller reports one glitch
     and reads nothing twice."""
 
-    def __init__(self, ring: int) -> None:
+    def __init__(self, ring: int, bits: int = 16) -> None:
         self.ring = ring
+        self.bits = bits  # the counter's width, as its profile declares it
         self.trusted: int | None = None
         self.live = False  # polled since the driver started (a jump then cannot be real)
         self.held: tuple[int, str] | None = None  # the first value of the run held back, and why
@@ -255,7 +269,7 @@ class SeqGuard:
         self.held_polls = 0
 
     def _why(self, was: int, cur: int) -> str | None:
-        n = moved(was, cur)
+        n = moved(was, cur, self.bits)
         if n is None:
             return f"the counter went backwards ({was} to {cur})"
         if self.live and n > self.ring:
@@ -270,7 +284,7 @@ class SeqGuard:
         if self._why(self.trusted, cur) is None:
             polls = "one poll" if self.held_polls == 1 else f"{self.held_polls} polls"
             glitch = f"{self.held[1]} for {polls}" if self.held else None
-            return self.trusted, moved(self.trusted, cur) or 0, glitch
+            return self.trusted, moved(self.trusted, cur, self.bits) or 0, glitch
         if self.held is None or self.held_last is None or self._why(self.held_last, cur) is not None:
             self.held, self.held_polls = (cur, self._why(self.trusted, cur) or ""), 0
         self.held_last = cur
@@ -278,12 +292,12 @@ class SeqGuard:
         if self.held_polls < SETTLE_POLLS:
             return None
         first, why = self.held
-        if moved(self.trusted, first) is not None:
+        if moved(self.trusted, first, self.bits) is not None:
             # A jump forward that held: real entries, more than the history keeps. Read the
             # history; the caller reports the ones that fell out of it (one alarm).
             self.live = False
-            return self.trusted, moved(self.trusted, cur) or 0, None
-        return first, moved(first, cur) or 0, f"{why}: the device was reset"
+            return self.trusted, moved(self.trusted, cur, self.bits) or 0, None
+        return first, moved(first, cur, self.bits) or 0, f"{why}: the device was reset"
 
     def commit(self, cur: int) -> None:
         self.trusted, self.held, self.held_last, self.held_polls, self.live = cur, None, None, 0, True

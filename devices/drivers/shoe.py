@@ -55,11 +55,6 @@ class Counters:
         return tuple((k, v) for k, v in pairs if v is not None)
 
 
-def _beyond(seq: int, draw_seq: int) -> bool:
-    """Whether draw ``seq`` is past a shoe whose draw counter says ``draw_seq`` (16-bit)."""
-    return (moved(draw_seq, seq) or 0) > 0
-
-
 class ShoeDriver(RegisterDriver):
     kind = DeviceKind.SHOE
     commands = ()
@@ -78,6 +73,18 @@ class ShoeDriver(RegisterDriver):
         self._read: dict[int, tuple[int, int | None]] = {}  # draw -> (card word, batch_seq)
         self._cover = False  # the cover flag as last accepted
         self._cover_pending = False
+        # The draw counter's width as the profile declares it (16, or 32 for a u32): draw numbers
+        # wrap only past it, in the events and the journal alike.
+        self._bits = self.profile.reg("draw_seq").bits
+        self._mask = (1 << self._bits) - 1
+        self._batch_bits = self.profile.reg("batch_seq").bits
+
+    def _draws(self, last: int, cur: int) -> int | None:
+        return moved(last, cur, self._bits)
+
+    def _beyond(self, seq: int, draw_seq: int) -> bool:
+        """Whether draw ``seq`` is past a shoe whose draw counter says ``draw_seq``."""
+        return (self._draws(draw_seq, seq) or 0) > 0
 
     def counters(self, snap: Snapshot) -> dict[str, int]:
         return dict(Counters.of(snap).items())
@@ -90,11 +97,15 @@ class ShoeDriver(RegisterDriver):
 
     def _disagreement(self, was: Counters, cur: Counters, cur_snap: Snapshot) -> str | None:
         """Why ``cur`` cannot follow ``was``; None when it can."""
-        n = moved(was.draw_seq, cur.draw_seq)
+        n = self._draws(was.draw_seq, cur.draw_seq)
         if n is None:
             return f"the draw counter went backwards ({was.draw_seq} to {cur.draw_seq})"
         same_batch = was.batch_seq is None or cur.batch_seq == was.batch_seq
-        if was.batch_seq is not None and not same_batch and moved(was.batch_seq, cur.batch_seq or 0) is None:
+        if (
+            was.batch_seq is not None
+            and not same_batch
+            and moved(was.batch_seq, cur.batch_seq or 0, self._batch_bits) is None
+        ):
             return "the batch counter went backwards"
         if same_batch and was.remaining is not None and cur.remaining is not None:
             if was.remaining - (cur.remaining or 0) != n:
@@ -115,9 +126,9 @@ class ShoeDriver(RegisterDriver):
         ring = snap["draw_ring"]
         out = []
         for seq, (word, batch) in sorted(self._read.items()):
-            in_history = (moved(seq, cur.draw_seq) or 0) < len(ring) and batch == cur.batch_seq
+            in_history = (self._draws(seq, cur.draw_seq) or 0) < len(ring) and batch == cur.batch_seq
             now = ring_word(ring, seq)
-            if _beyond(seq, cur.draw_seq) or (in_history and now and now != word):
+            if self._beyond(seq, cur.draw_seq) or (in_history and now and now != word):
                 out.append(seq)
         return out
 
@@ -134,7 +145,7 @@ class ShoeDriver(RegisterDriver):
 
     def _new_seqs(self, last: int, n: int, snap: Snapshot) -> list[int]:
         kept = min(n, len(snap["draw_ring"]))
-        return [(last + n - kept + 1 + i) & 0xFFFF for i in range(kept)]
+        return [(last + n - kept + 1 + i) & self._mask for i in range(kept)]
 
     def _card_at(self, snap: Snapshot, seq: int) -> tuple[Card, bool]:
         rank, suit, back, face_up = self.profile.card_fields(ring_word(snap["draw_ring"], seq))
@@ -171,7 +182,7 @@ class ShoeDriver(RegisterDriver):
                 return []  # nothing read from this poll; the cover flag waits too
             out.append(self._decided(held, now, cur))
             base = held[0]  # the device's own values since the run began: cards since are read
-        n = moved(base.draw_seq, now.draw_seq) or 0
+        n = self._draws(base.draw_seq, now.draw_seq) or 0
         if base.batch_seq is not None and now.batch_seq != base.batch_seq:
             code = cur["batch_back"][0]
             back = None if code == 0 else self.profile.enum_name("back", code)
@@ -186,7 +197,7 @@ class ShoeDriver(RegisterDriver):
             left = remaining + (len(seqs) - 1 - i)
             out.append(CardDrawn(self.name, c, face_up, seq, left, now.batch_seq or 0))
             self._read[seq] = (ring_word(cur["draw_ring"], seq), now.batch_seq)
-        for old in [s for s in self._read if (moved(s, now.draw_seq) or 0) >= ring]:
+        for old in [s for s in self._read if (self._draws(s, now.draw_seq) or 0) >= ring]:
             del self._read[old]  # out of the shoe's history: nothing left to compare it with
         self._cover_events(cur, drawn=n, out=out)
         self._trusted, self._held, self._held_last, self._held_polls = now, None, None, 0
@@ -210,10 +221,10 @@ class ShoeDriver(RegisterDriver):
         disowned = self._disowned(base, cur)
         count = len(disowned)
         trusted = self._trusted or self._start()
-        if not disowned and trusted is not None and _beyond(trusted.draw_seq, base.draw_seq):
+        if not disowned and trusted is not None and self._beyond(trusted.draw_seq, base.draw_seq):
             # Read before a restart: the cards are in the journal, the driver has not their words.
-            count = (trusted.draw_seq - base.draw_seq) & 0xFFFF
-            disowned = [(base.draw_seq + 1 + i) & 0xFFFF for i in range(min(count, CHECK_NAMED))]
+            count = (trusted.draw_seq - base.draw_seq) & self._mask
+            disowned = [(base.draw_seq + 1 + i) & self._mask for i in range(min(count, CHECK_NAMED))]
         check = []
         for seq in disowned[:CHECK_NAMED]:
             read = self._read.get(seq)

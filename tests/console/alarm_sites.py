@@ -26,8 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # Sites that only pass on an alarm made elsewhere (all three texts from their input): the core's
-# handler of I.Stalled, whose alarms are the Stall sites.
-FORWARDERS = frozenset({"controller/table/alarms.py:_stalled"})
+# handler of I.Stalled, whose alarms are the Stall sites, and of I.DeviceCondition, whose texts
+# are a device profile's [conditions] (a shoe's door bit raises one).
+FORWARDERS = frozenset({"controller/table/alarms.py:_stalled", "controller/table/devices.py:_condition"})
 _ARGS = {
     "raise_alarm": ("t", "step", "section", "message", "floor_action"),
     "Stall": ("section", "message", "floor_action"),

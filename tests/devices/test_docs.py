@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 
 from devices.profiles import load_profile
+from devices.variants import variant_of
 from tests.devices.conftest import DEVICES, ROOT
 
-PAGES = {
-    "ref-shuffler.toml": "shuffler.md",
-    "ref-shoe.toml": "shoe.md",
-    "ref-reader-peek.toml": "reader.md",
-    "ref-reader-masque.toml": "reader.md",
-    "ref-keypad.toml": "keypad.md",
-    "ref-stub-counter.toml": "stub-counter.md",
-    "vendor-b-shoe.toml": "../bring-up.md",  # the worked example of a second shoe
-}
+
+def _page(profile: str) -> str:
+    """The page that documents a shipped profile: its own ``page``, else its variant's."""
+    prof = load_profile(DEVICES / profile)
+    return prof.page or variant_of(prof).page
+
+
+PAGES = {p.name: _page(p.name) for p in sorted(DEVICES.glob("*.toml"))}
 
 
 @pytest.mark.parametrize("profile", sorted(p.name for p in DEVICES.glob("*.toml")))

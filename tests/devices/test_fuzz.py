@@ -36,7 +36,7 @@ from devices.profiles import load_profile
 from devices.transport.modbus import BusRegistry
 from sim.clock import VirtualClock
 from sim.models import DealtCard, KeypadModel, ReaderModel, ShoeModel, ShufflerModel
-from sim.registers import render
+from sim.variants import simulator_of
 from tests.devices.conftest import DEVICES, Rig, device_config, drain, of_type, poll_until
 
 WORD = st.integers(0, 0xFFFF)
@@ -47,9 +47,8 @@ WIRE_FUZZ = settings(max_examples=20, deadline=None, suppress_health_check=list(
 def _words(driver: RegisterDriver, model: Any) -> list[int]:
     start, count = driver.profile.poll_span()
     words = [0] * count
-    for name, values in render(driver.kind, model, driver.profile).items():
-        spec = driver.profile.reg(name)
-        enc = driver.profile.encode(name, values)
+    rendered = simulator_of(driver.profile).render(model, driver.profile)
+    for spec, enc in driver.profile.encode_all(rendered):
         words[spec.address - start : spec.address - start + len(enc)] = enc
     return words
 

@@ -21,9 +21,8 @@ from devices.events import (
     ShuffleStarted,
     Slot,
 )
-from devices.profiles import DeviceKind
 from sim.models import JAM_CODE
-from sim.registers import render
+from sim.registers import shuffler as render_shuffler
 from tests.devices.conftest import Rig, drain, of_type, poll_until
 
 
@@ -172,7 +171,7 @@ async def test_the_overall_state_shows_the_first_condition_that_holds(rig: Rig) 
     names = {code: name for name, code in profile.enums["shuffler_state"].items()}
 
     def state() -> str:
-        return names[render(DeviceKind.SHUFFLER, model, profile)["state"][0]]
+        return names[render_shuffler(model, profile)["state"][0]]
 
     assert state() == "idle"  # both slots loaded, unshuffled
     model.start(Slot.A)
@@ -196,6 +195,6 @@ async def test_an_empty_slot_leaves_the_overall_state_idle(rig: Rig) -> None:
     model.start(Slot.A)
     rig.clock.advance(30)
     model.eject(Slot.A)
-    regs = render(DeviceKind.SHUFFLER, model, profile)
+    regs = render_shuffler(model, profile)
     idle, empty = (profile.enum_value("shuffler_state", s) for s in ("idle", "empty"))
     assert (regs["state"], regs["slot_a_state"], regs["slot_b_state"]) == ([idle], [empty], [idle])

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from controller.games import game_ids
+from controller.shipped import shipped_names
 from tests.support.wire_soak import UNCOUNTED, Plan, soak
 
-GAMES = (*game_ids(), UNCOUNTED)
+GAMES = (*shipped_names("tables"), UNCOUNTED)  # every shipped table, as the registry of tables has them
 GUARD_S = 30.0  # failure guard only: a table that does not move for this long is stuck
 
 

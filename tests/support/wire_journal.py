@@ -102,15 +102,21 @@ def _refusal(x: dict[str, Any]) -> dict[str, Any]:
 
 
 def _shoe_accounting(records: list[Any]) -> dict[str, Any]:
-    """The cards the shoe's own draw counter says it gave (its last count journalled, the counter
-    starting at 0 with the simulators) against the card records journalled: equal when none was
-    lost and none invented. Only while the dealer played (before the simulators restarted)."""
+    """The cards the shoe's own draw counter says it gave (its last count journalled less its
+    first, the first reading's: 0 with a simulator fresh from power-up, or where a table's
+    ``first_draw`` starts it) against the card records journalled: equal when none was lost and
+    none invented. Only while the dealer played (before the simulators restarted)."""
     journalled = sum(1 for r in records if r.kind in CARD_KINDS)
-    counted = 0
+    first: int | None = None
+    last = 0
     for r in records:
         seen = r.payload.get("device_seen") if r.kind != "device_seen" else r.payload
         if isinstance(seen, dict) and seen.get("device") == "shoe":
-            counted = max(counted, int(seen.get("counters", {}).get("draw_seq", 0)))
+            draw_seq = seen.get("counters", {}).get("draw_seq")
+            if draw_seq is not None:
+                first = int(draw_seq) if first is None else first
+                last = max(last, int(draw_seq))
+    counted = last - (first or 0)
     if not counted and not journalled:
         return {}
     return {

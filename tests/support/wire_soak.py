@@ -33,6 +33,7 @@ from typing import Any
 
 from controller.errors import ConfigError
 from controller.journal import Journal
+from controller.shipped import table_file
 from controller.supervisor.config import load_table_config
 from tests.relocated import relocated_table
 from tests.support.wire_journal import judge
@@ -53,7 +54,7 @@ UNCOUNTED = "dj-wild-uncounted"
 
 @dataclass(frozen=True)
 class Plan:
-    game: str  # a shipped table (double-back-jack, double-attack, down-under, dj-wild) or UNCOUNTED
+    game: str  # a shipped table (config/tables/<game>.toml) or UNCOUNTED
     shoes: int = 2  # blackjack: shoes played out
     rounds: int = 20  # DJ Wild: rounds settled
     seed: int = 1  # the shuffles, the kill moments and the downtimes
@@ -70,7 +71,8 @@ class Plan:
 
     @property
     def wild(self) -> bool:
-        return self.table == "dj-wild"
+        """DJ Wild's table (dealt from the hand) or another table playing DJ Wild."""
+        return self.table == "dj-wild" or _game_of(self.table) == "dj-wild"
 
 
 @dataclass
@@ -83,6 +85,10 @@ class Timeline:
     stopped: float = float("inf")  # when the soak gave up (stuck, or the dealer stopped)
     dealer_exit: int | None = None
     dealer_said: str = ""
+
+
+def _game_of(table: str) -> str:
+    return load_table_config(table_file(table), side="both").options.game.value
 
 
 def prepare(plan: Plan, folder: Path) -> Path:
