@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from controller.cli import main
+from controller.console.display import in_words
 from controller.errors import ConfigError, RuleViolation
 from controller.game_config import default_options, options_from_dict, options_to_dict
 from controller.games import (
@@ -287,3 +288,10 @@ def test_the_table_journals_and_the_dispute_account_names_its_side_wager() -> No
     text, _ = told(desk.events)
     assert "Box 1: Bet 10, House Pair 5" in text, text
     assert "Box 1 House Pair 5: paid +25  (699a.7(v))" in text, text
+
+
+def test_the_console_names_its_side_wager() -> None:
+    layout = {"boxes": [{"seat": 1, "spots": [True, True], "wagers": {"bet": 10, "house_pair": 5}}]}
+    box = in_words(layout, "house-jack")["boxes"][0]
+    assert box["chips"] == ["Blackjack Wager", "House Pair"]
+    assert box["wagers"] == {"Blackjack Wager": 10, "House Pair": 5}
