@@ -65,8 +65,10 @@ def _ruling_games(key: str) -> tuple[GameSpec, ...] | None:
     return tuple(g for g in registered() if key in g.rulings)
 
 
-# The optional wagers a game file's [wagers] may offer: GameOptions' fields of these names.
-OPTIONAL_WAGERS: Final = ("bust_it", "match_the_dealer", "progressive")
+def optional_wager_keys() -> tuple[str, ...]:
+    """The optional wagers a game file's [wagers] may name: every registered game's
+    (GameSpec.optional_wagers), in registration order."""
+    return tuple(dict.fromkeys(w.key for g in registered() for w in g.optional_wagers))
 
 
 # The largest chip unit (G3) a game file may name: larger is no chip at a table, and amounts in
@@ -105,9 +107,9 @@ class GameOptions:
     # shoe, where no person can cut (ruling G13). Off: the dealer takes the stack out of the
     # shuffler and the cut and cover card of 5(b)-(e) follow, as after a shuffle by hand.
     direct_insert_shuffler: bool = False
-    bust_it: bool = False
-    match_the_dealer: bool = False
-    progressive: bool = False
+    # The optional wagers the game file's [wagers] offers, by key (the game's declared
+    # GameSpec.optional_wagers); read with offers().
+    optional_wagers: frozenset[str] = frozenset()
     rulings: Rulings = field(default_factory=Rulings)
     # Rules of the chapter switched off, for ``tablectl simulate --without`` only (to show what
     # each contributes to an edge); never read from a game file, never at a table.
@@ -116,6 +118,23 @@ class GameOptions:
     @property
     def spec(self) -> GameSpec:
         return game_spec(self.game)
+
+    def offers(self, wager: str) -> bool:
+        """The game file offers this optional wager."""
+        return wager in self.optional_wagers
+
+    # The shipped games' optional wagers by name, for the code that applies one chapter's own.
+    @property
+    def bust_it(self) -> bool:
+        return self.offers("bust_it")  # 665a.6(f)
+
+    @property
+    def match_the_dealer(self) -> bool:
+        return self.offers("match_the_dealer")  # 685a.6(e)
+
+    @property
+    def progressive(self) -> bool:
+        return self.offers("progressive")  # 687a.9(b)
 
     @property
     def shuffling_device(self) -> bool:
@@ -144,9 +163,9 @@ class GameOptions:
                 adjacent,
                 f"a player may bet on 1 to {self.boxes} adjacent boxes, not {self.boxes_per_player}",
             )
-        for name in OPTIONAL_WAGERS:
+        for name in sorted(self.optional_wagers):
             kind = wager_kinds().get(name)
-            if getattr(self, name) and kind is not None and kind.decks and self.decks not in kind.decks:
+            if kind is not None and kind.decks and self.decks not in kind.decks:
                 raise OptionViolation(
                     f"wagers.{name}", kind.section, kind.decks_refusal.format(decks=self.decks)
                 )
@@ -179,9 +198,13 @@ class GameOptions:
                 "a self-shuffling shoe replaces the batch shuffler; set automated_shuffler = false",
             )
         offered = {w.key for w in spec.optional_wagers}
-        for name in OPTIONAL_WAGERS:
-            if getattr(self, name) and name not in offered:
+        for name in sorted(self.optional_wagers):
+            if name not in offered:
                 owners = [g for g in registered() if any(w.key == name for w in g.optional_wagers)]
+                if not owners:
+                    raise OptionViolation(
+                        "wagers", f"{spec.chapter}.6", f"no game offers an optional {name} wager"
+                    )
                 raise OptionViolation(
                     "wagers",
                     wager_kinds()[name].section,
@@ -198,9 +221,8 @@ def default_options(game: GameId | str, decks: int | None = None) -> GameOptions
     number of decks offered (Match-the-Dealer only with six or eight decks, 685a.6(e))."""
     spec = game_spec(game)
     decks = spec.default_decks if decks is None else decks
-    offered = {w.key: not w.decks or decks in w.decks for w in spec.optional_wagers}
-    wagers: dict[str, Any] = {name: offered.get(name, False) for name in OPTIONAL_WAGERS}
-    return GameOptions(game=spec.id, decks=decks, boxes=MAX_BOXES, **wagers)
+    offered = frozenset(w.key for w in spec.optional_wagers if not w.decks or decks in w.decks)
+    return GameOptions(game=spec.id, decks=decks, boxes=MAX_BOXES, optional_wagers=offered)
 
 
 def _one_of(choices: tuple[object, ...]) -> Callable[[object], object]:
@@ -233,12 +255,6 @@ Flag = Annotated[bool, Rule("must be true or false")]
 Whole = Annotated[int, Rule("must be an integer")]
 
 
-class _WagersDoc(Document):
-    bust_it: Flag | None = None
-    match_the_dealer: Flag | None = None
-    progressive: Flag | None = None
-
-
 class GameFile(Document):
     """A game file's keys and their types; the game's own checks cite the chapter (validate)."""
 
@@ -251,7 +267,9 @@ class GameFile(Document):
     automated_shuffler: Flag | None = None
     self_shuffling_shoe: Flag | None = None
     direct_insert_shuffler: Flag | None = None
-    wagers: _WagersDoc = _WagersDoc()
+    # [wagers]: the optional wagers offered, each true or false (the keys are the registered
+    # games' optional wagers: options_from_dict refuses any other).
+    wagers: dict[str, Flag] = Field(default_factory=dict)
     rulings: Any = Field(default=None, validate_default=True)  # a _RulingsDoc (made from Rulings)
 
     @field_validator("rulings", mode="plain")
@@ -260,10 +278,7 @@ class GameFile(Document):
         return _RulingsDoc.model_validate({} if value is None else value)
 
 
-_UNKNOWN: Final = {
-    "wagers": f"unknown optional wager (one of {', '.join(OPTIONAL_WAGERS)})",
-    "rulings": "unknown ruling (see docs/rulings.md)",
-}
+_UNKNOWN: Final = {"rulings": "unknown ruling (see docs/rulings.md)"}
 
 
 def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
@@ -287,11 +302,14 @@ def options_from_dict(doc: dict[str, Any], where: str) -> GameOptions:
     for key in ("boxes_per_player", "bar_non_wagering", "reader_inspection_required"):
         if key in given and not spec.adjacent_boxes:
             raise ConfigError(f"{where}: {key}: applies to the blackjack games, not {spec.title}")
-    kwargs: dict[str, Any] = {"bust_it": False, "match_the_dealer": False, "progressive": False}
+    known = optional_wager_keys()
+    for key in file.wagers:
+        if key not in known:
+            raise ConfigError(f"{where}: wagers.{key}: unknown optional wager (one of {', '.join(known)})")
+    kwargs: dict[str, Any] = {"optional_wagers": frozenset(k for k, on in file.wagers.items() if on)}
     if "decks_per_batch" in given:
         kwargs["decks"] = given.pop("decks_per_batch")
     kwargs.update(given)
-    kwargs.update(file.wagers.model_dump(exclude_none=True))
     ruling_kwargs: dict[str, Any] = file.rulings.model_dump(exclude_none=True)
     for key in ruling_kwargs:
         ruling_games = _ruling_games(key)
@@ -314,7 +332,7 @@ def options_to_dict(options: GameOptions) -> dict[str, Any]:
         for f in fields(Rulings)
         if f.name in GENERAL_RULINGS or f.name in spec.rulings
     }
-    wagers = {w.key: getattr(options, w.key) for w in spec.optional_wagers}
+    wagers = {w.key: options.offers(w.key) for w in spec.optional_wagers}
     per_player = (
         {
             "boxes_per_player": options.boxes_per_player,

@@ -18,7 +18,7 @@ from controller.bounded import MAX_CONFIG_BYTES, InputRefused, load_json
 from controller.cards import Card, CardError, parse_card
 from controller.errors import RuleViolation, ScriptError
 from controller.game_config import GameOptions, default_options
-from controller.games import GameId, blackjack_games, game_spec
+from controller.games import GameId, blackjack_games, game_spec, registered
 from controller.rules.down_under import masque_range
 from controller.rules.requests import (
     Action,
@@ -36,11 +36,10 @@ from controller.rules.requests import (
 )
 from controller.rules.round import Round
 from controller.rules.state import SeatWagers
-from controller.rules.wagers import WAGER_KINDS, Wager, as_number
+from controller.rules.wagers import Wager, as_number, settled_kinds
 from controller.table.sections import section
 
 SEAT_KEYS = {"seat", "wagers", "double_attack", "insurance", "even_money", "actions"}
-WAGER_KEYS = {"bet", "bust_it", "match_the_dealer"}
 ONLY_STAND_OR_SURRENDER = frozenset({Action.STAND, Action.SURRENDER})
 SCRIPT_ACTIONS = {"hit", "stand", "double", "split", "surrender", "second_chance"}
 
@@ -134,7 +133,9 @@ def parse_seat(raw: Any, i: int) -> ScriptSeat:
     wagers = raw.get("wagers", {})
     if not isinstance(wagers, dict):
         raise ScriptError(f"{where}: wagers: expected an object")
-    unknown = set(wagers) - WAGER_KEYS
+    # The Bet and the side wagers placed before the first card: the blackjack games' optional ones.
+    side_keys = {w.key for g in registered() if g.blackjack for w in g.optional_wagers}
+    unknown = set(wagers) - side_keys - {"bet"}
     if unknown:
         raise ScriptError(f"{where}: wagers: unknown wager {sorted(unknown)[0]!r}")
     actions = raw.get("actions", [])
@@ -149,8 +150,7 @@ def parse_seat(raw: Any, i: int) -> ScriptSeat:
         wagers=SeatWagers(
             seat=seat,
             bet=_amount(wagers.get("bet", 0), f"{where}: wagers.bet"),
-            bust_it=_amount(wagers.get("bust_it", 0), f"{where}: wagers.bust_it"),
-            match_the_dealer=_amount(wagers.get("match_the_dealer", 0), f"{where}: wagers.match_the_dealer"),
+            side={k: _amount(v, f"{where}: wagers.{k}") for k, v in wagers.items() if k != "bet"},
         ),
         double_attack=_amount(raw.get("double_attack", 0), f"{where}: double_attack"),
         insurance=_amount(raw.get("insurance", 0), f"{where}: insurance"),
@@ -285,7 +285,7 @@ class ScriptedRound:
     def settlement(self) -> dict[str, Any]:
         state = self.round.state
         nets: dict[int, dict[Wager, Fraction]] = {
-            b.seat: {k: Fraction(0) for k in WAGER_KINDS} for b in state.boxes
+            b.seat: {k: Fraction(0) for k in settled_kinds()} for b in state.boxes
         }
         for s in state.settlements:
             nets[s.seat][s.wager] += s.net

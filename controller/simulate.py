@@ -40,9 +40,9 @@ from controller.rules.requests import (
     SurrenderOffer,
     answer,
 )
-from controller.rules.round import Round, check_wagers, procedure_of
+from controller.rules.round import Round, check_wagers, procedure_of, side_wagers
 from controller.rules.state import RoundState, SeatWagers
-from controller.rules.wagers import WAGER_KINDS, Settled, Wager
+from controller.rules.wagers import Settled, Wager, settled_kinds
 from controller.shoe import MIN_CUT_FROM_END, Shoe, cut, shuffled_shoe
 from controller.strategy import BET, choose, insurance_stake, takes_second_chance
 
@@ -100,7 +100,9 @@ class Report:
     seats: int
     rounds: int
     seed: int
-    wagers: dict[Wager, WagerStats] = field(default_factory=lambda: {k: WagerStats() for k in WAGER_KINDS})
+    wagers: dict[Wager, WagerStats] = field(
+        default_factory=lambda: {k: WagerStats() for k in settled_kinds()}
+    )
     up_rounds: dict[str, int] = field(default_factory=lambda: dict.fromkeys(UP_KEYS, 0))
     up_busts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(UP_KEYS, 0))
     shoes: int = 0
@@ -176,13 +178,8 @@ class TableSimulator:
         self.shoe: Shoe = self._new_shoe()
         self.discards: list[Card] = []
         self.shoes = 1
-        side = {
-            "bust_it": BET if options.bust_it else 0,
-            "match_the_dealer": BET if options.match_the_dealer else 0,
-        }
-        self.wagers = [
-            SeatWagers(s, BET, side["bust_it"], side["match_the_dealer"]) for s in range(1, seats + 1)
-        ]
+        side = side_wagers(options, BET)
+        self.wagers = [SeatWagers(s, BET, side=side) for s in range(1, seats + 1)]
         check_wagers(options, self.wagers)  # once: every round opens with these (checked=True)
         self.on_round = on_round
         self.round: Round

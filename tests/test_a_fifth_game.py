@@ -4,8 +4,10 @@ requires, the table core deals it and cites its sections, a script plays it, and
 account names its wagers. No file outside this one knows it.
 
 "House Jack" is a made-up blackjack variant with a made-up chapter (699a) that plays Double
-Back Jack's procedure: what proves the point is that every section of the table's own comes
-out with 699a, and that the places that once listed the games by hand have nothing to add.
+Back Jack's procedure, plus a made-up optional side wager of its own, the House Pair, settled
+here: what proves the point is that every section of the table's own comes out with 699a, that
+its game file offers the House Pair, and that the places that once listed the games (and the
+wagers) by hand have nothing to add.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from controller.cli import main
+from controller.console.display import in_words
 from controller.errors import ConfigError, RuleViolation
-from controller.game_config import default_options, options_from_dict
+from controller.game_config import default_options, options_from_dict, options_to_dict
 from controller.games import (
     DeckRule,
     GameId,
@@ -31,8 +34,11 @@ from controller.games import (
     register,
     unregister,
 )
+from controller.rules.double_back_jack import DoubleBackJack
+from controller.rules.procedure import Procedure
 from controller.rules.round import check_wagers
 from controller.rules.state import SeatWagers
+from controller.rules.wagers import LOSE, Wager, odds
 from controller.script import run_script
 from controller.table import inputs as I
 from controller.table.asking import asking
@@ -45,6 +51,26 @@ from tests.table.test_dispute import told
 ROOT = Path(__file__).parent.parent
 HOUSE = GameId("house-jack")
 DBJ = game_spec(GameId.DOUBLE_BACK_JACK)
+# 699a.6(h) (made up): an optional House Pair wager, no more than the Bet, placed with it.
+HOUSE_PAIR = WagerKind("house_pair", "House Pair", "699a.6(h)", optional=True, at_most_bet=True)
+
+
+class HouseJack(DoubleBackJack):
+    """Double Back Jack's round, then 699a.7(v) (made up): the House Pair pays 5 to 1 when the
+    dealer's first two cards are of a rank, and is lost otherwise."""
+
+    def run(self) -> Procedure:
+        yield from super().run()
+        rs = self.rs
+        for box in reversed(rs.boxes):
+            stake = box.stake(HOUSE_PAIR.key)
+            done = any(s.seat == box.seat and s.wager == HOUSE_PAIR.key for s in rs.settlements)
+            if stake and not done and len(rs.dealer) >= 2:
+                pair = rs.dealer[0].rank == rs.dealer[1].rank
+                rs.settle(
+                    box.seat, None, Wager(HOUSE_PAIR.key), stake, odds(5) if pair else LOSE, "699a.7(v)"
+                )
+
 
 HOUSE_JACK = GameSpec(
     id=HOUSE,
@@ -60,12 +86,13 @@ HOUSE_JACK = GameSpec(
     required_devices=blackjack_devices("699a"),
     shuffler_section="699a.3(b)",
     reader_mode="peek",
-    procedure="controller.rules.double_back_jack:DoubleBackJack",
+    procedure=f"{__name__}:HouseJack",
     adjacent_boxes="699a.6(e)",
     wagers=(
         WagerKind("bet", "Bet", "699a.6"),
         WagerKind("insurance", "Insurance", "699a.8"),
         WagerKind("free_double", "Free Double", "699a.6(g)"),
+        HOUSE_PAIR,
     ),
     offers=DBJ.offers,
     rulings=("settlement_procedure",),
@@ -120,7 +147,9 @@ def test_its_game_file_is_checked_against_its_chapter() -> None:
 
 
 def _table(tmp_path: Path, reader: str) -> Path:
-    (tmp_path / "house-jack.toml").write_text('game = "house-jack"\ndecks_per_batch = 4\n', encoding="utf-8")
+    (tmp_path / "house-jack.toml").write_text(
+        'game = "house-jack"\ndecks_per_batch = 4\n[wagers]\nhouse_pair = true\n', encoding="utf-8"
+    )
     table = tmp_path / "table.toml"
     table.write_text(
         textwrap.dedent(f"""\
@@ -201,3 +230,68 @@ def test_the_dispute_account_names_its_wagers() -> None:
     started.payload["wagers"][0]["free_double"] = 5  # as a table offering it would journal it
     text, _ = told(desk.events)
     assert "Free Double 5" in text, text
+
+
+def test_its_game_file_offers_its_own_side_wager() -> None:
+    on = options_from_dict({"game": "house-jack", "wagers": {"house_pair": True}}, "house.toml")
+    off = options_from_dict({"game": "house-jack", "wagers": {"house_pair": False}}, "house.toml")
+    assert on.offers("house_pair") and not off.offers("house_pair")
+    assert options_to_dict(on)["wagers"] == {"house_pair": True}
+    assert default_options(HOUSE).offers("house_pair")  # a chapter's optional wager, offered
+    refusals = {
+        "another game's file": (
+            {"game": "double-back-jack", "wagers": {"house_pair": True}},
+            "wagers: 699a.6(h): the house_pair wager belongs to House Jack",
+        ),
+        "no game's wager": (
+            {"game": "house-jack", "wagers": {"lucky_ladies": True}},
+            "wagers.lucky_ladies: unknown optional wager"
+            " (one of bust_it, match_the_dealer, progressive, house_pair)",
+        ),
+    }
+    for why, (doc, words) in refusals.items():
+        with pytest.raises(ConfigError) as info:
+            options_from_dict(doc, "house.toml")
+        assert str(info.value) == f"house.toml: {words}", (why, info.value)
+
+
+def test_its_side_wager_is_checked_as_it_declares() -> None:
+    on = options_from_dict({"game": "house-jack", "wagers": {"house_pair": True}}, "house.toml")
+    off = options_from_dict({"game": "house-jack", "wagers": {"house_pair": False}}, "house.toml")
+    check_wagers(on, [SeatWagers(1, 10, house_pair=10)])
+    with pytest.raises(RuleViolation, match=r"^699a\.6\(h\): this table does not offer the House Pair wager"):
+        check_wagers(off, [SeatWagers(1, 10, house_pair=5)])
+    with pytest.raises(RuleViolation, match=r"a House Pair wager of 11 is more than the Bet of 10"):
+        check_wagers(on, [SeatWagers(1, 10, house_pair=11)])
+    with pytest.raises(RuleViolation, match=r"^665a\.6\(f\): this table does not offer the Bust It wager"):
+        check_wagers(on, [SeatWagers(1, 10, bust_it=5)])
+
+
+def test_a_script_settles_its_side_wager() -> None:
+    seat = '"seats": [{"seat": 1, "wagers": {"bet": 10, "house_pair": 5}}]'
+    # Box 1 10S 8D = 18; the dealer 9H 9C = 18: the Bet pushes, the House Pair pays 5 to 1.
+    result = run_script(f'{{"game": "house-jack", "shoe": ["10S", "9H", "8D", "9C"], {seat}}}')
+    net = result["seats"][0]["net"]
+    assert (net["bet"], net["house_pair"], result["seats"][0]["total"]) == (0, 25, 25)
+    # The dealer 9H 10C = 19: the Bet and the House Pair lost.
+    result = run_script(f'{{"game": "house-jack", "shoe": ["10S", "9H", "8D", "10C"], {seat}}}')
+    assert result["seats"][0]["net"]["house_pair"] == -5
+
+
+def test_the_table_journals_and_the_dispute_account_names_its_side_wager() -> None:
+    desk = make("house-jack")
+    desk.feed(I.RoundOpened(wagers=(SeatWagers(1, 10, house_pair=5),)))
+    desk.deal("8S 9H 6D 9S")
+    desk.feed(I.KeyPressed(key="stand"))
+    started = next(e for e in desk.events if e.kind == "round_started")
+    assert started.payload["wagers"][0]["house_pair"] == 5
+    text, _ = told(desk.events)
+    assert "Box 1: Bet 10, House Pair 5" in text, text
+    assert "Box 1 House Pair 5: paid +25  (699a.7(v))" in text, text
+
+
+def test_the_console_names_its_side_wager() -> None:
+    layout = {"boxes": [{"seat": 1, "spots": [True, True], "wagers": {"bet": 10, "house_pair": 5}}]}
+    box = in_words(layout, "house-jack")["boxes"][0]
+    assert box["chips"] == ["Blackjack Wager", "House Pair"]
+    assert box["wagers"] == {"Blackjack Wager": 10, "House Pair": 5}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.game_config import GENERAL_RULINGS, OPTIONAL_WAGERS, Rulings, load_game_options
+from controller.game_config import GENERAL_RULINGS, Rulings, load_game_options, optional_wager_keys
 from controller.games import (
     RULE_NAMES,
     GameId,
@@ -22,7 +22,7 @@ from controller.games import (
 from controller.rules.procedure import BlackjackProcedure
 from controller.rules.requests import OFFER_NAMES
 from controller.rules.round import procedure_of
-from controller.rules.wagers import Wager
+from controller.rules.wagers import settled_kinds
 from devices.profiles import DeviceKind
 
 GAMES_DIR = Path(__file__).parent.parent / "config" / "games"
@@ -38,17 +38,26 @@ def test_a_registered_game_is_whole(game: GameId) -> None:
     if spec.blackjack:
         assert issubclass(procedure_of(spec), BlackjackProcedure)
         assert spec.adjacent_boxes.startswith(spec.chapter)
-        # The rules engine settles the wagers it knows (rules/wagers.py).
-        assert {w.key for w in spec.wagers} <= {w.value for w in Wager}
+        # The rules engine settles every wager a blackjack game declares (rules/wagers.py).
+        assert {w.key for w in spec.wagers} <= set(settled_kinds())
     for kind, section in spec.required_devices:
         DeviceKind(kind)
         assert section.startswith(spec.chapter)
     assert set(spec.rulings) <= {f.name for f in fields(Rulings)} - set(GENERAL_RULINGS)
-    assert {w.key for w in spec.optional_wagers} <= set(OPTIONAL_WAGERS)
+    assert {w.key for w in spec.optional_wagers} <= set(optional_wager_keys())
     assert set(spec.offers) <= set(OFFER_NAMES.values())
     assert set(spec.lettering) == RULE_NAMES
     spec.check_decks(spec.default_decks)
     assert len(spec.batch(1)) == spec.cards_per_deck
+
+
+def test_the_shipped_wagers_keep_their_order() -> None:
+    """The script's nets and the simulator's report list the wagers in this order, as they always
+    have; the game file's [wagers] keys are the games' optional wagers in registration order."""
+    assert settled_kinds() == (
+        "bet", "double_attack", "insurance", "bust_it", "match_the_dealer", "second_chance"
+    )  # fmt: skip
+    assert optional_wager_keys() == ("bust_it", "match_the_dealer", "progressive")
 
 
 @pytest.mark.parametrize("game", EVERY_GAME)
@@ -75,6 +84,7 @@ def _game(**changes: object) -> GameSpec:
         ({"adjacent_boxes": ""}, "adjacent boxes"),
         ({"procedure": "DoubleBackJack"}, "module:Class"),
         ({"wagers": (WagerKind("bet", "Wager", "673a.6"),)}, "'Bet'"),
+        ({"wagers": (WagerKind("player", "Player", "673a.6", optional=True),)}, "'player' cannot name"),
     ],
 )
 def test_register_refuses_a_game_with_a_gap(changes: dict[str, object], words: str) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from controller.cards import PLAYER_LIMIT, CardError, hard_total, parse_card
 from controller.console.alarm_actions import ends_by_itself, for_alarm
-from controller.games import GAMES, GameId
+from controller.games import GAMES, GameId, wager_kinds
 from controller.rules.requests import DEALER
 from devices.events import Key
 
@@ -162,13 +162,15 @@ def _side_spot(game: str) -> str:
     return optional[0].name if optional else "side wager"
 
 
-WAGER_NAMES = {
-    "bet": "Blackjack Wager",
-    "bust_it": "Bust It",
-    "match_the_dealer": "Match-the-Dealer",
-    "double_attack": "Double Attack",
-    "insurance": "Insurance",
-}
+def _wager_name(key: str) -> str:
+    """A wager taken as the dealer says it: the main spot's "Blackjack Wager", any other by the
+    name its game declares (a key no registered game has as it is written)."""
+    if key == "bet":
+        return "Blackjack Wager"
+    kind = wager_kinds().get(key)
+    return kind.name if kind is not None else key.replace("_", " ")
+
+
 _FAILED = ("fault", "out_of_order", "failed")
 _KEYS = frozenset(k.value for k in Key)
 _LABELS = {"double": "double down", "second_chance": "second chance", "start_game": "Start Game"}
@@ -188,7 +190,7 @@ def in_words(layout: Mapping[str, Any] | None, game: str) -> dict[str, Any]:
             "hands": [mark_second_chance(h) for h in box.get("hands", [])],
         }
         if "wagers" in box:
-            named["wagers"] = {WAGER_NAMES.get(k, k.replace("_", " ")): v for k, v in box["wagers"].items()}
+            named["wagers"] = {_wager_name(k): v for k, v in box["wagers"].items()}
         boxes.append({**box, **named})
     return {**layout, "boxes": boxes}
 

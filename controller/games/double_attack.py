@@ -47,7 +47,8 @@ GAME = register(
             WagerKind("bet", "Bet", "665a.6"),
             WagerKind("double_attack", "Double Attack", "665a.6(e)"),
             WagerKind("insurance", "Insurance", "665a.8"),
-            WagerKind("bust_it", "Bust It", "665a.6(f)", optional=True),
+            # 665a.6(f): "in an amount equal to or less than the player's Bet Wager".
+            WagerKind("bust_it", "Bust It", "665a.6(f)", optional=True, at_most_bet=True),
         ),
         offers=("insurance", "double_attack", "card_later"),
         # 665a.7(p) has one settlement procedure (673a.7(t) and 685a.7(r) offer two): no

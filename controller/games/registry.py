@@ -22,6 +22,10 @@ _GAMES: dict[GameId, GameSpec] = {}
 GAMES: Final[Mapping[GameId, GameSpec]] = MappingProxyType(_GAMES)
 
 
+# The other keys of a box's wagers as RoundStarted journals them (seat, bet, player).
+_NOT_WAGER_KEYS: Final = frozenset({"seat", "bet", "player", "side"})
+
+
 class GameRegistrationError(ValueError):
     """A game that cannot be registered: what it lacks, named."""
 
@@ -49,6 +53,10 @@ def register(spec: GameSpec) -> GameSpec:
             f"{where}: a blackjack game names where the Rules Submission limits one player's"
             " adjacent boxes (adjacent_boxes, e.g. 673a.6(e))"
         )
+    taken = sorted({w.key for w in spec.optional_wagers} & _NOT_WAGER_KEYS)
+    if taken:
+        # A side wager is a keyword of the box's wagers as the journal writes them.
+        raise GameRegistrationError(f"{where}: {taken[0]!r} cannot name an optional wager")
     names = {w.key: w.name for g in _GAMES.values() for w in g.wagers}
     for w in spec.wagers:
         if names.get(w.key, w.name) != w.name:

@@ -91,13 +91,15 @@ class WagerKind:
     """A wager of the game: ``key`` as the journal's settlement lines and the game file's
     ``[wagers]`` write it, ``name`` as the dispute account says it, ``section`` where the chapter
     provides for it. ``optional``: offered only if the game file's ``[wagers]`` says so (the Rules
-    Submission's choice); ``decks``: the deck counts it may be offered with (empty: any), refused
-    with ``decks_refusal`` (``{decks}`` for the number)."""
+    Submission's choice), placed on the layout before the first card; ``at_most_bet``: no more
+    than the box's Bet (665a.6(f)); ``decks``: the deck counts it may be offered with (empty: any),
+    refused with ``decks_refusal`` (``{decks}`` for the number)."""
 
     key: str
     name: str
     section: str
     optional: bool = False
+    at_most_bet: bool = False
     decks: tuple[int, ...] = ()
     decks_refusal: str = ""
 

@@ -136,8 +136,8 @@ class DoubleAttack(BlackjackProcedure):
             section = "665a.9(b)(2)(i)"
             collect_original_bet(rs, hand, ORIGINAL_BET_ONLY, section)
             rs.settle(hand.seat, hand.index, Wager.DOUBLE_ATTACK, hand.double_attack, PUSH, section)
-            if box.bust_it and not box.bust_it_settled:
-                rs.settle(box.seat, None, Wager.BUST_IT, box.bust_it, LOSE, section)
+            if box.stake(Wager.BUST_IT) and not box.bust_it_settled:
+                rs.settle(box.seat, None, Wager.BUST_IT, box.stake(Wager.BUST_IT), LOSE, section)
                 box.bust_it_settled = True
             hand.result = "surrender"
             hand.settled = hand.done = True
@@ -158,15 +158,16 @@ class DoubleAttack(BlackjackProcedure):
         first_two = total(rs.dealer[:2])[0]
         busted_in_three = first_two < 17 and len(rs.dealer) >= 3 and total(rs.dealer[:3])[0] > 21
         for box in reversed(rs.boxes):
-            if not box.bust_it or box.bust_it_settled:
+            bust_it = box.stake(Wager.BUST_IT)
+            if not bust_it or box.bust_it_settled:
                 continue
             if busted_in_three:
                 halves, line = bust_it_pays(rs.dealer[:3])
-                rs.settle(box.seat, None, Wager.BUST_IT, box.bust_it, halves, f"665a.7(m)(2)(i), {line}")
+                rs.settle(box.seat, None, Wager.BUST_IT, bust_it, halves, f"665a.7(m)(2)(i), {line}")
             elif first_two >= 17:
-                rs.settle(box.seat, None, Wager.BUST_IT, box.bust_it, LOSE, "665a.7(m)(1)")
+                rs.settle(box.seat, None, Wager.BUST_IT, bust_it, LOSE, "665a.7(m)(1)")
             else:
-                rs.settle(box.seat, None, Wager.BUST_IT, box.bust_it, LOSE, "665a.7(m)(2)(ii)")
+                rs.settle(box.seat, None, Wager.BUST_IT, bust_it, LOSE, "665a.7(m)(2)(ii)")
 
     def settle_remaining(self) -> None:
         """665a.7(o), in the order of 665a.7(p): dealer's right first."""

@@ -93,18 +93,19 @@ class DownUnder(BlackjackProcedure):
 
         # 685a.7(f): Match-the-Dealer, settled before the reader, dealer's right first.
         for box in reversed(rs.boxes):
-            if box.match_the_dealer and not box.dead:
+            stake = box.stake(Wager.MATCH_THE_DEALER)
+            if stake and not box.dead:
                 win = match_the_dealer(
                     up, box.first.cards, rs.options.decks, self.rulings.match_the_dealer_pays
                 )
                 if win is None:
-                    rs.settle(box.seat, None, Wager.MATCH_THE_DEALER, box.match_the_dealer, LOSE, "685a.7(f)")
+                    rs.settle(box.seat, None, Wager.MATCH_THE_DEALER, stake, LOSE, "685a.7(f)")
                 else:
                     rs.settle(
                         box.seat,
                         None,
                         Wager.MATCH_THE_DEALER,
-                        box.match_the_dealer,
+                        stake,
                         win[0],
                         f"685a.7(f), 685a.11(c) {win[1]} (ruling U1)",
                     )

@@ -313,10 +313,11 @@ class BlackjackProcedure:
             rs.settle(box.seat, hand.index, Wager.DOUBLE_ATTACK, hand.double_attack, PUSH, section)
             rs.settle_hand(hand, PUSH, "dead", section)
         if not box.first.cards:
-            if box.bust_it and not box.bust_it_settled:
-                rs.settle(box.seat, None, Wager.BUST_IT, box.bust_it, PUSH, section)
-                box.bust_it_settled = True
-            rs.settle(box.seat, None, Wager.MATCH_THE_DEALER, box.match_the_dealer, PUSH, section)
+            for kind, stake in box.side.items():
+                if kind == Wager.BUST_IT and box.bust_it_settled:
+                    continue
+                rs.settle(box.seat, None, Wager(kind), stake, PUSH, section)
+            box.bust_it_settled = True
         box.dead = True
 
     # -- the dealer ------------------------------------------------------------------------

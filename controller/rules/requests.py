@@ -24,6 +24,7 @@ that alone was a fifth of the simulator's time per round.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, TypeVar, assert_never
@@ -64,23 +65,60 @@ class CardFor:
     purpose: str = ""  # "second_chance", "double", "split", "bust_it" ...
 
 
-@dataclass(slots=True)
-class DoubleAttackOffer:
-    seat: int
-    maximum: int
+# Every offer, registered with :func:`offer` where it is declared, in that order:
+# OFFER_NAMES: its public name, in the dealer-facing ask, the journal's offer_answered, the docs
+# and a game's GameSpec.offers.
+# OFFER_ANSWERS: the keypad keys that answer it (docs/mqtt.md, "asking") and what each does.
+OFFER_NAMES: dict[type, str] = {}
+OFFER_ANSWERS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+C = TypeVar("C", bound=type)
+
+# A wager offer (insurance, Double Attack) is taken with `double` (the largest wager allowed, as
+# placed on the layout) and declined with `next`; `insurance_closed` declines every offer still
+# open.
+WAGER_OFFER_KEYS: tuple[tuple[str, str], ...] = (
+    ("double", "take"),
+    ("next", "decline"),
+    ("insurance_closed", "decline_all"),
+)
 
 
+def offer(name: str, answers: tuple[tuple[str, str], ...]) -> Callable[[C], C]:
+    """Register an offer request class: its public ``name`` and the keypad ``answers``
+    ((key, what it does), ...). A new offer is its class, so decorated, and its answer."""
+
+    def register(cls: C) -> C:
+        if cls in OFFER_NAMES or name in OFFER_NAMES.values():
+            raise ValueError(f"offer {name!r} is registered twice")
+        OFFER_NAMES[cls] = name
+        OFFER_ANSWERS[cls] = answers
+        return cls
+
+    return register
+
+
+@offer("insurance", WAGER_OFFER_KEYS)
 @dataclass(slots=True)
 class InsuranceOffer:
     seat: int
     maximum: int
 
 
+@offer("double_attack", WAGER_OFFER_KEYS)
+@dataclass(slots=True)
+class DoubleAttackOffer:
+    seat: int
+    maximum: int
+
+
+@offer("even_money", (("double", "take"), ("next", "decline")))
 @dataclass(slots=True)
 class EvenMoneyOffer:
     seat: int
 
 
+@offer("surrender", (("surrender", "take"), ("next", "decline")))
 @dataclass(slots=True)
 class SurrenderOffer:
     """Double Back Jack: surrender asked before the reader when the up card is an ace or 10 (D5)."""
@@ -88,6 +126,7 @@ class SurrenderOffer:
     seat: int
 
 
+@offer("second_chance", (("second_chance", "take"), ("next", "decline")))
 @dataclass(slots=True)
 class SecondChanceOffer:
     seat: int
@@ -118,6 +157,8 @@ class CardMissed:
     section: str
 
 
+# The player asks for his card after the others with `hit`; `next` takes the dead hand.
+@offer("card_later", (("hit", "take"), ("next", "decline")))
 @dataclass(slots=True)
 class CardLaterOffer:
     """The player's option when the dealer missed his card: the card dealt after all other
@@ -145,30 +186,6 @@ Request = (
 Offer = (
     InsuranceOffer | DoubleAttackOffer | EvenMoneyOffer | SurrenderOffer | SecondChanceOffer | CardLaterOffer
 )
-
-# The public name of each offer: in the dealer-facing ask, the journal's offer_answered and the docs.
-OFFER_NAMES: dict[type, str] = {
-    InsuranceOffer: "insurance",
-    DoubleAttackOffer: "double_attack",
-    EvenMoneyOffer: "even_money",
-    SurrenderOffer: "surrender",
-    SecondChanceOffer: "second_chance",
-    CardLaterOffer: "card_later",
-}
-
-# The keypad keys that answer each offer (docs/mqtt.md, "asking"): what each does. A wager offer
-# (insurance, Double Attack) is taken with `double` (the largest wager allowed, as placed on the
-# layout) and declined with `next`; `insurance_closed` declines every offer still open.
-OFFER_ANSWERS: dict[type, tuple[tuple[str, str], ...]] = {
-    InsuranceOffer: (("double", "take"), ("next", "decline"), ("insurance_closed", "decline_all")),
-    DoubleAttackOffer: (("double", "take"), ("next", "decline"), ("insurance_closed", "decline_all")),
-    EvenMoneyOffer: (("double", "take"), ("next", "decline")),
-    SurrenderOffer: (("surrender", "take"), ("next", "decline")),
-    SecondChanceOffer: (("second_chance", "take"), ("next", "decline")),
-    # The player asks for his card after the others with `hit`; `next` takes the dead hand.
-    CardLaterOffer: (("hit", "take"), ("next", "decline")),
-}
-
 
 T = TypeVar("T", covariant=True)
 

@@ -54,23 +54,34 @@ def check_wagers(options: GameOptions, wagers: list[SeatWagers]) -> None:
         seen.add(w.seat)
         if w.bet <= 0:
             raise RuleViolation(f"{chapter}.6(d)", f"seat {w.seat}: a Bet Wager is needed to play the round")
-        if w.bust_it:
-            if not options.bust_it:
-                raise RuleViolation("665a.6(f)", "this table does not offer the Bust It wager")
-            if not 0 < w.bust_it <= w.bet:
-                raise RuleViolation(
-                    "665a.6(f)",
-                    f"seat {w.seat}: a Bust It wager of {w.bust_it} is more than the Bet of {w.bet}",
-                )
-        if w.match_the_dealer:
-            if not options.match_the_dealer:
-                kind = wager_kinds()["match_the_dealer"]
-                if kind in options.spec.optional_wagers and kind.decks and options.decks not in kind.decks:
-                    raise RuleViolation(kind.section, kind.decks_refusal.format(decks=options.decks))
-                raise RuleViolation("685a.6(e)", "this table does not offer the Match-the-Dealer wager")
-            if w.match_the_dealer < 0:
-                raise RuleViolation("685a.6(e)", "a wager cannot be negative")
+        for key, stake in w.side:
+            check_side_wager(options, w, key, stake)
     check_boxes_per_player(options, wagers)
+
+
+def side_wagers(options: GameOptions, amount: int) -> dict[str, int]:
+    """Every side wager the table offers, each of ``amount``: the wagers a box places with its
+    Bet when it places them all (the simulator's, a virtual table's, a sensed side spot's)."""
+    return {w.key: amount for w in options.spec.optional_wagers if options.offers(w.key)}
+
+
+def check_side_wager(options: GameOptions, w: SeatWagers, key: str, stake: int) -> None:
+    """A side wager goes down only where the game declares it optional and the game file offers
+    it (at the decks it may be offered with), as the chapter limits it."""
+    spec = options.spec
+    kind = next((k for k in spec.wagers if k.key == key), None) or wager_kinds().get(key)
+    if kind is None:
+        raise RuleViolation(f"{spec.chapter}.6", f"seat {w.seat}: there is no {key} wager in {spec.title}")
+    if not options.offers(key):
+        if kind.optional and kind in spec.wagers and kind.decks and options.decks not in kind.decks:
+            raise RuleViolation(kind.section, kind.decks_refusal.format(decks=options.decks))
+        raise RuleViolation(kind.section, f"this table does not offer the {kind.name} wager")
+    if kind.at_most_bet and not 0 < stake <= w.bet:
+        raise RuleViolation(
+            kind.section, f"seat {w.seat}: a {kind.name} wager of {stake} is more than the Bet of {w.bet}"
+        )
+    if stake < 0:
+        raise RuleViolation(kind.section, "a wager cannot be negative")
 
 
 def check_boxes_per_player(options: GameOptions, wagers: list[SeatWagers]) -> None:
@@ -106,8 +117,7 @@ class Round:
             Box(
                 seat=w.seat,
                 bet=w.bet,
-                bust_it=w.bust_it,
-                match_the_dealer=w.match_the_dealer,
+                side=dict(w.side),
                 hands=[Hand(seat=w.seat, index=0, bet=w.bet)],
             )
             for w in sorted(wagers, key=lambda w: w.seat)

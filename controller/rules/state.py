@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from controller.cards import Card
@@ -10,29 +11,56 @@ from controller.rules.hand import Hand
 from controller.rules.wagers import Settled, Wager
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SeatWagers:
-    """What a box puts on the layout before the first card; later wagers come through requests."""
+    """What a box puts on the layout before the first card; later wagers come through requests.
+
+    ``side``: the side wagers placed, by kind (the game's declared wager keys), each once, in key
+    order, none of 0. Side wagers come as ``side`` or as keywords (``SeatWagers(1, 10,
+    free_double=5)``, as a journal's line reads back); the shipped games' two may also come by
+    position after the Bet.
+    """
 
     seat: int
     bet: int
-    bust_it: int = 0
-    match_the_dealer: int = 0
-    player: str = ""  # who bets on this box, when known: one player may hold adjacent boxes
+    side: tuple[tuple[str, int], ...]
+    player: str  # who bets on this box, when known: one player may hold adjacent boxes
+
+    def __init__(
+        self,
+        seat: int,
+        bet: int,
+        bust_it: int = 0,
+        match_the_dealer: int = 0,
+        *,
+        player: str = "",
+        side: Mapping[str, int] | None = None,
+        **more: int,
+    ) -> None:
+        placed = {Wager.BUST_IT: bust_it, Wager.MATCH_THE_DEALER: match_the_dealer} | dict(side or {}) | more
+        object.__setattr__(self, "seat", seat)
+        object.__setattr__(self, "bet", bet)
+        object.__setattr__(self, "side", tuple((k, v) for k, v in sorted(placed.items()) if v))
+        object.__setattr__(self, "player", player)
 
 
 @dataclass(slots=True, eq=False)
 class Box:
     seat: int
     bet: int
-    bust_it: int = 0
-    match_the_dealer: int = 0
+    # Side wagers placed before the first card, by kind (SeatWagers.side); a kind not placed is
+    # absent.
+    side: dict[str, int] = field(default_factory=dict)
     double_attack: int = 0
     insurance: int = 0
     early_surrender: bool = False  # D5: surrendered before the reader, settled after it
     bust_it_settled: bool = False  # 665a.9(b)(2)(i) or a dead box settled it before 665a.7(m)
     dead: bool = False  # called dead (673a.13(g),(h) and the like): out of this round
     hands: list[Hand] = field(default_factory=list)
+
+    def stake(self, kind: str) -> int:
+        """The side wager of this kind on the box (0: none)."""
+        return self.side.get(kind, 0)
 
     @property
     def first(self) -> Hand:

@@ -9,21 +9,66 @@ billions of rounds in plain integers.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from fractions import Fraction
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
+
+from controller.games import registered
 
 
-class Wager(StrEnum):
-    BET = "bet"  # Blackjack Wager (673a) / Bet Wager (665a, 685a); doubles and splits count here
-    DOUBLE_ATTACK = "double_attack"  # 665a.6(e)
-    INSURANCE = "insurance"
-    BUST_IT = "bust_it"  # 665a.6(f)
-    MATCH_THE_DEALER = "match_the_dealer"  # 685a.6(e)
-    SECOND_CHANCE = "second_chance"  # 673a.7(l)
+class Wager(str):
+    """A wager's kind, as its game declares it (:class:`controller.games.WagerKind`'s ``key``)
+    and the settlement lines and the journal write it ("bust_it").
+
+    Open: every wager a registered game declares is a Wager. The shipped games' wagers are named
+    below for the procedures that settle them; a new game's wager needs no name here.
+    """
+
+    __slots__ = ()
+
+    BET: ClassVar[Wager]  # Blackjack Wager (673a) / Bet Wager (665a, 685a); doubles and splits count here
+    DOUBLE_ATTACK: ClassVar[Wager]  # 665a.6(e)
+    INSURANCE: ClassVar[Wager]
+    BUST_IT: ClassVar[Wager]  # 665a.6(f)
+    MATCH_THE_DEALER: ClassVar[Wager]  # 685a.6(e)
+    SECOND_CHANCE: ClassVar[Wager]  # 673a.7(l)
+
+    @property
+    def value(self) -> str:
+        """The key as plain text (what an enum member's ``value`` was)."""
+        return str(self)
+
+    def __repr__(self) -> str:
+        # As an enum member's: <Wager.BUST_IT: 'bust_it'> (settlement lines' reprs, which the rules
+        # engine's fingerprint hashes, have always read so).
+        return f"<Wager.{self.upper()}: {str(self)!r}>"
 
 
-WAGER_KINDS: tuple[Wager, ...] = tuple(Wager)
+Wager.BET = Wager("bet")
+Wager.DOUBLE_ATTACK = Wager("double_attack")
+Wager.INSURANCE = Wager("insurance")
+Wager.BUST_IT = Wager("bust_it")
+Wager.MATCH_THE_DEALER = Wager("match_the_dealer")
+Wager.SECOND_CHANCE = Wager("second_chance")
+
+# The order the script's nets and the simulator's report have always listed the shipped games'
+# wagers in; every other wager follows, in the order its game registered.
+_LISTED: tuple[Wager, ...] = (
+    Wager.BET,
+    Wager.DOUBLE_ATTACK,
+    Wager.INSURANCE,
+    Wager.BUST_IT,
+    Wager.MATCH_THE_DEALER,
+    Wager.SECOND_CHANCE,
+)
+
+
+def settled_kinds() -> tuple[Wager, ...]:
+    """The wagers the rules engine settles: every wager of a registered blackjack game (one with
+    a procedure), each once, in a stable order (the shipped ones as listed above, then the rest
+    by registration)."""
+    declared = dict.fromkeys(w.key for g in registered() if g.blackjack for w in g.wagers)
+    rank: dict[str, int] = {k: i for i, k in enumerate(_LISTED)}
+    return tuple(Wager(k) for k in sorted(declared, key=lambda k: rank.get(k, len(rank))))
 
 
 def odds(to: int, per: int = 1) -> int:

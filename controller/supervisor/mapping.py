@@ -27,6 +27,7 @@ from controller.rules.requests import (
     InsuranceOffer,
 )
 from controller.rules.requests import MasqueRange as CoreRange
+from controller.rules.round import side_wagers
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
 from controller.table.batches import Place, ShufflerState
@@ -221,15 +222,8 @@ class Translator:
         opts = table.options
         wagers = []
         for seat in seats:
-            side = (seat, SIDE_SPOT) in self.bets
-            wagers.append(
-                SeatWagers(
-                    seat=seat,
-                    bet=UNIT_BET,
-                    bust_it=UNIT_BET if side and opts.bust_it else 0,
-                    match_the_dealer=UNIT_BET if side and opts.match_the_dealer else 0,
-                )
-            )
+            side = side_wagers(opts, UNIT_BET) if (seat, SIDE_SPOT) in self.bets else {}
+            wagers.append(SeatWagers(seat=seat, bet=UNIT_BET, side=side))
         return I.RoundOpened(wagers=tuple(wagers))
 
     def _wild_key(

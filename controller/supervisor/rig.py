@@ -234,7 +234,7 @@ async def virtual_table(
 
         link = SupervisorLink(supervisor, sim, clock)
         link.pace = pace if pace_s > 0 else None
-        side = opts.bust_it or opts.match_the_dealer or opts.progressive
+        side = bool(opts.optional_wagers)
         dealer = WireDealer(sim, link, boxes=boxes, side_wagers=side)
         yield Rig(config, sim, supervisor, clock, dealer, link)
     finally:

@@ -215,7 +215,7 @@ def layout(table: Table, bets: set[tuple[int, int]], boxes: int) -> dict[str, An
         entry: dict[str, Any] = {"seat": seat, "spots": [(seat, 1) in bets, (seat, 2) in bets]}
         if box is not None:
             wagers = {
-                "bet": box.bet, "bust_it": box.bust_it, "match_the_dealer": box.match_the_dealer,
+                "bet": box.bet, **box.side,
                 "double_attack": box.double_attack, "insurance": box.insurance,
             }  # fmt: skip
             entry["wagers"] = {k: v for k, v in wagers.items() if v}

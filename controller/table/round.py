@@ -16,6 +16,7 @@ from controller.cards import Card
 from controller.rules.requests import Action, CardFor, Decision, DoubleFor
 from controller.rules.round import Round, check_wagers
 from controller.rules.state import SeatWagers
+from controller.rules.wagers import Wager
 from controller.table import inputs as I
 from controller.table.alarms import AlarmAcknowledged, not_halted
 from controller.table.draw import check_remaining, drawn, outside_round, take_from_shoe
@@ -107,6 +108,12 @@ def ready_for_round(t: Table) -> None:
     # reshuffled (673a.7(d) "appears as the first card ... at the beginning of a round").
 
 
+# RoundStarted's wagers: the shipped games' two side wagers are written on every line, 0 when not
+# placed (as journals always have); any other side wager only when placed. SeatWagers(**line)
+# reads either back.
+_ALWAYS_WRITTEN = (Wager.BUST_IT, Wager.MATCH_THE_DEALER)
+
+
 @handles(I.RoundOpened)
 def _opened(t: Table, inp: I.RoundOpened, step: Step) -> None:
     if not t.blackjack:
@@ -123,7 +130,9 @@ def _opened(t: Table, inp: I.RoundOpened, step: Step) -> None:
                 "the reshuffle or until the house permits it",
             )
     wagers = [
-        {"seat": w.seat, "bet": w.bet, "bust_it": w.bust_it, "match_the_dealer": w.match_the_dealer}
+        {"seat": w.seat, "bet": w.bet}
+        | dict.fromkeys(_ALWAYS_WRITTEN, 0)
+        | dict(w.side)
         | ({"player": w.player} if w.player else {})
         for w in inp.wagers
     ]

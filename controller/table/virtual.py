@@ -27,7 +27,7 @@ from controller.rules.requests import (
     SurrenderOffer,
     answer,
 )
-from controller.rules.round import Round
+from controller.rules.round import Round, side_wagers
 from controller.rules.state import SeatWagers
 from controller.shoe import shuffled_shoe
 from controller.strategy import BET, choose, insurance_stake, takes_second_chance
@@ -116,13 +116,8 @@ class VirtualTable:
             self.next_shoe()
         while table.burns_due:
             self.draw()
-        side = {
-            "bust_it": BET if self.options.bust_it else 0,
-            "match_the_dealer": BET if self.options.match_the_dealer else 0,
-        }
-        wagers = tuple(
-            SeatWagers(s, BET, side["bust_it"], side["match_the_dealer"]) for s in range(1, self.seats + 1)
-        )
+        side = side_wagers(self.options, BET)
+        wagers = tuple(SeatWagers(s, BET, side=side) for s in range(1, self.seats + 1))
         self.feed(I.RoundOpened(wagers=wagers))
         while table.round is not None:
             self._answer()
