@@ -2,16 +2,25 @@
 three-node NATS JetStream cluster, ``--nats``) into PostgreSQL, with 1 and then 2 archive workers.
 
     .venv/bin/python bench/archive_load.py [--tables 500] [--rate 10] [--seconds 30] [--workers 1,2]
-                                           [--nats] [--durable]
+                                           [--nats [--secure]] [--durable]
 
 With ``--nats`` the simulated tables are bench/archive_failover.py's: each publishes through
 JetStream and counts an event sent on the stream's PubAck (the shipped path); the workers are
 ``tablectl archive --nats`` on an open cluster (no users: the permissions cost nothing per
-message). With ``--durable`` PostgreSQL runs with ``fsync`` on (and ``synchronous_commit`` on, as
+message). With ``--secure`` the cluster runs the shipped config/nats/node.conf (TLS on clients,
+routes and MQTT) with the accounts ``tablectl archive nats-accounts`` makes, deployed as
+docs/scale-out.md tells an operator: the admin makes the stream (``tablectl archive --setup``),
+each table publishes as its own ``<site>/<table>/events`` user over TLS, each worker is
+``--client-id archive-<n>`` with its password in ``TABLECTL_NATS_PASSWORD`` and ``--ca-file``.
+With ``--durable`` PostgreSQL runs with ``fsync`` on (and ``synchronous_commit`` on, as
 always). After the drain the same rows are copied by one bare ``COPY`` into a table like
 ``events`` (its keys and indexes) in the same database: ``copy_ceiling_rows_per_s`` is what the
 database takes at best, and ``archive_share_of_ceiling`` the archive's sustained rate over it.
 ``load_cpu_s`` is the load generator's own CPU (its processes'), apart from the archive's.
+``resent_unconfirmed`` counts the records the NATS tables sent again because the stream did not
+confirm them in time, ``gap_requests`` the gaps the archive asked the tables for (nobody answers
+them here: a gap that needed an answer would show as lost), ``resent_share`` the first over
+``published``.
 With ``--preload`` (``--nats``) the workers start only once the stream holds the whole load, so
 the archive's rate is its drain's (``drain_events_per_s``, first commit to last) with no load
 generator running beside it.
@@ -36,6 +45,7 @@ import json
 import multiprocessing
 import os
 import pathlib
+import secrets
 import signal
 import subprocess
 import sys
@@ -74,25 +84,46 @@ def load_main(
         return sum(t.seq for t in tables)
 
     published = asyncio.run(run())
-    q.put((published, sum(os.times()[:2])))
+    q.put((published, sum(os.times()[:2]), 0))
 
 
 def load_main_nats(
-    servers: list[str], first: int, count: int, rate: float, seconds: float, start_at: float, q: Any
+    where: tuple[list[str], dict[str, str], str | None],
+    first: int,
+    count: int,
+    rate: float,
+    seconds: float,
+    start_at: float,
+    q: Any,
 ) -> None:
+    """``where``: the servers, each table's password (empty: an open cluster) and the CA file."""
     from bench.archive_failover import SITE, FleetTable, fleet
+    from controller.archive.nats_accounts import events_user
+    from controller.telemetry.nats_link import NatsSettings
     from controller.telemetry.topics import TableTopics
 
-    async def run() -> int:
-        tables = [FleetTable(TableTopics(SITE, f"t{i:04d}"), servers) for i in range(first, first + count)]
+    servers, passwords, ca = where
+
+    def table(i: int) -> FleetTable:
+        name = f"t{i:04d}"
+        password = passwords.get(f"{SITE}/{name}")
+        login = (
+            None
+            if password is None
+            else NatsSettings(tuple(servers), events_user(SITE, name), password, pathlib.Path(ca or ""))
+        )
+        return FleetTable(TableTopics(SITE, name), servers, login=login)
+
+    async def run() -> tuple[int, int]:
+        tables = [table(i) for i in range(first, first + count)]
         for t in tables:
             await t.connect()
         await asyncio.sleep(max(0.0, start_at - time.time()))
         await fleet(tables, rate, seconds, {})  # returns once the stream confirmed every event
-        return sum(t.seq for t in tables)
+        return sum(t.seq for t in tables), sum(t.resent for t in tables)
 
-    published = asyncio.run(run())
-    q.put((published, sum(os.times()[:2])))
+    published, resent = asyncio.run(run())
+    q.put((published, sum(os.times()[:2]), resent))
 
 
 def copy_ceiling(dsn: str) -> tuple[int, float]:
@@ -141,17 +172,39 @@ def count(dsn: str) -> int:
         return int(row[0]) if row else 0
 
 
+def shipped_accounts(d: pathlib.Path, tables: int, workers: int) -> Any:
+    """The floor's CA and the nodes' certificate (made as the tests make theirs) and a password
+    for every table, worker (``archive-<n>``) and the admin: what ``tablectl archive
+    nats-accounts`` turns into the cluster's accounts."""
+    from tests.mosquitto_fixtures import make_ca, make_server_cert
+    from tests.nats_fixtures import Secure
+
+    pki = d / "pki"
+    pki.mkdir()
+    make_ca(pki, "ca", "/CN=tablectl bench ca")
+    make_server_cert(pki)
+    passwords = {f"bench/t{i:04d}": secrets.token_hex(12) for i in range(tables)}
+    passwords |= {f"archive-{i}": secrets.token_hex(12) for i in range(workers)}
+    passwords["admin"] = secrets.token_hex(12)
+    return Secure(pki, passwords)
+
+
 def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
     load_before = os.getloadavg()[0]
     d = pathlib.Path(tempfile.mkdtemp(prefix="archive-bench-"))
     port = free_port()
     nats_cluster = None
+    secure = None
+    worker_env = {k: v for k, v in os.environ.items() if not k.startswith("TABLECTL_NATS_")}
     if args.nats:
         from tests.nats_fixtures import NatsCluster
 
-        nats_cluster = NatsCluster(d / "nats")
+        secure = shipped_accounts(d, args.tables, workers) if args.secure else None
+        nats_cluster = NatsCluster(d / "nats", secure=secure)
         nats_cluster.start()
         broker_args = ["--nats", ",".join(nats_cluster.servers)]
+        if secure is not None:
+            broker_args += ["--ca-file", str(secure.pki / "ca.crt")]
     else:
         broker = start_broker(d, port)
         broker_args = ["--broker", f"mqtt://127.0.0.1:{port}"]
@@ -162,6 +215,23 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
     known = d / "tables.passwd"
     known.write_text("".join(f"bench/t{i:04d}:-\n" for i in range(args.tables)), encoding="utf-8")
     try:
+        if secure is not None:
+            # The stream and the workers' consumer, made once by the admin (the workers may not).
+            admin = {"TABLECTL_NATS_USERNAME": "admin", "TABLECTL_NATS_PASSWORD": secure.passwords["admin"]}
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "controller.cli",
+                    "archive",
+                    *broker_args,
+                    "--db",
+                    cluster.dsn,
+                    "--setup",
+                ],
+                check=True,
+                env={**worker_env, **admin},
+            )
         # The servers' CPU beside the workers': the NATS nodes' (or mosquitto's) and PostgreSQL's
         # (its postmaster and backends), each from the workers' start to the drain's end.
         servers: list[int] = (
@@ -190,12 +260,15 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
                                 "--db",
                                 cluster.dsn,
                                 "--client-id",
-                                f"bench-archive-{i}",
+                                f"archive-{i}" if secure is not None else f"bench-archive-{i}",
                                 "--tables-from",
                                 str(known),
                             ],
                             stdout=log,
                             stderr=subprocess.STDOUT,
+                            env=worker_env
+                            if secure is None
+                            else {**worker_env, "TABLECTL_NATS_PASSWORD": secure.passwords[f"archive-{i}"]},
                         )
                     )
             # A worker is receiving once it says archive.started; its CPU is counted from then (its
@@ -219,11 +292,12 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
                     raise SystemExit(f"archive worker {i} exited: see {d}/worker{i}.log")
 
         if args.preload and nats_cluster is not None:
-            # The stream first, then the whole load into it with no worker running: the workers
-            # then drain a backlog, the archive's own best rate.
+            # The stream first (made by the admin above when secure), then the whole load into it
+            # with no worker running: the workers then drain a backlog, the archive's own best rate.
             from controller.archive.jetstream import JetStreamSettings, setup
 
-            asyncio.run(setup(JetStreamSettings(nats_cluster.servers)))
+            if secure is None:
+                asyncio.run(setup(JetStreamSettings(nats_cluster.servers)))
         else:
             start_workers()
         ctx = multiprocessing.get_context("spawn")
@@ -231,7 +305,15 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
         start_at = time.time() + 3.0
         per = args.tables // args.load_procs
         target: Any = load_main if nats_cluster is None else load_main_nats
-        where: Any = port if nats_cluster is None else nats_cluster.servers
+        where: Any = (
+            port
+            if nats_cluster is None
+            else (
+                nats_cluster.servers,
+                {} if secure is None else secure.passwords,
+                None if secure is None else str(secure.pki / "ca.crt"),
+            )
+        )
         loads = [
             ctx.Process(target=target, args=(where, p * per, per, args.rate, args.seconds, start_at, q))
             for p in range(args.load_procs)
@@ -239,8 +321,9 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
         for p in loads:
             p.start()
         results = [q.get(timeout=args.seconds + 180) for _ in loads]
-        published = sum(n for n, _ in results)
-        load_cpu = round(sum(c for _, c in results), 1)
+        published = sum(n for n, _, _ in results)
+        load_cpu = round(sum(c for _, c, _ in results), 1)
+        resent = sum(r for _, _, r in results)
         for p in loads:
             p.join()
         if args.preload and nats_cluster is not None:
@@ -274,8 +357,13 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
                 " extract(epoch FROM max(received_at) - min(received_at)) FROM events"
             ).fetchone()
             archived = count(cluster.dsn)
+            distinct = conn.execute("SELECT count(DISTINCT (site, table_id, seq)) FROM events").fetchone()
+            gaps = conn.execute(
+                "SELECT count(*), coalesce(sum(last_seq - first_seq + 1), 0) FROM gap_requests"
+            ).fetchone()
         ceiling_rows, ceiling_s = copy_ceiling(cluster.dsn)
         assert lag is not None and alarms is not None and commits is not None
+        assert distinct is not None and gaps is not None
         busy_s = max(float(commits[1]), 1.0)
         in_window = int(lag[1])
         ceiling = ceiling_rows / max(ceiling_s, 1e-9)
@@ -283,13 +371,19 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
         sustained = archived / busy_s if args.preload else in_window / args.seconds
         return {
             "transport": "nats" if nats_cluster is not None else "mqtt",
+            "shipped_accounts_tls": secure is not None,
             "durable_postgres": args.durable,
             "workers": workers,
             "tables": args.tables,
             "offered_events_per_s": round(published / args.seconds),
             "published": published,
             "archived": archived,
-            "rows_lost": published - archived,
+            "rows_lost": published - int(distinct[0]),
+            "rows_doubled": archived - int(distinct[0]),
+            "resent_unconfirmed": resent,
+            "gap_requests": int(gaps[0]),
+            "records_asked_again": int(gaps[1]),
+            "resent_share": round((resent + int(gaps[1])) / max(published, 1), 4),
             "sustained_events_per_s": round(sustained),
             "drain_events_per_s": round(archived / busy_s),
             "copy_ceiling_rows_per_s": round(ceiling),
@@ -337,6 +431,11 @@ def main() -> int:
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--load-procs", type=int, default=2)
     parser.add_argument("--nats", action="store_true", help="a three-node JetStream cluster, not mosquitto")
+    parser.add_argument(
+        "--secure",
+        action="store_true",
+        help="--nats: the shipped node.conf, accounts and TLS (the tables and workers as their own users)",
+    )
     parser.add_argument("--durable", action="store_true", help="PostgreSQL with fsync on")
     parser.add_argument(
         "--preload",
