@@ -17,10 +17,10 @@ always). After the drain the same rows are copied by one bare ``COPY`` into a ta
 ``events`` (its keys and indexes) in the same database: ``copy_ceiling_rows_per_s`` is what the
 database takes at best, and ``archive_share_of_ceiling`` the archive's sustained rate over it.
 ``load_cpu_s`` is the load generator's own CPU (its processes'), apart from the archive's.
-``resent_unconfirmed`` counts the records the NATS tables sent again because the stream did not
-confirm them in time, ``gap_requests`` the gaps the archive asked the tables for (nobody answers
-them here: a gap that needed an answer would show as lost), ``resent_share`` the first over
-``published``.
+``overload`` is the offered rate over the sustained one (live runs). ``resent_unconfirmed``
+counts the records the NATS tables sent again because the stream did not confirm them in time,
+``gap_requests`` the gaps the archive asked the tables for (nobody answers them here: a gap that
+needed an answer would show as lost), ``resent_share`` both over ``published``.
 With ``--preload`` (``--nats``) the workers start only once the stream holds the whole load, so
 the archive's rate is its drain's (``drain_events_per_s``, first commit to last) with no load
 generator running beside it.
@@ -268,6 +268,7 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
             broker_args = ["--broker", f"mqtt://127.0.0.1:{port}"]
     cluster = postgres_fixtures.make_cluster(durable=args.durable)
     procs: list[subprocess.Popen[bytes]] = []
+    finished = False
     # The simulated tables, registered as the broker's password file would list them (the archive
     # keeps no rows of a table nobody registered).
     known = d / "tables.passwd"  # the shipped mosquitto's own password file, when it runs
@@ -431,7 +432,7 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
         ceiling = ceiling_rows / max(ceiling_s, 1e-9)
         # Preloaded: the archive's rate is the drain's (first commit to last), not the window's.
         sustained = archived / busy_s if args.preload else in_window / window_s
-        return {
+        result = {
             "transport": "nats" if nats_cluster is not None else "mqtt",
             "shipped_accounts_tls": secure is not None,
             "durable_postgres": args.durable,
@@ -439,7 +440,7 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
             "tables": args.tables,
             "offered_events_per_s": round(published / window_s),
             "publishing_window_s": round(window_s, 1),
-            "overload": round(published / window_s / max(sustained, 1e-9), 2),
+            "overload": None if args.preload else round(published / window_s / max(sustained, 1e-9), 2),
             "published": published,
             "archived": archived,
             "rows_lost": published - int(distinct[0]),
@@ -472,6 +473,8 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
             "seconds": args.seconds,
             "load_average_1m_before": round(load_before, 2),
         }
+        finished = True
+        return result
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)
@@ -486,6 +489,8 @@ def run_once(args: argparse.Namespace, workers: int) -> dict[str, Any]:
         else:
             broker.kill()
             broker.wait()
+        if finished:  # the logs, the stream's files and the keys kept only when a run failed
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def main() -> int:
