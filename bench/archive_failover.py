@@ -51,7 +51,7 @@ from controller.telemetry.jetstream_events import (
     msg_id,
     publish_confirmed,
 )
-from controller.telemetry.nats_link import subject_of
+from controller.telemetry.nats_link import NatsSettings, subject_of
 from controller.telemetry.payloads import encode, event_message
 from controller.telemetry.topics import TableTopics
 from tests import postgres_fixtures
@@ -76,6 +76,9 @@ class FleetTable:
     reconnects: int = 0
     resent: int = 0  # records sent again after the stream did not confirm them
     fresh_connections: int = 0  # connections closed and made again after 30 s with no PubAck
+    # The table's own NATS user, password and CA (a cluster with the shipped accounts and TLS:
+    # ``<site>/<table>/events``); None: the servers as they are, no user (an open cluster).
+    login: NatsSettings | None = None
     nc: Any = None
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -99,6 +102,13 @@ class FleetTable:
         async def moved() -> None:
             self.reconnects += 1
 
+        if (
+            self.login is not None
+        ):  # as the real publisher connects (controller/telemetry/jetstream_events.py)
+            self.nc = await self.login.connect(
+                f"bench-{self.topics.table}", on_error=quiet, on_reconnected=moved
+            )
+            return
         self.nc = await nats.connect(
             servers=self.servers,
             max_reconnect_attempts=-1,

@@ -15,8 +15,10 @@ Used by ``bench/telemetry_fleet.py --load wire`` (one or more worker processes).
 from __future__ import annotations
 
 import asyncio
+import ssl
 import struct
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,10 +55,16 @@ def utf8_field(text: str) -> bytes:
     return struct.pack("!H", len(data)) + data
 
 
-def connect_frame(client_id: str, will_topic: str, will: bytes) -> bytes:
-    # MQTT 3.1.1 3.1.2.3: clean session (0x02), will flag (0x04), will QoS 1 (0x08), will retain (0x20).
-    variable = utf8_field("MQTT") + bytes([4, 0x02 | 0x04 | 0x08 | 0x20]) + struct.pack("!H", KEEPALIVE_S)
+def connect_frame(
+    client_id: str, will_topic: str, will: bytes, login: tuple[str, str] | None = None
+) -> bytes:
+    # MQTT 3.1.1 3.1.2.3: clean session (0x02), will flag (0x04), will QoS 1 (0x08), will retain
+    # (0x20); with ``login`` (user, password) the user name (0x80) and password (0x40) flags.
+    flags = 0x02 | 0x04 | 0x08 | 0x20 | (0xC0 if login else 0)
+    variable = utf8_field("MQTT") + bytes([4, flags]) + struct.pack("!H", KEEPALIVE_S)
     body = variable + utf8_field(client_id) + utf8_field(will_topic) + struct.pack("!H", len(will)) + will
+    if login is not None:  # [3.1.3.4, 3.1.3.5]
+        body += utf8_field(login[0]) + utf8_field(login[1])
     return packet(CONNECT, 0, body)
 
 
@@ -149,17 +157,28 @@ class SimTable:
 
 
 async def open_tables(
-    port: int, first: int, count: int, site: str = "bench", *, chained: bool = False
+    port: int,
+    first: int,
+    count: int,
+    site: str = "bench",
+    *,
+    chained: bool = False,
+    tls: ssl.SSLContext | None = None,
+    passwords: Mapping[str, str] | None = None,
 ) -> list[SimTable]:
+    """``tls``: connect over TLS (a broker with the shipped config); ``passwords``: each table
+    logs in as its account ``<site>/<table>`` with the password found here."""
     loop = asyncio.get_running_loop()
     tables: list[SimTable] = []
     for i in range(first, first + count):
         topics = TableTopics(site, f"t{i:04d}")
         identity = {"site": site, "table": topics.table, "game": "double-attack"}
         will = encode(death(identity, f"bench-{i}", BENCH_INCARNATION, clean=False))
-        _, proto = await loop.create_connection(_Acks, "127.0.0.1", port)
+        _, proto = await loop.create_connection(_Acks, "127.0.0.1", port, ssl=tls)
         assert proto.transport is not None
-        proto.transport.write(connect_frame(f"bench-{topics.table}", topics.status, will))
+        account = f"{site}/{topics.table}"
+        login = None if passwords is None else (account, passwords[account])
+        proto.transport.write(connect_frame(f"bench-{topics.table}", topics.status, will, login))
         await proto.connected
         table = SimTable(topics, proto, chained=chained)
         status = encode(birth(identity, f"bench-{i}", 0, 0, BENCH_INCARNATION))

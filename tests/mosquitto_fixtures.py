@@ -141,6 +141,34 @@ user {getpass.getuser()}
 """
 
 
+def _replace(text: str, old: str, new: str) -> str:
+    if old not in text:  # the shipped file changed: what runs it must follow, never drift from it
+        raise AssertionError(f"config/mosquitto/mosquitto.conf no longer has {old!r}")
+    return text.replace(old, new)
+
+
+def shipped_conf(
+    *, port: int, pki: pathlib.Path, dynsec_file: pathlib.Path, acl_file: pathlib.Path, data: pathlib.Path
+) -> str:
+    """config/mosquitto/mosquitto.conf as shipped, only its port (on 127.0.0.1), paths and log
+    destination replaced: logs on stderr with its information lines (``start`` waits for one),
+    run as this user."""
+    text = (SHIPPED / "mosquitto.conf").read_text(encoding="utf-8")
+    text = _replace(
+        text,
+        "plugin_opt_config_file /etc/mosquitto/tablectl-dynsec.json",
+        f"plugin_opt_config_file {dynsec_file}",
+    )
+    text = _replace(text, "acl_file /etc/mosquitto/tablectl.acl", f"acl_file {acl_file}")
+    text = _replace(text, "\nlistener 8883\n", f"\nlistener {port} 127.0.0.1\n")
+    text = _replace(text, "/etc/mosquitto/certs/", f"{pki}/")
+    text = _replace(text, "persistence_location /var/lib/mosquitto/", f"persistence_location {data}/")
+    # "running" is an information line, which ``start`` waits for.
+    return _replace(
+        text, "log_dest syslog", f"log_dest stderr\nlog_type information\nuser {getpass.getuser()}"
+    )
+
+
 # Every broker start() launched, for kill_all(): a test that fails between a start and its stop
 # must not leave a broker running after the session.
 _STARTED: list[subprocess.Popen[bytes]] = []
