@@ -29,17 +29,21 @@ from controller.rules.requests import (
     DoubleFor,
     EvenMoneyOffer,
     InsuranceOffer,
+    Offer,
     ReaderUse,
     SecondChanceOffer,
     SurrenderOffer,
+    WagerOffer,
     answer,
+    offer_kind,
+    offer_named,
 )
 from controller.rules.round import Round
 from controller.rules.state import SeatWagers
 from controller.rules.wagers import Wager, as_number, settled_kinds
-from controller.table.sections import section
+from controller.table.sections import cited, section
 
-SEAT_KEYS = {"seat", "wagers", "double_attack", "insurance", "even_money", "actions"}
+SEAT_KEYS = {"seat", "wagers", "double_attack", "insurance", "even_money", "offers", "actions"}
 ONLY_STAND_OR_SURRENDER = frozenset({Action.STAND, Action.SURRENDER})
 SCRIPT_ACTIONS = {"hit", "stand", "double", "split", "surrender", "second_chance"}
 
@@ -54,6 +58,10 @@ class ScriptSeat:
     actions: deque[str | DoubleFor] = field(default_factory=deque)
     insurance_taken: bool = False
     even_money_taken: bool = False
+    # Any other registered offer, by name: taken (true, or a wager of N) or declined; an offer
+    # not named is declined.
+    offers: dict[str, bool | int] = field(default_factory=dict)
+    asked: set[str] = field(default_factory=set)
 
 
 def _amount(value: Any, where: str) -> int:
@@ -120,6 +128,22 @@ def _action(raw: Any, where: str) -> str | DoubleFor:
     return raw
 
 
+def _offers(raw: Any, where: str) -> dict[str, bool | int]:
+    """A seat's answers to registered offers: ``{"<offer>": true}``, or a wager of N chips for
+    one taken with a wager."""
+    if not isinstance(raw, dict):
+        raise ScriptError(f"{where}: expected an object")
+    answers: dict[str, bool | int] = {}
+    for name, value in raw.items():
+        kind = offer_named(name)
+        if kind is None:
+            raise ScriptError(f"{where}: unknown offer {name!r}")
+        answers[name] = _amount(value, f"{where}.{name}") if kind.wager else value
+        if not kind.wager and not isinstance(value, bool):
+            raise ScriptError(f"{where}.{name}: expected true or false")
+    return answers
+
+
 def parse_seat(raw: Any, i: int) -> ScriptSeat:
     where = f"script: seats[{i}]"
     if not isinstance(raw, dict):
@@ -147,6 +171,7 @@ def parse_seat(raw: Any, i: int) -> ScriptSeat:
         raise ScriptError(f"{where}: even_money: expected true or false")
     return ScriptSeat(
         seat=seat,
+        offers=_offers(raw.get("offers", {}), f"{where}: offers"),
         wagers=SeatWagers(
             seat=seat,
             bet=_amount(wagers.get("bet", 0), f"{where}: wagers.bet"),
@@ -180,6 +205,13 @@ class ScriptedRound:
                 raise RuleViolation(
                     f"{chapter}.6", f"there is no Second Chance Wager in {options.spec.title}"
                 )
+            for name in s.offers:
+                if name not in spec.offers:
+                    kind = offer_named(name)
+                    assert kind is not None  # parse_seat took only registered offers
+                    raise RuleViolation(
+                        cited(spec, kind.section), f"{kind.described} is not offered in {spec.title}"
+                    )
         self.round = Round(options, [s.wagers for s in seats])
 
     def play(self) -> dict[str, Any]:
@@ -218,6 +250,20 @@ class ScriptedRound:
             return True
         return False
 
+    def offer(self, req: Offer) -> bool | int:
+        """Any registered offer: the seat's answer to it named in ``offers``, else declined."""
+        kind = offer_kind(req)
+        seat = self.seats[req.seat]
+        seat.asked.add(kind.name)
+        given = seat.offers.get(kind.name, kind.declined())
+        if isinstance(req, WagerOffer) and given > req.maximum:
+            raise RuleViolation(
+                cited(self.options.spec, kind.limit),
+                f"seat {req.seat}: {kind.described} of {given} is more than the {req.maximum} allowed",
+            )
+        return given
+
+    # Hooks for the offers a script answers in fields or actions of their own.
     def second_chance(self, req: SecondChanceOffer) -> bool:
         return self._offered(req.seat, "second_chance")
 
@@ -261,6 +307,13 @@ class ScriptedRound:
                 raise RuleViolation(
                     "685a.7(g)", f"seat {box.seat}: even money is offered only on a Blackjack facing an ace"
                 )
+            for name, given in seat.offers.items():
+                kind = offer_named(name)
+                if given and name not in seat.asked and kind is not None:
+                    raise RuleViolation(
+                        cited(self.options.spec, kind.section),
+                        f"seat {box.seat}: {kind.described} was not offered",
+                    )
             if not seat.actions:
                 continue
             left_over = seat.actions[0]

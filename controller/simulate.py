@@ -33,12 +33,12 @@ from controller.rules.requests import (
     CardLaterOffer,
     Decision,
     DoubleAttackOffer,
-    EvenMoneyOffer,
     InsuranceOffer,
+    Offer,
     ReaderUse,
     SecondChanceOffer,
-    SurrenderOffer,
     answer,
+    offer_kind,
 )
 from controller.rules.round import Round, check_wagers, procedure_of, side_wagers
 from controller.rules.state import RoundState, SeatWagers
@@ -216,17 +216,16 @@ class TableSimulator:
         hole = self.round.state.dealer[1]
         return masque_range(hole) if req.masque else self.round.procedure.dealer_blackjack()
 
+    def offer(self, req: Offer) -> bool | int:
+        """Any offer without a hook of its own (even money, early surrender, a game's own):
+        declined."""
+        return offer_kind(req).declined()
+
     def insurance(self, req: InsuranceOffer) -> int:
         return insurance_stake(BET)
 
     def double_attack(self, req: DoubleAttackOffer) -> int:
         return BET
-
-    def even_money(self, req: EvenMoneyOffer) -> bool:
-        return False
-
-    def surrender(self, req: SurrenderOffer) -> bool:
-        return False
 
     def second_chance(self, req: SecondChanceOffer) -> bool:
         return takes_second_chance(self.round.state.boxes[req.seat - 1].hands[req.hand])

@@ -5,21 +5,26 @@ account names its wagers. No file outside this one knows it.
 
 "House Jack" is a made-up blackjack variant with a made-up chapter (699a) that plays Double
 Back Jack's procedure, plus a made-up optional side wager of its own, the House Pair, settled
-here: what proves the point is that every section of the table's own comes out with 699a, that
-its game file offers the House Pair, and that the places that once listed the games (and the
-wagers) by hand have nothing to add.
+here, and a made-up offer of its own, House Insurance, asked and settled here: what proves the
+point is that every section of the table's own comes out with 699a, that its game file offers
+the House Pair, that a script, the virtual dealer and the table core answer House Insurance and
+the journal and the dispute account record it, and that the places that once listed the games,
+the wagers and the offers by hand have nothing to add.
 """
 
 from __future__ import annotations
 
+import random
 import textwrap
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from controller.cards import hard_total
 from controller.cli import main
-from controller.console.display import in_words
+from controller.console.display import in_words, now, turn
 from controller.errors import ConfigError, RuleViolation
 from controller.game_config import default_options, options_from_dict, options_to_dict
 from controller.games import (
@@ -36,6 +41,7 @@ from controller.games import (
 )
 from controller.rules.double_back_jack import DoubleBackJack
 from controller.rules.procedure import Procedure
+from controller.rules.requests import WAGER_OFFER_KEYS, WagerOffer, offer, unregister_offer
 from controller.rules.round import check_wagers
 from controller.rules.state import SeatWagers
 from controller.rules.wagers import LOSE, Wager, odds
@@ -44,6 +50,7 @@ from controller.table import inputs as I
 from controller.table.asking import asking
 from controller.table.dispute import wager_name
 from controller.table.sections import section, sections_of
+from controller.table.virtual import VirtualTable
 from tests.core.conftest import make
 from tests.table.helpers import ready
 from tests.table.test_dispute import told
@@ -55,13 +62,38 @@ DBJ = game_spec(GameId.DOUBLE_BACK_JACK)
 HOUSE_PAIR = WagerKind("house_pair", "House Pair", "699a.6(h)", optional=True, at_most_bet=True)
 
 
+HOUSE_INSURANCE = WagerKind("house_insurance", "House Insurance", "699a.8(e)")
+
+
+@dataclass(slots=True)
+class HouseInsuranceOffer(WagerOffer):
+    """699a.8(e) (made up): before the first card, each box may place House Insurance, at most
+    half its Bet; it pays 2 to 1 when the dealer's first two cards are both 10-valued (a hard 20)
+    and is lost otherwise. Registered (``offer``) by the fixture below, with the game."""
+
+
+def register_house_insurance() -> None:
+    offer("house_insurance", WAGER_OFFER_KEYS, section="8(e)", described="House Insurance")(
+        HouseInsuranceOffer
+    )
+
+
 class HouseJack(DoubleBackJack):
-    """Double Back Jack's round, then 699a.7(v) (made up): the House Pair pays 5 to 1 when the
+    """699a.8(e) (made up): House Insurance offered to each box; Double Back Jack's round; then
+    House Insurance settled, and 699a.7(v) (made up): the House Pair pays 5 to 1 when the
     dealer's first two cards are of a rank, and is lost otherwise."""
 
     def run(self) -> Procedure:
-        yield from super().run()
         rs = self.rs
+        insured: dict[int, int] = {}
+        for box in rs.boxes:
+            insured[box.seat] = int((yield HouseInsuranceOffer(box.seat, box.bet // 2)) or 0)
+        yield from super().run()
+        for box in rs.boxes:
+            if insured[box.seat] and len(rs.dealer) >= 2:
+                won = hard_total(rs.dealer[:2]) == 20 and not any(c.rank == "A" for c in rs.dealer[:2])
+                halves = odds(2) if won else LOSE
+                rs.settle(box.seat, None, Wager(HOUSE_INSURANCE.key), insured[box.seat], halves, "699a.8(e)")
         for box in reversed(rs.boxes):
             stake = box.stake(HOUSE_PAIR.key)
             done = any(s.seat == box.seat and s.wager == HOUSE_PAIR.key for s in rs.settlements)
@@ -93,19 +125,22 @@ HOUSE_JACK = GameSpec(
         WagerKind("insurance", "Insurance", "699a.8"),
         WagerKind("free_double", "Free Double", "699a.6(g)"),
         HOUSE_PAIR,
+        HOUSE_INSURANCE,
     ),
-    offers=DBJ.offers,
+    offers=(*DBJ.offers, "house_insurance"),
     rulings=("settlement_procedure",),
 )
 
 
 @pytest.fixture(autouse=True)
 def house_jack() -> Iterator[GameSpec]:
+    register_house_insurance()
     spec = register(HOUSE_JACK)
     try:
         yield spec
     finally:
         unregister(HOUSE)
+        unregister_offer(HouseInsuranceOffer)
 
 
 def test_it_is_listed_as_a_game_and_a_blackjack_game() -> None:
@@ -224,6 +259,7 @@ def test_the_dispute_account_names_its_wagers() -> None:
     assert wager_name("free_double") == "Free Double"
     desk = make("house-jack")
     desk.feed(I.RoundOpened(wagers=(SeatWagers(1, 10),)))
+    desk.feed(I.KeyPressed(key="insurance_closed"))  # House Insurance declined (699a.8(e))
     desk.deal("8S 9H 6D KS")
     desk.feed(I.KeyPressed(key="stand"))
     started = next(e for e in desk.events if e.kind == "round_started")
@@ -281,6 +317,7 @@ def test_a_script_settles_its_side_wager() -> None:
 def test_the_table_journals_and_the_dispute_account_names_its_side_wager() -> None:
     desk = make("house-jack")
     desk.feed(I.RoundOpened(wagers=(SeatWagers(1, 10, house_pair=5),)))
+    desk.feed(I.KeyPressed(key="insurance_closed"))  # House Insurance declined (699a.8(e))
     desk.deal("8S 9H 6D 9S")
     desk.feed(I.KeyPressed(key="stand"))
     started = next(e for e in desk.events if e.kind == "round_started")
@@ -295,3 +332,77 @@ def test_the_console_names_its_side_wager() -> None:
     box = in_words(layout, "house-jack")["boxes"][0]
     assert box["chips"] == ["Blackjack Wager", "House Pair"]
     assert box["wagers"] == {"Blackjack Wager": 10, "House Pair": 5}
+
+
+def test_the_table_asks_its_own_offer_and_takes_the_answers_it_registered() -> None:
+    rig = ready(HOUSE)
+    while rig.table.burns_due:
+        rig.draw()
+    rig.open_round(seats=(1, 2))
+    ask = asking(rig.table)
+    assert (ask["what"], ask["offer"], ask["seat"], ask["maximum"]) == ("offer", "house_insurance", 1, 5)
+    assert ask["answers"] == [
+        {"key": "double", "answer": "take"},
+        {"key": "next", "answer": "decline"},
+        {"key": "insurance_closed", "answer": "decline_all"},
+    ]
+    assert turn(ask) == {"who": "box 1", "what": "house insurance offered"}
+    buttons = [(b["args"]["key"], b["label"]) for b in now(ask, {}, keypad_failed=False)]
+    assert buttons == [("double", "take"), ("next", "decline"), ("insurance_closed", "decline all")]
+    with pytest.raises(RuleViolation, match=r"^699a\.8\(e\): the HouseInsuranceOffer is open, not 'hit'"):
+        rig.feed(I.KeyPressed(key="hit"))
+    with pytest.raises(RuleViolation, match=r"^699a\.8\(e\): seat 1: 6 is more than the 5 allowed"):
+        rig.feed(I.WagerPlaced(seat=1, amount=6))
+    taken = rig.feed(I.WagerPlaced(seat=1, amount=5))
+    declined = rig.feed(I.KeyPressed(key="next"))
+    answered = [e for e in (*taken.events, *declined.events) if e.kind == "offer_answered"]
+    assert [(e.payload["offer"], e.payload["seat"], e.payload["value"]) for e in answered] == [
+        ("house_insurance", 1, 5),
+        ("house_insurance", 2, 0),
+    ]
+    assert asking(rig.table)["what"] == "card"
+    rig.finish_round()
+
+
+def test_the_virtual_dealer_answers_its_offer_on_the_generic_path() -> None:
+    """The virtual dealer has no hook for House Insurance: its default declines it."""
+    table = VirtualTable(default_options(HOUSE), random.Random(7), seats=3)
+    table.open_table()
+    for _ in range(3):
+        table.play_round()
+    assert table.rounds == 3 and not table.table.halted
+
+
+def test_a_script_answers_and_settles_its_offer() -> None:
+    seat = '"seats": [{"seat": 1, "wagers": {"bet": 10}, "offers": {"house_insurance": 5}}]'
+    # Box 1 9S 8D = 17; the dealer KH QC = 20: the Bet lost, House Insurance paid 2 to 1.
+    result = run_script(f'{{"game": "house-jack", "shoe": ["9S", "KH", "8D", "QC"], {seat}}}')
+    net = result["seats"][0]["net"]
+    assert (net["bet"], net["house_insurance"]) == (-10, 10)
+    # The dealer 9H 10C: House Insurance lost.
+    result = run_script(f'{{"game": "house-jack", "shoe": ["10S", "9H", "8D", "10C"], {seat}}}')
+    assert result["seats"][0]["net"]["house_insurance"] == -5
+    too_much = seat.replace('"house_insurance": 5', '"house_insurance": 6')
+    with pytest.raises(RuleViolation, match=r"^699a\.8\(e\): seat 1: House Insurance of 6 is more"):
+        run_script(f'{{"game": "house-jack", "shoe": ["10S", "9H", "8D", "10C"], {too_much}}}')
+    with pytest.raises(RuleViolation, match=r"^673a\.8\(e\): House Insurance is not offered in Double Back"):
+        run_script(f'{{"game": "double-back-jack", "shoe": ["10S", "9H", "8D", "10C"], {seat}}}')
+
+
+def test_the_journal_and_the_dispute_account_record_its_offer() -> None:
+    desk = make("house-jack")
+    desk.feed(I.RoundOpened(wagers=(SeatWagers(1, 10), SeatWagers(2, 10))))
+    desk.feed(I.WagerPlaced(seat=1, amount=5))
+    desk.feed(I.KeyPressed(key="next"))
+    desk.deal("8S 7C 9H 6D QS 9S")  # the dealer 9H 9S: no hard 20
+    desk.feed(I.KeyPressed(key="stand"))
+    desk.feed(I.KeyPressed(key="stand"))
+    answered = [e.payload for e in desk.events if e.kind == "offer_answered"]
+    assert [(p["offer"], p["seat"], p["value"], p["taken"]) for p in answered] == [
+        ("house_insurance", 1, 5, True),
+        ("house_insurance", 2, 0, False),
+    ]
+    text, _ = told(desk.events)
+    assert "Box 1 offered House Insurance: wagered 5" in text, text
+    assert "Box 2 offered House Insurance: declined" in text, text
+    assert "Box 1 House Insurance 5: lost -5  (699a.8(e))" in text, text

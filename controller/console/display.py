@@ -71,7 +71,11 @@ def turn(ask: Mapping[str, Any]) -> dict[str, Any]:
     if what == "reader":
         return {"who": "dealer", "what": "the hole card into the reader"}
     if what == "offer":
-        return {"who": _who(ask.get("seat")), "what": _OFFERS.get(str(ask.get("offer")), "offer")}
+        offer = str(ask.get("offer"))
+        return {
+            "who": _who(ask.get("seat")),
+            "what": _OFFERS.get(offer, offer.replace("_", " ") + " offered"),
+        }
     if what == "wild_deal":
         return {"who": "dealer", "what": "deal the hands" if ask.get("locked") else "Start Game"}
     if what == "stub":
@@ -279,7 +283,8 @@ def _buttons(
             return [_key(str(offer), "take " + str(offer).replace("_", " ")), _key("next", "decline")]
         if offer == "card_later":  # 673a.13(g),(h): the player's option when his card was missed
             return [_key("hit", "card after the others"), _key("next", "hand dead")]
-        return []
+        # A game's own offer: the keys it registered, by what each does.
+        return [_key(str(a["key"]), str(a["answer"]).replace("_", " ")) for a in ask.get("answers", [])]
     if what == "bets":
         return [_do("start_round", "Start Game", pick="seats")]
     if what == "wild_deal":

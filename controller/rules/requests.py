@@ -12,6 +12,7 @@ so the rules are written once. Answers:
   (a double for less: the chapters say only that it "may not exceed" a limit)
 - ``CardLaterOffer``   -> bool: the card the dealer missed dealt after the others (True), or the
   hand dead (False)
+- any other registered ``Offer`` -> an amount (0 = declined) for a ``WagerOffer``, else bool
 
 A ``CardFor`` of a player's card may instead be answered ``CardMissed``: the dealer did not deal
 it (673a.13(g),(h), 665a.13(f),(g), 685a.12(f),(g)); the procedure then offers the player the
@@ -27,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol, TypeVar, assert_never
+from typing import Protocol, TypeVar, assert_never, cast
 
 DEALER = 0  # the dealer's seat number in CardFor
 
@@ -65,15 +66,6 @@ class CardFor:
     purpose: str = ""  # "second_chance", "double", "split", "bust_it" ...
 
 
-# Every offer, registered with :func:`offer` where it is declared, in that order:
-# OFFER_NAMES: its public name, in the dealer-facing ask, the journal's offer_answered, the docs
-# and a game's GameSpec.offers.
-# OFFER_ANSWERS: the keypad keys that answer it (docs/mqtt.md, "asking") and what each does.
-OFFER_NAMES: dict[type, str] = {}
-OFFER_ANSWERS: dict[type, tuple[tuple[str, str], ...]] = {}
-
-C = TypeVar("C", bound=type)
-
 # A wager offer (insurance, Double Attack) is taken with `double` (the largest wager allowed, as
 # placed on the layout) and declined with `next`; `insurance_closed` declines every offer still
 # open.
@@ -82,15 +74,116 @@ WAGER_OFFER_KEYS: tuple[tuple[str, str], ...] = (
     ("next", "decline"),
     ("insurance_closed", "decline_all"),
 )
+# A yes/no offer's plainest keys: `double` takes it, `next` declines it.
+YES_OR_NO_KEYS: tuple[tuple[str, str], ...] = (("double", "take"), ("next", "decline"))
 
 
-def offer(name: str, answers: tuple[tuple[str, str], ...]) -> Callable[[C], C]:
-    """Register an offer request class: its public ``name`` and the keypad ``answers``
-    ((key, what it does), ...). A new offer is its class, so decorated, and its answer."""
+@dataclass(slots=True)
+class Offer:
+    """An offer to a box: the player takes it or declines it. A subclass is registered with
+    :func:`offer`; one that is taken with a wager up to a maximum is a :class:`WagerOffer`."""
 
-    def register(cls: C) -> C:
+    seat: int
+
+    def refusal(self, key: str) -> str:
+        """What the table says when ``key`` does not answer this offer."""
+        return f"an answer to the {type(self).__name__} is awaited, not {key!r}"
+
+    def cites(self) -> str | None:
+        """The section a refused answer cites, when the offer carries its own (else its
+        registration's)."""
+        return None
+
+
+@dataclass(slots=True)
+class WagerOffer(Offer):
+    """An offer taken with a wager of at most ``maximum`` (placed on the layout, or keyed with
+    `double` for the maximum); a wager of 0 declines it."""
+
+    maximum: int
+
+    def refusal(self, key: str) -> str:
+        return f"the {type(self).__name__} is open, not {key!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class OfferKind:
+    """A registered offer: what is known of it besides the request itself.
+
+    ``name``: its public name, in the dealer-facing ask, the journal's offer_answered, the docs
+    and a game's GameSpec.offers. ``answers``: the keypad keys that answer it (docs/mqtt.md,
+    "asking") and what each does. ``section``: the rule a refused answer cites (a name or
+    subsection for controller.table.sections, or a whole section such as "665a.6(e)").
+    ``described``: how the dispute account names it ("offered <described>: took it").
+    ``keys``: the keys the table core takes as an answer (those of ``answers`` unless given);
+    for a wager offer every key declines, for another every key but `next` takes it.
+    ``limit``: a wager offer's rule for a wager over its maximum (``section`` unless given).
+    ``before_reader``: declined when the hole card goes into the reader while it is open
+    (673a.8(b); ruling D5)."""
+
+    cls: type[Offer]
+    name: str
+    answers: tuple[tuple[str, str], ...]
+    section: str
+    described: str
+    keys: frozenset[str]
+    limit: str
+    before_reader: bool
+
+    @property
+    def wager(self) -> bool:
+        return issubclass(self.cls, WagerOffer)
+
+    def key_for(self, answer: str) -> str:
+        """The first key registered to give ``answer`` ("take", "decline")."""
+        return next(key for key, what in self.answers if what == answer)
+
+    def declined(self) -> int | bool:
+        """The answer that declines it: a wager of 0, or no."""
+        return 0 if self.wager else False
+
+
+# Every offer, registered with :func:`offer` where it is declared, in that order.
+OFFER_KINDS: dict[type, OfferKind] = {}
+# The same by name and keys (derived; kept for the places that need only those).
+OFFER_NAMES: dict[type, str] = {}
+OFFER_ANSWERS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+OfferT = TypeVar("OfferT", bound=type[Offer])
+
+
+def offer(
+    name: str,
+    answers: tuple[tuple[str, str], ...],
+    *,
+    section: str,
+    described: str,
+    keys: tuple[str, ...] = (),
+    limit: str = "",
+    before_reader: bool = False,
+) -> Callable[[OfferT], OfferT]:
+    """Register an offer request class (see :class:`OfferKind` for the rest). A new offer is its
+    class, so decorated, and what its game's procedure does with the answer: every answerer
+    answers it (``Answerer.offer``), and the table core, the ask, the journal and the dispute
+    account take it from here."""
+
+    def register(cls: OfferT) -> OfferT:
         if cls in OFFER_NAMES or name in OFFER_NAMES.values():
             raise ValueError(f"offer {name!r} is registered twice")
+        kind = OfferKind(
+            cls,
+            name,
+            answers,
+            section,
+            described,
+            # A wager offer is taken by the wager placed, so by default its keys only decline.
+            frozenset(
+                keys or (k for k, what in answers if what != "take" or not issubclass(cls, WagerOffer))
+            ),
+            limit or section,
+            before_reader,
+        )
+        OFFER_KINDS[cls] = kind
         OFFER_NAMES[cls] = name
         OFFER_ANSWERS[cls] = answers
         return cls
@@ -98,38 +191,84 @@ def offer(name: str, answers: tuple[tuple[str, str], ...]) -> Callable[[C], C]:
     return register
 
 
-@offer("insurance", WAGER_OFFER_KEYS)
+def unregister_offer(cls: type[Offer]) -> None:
+    """Forget a registered offer (a test's made-up offer, after the test)."""
+    for registry in (OFFER_KINDS, OFFER_NAMES, OFFER_ANSWERS):
+        registry.pop(cls, None)
+
+
+def offer_kind(req: Offer) -> OfferKind:
+    return OFFER_KINDS[type(req)]
+
+
+def offer_named(name: str) -> OfferKind | None:
+    return next((k for k in OFFER_KINDS.values() if k.name == name), None)
+
+
+# Keys that take a yes/no offer of the shipped games: any of their take keys takes any of them.
+_TAKE_OR_NEXT = ("next", "second_chance", "surrender", "even_money")
+
+
+@offer(
+    "insurance",
+    WAGER_OFFER_KEYS,
+    section="8(b)",
+    described="insurance",
+    keys=("next", "insurance_closed"),
+    before_reader=True,
+)
 @dataclass(slots=True)
-class InsuranceOffer:
-    seat: int
-    maximum: int
+class InsuranceOffer(WagerOffer):
+    pass
 
 
-@offer("double_attack", WAGER_OFFER_KEYS)
+@offer(
+    "double_attack",
+    WAGER_OFFER_KEYS,
+    section="8(b)",
+    described="the Double Attack wager",
+    keys=("next", "insurance_closed"),
+    limit="665a.6(e)",
+)
 @dataclass(slots=True)
-class DoubleAttackOffer:
-    seat: int
-    maximum: int
+class DoubleAttackOffer(WagerOffer):
+    pass
 
 
-@offer("even_money", (("double", "take"), ("next", "decline")))
+@offer(
+    "even_money",
+    YES_OR_NO_KEYS,
+    section="7",
+    described="even money",
+    keys=(*_TAKE_OR_NEXT, "double"),
+)
 @dataclass(slots=True)
-class EvenMoneyOffer:
-    seat: int
+class EvenMoneyOffer(Offer):
+    pass
 
 
-@offer("surrender", (("surrender", "take"), ("next", "decline")))
+@offer(
+    "surrender",
+    (("surrender", "take"), ("next", "decline")),
+    section="7",
+    described="surrender (before the reader)",
+    keys=_TAKE_OR_NEXT,
+    before_reader=True,
+)
 @dataclass(slots=True)
-class SurrenderOffer:
+class SurrenderOffer(Offer):
     """Double Back Jack: surrender asked before the reader when the up card is an ace or 10 (D5)."""
 
-    seat: int
 
-
-@offer("second_chance", (("second_chance", "take"), ("next", "decline")))
+@offer(
+    "second_chance",
+    (("second_chance", "take"), ("next", "decline")),
+    section="7",
+    described="the Second Chance wager",
+    keys=_TAKE_OR_NEXT,
+)
 @dataclass(slots=True)
-class SecondChanceOffer:
-    seat: int
+class SecondChanceOffer(Offer):
     hand: int
     stake: int
 
@@ -158,77 +297,62 @@ class CardMissed:
 
 
 # The player asks for his card after the others with `hit`; `next` takes the dead hand.
-@offer("card_later", (("hit", "take"), ("next", "decline")))
+@offer(
+    "card_later",
+    (("hit", "take"), ("next", "decline")),
+    section="13(g)",  # the request cites its own subsection
+    described="the card the dealer missed, after the others",
+)
 @dataclass(slots=True)
-class CardLaterOffer:
+class CardLaterOffer(Offer):
     """The player's option when the dealer missed his card: the card dealt after all other
     players have received theirs (take), or the hand dead and its wagers returned (decline).
     ``section`` as in the ``CardMissed`` it follows."""
 
-    seat: int
     hand: int
     section: str
 
+    def refusal(self, key: str) -> str:
+        return f"box {self.seat}: the card after the others (hit) or a dead hand (next), not {key!r}"
 
-Request = (
-    CardFor
-    | DoubleAttackOffer
-    | InsuranceOffer
-    | EvenMoneyOffer
-    | SurrenderOffer
-    | SecondChanceOffer
-    | ReaderUse
-    | Decision
-    | CardLaterOffer
-)
+    def cites(self) -> str | None:
+        return self.section
 
 
-Offer = (
-    InsuranceOffer | DoubleAttackOffer | EvenMoneyOffer | SurrenderOffer | SecondChanceOffer | CardLaterOffer
-)
+# An offer is any registered subclass of Offer: the procedures yield them, and nothing else
+# lists them.
+Request = CardFor | ReaderUse | Decision | Offer
 
 T = TypeVar("T", covariant=True)
 
 
 class Answerer(Protocol[T]):
-    """Whoever answers a round's requests (a script, the simulator, a virtual dealer, a test rig):
-    one method per kind of request. ``answer`` is the one dispatch from a request to its method;
-    ``T`` is what the answerer gives back (the answer itself, a table step, a coroutine)."""
+    """Whoever answers a round's requests (a script, the simulator, a virtual dealer, a test rig).
+    ``answer`` is the one dispatch from a request to its method; ``T`` is what the answerer gives
+    back (the answer itself, a table step, a coroutine). Every offer goes to ``offer``, unless
+    the answerer has a method named as the offer (its registered name, e.g. ``insurance``): a
+    hook for the offers it answers in a way of their own."""
 
     def card(self, req: CardFor) -> T: ...
     def decision(self, req: Decision) -> T: ...
     def reader(self, req: ReaderUse) -> T: ...
-    def insurance(self, req: InsuranceOffer) -> T: ...
-    def double_attack(self, req: DoubleAttackOffer) -> T: ...
-    def even_money(self, req: EvenMoneyOffer) -> T: ...
-    def surrender(self, req: SurrenderOffer) -> T: ...
-    def second_chance(self, req: SecondChanceOffer) -> T: ...
-    def card_later(self, req: CardLaterOffer) -> T: ...
+    def offer(self, req: Offer) -> T: ...
 
 
 def answer(req: Request, by: Answerer[T]) -> T:
     """Route ``req`` to the method of ``by`` that answers its kind (mypy checks every kind is
     routed: a new request type without a case here is an error)."""
-    # The commonest first (a failed case costs as much as the call): a card, a decision, Double
-    # Attack's offer on every box, then the rarer ones.
+    # The commonest first (a failed case costs as much as the call): a card, a decision, then
+    # the offers (Double Attack's on every box) and the reader.
     match req:
         case CardFor():
             return by.card(req)
         case Decision():
             return by.decision(req)
-        case DoubleAttackOffer():
-            return by.double_attack(req)
+        case Offer():
+            hook = getattr(by, OFFER_KINDS[type(req)].name, None)
+            return by.offer(req) if hook is None else cast("T", hook(req))
         case ReaderUse():
             return by.reader(req)
-        case InsuranceOffer():
-            return by.insurance(req)
-        case SecondChanceOffer():
-            return by.second_chance(req)
-        case EvenMoneyOffer():
-            return by.even_money(req)
-        case SurrenderOffer():
-            return by.surrender(req)
-        case CardLaterOffer():
-            return by.card_later(req)
         case _:
             assert_never(req)

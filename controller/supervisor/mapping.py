@@ -10,8 +10,9 @@ Conventions of the reference keypad (docs/install.md, "What the keypad means"):
 - the sensors see chips, not their value: each sensed spot is one ``UNIT_BET``;
 - ``double`` at a decision doubles down: for its limit, or for the amount keyed with it (a
   double for less, 673a.10(a), 665a.10(a), 685a.9(a));
-- ``double`` while an insurance or Double Attack offer is open takes that wager at its maximum
-  (or for the amount keyed with it), and answers an even-money offer with yes;
+- ``double`` while a wager offer (insurance, Double Attack) is open takes that wager at its
+  maximum (or for the amount keyed with it), and answers a yes/no offer that registered it
+  (even money) with yes;
 - DJ Wild: ``next`` after Start Game says the hands are dealt (687a.9(c)-(e)); a stub count says
   so too; ``next`` after the deal puts the stub away uncounted.
 """
@@ -21,12 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller.games import GameId
-from controller.rules.requests import (
-    DoubleAttackOffer,
-    EvenMoneyOffer,
-    InsuranceOffer,
-)
 from controller.rules.requests import MasqueRange as CoreRange
+from controller.rules.requests import WagerOffer
 from controller.rules.round import side_wagers
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
@@ -211,10 +208,10 @@ class Translator:
         if key == dev.Key.START_GAME:
             return [self.round_opened(table, boxes)]
         req = table.round.request if table.round is not None else None
-        if key == dev.Key.DOUBLE and isinstance(req, InsuranceOffer | DoubleAttackOffer):
+        if key == dev.Key.DOUBLE and isinstance(req, WagerOffer):
             return [I.WagerPlaced(seat=req.seat, amount=req.maximum if amount is None else amount)]
-        if key == dev.Key.DOUBLE and isinstance(req, EvenMoneyOffer):
-            return [I.KeyPressed(key="even_money", amount=amount)]
+        # Any other key (`double` on a yes/no offer among them) is the core's to take or refuse,
+        # by the keys the offer registered.
         return [I.KeyPressed(key=key, amount=amount)]
 
     def round_opened(self, table: Table, boxes: tuple[int, ...] | None) -> I.RoundOpened:

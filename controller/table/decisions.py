@@ -11,21 +11,18 @@ from typing import TYPE_CHECKING, Any, Self
 from controller.rules.requests import (
     OFFER_NAMES,
     Action,
-    CardLaterOffer,
     Decision,
-    DoubleAttackOffer,
-    EvenMoneyOffer,
-    InsuranceOffer,
     Offer,
     ReaderUse,
     Request,
-    SecondChanceOffer,
-    SurrenderOffer,
+    WagerOffer,
+    offer_kind,
 )
 from controller.table import inputs as I
 from controller.table.events import Event, event
 from controller.table.machine import Step, applies, handles
 from controller.table.round import DecisionMade, advance, round_or_refuse
+from controller.table.sections import cited
 
 if TYPE_CHECKING:
     from controller.table.core import Table
@@ -76,26 +73,20 @@ def key_pressed(t: Table, inp: I.KeyPressed, step: Step) -> None:
         if inp.amount is not None:
             rnd.procedure.double_amount(inp.amount, box)  # refused here, before it is journalled
         t.emit(step, DecisionMade(t.state.round.number, req.seat, req.hand, action.value, inp.amount))
-    elif isinstance(req, CardLaterOffer):
-        # 673a.13(g),(h): `hit` the card after the others, `next` the hand dead.
-        if key not in ("hit", "next"):
-            raise t.refuse(
-                req.section,
-                f"box {req.seat}: the card after the others (hit) or a dead hand (next), not {key!r}",
-            )
-        answer_offer(t, step, req, key == "hit")
-    elif isinstance(req, SecondChanceOffer | SurrenderOffer | EvenMoneyOffer):
-        if key not in ("next", "second_chance", "surrender", "even_money"):
-            raise t.refuse(t.sec("7"), f"an answer to the {type(req).__name__} is awaited, not {key!r}")
-        answer_offer(t, step, req, key != "next")
-    elif isinstance(req, InsuranceOffer | DoubleAttackOffer):
-        if key not in ("next", "insurance_closed"):
-            raise t.refuse(t.sec("8(b)"), f"the {type(req).__name__} is open, not {key!r}")
-        # "insurance closed" declines every remaining offer; "next" declines this one.
-        offer: Request | None = req
-        while isinstance(offer, InsuranceOffer | DoubleAttackOffer):
-            answer_offer(t, step, offer, 0)
-            offer = rnd.request if key != "next" else None
+    elif isinstance(req, Offer):
+        # Any registered offer, answered by one of the keys it registered (673a.13(g),(h): `hit`
+        # the card after the others; a wager offer is taken by placing the wager, _wager).
+        kind = offer_kind(req)
+        if key not in kind.keys:
+            raise t.refuse(req.cites() or cited(t.spec, kind.section), req.refusal(key))
+        if not kind.wager:
+            answer_offer(t, step, req, key != "next")
+        else:
+            # "insurance closed" declines every remaining wager offer; "next" declines this one.
+            offer: Request | None = req
+            while isinstance(offer, WagerOffer):
+                answer_offer(t, step, offer, 0)
+                offer = rnd.request if key != "next" else None
     else:
         raise t.refuse(t.sec("7"), f"no decision is awaited ({key!r})")
     advance(t, step)
@@ -105,12 +96,14 @@ def key_pressed(t: Table, inp: I.KeyPressed, step: Step) -> None:
 def _wager(t: Table, inp: I.WagerPlaced, step: Step) -> None:
     rnd = round_or_refuse(t)
     req = rnd.request
-    if not isinstance(req, InsuranceOffer | DoubleAttackOffer) or req.seat != inp.seat:
+    if not isinstance(req, WagerOffer) or req.seat != inp.seat:
         section = t.sec("8(b)") if isinstance(req, ReaderUse) else t.sec("wager_timing")
         raise t.refuse(section, f"no wager is being taken from seat {inp.seat} now")
     if not 0 <= inp.amount <= req.maximum:
-        section = "665a.6(e)" if isinstance(req, DoubleAttackOffer) else t.sec("8(b)")
-        raise t.refuse(section, f"seat {inp.seat}: {inp.amount} is more than the {req.maximum} allowed")
+        raise t.refuse(
+            cited(t.spec, offer_kind(req).limit),
+            f"seat {inp.seat}: {inp.amount} is more than the {req.maximum} allowed",
+        )
     answer_offer(t, step, req, inp.amount)
     advance(t, step)
 
@@ -122,8 +115,17 @@ def answer_offer(
     value: int | bool,
 ) -> None:
     """Record the answer to the offer in front of the dealer (an amount, or yes/no)."""
-    name = OFFER_NAMES[type(offer)]
+    name = offer_kind(offer).name
     t.emit(step, OfferAnswered(t.state.round.number, name, offer.seat, value, bool(value)))
+
+
+def offer_input(req: Offer, taken: bool | int) -> I.Input:
+    """The input that answers ``req`` as the dealer gives it: a wager offer by the wager placed
+    (``taken`` its amount, 0 declines), another by the key it registered to take or decline."""
+    kind = offer_kind(req)
+    if isinstance(req, WagerOffer):
+        return I.WagerPlaced(seat=req.seat, amount=int(taken))
+    return I.KeyPressed(key=kind.key_for("take" if taken else "decline"))
 
 
 # -- transitions ------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from controller.errors import TablectlError
 from controller.games import wager_kinds
 from controller.gaming_day import PENNSYLVANIA, zone
 from controller.journal import Record
+from controller.rules.requests import OFFER_KINDS
 
 SEEN_KEY = "device_seen"  # the device counters a record carries (controller/table/recorder.py)
 
@@ -68,14 +69,14 @@ def wager_name(key: str) -> str:
     return key if kind is None else kind.name
 
 
-OFFER_NAMES = {
-    "InsuranceOffer": "insurance",
-    "DoubleAttackOffer": "the Double Attack wager",
-    "EvenMoneyOffer": "even money",
-    "SurrenderOffer": "surrender (before the reader)",
-    "SecondChanceOffer": "the Second Chance wager",
-    "card_later": "the card the dealer missed, after the others",
-}
+def offer_described(name: str) -> str:
+    """An offer as the account names it: as its registration describes it (controller.rules.requests;
+    a journal written before the public names carries the class's name); an offer this build does
+    not know as it is written."""
+    kind = next((k for k in OFFER_KINDS.values() if name in (k.name, k.cls.__name__)), None)
+    return name if kind is None else kind.described
+
+
 DECISIONS = {
     "hit": "hits",
     "stand": "stands",
@@ -263,7 +264,7 @@ def _line(e: dict[str, Any], rnd: dict[str, Any]) -> str:
             amount = f" for {e['amount']}" if e.get("amount") is not None else " for the most allowed"
         return f"{_who(seat, e['hand'], hands)} {DECISIONS.get(e['action'], e['action'])}{amount}"
     if kind == "offer_answered":
-        offer, value = OFFER_NAMES.get(e["offer"], e["offer"]), e["value"]
+        offer, value = offer_described(e["offer"]), e["value"]
         if isinstance(value, bool):
             return f"{_who(seat)} offered {offer}: {'took it' if value else 'declined'}"
         return f"{_who(seat)} offered {offer}: {f'wagered {value}' if value else 'declined'}"

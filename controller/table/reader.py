@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from controller.gaming_day import GamingDay
-from controller.rules.requests import InsuranceOffer, MasqueRange, ReaderUse, SurrenderOffer
+from controller.rules.requests import InsuranceOffer, MasqueRange, Offer, ReaderUse, offer_kind
 from controller.table import inputs as I
 from controller.table.alarms import AlarmAcknowledged, raise_alarm
 from controller.table.decisions import answer_offer
@@ -89,11 +89,11 @@ def _report(t: Table, inp: I.ReaderReport, step: Step) -> None:
             "notify the floor; insurance offers still open are declined",
             halts=False,
         )
-    # Using the reader closes the window before it: open insurance and early-surrender offers
-    # (ruling D5) are declined.
-    while rnd is not None and isinstance(rnd.request, InsuranceOffer | SurrenderOffer):
+    # Using the reader closes the window before it: the offers registered as made before it
+    # (insurance, early surrender, ruling D5) still open are declined.
+    while rnd is not None and isinstance(rnd.request, Offer) and offer_kind(rnd.request).before_reader:
         pending = rnd.request
-        answer_offer(t, step, pending, 0 if isinstance(pending, InsuranceOffer) else False)
+        answer_offer(t, step, pending, offer_kind(pending).declined())
     req = rnd.request if rnd is not None else None
     if rnd is None or not isinstance(req, ReaderUse):
         _misuse(t, step)

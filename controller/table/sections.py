@@ -22,6 +22,11 @@ def section(game: GameSpec, rule: str) -> str:
     return game.other_rules or f"{game.chapter}.{rule}"
 
 
+def cited(game: GameSpec, rule: str) -> str:
+    """``rule`` as ``section`` places it, or as it is when it is a whole section ("665a.6(e)")."""
+    return rule if "." in rule else section(game, rule)
+
+
 def sections_of(rule: str) -> frozenset[str]:
     """Every registered game's section for a named rule (e.g. every chapter's "reader_failed")."""
     return frozenset(g.lettering[rule] for g in registered())

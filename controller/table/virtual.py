@@ -20,11 +20,10 @@ from controller.rules.requests import (
     CardLaterOffer,
     Decision,
     DoubleAttackOffer,
-    EvenMoneyOffer,
     InsuranceOffer,
+    Offer,
     ReaderUse,
     SecondChanceOffer,
-    SurrenderOffer,
     answer,
 )
 from controller.rules.round import Round, side_wagers
@@ -33,6 +32,7 @@ from controller.shoe import shuffled_shoe
 from controller.strategy import BET, choose, insurance_stake, takes_second_chance
 from controller.table import inputs as I
 from controller.table.core import DECK_LIFETIME, EXPIRY_WARNING, Step, Table
+from controller.table.decisions import offer_input
 from controller.table.recorder import JournaledTable
 
 SECONDS_PER_INPUT = 2.0  # virtual time between inputs: a brisk dealer
@@ -150,6 +150,11 @@ class VirtualTable:
         else:
             self.feed(I.ReaderReport(blackjack=rnd.procedure.dealer_blackjack()))
 
+    def offer(self, req: Offer) -> None:
+        """Any offer without a hook of its own (even money, early surrender, a game's own): the
+        player declines it."""
+        self.feed(offer_input(req, False))
+
     def insurance(self, req: InsuranceOffer) -> None:
         self.feed(I.WagerPlaced(seat=req.seat, amount=insurance_stake(BET)))
 
@@ -159,12 +164,6 @@ class VirtualTable:
     def second_chance(self, req: SecondChanceOffer) -> None:
         hand = next(b for b in self._round().state.boxes if b.seat == req.seat).hands[req.hand]
         self.feed(I.KeyPressed(key="second_chance" if takes_second_chance(hand) else "next"))
-
-    def surrender(self, req: SurrenderOffer) -> None:
-        self.feed(I.KeyPressed(key="next"))
-
-    def even_money(self, req: EvenMoneyOffer) -> None:
-        self.feed(I.KeyPressed(key="next"))
 
     def card_later(self, req: CardLaterOffer) -> None:
         self.feed(I.KeyPressed(key="hit"))  # the player takes his card after the others (13(g),(h))

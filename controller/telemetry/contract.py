@@ -20,10 +20,11 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from controller.rules.requests import OFFER_NAMES
 from controller.telemetry.payloads import SCHEMA_VERSION
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -195,14 +196,20 @@ class OfferAnswer(Open):
     answer: Literal["take", "decline", "decline_all"]
 
 
+# The registered offers' names (controller.rules.requests.offer), in the order they registered:
+# an enum in the schema, a plain string to mypy (a Literal cannot be built from data it checks).
+if TYPE_CHECKING:
+    OfferName = str
+else:
+    OfferName = Literal[tuple(OFFER_NAMES.values())]
+
+
 class AskOffer(AskBase):
     what: Literal["offer"]
-    offer: Literal["insurance", "double_attack", "even_money", "surrender", "second_chance", "card_later"] = (
-        Field(
-            description="card_later: the dealer missed the box's card; the player takes it after all"
-            " other players have received theirs (`hit`) or a dead hand (`next`), 673a.13(g),(h),"
-            " 665a.13(f),(g), 685a.12(f),(g)"
-        )
+    offer: OfferName = Field(
+        description="card_later: the dealer missed the box's card; the player takes it after all"
+        " other players have received theirs (`hit`) or a dead hand (`next`), 673a.13(g),(h),"
+        " 665a.13(f),(g), 685a.12(f),(g)"
     )
     seat: Seat
     legal: list[str] = Field(description="the keys that answer it")

@@ -28,7 +28,7 @@ from controller.errors import RuleViolation
 from controller.game_config import default_options
 from controller.games import blackjack_games
 from controller.rules.down_under import masque_range
-from controller.rules.requests import MasqueRange, ReaderUse
+from controller.rules.requests import MasqueRange, ReaderUse, WagerOffer
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
 from controller.table.batches import Place
@@ -149,8 +149,8 @@ class Dealer:
             return I.CardDrawn(card=self.stack[-1])
         if name == "Decision":
             return I.KeyPressed(key=self.rng.choice(sorted(req.legal)).value)  # type: ignore[attr-defined]
-        if name in ("InsuranceOffer", "DoubleAttackOffer"):
-            return I.WagerPlaced(seat=req.seat, amount=self.rng.choice([0, 5]))  # type: ignore[attr-defined]
+        if isinstance(req, WagerOffer):  # insurance, Double Attack, any registered wager offer
+            return I.WagerPlaced(seat=req.seat, amount=self.rng.choice([0, 5]))
         if name == "ReaderUse":
             hole = rnd.state.dealer[1]
             return I.ReaderReport(light=masque_range(hole), blackjack=rnd.procedure.dealer_blackjack())

@@ -20,16 +20,7 @@ from typing import Any
 import pytest
 
 from controller.journal import verify_journal
-from controller.rules.requests import (
-    CardFor,
-    Decision,
-    DoubleAttackOffer,
-    EvenMoneyOffer,
-    InsuranceOffer,
-    ReaderUse,
-    SecondChanceOffer,
-    SurrenderOffer,
-)
+from controller.rules.requests import CardFor, Decision, Offer, ReaderUse, WagerOffer
 from controller.shipped import table_file
 from controller.strategy import choose
 from controller.supervisor.config import load_table_config
@@ -147,9 +138,9 @@ async def _one_blackjack_action(sim: SimTable, ctl: Controller) -> bool:
         if isinstance(req, Decision):
             box = next(b for b in state.boxes if b.seat == req.seat)
             key = Key(choose(box.hands[req.hand], state.dealer[0], req.legal).value)
-        elif isinstance(req, InsuranceOffer | DoubleAttackOffer):
+        elif isinstance(req, WagerOffer):
             key = Key.DOUBLE
-        elif isinstance(req, SecondChanceOffer | SurrenderOffer | EvenMoneyOffer):
+        elif isinstance(req, Offer):
             key = Key.NEXT
         else:  # pragma: no cover
             raise AssertionError(req)

@@ -41,16 +41,7 @@ from controller.errors import RuleViolation
 from controller.game_config import GameOptions
 from controller.games import GameId
 from controller.journal import Journal, verify_journal
-from controller.rules.requests import (
-    CardFor,
-    Decision,
-    DoubleAttackOffer,
-    EvenMoneyOffer,
-    InsuranceOffer,
-    ReaderUse,
-    SecondChanceOffer,
-    SurrenderOffer,
-)
+from controller.rules.requests import CardFor, Decision, Offer, ReaderUse, WagerOffer
 from controller.strategy import choose
 from controller.supervisor.config import load_table_config
 from controller.supervisor.mapping import Translator
@@ -283,9 +274,9 @@ class Dealer:
         if isinstance(req, Decision):
             box = next(b for b in state.boxes if b.seat == req.seat)
             return Key(choose(box.hands[req.hand], state.dealer[0], req.legal).value)
-        if isinstance(req, InsuranceOffer | DoubleAttackOffer):
+        if isinstance(req, WagerOffer):
             return Key.DOUBLE
-        if isinstance(req, SecondChanceOffer | SurrenderOffer | EvenMoneyOffer):
+        if isinstance(req, Offer):
             return Key.NEXT
         raise AssertionError(f"the dealer has no key for {req!r}")
 

@@ -21,18 +21,15 @@ from controller.rules.requests import (
     CardFor,
     CardLaterOffer,
     Decision,
-    DoubleAttackOffer,
-    EvenMoneyOffer,
-    InsuranceOffer,
+    Offer,
     ReaderUse,
-    SecondChanceOffer,
-    SurrenderOffer,
     answer,
 )
 from controller.rules.state import SeatWagers
 from controller.table import inputs as I
 from controller.table.batches import Place
 from controller.table.core import Step, Table
+from controller.table.decisions import offer_input
 from controller.table.events import DomainEvent, typed
 from controller.table.virtual import cut_and_cover
 
@@ -253,20 +250,8 @@ class _Plainly:
             return self.rig.feed(I.ReaderReport(light=masque_range(rnd.state.dealer[1])))
         return self.rig.feed(I.ReaderReport(blackjack=rnd.procedure.dealer_blackjack()))
 
-    def insurance(self, req: InsuranceOffer) -> Step:
-        return self.rig.feed(I.WagerPlaced(seat=req.seat, amount=0))
-
-    def double_attack(self, req: DoubleAttackOffer) -> Step:
-        return self.rig.feed(I.WagerPlaced(seat=req.seat, amount=0))
-
-    def second_chance(self, req: SecondChanceOffer) -> Step:
-        return self.rig.feed(I.KeyPressed(key="next"))
-
-    def surrender(self, req: SurrenderOffer) -> Step:
-        return self.rig.feed(I.KeyPressed(key="next"))
-
-    def even_money(self, req: EvenMoneyOffer) -> Step:
-        return self.rig.feed(I.KeyPressed(key="next"))
+    def offer(self, req: Offer) -> Step:
+        return self.rig.feed(offer_input(req, False))
 
     def card_later(self, req: CardLaterOffer) -> Step:
         return self.rig.feed(I.KeyPressed(key="hit"))
