@@ -9,6 +9,7 @@ nats-accounts` makes), only its ports, paths and names replaced."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 import shutil
 import subprocess
@@ -108,7 +109,13 @@ class NatsCluster:
             conf.write_text(node.conf(routes), encoding="utf-8")
         else:
             accounts = self.dir / "accounts.conf"
-            accounts.write_text(render(self.secure.passwords), encoding="utf-8")
+            # Written aside and renamed into place: the nodes share this file, and rewriting it in
+            # place for the second node truncated it under the first while that one read its
+            # config (on a loaded machine: a node with no accounts let anyone in, and refused the
+            # others' routes for accounts it did not know).
+            aside = self.dir / f"accounts.conf.{node.name}"
+            aside.write_text(render(self.secure.passwords), encoding="utf-8")
+            os.replace(aside, accounts)
             conf.write_text(node.secure_conf(routes, self.secure, accounts), encoding="utf-8")
         node.proc = subprocess.Popen(
             [nats_binary(), "-c", str(conf), "-l", str(node.log)],

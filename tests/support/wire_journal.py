@@ -79,6 +79,12 @@ def judge(plan: Plan, path: Path, lines: list[dict[str, Any]], line: Timeline) -
     return report
 
 
+def last_settled_at(path: Path) -> float:
+    """When the journal's last round was settled (infinity before any)."""
+    with Journal.open(path, create=False, readonly=True) as j:
+        return max((r.at for r in j.records() if r.kind == "round_settled"), default=float("inf"))
+
+
 def _alarm(records: list[Any], i: int, line: Timeline) -> dict[str, Any]:
     r = records[i]
     by = next((what for start, end, what in line.person if start <= r.at <= end), "nobody")

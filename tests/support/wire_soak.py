@@ -36,7 +36,7 @@ from controller.journal import Journal
 from controller.shipped import table_file
 from controller.supervisor.config import load_table_config
 from tests.relocated import relocated_table
-from tests.support.wire_journal import judge
+from tests.support.wire_journal import judge, last_settled_at
 from tests.support.wire_processes import Run, Sim, StateWatch, Stuck, progress
 
 READY_GUARD_S = 60.0  # failure guards only: a table that does not move within them is stuck
@@ -195,8 +195,12 @@ async def _deal(plan: Plan, run: Run, sim: Sim, watch: StateWatch, line: Timelin
             line.stopped = done_at  # the devices went with the dealer: what run says next is no finding
             raise Stuck(f"the dealer stopped (exit {line.dealer_exit}): {line.dealer_said}")
         # DJ Wild's dealer is done: the simulators stopped with it, a person's doing (until what
-        # follows, if anything, closes the window).
-        line.person.append((done_at, float("inf"), DEALER_DONE))
+        # follows, if anything, closes the window). The window opens at the dealer's last settled
+        # round in the journal: the dealer says its line and closes its devices right after it, and
+        # on a loaded machine this process read that line seconds after `run` had journalled the
+        # keypad's link going down (a 687a.9(b) alarm then counted as nobody's).
+        settled_at = await asyncio.to_thread(last_settled_at, run.journal)
+        line.person.append((min(done_at, settled_at), float("inf"), DEALER_DONE))
 
 
 def _where(watch: StateWatch) -> str:
