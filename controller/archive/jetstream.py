@@ -32,7 +32,7 @@ from nats.errors import ConnectionClosedError, NoServersError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType, StreamConfig
-from nats.js.errors import NotFoundError
+from nats.js.errors import BadRequestError, NotFoundError
 
 from controller.archive.alarms import ChainAlarm
 from controller.archive.gaps import ANNOUNCEMENTS, RESULTS, Ask
@@ -98,8 +98,30 @@ class JetStreamSettings:
         )
 
 
+# A cluster just started answers a stream's creation with "no suitable peers for placement"
+# (JetStream error 10005) until its nodes have told the metadata leader they are there: a second
+# or more on a loaded machine, where the stream asks for three replicas. Tried again for this long.
+PLACEMENT_WAIT_S = 30.0
+_NO_PEERS_YET = 10005
+_PLACEMENT_BACKOFF = BackoffPolicy(initial_s=0.1, max_s=2.0)
+
+
 async def ensure_stream(js: JetStreamContext, s: JetStreamSettings) -> None:
-    """The replicated stream of every table's events, made once by whichever worker starts first."""
+    """The replicated stream of every table's events, made once by whichever worker starts first
+    (or by ``--setup``), waiting up to PLACEMENT_WAIT_S for a new cluster's peers to join."""
+    backoff, deadline = Backoff(_PLACEMENT_BACKOFF), time.monotonic() + PLACEMENT_WAIT_S
+    while True:
+        try:
+            await _ensure_stream_once(js, s)
+            return
+        except BadRequestError as e:
+            if e.err_code != _NO_PEERS_YET or time.monotonic() > deadline:
+                raise
+            log.info("stream_placement_waits", stream=s.stream, error=e.description)
+        await asyncio.sleep(backoff.failed())
+
+
+async def _ensure_stream_once(js: JetStreamContext, s: JetStreamSettings) -> None:
     try:
         await js.stream_info(s.stream)
     except NotFoundError:

@@ -11,8 +11,10 @@ from typing import Any
 
 import nats
 import nats.errors
+import pytest
+from nats.js.errors import BadRequestError
 
-from controller.archive.jetstream import JetStreamSettings, ensure_stream
+from controller.archive.jetstream import JetStreamSettings, _ensure_stream_once, ensure_stream
 from controller.journal import Journal
 from controller.telemetry.broker import BrokerSettings
 from controller.telemetry.jetstream_events import JetStreamEvents, msg_id
@@ -94,3 +96,33 @@ async def test_the_stream_leader_killed_mid_publish_every_record_is_stored_once(
     expected = await journal_messages(path)
     assert sorted(stored) == sorted(expected), "every record once, nothing else"
     assert len({msg_id(topics, i + 1, b) for i, b in enumerate(expected)}) == N
+
+
+async def test_the_stream_is_made_once_a_new_clusters_peers_have_joined(tmp_path: pathlib.Path) -> None:
+    """Two of the three nodes up: the metadata leader is elected, but a stream of three replicas
+    has no peers to be placed on ("no suitable peers for placement") until the third joins. The
+    setup and the workers wait for it (a fresh cluster on a loaded machine failed its first
+    stream this way) rather than fail."""
+    nats_binary()
+    cluster = NatsCluster(tmp_path / "nats")
+    cluster.dir.mkdir(parents=True)
+    first, second, third = cluster.nodes
+    try:
+        for node in (first, second):
+            cluster.start_node(node)
+        cluster.wait_log(lambda text: "metadata leader" in text, [first, second], GUARD_S, any_node=True)
+        admin = await nats.connect(servers=[first.url, second.url])
+        try:
+            js = admin.jetstream(timeout=10)
+            # What a worker met: the creation refused while the third node is away ...
+            with pytest.raises(BadRequestError, match="no suitable peers"):
+                await _ensure_stream_once(js, JetStreamSettings(cluster.servers))
+            made = asyncio.create_task(ensure_stream(js, JetStreamSettings(cluster.servers)))
+            cluster.start_node(third)
+            await asyncio.wait_for(made, GUARD_S)  # ... and made once it has joined
+            info = await js.stream_info("TABLECTL_EVENTS")
+            assert info.config.num_replicas == 3
+        finally:
+            await admin.close()
+    finally:
+        cluster.stop()
