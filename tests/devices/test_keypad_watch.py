@@ -213,7 +213,10 @@ async def test_a_dead_or_hung_watch_process_is_replaced_and_ends_with_the_driver
         model.place_bet(1, 1)
         model.press(Key.START_GAME)
         start, _ = await next_event(driver, ButtonPressed)
-        assert start.locked and locks == ["lock"]  # the new process's reflex
+        # One write: the new process's reflex, or the driver's poll when a loaded box had the
+        # process read the press before the driver's block reached it (then the reflex is not
+        # set off for it as well: test_a_start_game_told_before_the_tables_first_polled_...).
+        assert start.locked and locks == ["lock"]
     with pytest.raises(ProcessLookupError):  # ended and reaped
         os.kill(second, 0)
 
