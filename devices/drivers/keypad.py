@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from devices.commands import Command, LockSensors, SetLight, ShowMeter, UnlockSensors
-from devices.drivers.registers import RegisterDriver, SeqGuard, Snapshot
+from devices.drivers.registers import RegisterDriver, SeqGuard, Snapshot, moved
 from devices.errors import CommandRejected, FrameDecodeError, TransportError
 from devices.events import (
     BetSensed,
@@ -37,7 +37,8 @@ class KeypadDriver(RegisterDriver):
         self._keys = SeqGuard(self.profile.reg("key_ring").count, self.profile.reg("key_seq").bits)
         self._start_code = self.profile.enum_value("key", Key.START_GAME.value)
         self._lock_words = self._command_words("lock")
-        self.reflexed: int | None = None  # the last Start Game (key_seq) the watch locked for
+        # The key_seq of the look the watch locked at: it counts for a press up to it, no later one.
+        self.reflexed: int | None = None
         # The driver wrote unlock since its last full poll: the locked flag that poll read is
         # stale (on an RTU line, a poll is a tenth of a second apart and the look reads no flag).
         self._unlocked = False
@@ -125,6 +126,10 @@ class KeypadDriver(RegisterDriver):
         already before it (a round in play, the shutdown's lock) are not this press's."""
         assert self._prev is not None  # decoded just now
         reflexed, self.reflexed = self.reflexed, None
+        if reflexed is not None and moved(press.sequence, reflexed, self._keys.bits) is None:
+            # The watch locked for a word before this press (its ``moved`` told after the poll
+            # that took that press): its lock, if the sensors still hold it, is not this press's.
+            reflexed = None
         if self._prev["locked"][0]:
             if reflexed is not None:  # the watch's lock, not the device's latch
                 self._did_not_latch(press)

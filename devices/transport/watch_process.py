@@ -202,7 +202,7 @@ class Watch:
         self.spec, self.table, self.device = spec, table, Device(spec)
         self.polled: int | None = None  # the watched word as the table last decoded it
         self.trusted: int | None = None
-        self.told: int | None = None  # the last move told to the table
+        self.told: int | None = None  # the last watched word told to the table (moved, or a block)
         self.asks = 0
         self.failing = False
         self.sent = bytearray()  # the last look told to the table (the block changed since)
@@ -265,6 +265,11 @@ class Watch:
                 self.asks += asked
             elif asked or (reply != self.sent and due >= self.quiet_until):
                 self.sent[:] = reply
+                # The table decodes this block, and locks for a Start Game in it itself (its
+                # poll's fallback, 687a.9(b)): the reflex is for a word the table has not been
+                # shown, or it writes a second lock. Only a look before the table's first
+                # ``polled`` (a process just started) shows a new word without ``moved``.
+                self.told = self.device.word(self.spec.index)
                 self.quiet_until = due + self.spec.tell_s
                 self.send(block=self.device.words(), asked=asked)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from devices.commands import LockSensors, SetLight, ShowMeter, UnlockSensors
+from devices.drivers.keypad import KeypadDriver
 from devices.drivers.registers import SETTLE_POLLS
 from devices.errors import CommandRejected
 from devices.events import BetSensed, ButtonPressed, Key, KeysMissed, MeterShown, SensorFault, SensorsLocked
@@ -112,3 +113,21 @@ async def test_a_key_carries_the_amount_keyed_with_it(rig: Rig) -> None:
     await d.poll_once()
     pressed = of_type(drain(d), ButtonPressed)
     assert [(e.key, e.amount) for e in pressed] == [(Key.DOUBLE, 5), (Key.HIT, None)]
+
+
+async def test_a_watch_lock_told_late_is_no_lock_of_a_later_start_game(rig: Rig) -> None:
+    """687a.9(b): a press is marked ``locked`` (journalled as the lock that led its decision) only
+    when it left the sensors locked. The watch's word for a lock it made, told only after the
+    poll that took that press, counts for no later press: a Start Game pressed again in the round
+    (the sensors locked since the first) is not the lock."""
+    d = rig.driver("keypad")
+    assert isinstance(d, KeypadDriver)
+    kp = rig.model("keypad")
+    await d.poll_once()
+    kp.press(Key.START_GAME)  # the shipped keypad latches at the press
+    first, _ = await poll_until(d, ButtonPressed)
+    assert first.locked
+    d.watch_moved(first.sequence, True)  # the watch's ``moved`` for it, after that poll
+    kp.press(Key.START_GAME)  # again, in the round: the sensors locked before it
+    again, _ = await poll_until(d, ButtonPressed)
+    assert again.key is Key.START_GAME and not again.locked

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,7 +31,7 @@ from devices.drivers.factory import build_driver
 from devices.events import BetSensed, ButtonPressed, DeviceDegraded, DeviceOnline, Key, SensorsLocked
 from devices.transport.block_watch import TELL_S, set_watch_priority
 from devices.transport.modbus import BusRegistry
-from devices.transport.watch_process import Device, LookFailed, WatchSpec
+from devices.transport.watch_process import _REPLY_HEAD, Device, LookFailed, Reflex, Watch, WatchSpec
 from sim.table import SimTable
 from tests.devices.conftest import GUARD_S, TABLES, game, keypad_commands, next_event, running
 from tests.support.keypads import not_latching_keypad
@@ -213,7 +213,10 @@ async def test_a_dead_or_hung_watch_process_is_replaced_and_ends_with_the_driver
         model.place_bet(1, 1)
         model.press(Key.START_GAME)
         start, _ = await next_event(driver, ButtonPressed)
-        assert start.locked and locks == ["lock"]  # the new process's reflex
+        # One write: the new process's reflex, or the driver's poll when a loaded box had the
+        # process read the press before the driver's block reached it (then the reflex is not
+        # set off for it as well: test_a_start_game_told_before_the_tables_first_polled_...).
+        assert start.locked and locks == ["lock"]
     with pytest.raises(ProcessLookupError):  # ended and reaped
         os.kill(second, 0)
 
@@ -260,6 +263,64 @@ def test_a_look_takes_an_answer_in_parts_and_fails_on_one_cut_short(closes: bool
         assert isinstance(looked[0], LookFailed) and looked[0].kind == "link"
     else:
         assert looked == [[7, 0, 0, 9]]
+
+
+class _ScriptedKeypad(Device):
+    """The watch's device, without a wire: each look reads the next block of ``blocks`` (the last
+    one again when they run out), and ``at_look[n]`` runs as look n reads, as though the table's
+    messages crossed it; writes are kept in ``written``."""
+
+    def __init__(
+        self, spec: WatchSpec, blocks: list[list[int]], at_look: dict[int, Callable[[], None]]
+    ) -> None:
+        super().__init__(spec)
+        self.blocks, self.at_look, self.looks = blocks, at_look, 0
+        self.written: list[tuple[int, tuple[int, ...]]] = []
+
+    def look(self) -> None:
+        self.looks += 1
+        words = self.blocks[min(self.looks, len(self.blocks)) - 1]
+        self.reply[_REPLY_HEAD.size :] = struct.pack(f">{len(words)}H", *words)
+        self.at_look.get(self.looks, lambda: None)()
+
+    def write(self, address: int, values: tuple[int, ...]) -> None:
+        self.written.append((address, values))
+
+
+def test_a_start_game_told_before_the_tables_first_polled_is_not_locked_again_by_the_reflex() -> None:
+    """687a.9(b), one lock a press: a watch's process just started (the first, or one replacing a
+    dead or hung one) has no ``polled`` until the table decoded its first block. A look before it
+    that reads a Start Game with the sensors open tells the block unasked, and the table's poll
+    locks for it (its fallback). The table's ``polled`` (its block before the press) arriving just
+    after that look must not set the reflex off for the same press: that was a second lock, seen
+    under load."""
+    start_code, lock = 9, (1, 0)
+    block = [1, 0, start_code, 0]  # key_seq 1, sensors open, key 1 Start Game in a ring of two
+    reflex = Reflex(ring_at=2, ring_count=2, trigger=start_code, guard_at=1, address=100, values=lock)
+    spec = WatchSpec("127.0.0.1", 9, 3, 0, len(block), 0, 0.001, 1.0, reflex=reflex)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    told: list[dict[str, object]] = []
+
+    def stop() -> None:  # what the watch told, read before the table stops it
+        ours.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                told.append(json.loads(ours.recv(4096)))
+        ours.close()
+
+    watch = Watch(spec, theirs)
+    keypad = _ScriptedKeypad(spec, [block], {
+        1: lambda: ours.send(b'{"polled":0,"trusted":0}'),  # the table's block before the press
+        3: stop,
+    })  # fmt: skip
+    watch.device = keypad
+    ran = threading.Thread(target=watch.run, daemon=True)
+    ran.start()
+    ran.join(GUARD_S)
+    theirs.close()
+    assert not ran.is_alive(), "the watch did not stop"
+    assert told == [{"block": block, "asked": 0}]  # the press, with the sensors open: the table's
+    assert keypad.written == []  # the table's poll locks for the block it was told: one write
 
 
 def test_the_watch_process_stops_when_the_table_is_gone() -> None:
