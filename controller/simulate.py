@@ -24,8 +24,7 @@ from typing import Any
 from controller.cards import Card, parse_card
 from controller.errors import TablectlError
 from controller.game_config import GameOptions, default_options, load_game_options
-from controller.games import GameId, blackjack_games, game_ids, game_spec
-from controller.rules.double_back_jack import SWITCHABLE
+from controller.games import blackjack_games, game_ids, game_spec
 from controller.rules.down_under import masque_range
 from controller.rules.requests import (
     Action,
@@ -368,10 +367,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--without",
         action="append",
         default=[],
-        choices=sorted(SWITCHABLE),
+        choices=sorted({rule for g in game_ids() for rule in game_spec(g).switchable}),
         metavar="RULE",
-        help="Double Back Jack: play with this rule of the chapter switched off, to see what it is worth"
-        " (repeatable; " + "; ".join(f"{k}: {v[1]}" for k, v in SWITCHABLE.items()) + ")",
+        help="play with this rule of the game's chapter switched off, to see what it is worth"
+        " (repeatable; "
+        + "; ".join(
+            f"{game_spec(g).called}: {k}: {v[1]}"
+            for g in game_ids()
+            for k, v in game_spec(g).switchable.items()
+        )
+        + ")",
     )
 
 
@@ -420,8 +425,14 @@ def main(args: argparse.Namespace) -> int:
             replace(options, decks=args.decks) if args.config else default_options(args.game, args.decks)
         )
     if args.without:
-        if options.game != GameId.DOUBLE_BACK_JACK:
-            raise TablectlError("--without: switches off rules of Double Back Jack (673a) only")
+        spec = game_spec(options.game)
+        foreign = sorted(set(args.without) - set(spec.switchable))
+        if foreign:
+            can = ", ".join(spec.switchable) or "none"
+            raise TablectlError(
+                f"--without: {', '.join(foreign)}: not a rule of {spec.called} that can be switched off"
+                f" ({can})"
+            )
         if args.journal:
             raise TablectlError("--without: a table never plays without its rules; no --journal")
         options = replace(options, without=frozenset(args.without))

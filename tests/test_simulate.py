@@ -89,7 +89,7 @@ def test_without_switches_off_one_rule_of_double_back_jack_each() -> None:
     assert (bet(over, "hit", "second_chance"), bet(over, "hit", without="second-chance")) == (0, -10)
     proc = run("--game", "down-under", "--rounds", "10", "--seed", "1", "--without", "second-chance")
     assert proc.returncode == 2 and proc.stderr.startswith(
-        "--without: switches off rules of Double Back Jack"
+        "--without: second-chance: not a rule of Down Under Blackjack that can be switched off (none)"
     )
 
 

@@ -49,5 +49,12 @@ GAME = register(
             "second_chance_stake",
             "insurance_after_paid_blackjack",
         ),
+        switchable={
+            "blackjack-pays-2-to-1": ("673a.12(a)", "a Blackjack pays 3 to 2"),
+            "blackjack-before-the-reader": ("673a.7(f)", "a Blackjack against a dealer Blackjack pushes"),
+            "21-paid-at-once": ("673a.7(m)", "a 21 waits for the dealer's hand"),
+            "dealer-22-pushes": ("673a.7(q)(1)", "a dealer 22 is a bust"),
+            "second-chance": ("673a.7(l)", "a hand over 21 is lost at once, no Second Chance card"),
+        },
     )
 )

@@ -13,7 +13,7 @@ ambiguous text) lives in :mod:`controller.game_config`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Final
 
 from controller.cards import JOKER, RANKS, SUITS, Card, card
@@ -148,6 +148,9 @@ class GameSpec:
     # The readings of ambiguous text (controller.game_config.Rulings' fields) that mean something
     # in this chapter only; a game file of another game naming one is refused.
     rulings: tuple[str, ...] = ()
+    # Rules of the chapter `tablectl simulate --without` may switch off to show what each is worth:
+    # name -> (the section, what is played instead). Never at a table.
+    switchable: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     # The title as an error's sentence names the game when it is short for it ("DJ Wild").
     short_title: str = ""
 

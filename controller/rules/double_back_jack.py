@@ -16,15 +16,6 @@ from controller.rules.state import Box
 from controller.rules.wagers import EVEN, HALF_LOST, LOSE, PUSH, Wager, odds
 
 BLACKJACK_PAYS = odds(2)  # 673a.12(a)
-# The rules of the chapter that ``tablectl simulate --without`` can switch off, to show what each
-# contributes to the main wager's edge (docs/simulate.md): name -> (section, what replaces it).
-SWITCHABLE = {
-    "blackjack-pays-2-to-1": ("673a.12(a)", "a Blackjack pays 3 to 2"),
-    "blackjack-before-the-reader": ("673a.7(f)", "a Blackjack against a dealer Blackjack pushes"),
-    "21-paid-at-once": ("673a.7(m)", "a 21 waits for the dealer's hand"),
-    "dealer-22-pushes": ("673a.7(q)(1)", "a dealer 22 is a bust"),
-    "second-chance": ("673a.7(l)", "a hand over 21 is lost at once, no Second Chance card"),
-}
 SECOND_CHANCE_PAYS = odds(1)  # 673a.12(b)
 INSURANCE_PAYS = odds(2)  # 673a.12(c)
 
