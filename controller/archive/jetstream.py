@@ -112,7 +112,7 @@ async def ensure_stream(js: JetStreamContext, s: JetStreamSettings) -> None:
     backoff, deadline = Backoff(_PLACEMENT_BACKOFF), time.monotonic() + PLACEMENT_WAIT_S
     while True:
         try:
-            await _ensure_stream_once(js, s)
+            await make_stream_once(js, s)
             return
         except BadRequestError as e:
             if e.err_code != _NO_PEERS_YET or time.monotonic() > deadline:
@@ -121,7 +121,8 @@ async def ensure_stream(js: JetStreamContext, s: JetStreamSettings) -> None:
         await asyncio.sleep(backoff.failed())
 
 
-async def _ensure_stream_once(js: JetStreamContext, s: JetStreamSettings) -> None:
+async def make_stream_once(js: JetStreamContext, s: JetStreamSettings) -> None:
+    """The stream made if it is not there, in one try (a new cluster may refuse it: ensure_stream waits)."""
     try:
         await js.stream_info(s.stream)
     except NotFoundError:

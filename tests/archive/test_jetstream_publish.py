@@ -14,7 +14,7 @@ import nats.errors
 import pytest
 from nats.js.errors import BadRequestError
 
-from controller.archive.jetstream import JetStreamSettings, _ensure_stream_once, ensure_stream
+from controller.archive.jetstream import JetStreamSettings, ensure_stream, make_stream_once
 from controller.journal import Journal
 from controller.telemetry.broker import BrokerSettings
 from controller.telemetry.jetstream_events import JetStreamEvents, msg_id
@@ -116,7 +116,7 @@ async def test_the_stream_is_made_once_a_new_clusters_peers_have_joined(tmp_path
             js = admin.jetstream(timeout=10)
             # What a worker met: the creation refused while the third node is away ...
             with pytest.raises(BadRequestError, match="no suitable peers"):
-                await _ensure_stream_once(js, JetStreamSettings(cluster.servers))
+                await make_stream_once(js, JetStreamSettings(cluster.servers))
             made = asyncio.create_task(ensure_stream(js, JetStreamSettings(cluster.servers)))
             cluster.start_node(third)
             await asyncio.wait_for(made, GUARD_S)  # ... and made once it has joined
