@@ -23,6 +23,7 @@ long and prints JSON (figures in docs/reliability.md).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import random
 import re
@@ -87,6 +88,8 @@ class Timeline:
     dealer_said: str = ""
 
 
+@functools.cache  # asked at every change of the table's state; parsing the table file each time was
+# half of the soak's CPU in this process (a shipped table's file does not change during a run)
 def _game_of(table: str) -> str:
     return load_table_config(table_file(table), side="both").options.game.value
 
