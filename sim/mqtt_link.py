@@ -88,12 +88,14 @@ class MqttLink:
         self._backoff = Backoff(RECONNECT, rng=random.Random(pace_seed))
         self._reader: asyncio.Task[None] | None = None
         self._latest: dict[str, Any] | None = None
+        self._latest_body: dict[str, Any] = {}  # the state message ``_latest`` came in
+        self._published = 0  # the journal's seq published when ``_latest`` was sent
         self._seen = 0  # states received
         self._read = 0  # the count of the state last handed out
         self._new = asyncio.Event()
         self._results: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._incarnation: str | None = None  # the running process's, from the retained status
-        self._held: dict[str, dict[str, Any]] = {}  # incarnation -> its newest state, not yet current
+        self._held: dict[str, dict[str, Any]] = {}  # incarnation -> its newest state message, not yet current
 
     async def __aenter__(self) -> MqttLink:
         # The first connection is made here: a broker that is not there at all is said at once.
@@ -183,9 +185,9 @@ class MqttLink:
             incarnation = body.get("incarnation")
             if isinstance(snap, dict) and isinstance(incarnation, str):
                 if incarnation == self._incarnation:
-                    self._take(snap)
+                    self._take(body)
                 else:  # an earlier process's, or this one's before its status came in
-                    self._held = {incarnation: snap}
+                    self._held = {incarnation: body}
 
     def _status(self, body: dict[str, Any]) -> None:
         """The retained status: which process runs the table now (none while it is offline)."""
@@ -195,8 +197,9 @@ class MqttLink:
         if incarnation != self._incarnation:
             if self._latest is not None and self._incarnation is not None:
                 # Kept for a stale Last Will of this same process, which its next birth follows.
-                self._held = {self._incarnation: self._latest}
+                self._held = {self._incarnation: self._latest_body}
             self._latest = None  # what the table said before is not what it says now: wait for it
+            self._published = 0
         self._incarnation = incarnation
         if incarnation is None:
             return
@@ -205,9 +208,23 @@ class MqttLink:
         if held is not None:
             self._take(held)
 
-    def _take(self, snap: dict[str, Any]) -> None:
-        self._latest, self._seen = snap, self._seen + 1
+    def _take(self, body: dict[str, Any]) -> None:
+        journal = body.get("journal")
+        published = journal.get("published_seq") if isinstance(journal, dict) else None
+        self._latest, self._latest_body, self._seen = body["snapshot"], body, self._seen + 1
+        self._published = published if isinstance(published, int) else self._published
         self._new.set()
+
+    async def _state_after(self, seq: int) -> None:
+        """Until a state comes that the table sent once its journal's records up to ``seq`` were
+        published (docs/mqtt.md: ``journal.published_seq``). A command's result comes on a topic
+        of its own, and the state it changed can come after it: a dealer that read the newest
+        state at once took the table of before its own void for the table after it (a round
+        still under way) and stopped."""
+        async with asyncio.timeout(self.idle_timeout_s):
+            while self._latest is None or self._published < seq:
+                self._new.clear()
+                await self._new.wait()
 
     async def _next(self, after: int) -> dict[str, Any]:
         async with asyncio.timeout(self.idle_timeout_s):
@@ -274,3 +291,5 @@ class MqttLink:
                 result = await self._command(command, args)
         if not result.get("ok"):
             raise TableStopped(f"{command}: {result.get('error')}")
+        if isinstance(result.get("seq"), int):
+            await self._state_after(result["seq"])
