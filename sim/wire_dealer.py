@@ -200,6 +200,11 @@ class WireDealer:
             if devices and all(h == "online" for h in devices.values()):
                 break  # the controller takes commands once every device has answered
             snap = await self.link.wait()
+        # A batch in play before the floor does anything here: the table played on before these
+        # devices started, so the cards of that batch went with the devices before them. One that
+        # comes into play while the floor inspects (a fresh table's first shuffle done) is on its
+        # way out of this shuffler, to be taken up as usual.
+        in_play_before = snap.get("batch_in_shoe")
         # A table already in play (this dealer started again beside a running table) is played on
         # from its public state: only decks still new are inspected (673a.4: a batch in play is
         # never inspected again), and the dealer comes in between rounds.
@@ -212,6 +217,7 @@ class WireDealer:
         snap = await self.link.state()
         if (
             snap.get("batch_in_shoe") is not None
+            and snap.get("batch_in_shoe") == in_play_before
             and self.hands.has(DeviceKind.SHOE)
             and not self.shoe.remaining
         ):
@@ -223,6 +229,7 @@ class WireDealer:
             snap = await self.link.state()
         elif (
             snap.get("batch_in_shoe") is not None
+            and snap.get("batch_in_shoe") == in_play_before
             and self.hands.has(DeviceKind.SHUFFLER)
             and not self.hands.has(DeviceKind.SHOE)
             and self.hands.wild_deck is None
