@@ -61,6 +61,15 @@ def parse_mqtt_url(url: str) -> tuple[str, int]:
     return parts.hostname, port or DEFAULT_PORT
 
 
+# The floor commands after which the dealer reads the table to decide what comes next (open_table:
+# a round voided or a batch ordered reshuffled, then whether a round is under way): it waits for
+# the state they made. Not after every command: a command is sent again when its result does not
+# come, and a table killed between carrying one out and saying so carries the repeat out again (an
+# inspection then opens a batch's decks twice); waiting after each inspection moved the dealer's
+# commands into that window at the wire soak's first kill.
+READ_AFTER = frozenset({"void_round", "reshuffle_ordered"})
+
+
 class MqttLink:
     def __init__(
         self,
@@ -291,5 +300,5 @@ class MqttLink:
                 result = await self._command(command, args)
         if not result.get("ok"):
             raise TableStopped(f"{command}: {result.get('error')}")
-        if isinstance(result.get("seq"), int):
+        if command in READ_AFTER and isinstance(result.get("seq"), int):
             await self._state_after(result["seq"])
