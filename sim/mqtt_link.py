@@ -22,6 +22,7 @@ import contextlib
 import json
 import random
 import uuid
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
@@ -98,7 +99,6 @@ class MqttLink:
         self._reader: asyncio.Task[None] | None = None
         self._latest: dict[str, Any] | None = None
         self._latest_body: dict[str, Any] = {}  # the state message ``_latest`` came in
-        self._published = 0  # the journal's seq published when ``_latest`` was sent
         self._seen = 0  # states received
         self._read = 0  # the count of the state last handed out
         self._new = asyncio.Event()
@@ -208,7 +208,6 @@ class MqttLink:
                 # Kept for a stale Last Will of this same process, which its next birth follows.
                 self._held = {self._incarnation: self._latest_body}
             self._latest = None  # what the table said before is not what it says now: wait for it
-            self._published = 0
         self._incarnation = incarnation
         if incarnation is None:
             return
@@ -218,11 +217,22 @@ class MqttLink:
             self._take(held)
 
     def _take(self, body: dict[str, Any]) -> None:
-        journal = body.get("journal")
-        published = journal.get("published_seq") if isinstance(journal, dict) else None
         self._latest, self._latest_body, self._seen = body["snapshot"], body, self._seen + 1
-        self._published = published if isinstance(published, int) else self._published
         self._new.set()
+
+    def _published(self) -> int:
+        """The journal's seq published when the current state was sent (0 while there is none)."""
+        journal = self._latest_body.get("journal") if self._latest is not None else None
+        seq = journal.get("published_seq") if isinstance(journal, dict) else None
+        return seq if isinstance(seq, int) else 0
+
+    async def _until(self, ready: Callable[[], bool]) -> None:
+        """Until a state comes in that makes ``ready`` hold (TimeoutError when the table says
+        nothing for too long)."""
+        async with asyncio.timeout(self.idle_timeout_s):
+            while not ready():
+                self._new.clear()
+                await self._new.wait()
 
     async def _state_after(self, seq: int) -> None:
         """Until a state comes that the table sent once its journal's records up to ``seq`` were
@@ -230,16 +240,11 @@ class MqttLink:
         of its own, and the state it changed can come after it: a dealer that read the newest
         state at once took the table of before its own void for the table after it (a round
         still under way) and stopped."""
-        async with asyncio.timeout(self.idle_timeout_s):
-            while self._latest is None or self._published < seq:
-                self._new.clear()
-                await self._new.wait()
+        await self._until(lambda: self._latest is not None and self._published() >= seq)
 
     async def _next(self, after: int) -> dict[str, Any]:
-        async with asyncio.timeout(self.idle_timeout_s):
-            while self._seen <= after or self._latest is None:
-                self._new.clear()
-                await self._new.wait()
+        await self._until(lambda: self._seen > after and self._latest is not None)
+        assert self._latest is not None  # as _until found it: nothing ran since
         self._read = self._seen
         return self._latest
 

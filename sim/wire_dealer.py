@@ -216,7 +216,7 @@ class WireDealer:
             self._opened[back] = self.sim.clock.now()
         snap = await self.link.state()
         if (
-            snap.get("batch_in_shoe") is not None
+            in_play_before is not None
             and snap.get("batch_in_shoe") == in_play_before
             and self.hands.has(DeviceKind.SHOE)
             and not self.shoe.remaining
@@ -228,7 +228,7 @@ class WireDealer:
             )
             snap = await self.link.state()
         elif (
-            snap.get("batch_in_shoe") is not None
+            in_play_before is not None
             and snap.get("batch_in_shoe") == in_play_before
             and self.hands.has(DeviceKind.SHUFFLER)
             and not self.hands.has(DeviceKind.SHOE)
